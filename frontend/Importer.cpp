@@ -1,0 +1,605 @@
+//===- Importer.cpp - Graph walk and the per-node context of the importer -===//
+#include "frontend/Importer.h"
+
+#include "frontend/ConstantFolder.h"
+#include "frontend/OnnxOps.h"
+#include "frontend/TensorProto.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Path.h"
+
+#include <cstring>
+#include <deque>
+
+namespace pax {
+
+/// Initializers up to this many elements are read eagerly: shape tensors,
+/// axes, scalars. Larger ones stay in the model until something needs them.
+static constexpr int64_t kLoadLimit = 1 << 16;
+
+Importer::Importer(llvm::StringRef path, const onnx::ModelProto &model,
+                   const ImportOptions &options)
+    : path(path.str()), model(model), options(options) {}
+
+Slot *Importer::slot(llvm::StringRef name) {
+  auto it = slots.find(name);
+  return it == slots.end() ? nullptr : &it->second;
+}
+
+std::string Importer::nodeLabel(const onnx::NodeProto &node, int index) const {
+  std::string label = node.name().empty()
+                          ? "node #" + std::to_string(index)
+                          : "node '" + node.name() + "'";
+  return label + " (" + node.op_type() + ")";
+}
+
+//===----------------------------------------------------------------------===//
+// Graph inputs and initializers
+//===----------------------------------------------------------------------===//
+
+static bool isLayoutOpType(llvm::StringRef t) {
+  return t == "Transpose" || t == "Reshape" || t == "Flatten" ||
+         t == "Squeeze" || t == "Unsqueeze" || t == "Cast" || t == "Identity";
+}
+
+void Importer::classifyWeightInputs() {
+  const onnx::GraphProto &g = model.graph();
+  llvm::StringMap<std::vector<std::pair<const onnx::NodeProto *, int>>> uses;
+  for (const auto &n : g.node())
+    for (int i = 0; i < n.input_size(); ++i)
+      uses[n.input(i)].push_back({&n, i});
+  llvm::StringSet<> inits;
+  for (const auto &t : g.initializer())
+    inits.insert(t.name());
+
+  for (const auto &vi : g.input()) {
+    if (inits.count(vi.name()))
+      continue;
+    const auto &tt = vi.type().tensor_type();
+    auto dt = dtypeFromOnnx(tt.elem_type());
+    if (!dt || !isFloat(*dt))
+      continue;
+    // Follow layout nodes from the input to the slots that consume it.
+    std::deque<std::string> work = {vi.name()};
+    bool weight = false;
+    for (int steps = 0; !work.empty() && !weight && steps < 64; ++steps) {
+      std::string name = work.front();
+      work.pop_front();
+      for (auto [n, i] : uses[name]) {
+        if (isWeightSlot(n->op_type(), unsigned(i)))
+          weight = true;
+        else if (i == 0 && isLayoutOpType(n->op_type()) && n->output_size())
+          work.push_back(n->output(0));
+        else if (name == vi.name() && tt.shape().dim_size() <= 1 &&
+                 isAffineOpType(n->op_type()))
+          weight = true; // a bias or scale vector fed to Add/Sub/Mul/Div
+      }
+    }
+    if (weight)
+      weightInputs.insert(vi.name());
+  }
+}
+
+llvm::Expected<std::vector<int64_t>>
+Importer::inputShape(const onnx::ValueInfoProto &vi, bool isData,
+                     std::vector<std::string> &unbound) {
+  const auto &tt = vi.type().tensor_type();
+  if (!tt.has_shape())
+    return llvm::createStringError(path + ": graph input '" + vi.name() +
+                                   "' has no shape");
+  std::vector<int64_t> shape;
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto &d = tt.shape().dim(i);
+    int64_t v = -1;
+    if (d.has_dim_value()) {
+      v = d.dim_value();
+      if (v < 0)
+        return llvm::createStringError(
+            path + ": graph input '" + vi.name() + "' dim " +
+            std::to_string(i) + " is negative (" + std::to_string(v) + ")");
+      if (i == 0 && isData && options.batch)
+        v = *options.batch;
+    } else if (d.has_dim_param() && !d.dim_param().empty()) {
+      auto it = options.dims.find(d.dim_param());
+      if (it != options.dims.end())
+        v = it->second;
+      else if (i == 0 && isData && options.batch)
+        v = *options.batch;
+      else if (!llvm::is_contained(unbound, d.dim_param()))
+        unbound.push_back(d.dim_param());
+    } else {
+      return llvm::createStringError(
+          path + ": graph input '" + vi.name() + "' dim " + std::to_string(i) +
+          " has neither a size nor a name; paxc needs static shapes");
+    }
+    if (v > kMaxExtent)
+      return llvm::createStringError(
+          path + ": graph input '" + vi.name() + "' dim " + std::to_string(i) +
+          " is " + std::to_string(v) + ", larger than 2^48");
+    shape.push_back(v);
+  }
+  return shape;
+}
+
+llvm::Error Importer::declareInitializers() {
+  std::string dir = llvm::sys::path::parent_path(path).str();
+  for (const auto &t : model.graph().initializer()) {
+    if (slots.count(t.name()))
+      return llvm::createStringError(path + ": initializer '" + t.name() +
+                                     "' is defined twice");
+    if (auto err = checkTensorData(t, dir))
+      return llvm::createStringError(path + ": " + llvm::toString(std::move(err)));
+    Slot s;
+    s.type = *tensorProtoType(t);
+    s.initializer = t.name();
+    if (s.type.numel() <= kLoadLimit) {
+      auto c = readTensorProto(t, dir);
+      if (!c)
+        return llvm::createStringError(path + ": " + llvm::toString(c.takeError()));
+      s.constant = std::move(*c);
+    }
+    slots[t.name()] = std::move(s);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Importer::declareInputs() {
+  std::vector<std::string> unbound;
+  for (const auto &vi : model.graph().input()) {
+    if (slots.count(vi.name()))
+      continue; // an initializer listed as an input (IR < 4)
+    if (!vi.type().has_tensor_type())
+      return llvm::createStringError(path + ": graph input '" + vi.name() +
+                                     "' is not a tensor");
+    auto dt = dtypeFromOnnx(vi.type().tensor_type().elem_type());
+    if (!dt)
+      return llvm::createStringError(
+          path + ": graph input '" + vi.name() + "' has unsupported type " +
+          std::to_string(vi.type().tensor_type().elem_type()));
+    bool isWeight = weightInputs.count(vi.name());
+    auto shape = inputShape(vi, !isWeight, unbound);
+    if (!shape)
+      return shape.takeError();
+    Slot s;
+    s.type.elem = *dt;
+    s.type.shape.assign(shape->begin(), shape->end());
+    if (isWeight)
+      s.weightInput = vi.name();
+    slots[vi.name()] = std::move(s);
+  }
+  if (!unbound.empty()) {
+    std::string names;
+    for (const auto &n : unbound)
+      names += (names.empty() ? "'" : ", '") + n + "'";
+    return llvm::createStringError(
+        path + ": unbound symbolic dims " + names +
+        "; give each a value with --dim NAME=VALUE (or --batch=N for the "
+        "leading batch dim)");
+  }
+  // Arguments in graph-input order; weights become globals on first use.
+  for (const auto &vi : model.graph().input()) {
+    Slot &s = slots[vi.name()];
+    if (!s.value && s.initializer.empty() && s.weightInput.empty()) {
+      s.value = module->main.addArg(vi.name(), s.type);
+      slotOf[s.value] = &s;
+    }
+  }
+  return llvm::Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Values, constants and parameters
+//===----------------------------------------------------------------------===//
+
+/// Converts known values to the IR's dense bytes.
+static std::vector<uint8_t> denseBytes(const ConstTensor &c) {
+  std::vector<uint8_t> out(c.type.bytes());
+  uint8_t *p = out.data();
+  unsigned w = dtypeBytes(c.type.elem);
+  for (int64_t i = 0; i < c.numel(); ++i, p += w) {
+    auto store = [p](auto v) { std::memcpy(p, &v, sizeof(v)); };
+    switch (c.type.elem) {
+    case DType::F32: store(float(c.real(i))); break;
+    case DType::F64: store(c.real(i)); break;
+    case DType::F16:
+    case DType::BF16: {
+      // Stored as f32's upper half (bf16) or rounded to half: folding 16-bit
+      // tensors is rare, and bf16 truncation keeps this simple and exact for
+      // values that came from 16-bit data.
+      float f = float(c.real(i));
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      store(uint16_t(bits >> 16));
+      break;
+    }
+    case DType::I8: case DType::U8: case DType::I1: store(uint8_t(c.integer(i))); break;
+    case DType::I16: case DType::U16: store(uint16_t(c.integer(i))); break;
+    case DType::I32: case DType::U32: store(uint32_t(c.integer(i))); break;
+    case DType::I64: case DType::U64: store(c.integer(i)); break;
+    }
+  }
+  return out;
+}
+
+Value *Importer::materialize(Slot &s, llvm::StringRef name) {
+  if (s.value)
+    return s.value;
+  Global *g = module->addGlobal(name.str(), s.type);
+  if (!s.weightInput.empty()) {
+    g->source = DataSource::Input;
+    g->ref = s.weightInput;
+  } else if (!s.initializer.empty()) {
+    g->source = DataSource::Initializer;
+    g->ref = s.initializer;
+  } else if (s.constant && (s.constant->isSplat() || s.constant->numel() == 0)) {
+    g->source = DataSource::Fill;
+    g->fill = s.constant->count() ? s.constant->real(0) : 0.0;
+  } else {
+    assert(s.constant && "a slot without a value must be a constant");
+    g->source = DataSource::Dense;
+    g->bytes = denseBytes(*s.constant);
+  }
+  if (s.computed)
+    computedGlobals.insert(g);
+  s.value = &g->value;
+  slotOf[s.value] = &s;
+  return s.value;
+}
+
+void Importer::markParameter(Value *v) {
+  // Through reshapes, transposes and casts to the tensor they read.
+  while (v->kind == Value::Kind::Result) {
+    OpFamily fam = opKindFamily(v->def->kind);
+    bool passThrough = fam == OpFamily::Layout || v->def->kind == OpKind::Cast;
+    if (!passThrough || v->def->operands.empty())
+      return;
+    v = v->def->operands[0].value;
+  }
+  if (v->kind == Value::Kind::Global && isFloat(v->type.elem) &&
+      !computedGlobals.count(v->global))
+    v->global->isParameter = true;
+}
+
+//===----------------------------------------------------------------------===//
+// Nodes
+//===----------------------------------------------------------------------===//
+
+llvm::Error Importer::importNodes() {
+  const onnx::GraphProto &g = model.graph();
+  int n = g.node_size();
+  // Who writes each tensor; two writers is an error.
+  llvm::StringMap<int> producer;
+  for (int i = 0; i < n; ++i)
+    for (const auto &out : g.node(i).output()) {
+      if (out.empty())
+        continue;
+      auto [it, inserted] = producer.try_emplace(out, i);
+      if (!inserted)
+        return llvm::createStringError(
+            path + ": tensor '" + out + "' is written by both " +
+            nodeLabel(g.node(it->second), it->second) + " and " +
+            nodeLabel(g.node(i), i));
+      if (slots.count(out))
+        return llvm::createStringError(
+            path + ": " + nodeLabel(g.node(i), i) + " writes '" + out +
+            "', which is already a graph input or initializer");
+    }
+  // Topological order (Kahn), stable in the file's order.
+  std::vector<int> pending(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (int i = 0; i < n; ++i)
+    for (const auto &in : g.node(i).input()) {
+      if (in.empty() || slots.count(in))
+        continue;
+      auto it = producer.find(in);
+      if (it == producer.end())
+        return llvm::createStringError(
+            path + ": " + nodeLabel(g.node(i), i) + " reads '" + in +
+            "', which no node, graph input or initializer defines");
+      ++pending[i];
+      users[it->second].push_back(i);
+    }
+  std::vector<int> ready;
+  for (int i = n - 1; i >= 0; --i)
+    if (!pending[i])
+      ready.push_back(i);
+  std::vector<bool> done(n, false);
+  int imported = 0;
+  while (!ready.empty()) {
+    // Take the earliest ready node in file order.
+    auto it = std::min_element(ready.begin(), ready.end());
+    int i = *it;
+    ready.erase(it);
+    const onnx::NodeProto &node = g.node(i);
+    OpImportFn fn = findOpImporter(node.domain(), node.op_type());
+    if (!fn)
+      return llvm::createStringError(
+          path + ": " + nodeLabel(node, i) + ": unsupported op type '" +
+          (node.domain().empty() ? "" : node.domain() + ".") + node.op_type() +
+          "'");
+    NodeContext ctx(*this, node, i);
+    if (auto err = fn(ctx))
+      return err;
+    for (const auto &out : node.output())
+      if (!out.empty() && !slots.count(out))
+        return ctx.error("output '" + out + "' was not produced");
+    done[i] = true;
+    ++imported;
+    for (int u : users[i])
+      if (--pending[u] == 0)
+        ready.push_back(u);
+  }
+  if (imported != n) {
+    for (int i = 0; i < n; ++i)
+      if (!done[i])
+        return llvm::createStringError(path + ": the graph has a cycle through " +
+                                       nodeLabel(g.node(i), i));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Importer::bindOutputs() {
+  Func &f = module->main;
+  for (const auto &vi : model.graph().output()) {
+    Slot *s = slot(vi.name());
+    if (!s)
+      return llvm::createStringError(path + ": graph output '" + vi.name() +
+                                     "' is never produced");
+    const auto &tt = vi.type().tensor_type();
+    if (tt.has_shape()) {
+      bool mismatch = tt.shape().dim_size() != int(s->type.rank());
+      for (int i = 0; !mismatch && i < tt.shape().dim_size(); ++i)
+        mismatch = tt.shape().dim(i).has_dim_value() &&
+                   tt.shape().dim(i).dim_value() != s->type.shape[i] &&
+                   !(i == 0 && options.batch);
+      if (mismatch)
+        warnings.push_back(path + ": graph output '" + vi.name() +
+                           "' is declared with a different shape; it is " +
+                           shapeStr(s->type.shape));
+    }
+    f.returns.push_back(materialize(*s, vi.name()));
+    f.returnNames.push_back(vi.name());
+  }
+  return llvm::Error::success();
+}
+
+void Importer::removeUnusedGlobals() {
+  llvm::DenseSet<const Value *> used(module->main.returns.begin(),
+                                     module->main.returns.end());
+  for (const auto &op : module->main.ops)
+    for (const Operand &o : op->operands)
+      used.insert(o.value);
+  llvm::erase_if(module->globals, [&](const std::unique_ptr<Global> &g) {
+    return !used.count(&g->value);
+  });
+}
+
+llvm::Expected<ImportResult> Importer::run() {
+  module = std::make_unique<Module>();
+  std::string stem = llvm::sys::path::stem(path).str();
+  module->name = stem.empty() ? "model" : stem;
+  module->attrs["source"] = llvm::sys::path::filename(path).str();
+  for (const auto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opsetVersion = int(o.version());
+  module->attrs["opset"] = int64_t(opsetVersion);
+  module->attrs["ir_version"] = int64_t(model.ir_version());
+
+  classifyWeightInputs();
+  if (auto err = declareInitializers())
+    return err;
+  if (auto err = declareInputs())
+    return err;
+  if (auto err = importNodes())
+    return err;
+  if (auto err = bindOutputs())
+    return err;
+  removeUnusedGlobals();
+  ImportResult r;
+  r.module = std::move(module);
+  r.warnings = std::move(warnings);
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// NodeContext
+//===----------------------------------------------------------------------===//
+
+int NodeContext::opset() const { return imp.opsetVersion; }
+
+const TensorType &NodeContext::type(unsigned i) const {
+  return imp.slot(node.input(i))->type;
+}
+
+const ConstTensor *NodeContext::constant(unsigned i) const {
+  if (!hasInput(i))
+    return nullptr;
+  Slot *s = imp.slot(node.input(i));
+  return s->constant ? &*s->constant : nullptr;
+}
+
+llvm::Expected<const ConstTensor *>
+NodeContext::requireConstant(unsigned i, llvm::StringRef what) {
+  if (!hasInput(i))
+    return error("missing input " + llvm::Twine(i) + " (" + what + ")");
+  Slot *s = imp.slot(node.input(i));
+  if (!s->constant && !s->initializer.empty()) {
+    // A large initializer: read it now.
+    std::string dir = llvm::sys::path::parent_path(imp.path).str();
+    for (const auto &t : imp.model.graph().initializer())
+      if (t.name() == s->initializer) {
+        auto c = readTensorProto(t, dir);
+        if (!c)
+          return c.takeError();
+        s->constant = std::move(*c);
+        s->constant->type = s->type;
+      }
+  }
+  if (!s->constant)
+    return error(what + " ('" + node.input(i) +
+                 "') must be a constant, but it is computed at run time");
+  return &*s->constant;
+}
+
+Value *NodeContext::value(unsigned i) {
+  return imp.materialize(*imp.slot(node.input(i)), node.input(i));
+}
+
+void NodeContext::markWeight(unsigned i) {
+  if (hasInput(i))
+    weights.push_back(i);
+}
+
+const onnx::AttributeProto *NodeContext::attr(llvm::StringRef name) const {
+  for (const auto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t NodeContext::attrInt(llvm::StringRef name, int64_t dflt) const {
+  const auto *a = attr(name);
+  return a ? a->i() : dflt;
+}
+
+float NodeContext::attrFloat(llvm::StringRef name, float dflt) const {
+  const auto *a = attr(name);
+  return a ? a->f() : dflt;
+}
+
+std::string NodeContext::attrString(llvm::StringRef name,
+                                    llvm::StringRef dflt) const {
+  const auto *a = attr(name);
+  return a ? a->s() : dflt.str();
+}
+
+std::vector<int64_t> NodeContext::attrInts(llvm::StringRef name) const {
+  const auto *a = attr(name);
+  if (!a)
+    return {};
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+std::vector<float> NodeContext::attrFloats(llvm::StringRef name) const {
+  const auto *a = attr(name);
+  if (!a)
+    return {};
+  return std::vector<float>(a->floats().begin(), a->floats().end());
+}
+
+std::unique_ptr<Op> NodeContext::newOp(OpKind kind) {
+  auto op = std::make_unique<Op>(kind);
+  std::string name = node.name();
+  if (name.empty() && node.output_size())
+    name = node.output(0);
+  op->attrs["name"] = name;
+  return op;
+}
+
+std::optional<std::vector<Slot>> Importer::tryFold(const Op &op) {
+  llvm::SmallVector<const ConstTensor *, 4> inputs;
+  bool computed = false;
+  for (const Operand &o : op.operands) {
+    auto it = slotOf.find(o.value);
+    if (it == slotOf.end())
+      return std::nullopt;
+    Slot *s = it->second;
+    // A reshape of data that stays in the model: the same bytes, a new type.
+    if (op.kind == OpKind::Reshape && op.operands.size() == 1 &&
+        (!s->initializer.empty() || !s->weightInput.empty())) {
+      Slot r;
+      r.type = op.results[0].value->type;
+      r.initializer = s->initializer;
+      r.weightInput = s->weightInput;
+      r.computed = s->computed;
+      if (s->constant) {
+        r.constant = *s->constant;
+        r.constant->type = r.type;
+      }
+      if (!r.weightInput.empty())
+        return std::nullopt; // fed at run time: keep the reshape
+      return std::vector<Slot>{std::move(r)};
+    }
+    if (!s->constant)
+      return std::nullopt;
+    inputs.push_back(&*s->constant);
+    computed |= s->computed;
+  }
+  auto results = foldOp(op, inputs);
+  if (!results)
+    return std::nullopt;
+  OpFamily fam = opKindFamily(op.kind);
+  // Moving or converting a weight keeps it a weight; computing on constants,
+  // or turning integers (positions, masks) into floats, does not.
+  bool castFromInt = op.kind == OpKind::Cast && !isFloat(inputs[0]->type.elem);
+  computed |= castFromInt || !(fam == OpFamily::Layout ||
+                               op.kind == OpKind::Cast || fam == OpFamily::Lookup);
+  std::vector<Slot> out;
+  for (auto &c : *results) {
+    Slot s;
+    s.type = c.type;
+    s.constant = std::move(c);
+    s.computed = computed;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+llvm::Error NodeContext::finish(std::unique_ptr<Op> op) {
+  if (op->results.size() > unsigned(node.output_size()))
+    return error("internal: more results than outputs");
+  if (auto folded = imp.tryFold(*op)) {
+    for (size_t i = 0; i < folded->size(); ++i)
+      if (!node.output(i).empty())
+        imp.slots[node.output(i)] = std::move((*folded)[i]);
+    return llvm::Error::success();
+  }
+  for (size_t i = 0; i < op->results.size(); ++i) {
+    if (node.output(i).empty())
+      continue;
+    Slot s;
+    s.type = op->results[i].value->type;
+    s.value = op->results[i].value.get();
+    Slot &stored = imp.slots[node.output(i)] = std::move(s);
+    imp.slotOf[stored.value] = &stored;
+  }
+  for (unsigned i : weights)
+    imp.markParameter(value(i));
+  imp.module->main.ops.push_back(std::move(op));
+  return llvm::Error::success();
+}
+
+void NodeContext::setConstant(unsigned i, ConstTensor t) {
+  Slot s;
+  s.type = t.type;
+  s.constant = std::move(t);
+  imp.slots[node.output(i)] = std::move(s);
+}
+
+void NodeContext::forward(unsigned i, unsigned input) {
+  Slot copy = *imp.slot(node.input(input));
+  // The same data under another name: share the IR value if there is one.
+  imp.slots[node.output(i)] = std::move(copy);
+}
+
+llvm::Error NodeContext::error(const llvm::Twine &msg) const {
+  return llvm::createStringError(imp.path + ": " + imp.nodeLabel(node, index) +
+                                 ": " + msg);
+}
+
+void NodeContext::warn(const llvm::Twine &msg) const {
+  imp.warnings.push_back(imp.path + ": " + imp.nodeLabel(node, index) + ": " +
+                         msg.str());
+}
+
+llvm::Expected<unsigned> NodeContext::axis(int64_t a, unsigned rank,
+                                           llvm::StringRef what) const {
+  int64_t r = int64_t(rank);
+  if (a < -r || a >= r)
+    return error(what + " " + llvm::Twine(a) + " is out of range for rank " +
+                 llvm::Twine(rank));
+  return unsigned(a < 0 ? a + r : a);
+}
+
+} // namespace pax

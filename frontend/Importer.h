@@ -1,0 +1,157 @@
+//===- Importer.h - Graph walk and the per-node context of the importer ---===//
+//
+// Internal to the frontend. The Importer walks an ONNX graph in topological
+// order; for each node it calls the node's importer (OnnxOps.def) with a
+// NodeContext, which gives typed access to inputs, constants and attributes,
+// and builds IR ops. Ops whose inputs are all constants are folded.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "frontend/ConstTensor.h"
+#include "frontend/OnnxImporter.h"
+
+#include "ir/Module.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Error.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <optional>
+
+namespace pax {
+
+class Importer;
+
+/// What the importer knows about one ONNX tensor name.
+struct Slot {
+  TensorType type;
+  /// The IR value, once something needed it as an operand.
+  Value *value = nullptr;
+  /// Known values (shape tensors, small initializers, folded results).
+  std::optional<ConstTensor> constant;
+  /// An initializer whose data stays in the model (named by this), possibly
+  /// seen through a reshape.
+  std::string initializer;
+  /// A graph input that carries a weight (fed at run time).
+  std::string weightInput;
+  /// Produced by a computation on constants: never a parameter.
+  bool computed = false;
+};
+
+/// Everything an op importer may ask about the node it imports.
+class NodeContext {
+public:
+  NodeContext(Importer &imp, const onnx::NodeProto &node, int index)
+      : imp(imp), node(node), index(index) {}
+
+  const onnx::NodeProto &proto() const { return node; }
+  llvm::StringRef opType() const { return node.op_type(); }
+  /// The default-domain opset the model imports.
+  int opset() const;
+
+  // --- Inputs ---------------------------------------------------------------
+  unsigned numInputs() const { return node.input_size(); }
+  /// True when input \p i is present (optional inputs may be "" or absent).
+  bool hasInput(unsigned i) const {
+    return int(i) < node.input_size() && !node.input(i).empty();
+  }
+  const TensorType &type(unsigned i) const;
+  llvm::ArrayRef<int64_t> shape(unsigned i) const { return type(i).shape; }
+  unsigned rank(unsigned i) const { return type(i).rank(); }
+  /// The input's values when known, else nullptr.
+  const ConstTensor *constant(unsigned i) const;
+  /// The input's values; an error naming \p what when they are not known.
+  llvm::Expected<const ConstTensor *> requireConstant(unsigned i,
+                                                      llvm::StringRef what);
+  /// The input as an IR value.
+  Value *value(unsigned i);
+  /// Marks input \p i as a weight: the constant or graph input behind it
+  /// (through reshapes, transposes and casts) becomes a parameter.
+  void markWeight(unsigned i);
+
+  // --- Attributes -----------------------------------------------------------
+  const onnx::AttributeProto *attr(llvm::StringRef name) const;
+  int64_t attrInt(llvm::StringRef name, int64_t dflt) const;
+  float attrFloat(llvm::StringRef name, float dflt) const;
+  std::string attrString(llvm::StringRef name, llvm::StringRef dflt) const;
+  std::vector<int64_t> attrInts(llvm::StringRef name) const;
+  std::vector<float> attrFloats(llvm::StringRef name) const;
+
+  // --- Results --------------------------------------------------------------
+  /// Creates an op named after the node (not yet part of the function).
+  std::unique_ptr<Op> newOp(OpKind kind);
+  /// Adds \p op to the function, or folds it when every operand is a known
+  /// constant; then binds the node's outputs to the op's results in order.
+  llvm::Error finish(std::unique_ptr<Op> op);
+  /// Binds output \p i to known values.
+  void setConstant(unsigned i, ConstTensor t);
+  /// Binds output \p i to the same data as input \p input (Identity).
+  void forward(unsigned i, unsigned input);
+  unsigned numOutputs() const { return node.output_size(); }
+
+  // --- Diagnostics ----------------------------------------------------------
+  /// An error that names the model, the node and its op type.
+  llvm::Error error(const llvm::Twine &msg) const;
+  /// A warning that names the node.
+  void warn(const llvm::Twine &msg) const;
+  /// Normalizes axis \p axis against \p rank; an error when out of range.
+  llvm::Expected<unsigned> axis(int64_t axis, unsigned rank,
+                                llvm::StringRef what = "axis") const;
+
+private:
+  Importer &imp;
+  const onnx::NodeProto &node;
+  int index;
+  /// Inputs marked as weights; applied when the op is not folded away.
+  llvm::SmallVector<unsigned, 4> weights;
+};
+
+/// Imports one node; set up per op type in OnnxOps.def.
+using OpImportFn = llvm::Error (*)(NodeContext &ctx);
+
+class Importer {
+public:
+  Importer(llvm::StringRef path, const onnx::ModelProto &model,
+           const ImportOptions &options);
+
+  llvm::Expected<ImportResult> run();
+
+private:
+  friend class NodeContext;
+
+  llvm::Error declareInputs();
+  llvm::Error declareInitializers();
+  llvm::Error importNodes();
+  llvm::Error bindOutputs();
+  void classifyWeightInputs();
+  void removeUnusedGlobals();
+  llvm::Error checkGraphInputs();
+
+  llvm::Expected<std::vector<int64_t>> inputShape(const onnx::ValueInfoProto &vi,
+                                                  bool isData,
+                                                  std::vector<std::string> &unbound);
+  Slot *slot(llvm::StringRef name);
+  Value *materialize(Slot &s, llvm::StringRef name);
+  void markParameter(Value *v);
+  /// Folds \p op when all operands are known; the results, or std::nullopt.
+  std::optional<std::vector<Slot>> tryFold(const Op &op);
+  std::string nodeLabel(const onnx::NodeProto &node, int index) const;
+
+  std::string path;
+  const onnx::ModelProto &model;
+  const ImportOptions &options;
+  int opsetVersion = 0;
+  std::unique_ptr<Module> module;
+  std::vector<std::string> warnings;
+  llvm::StringMap<Slot> slots;
+  llvm::DenseMap<const Value *, Slot *> slotOf;
+  llvm::StringSet<> weightInputs;
+  llvm::DenseSet<const Global *> computedGlobals;
+};
+
+} // namespace pax

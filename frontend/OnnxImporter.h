@@ -1,0 +1,36 @@
+//===- OnnxImporter.h - ONNX models into the paxc IR ----------------------===//
+#pragma once
+
+#include "ir/Module.h"
+
+#include "llvm/Support/Error.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pax {
+
+/// How to import a model.
+struct ImportOptions {
+  /// Values of symbolic dims (`--dim NAME=VALUE`).
+  std::map<std::string, int64_t> dims;
+  /// The leading (batch) dim of every data input (`--batch=N`).
+  std::optional<int64_t> batch;
+};
+
+/// A module and the warnings its import produced.
+struct ImportResult {
+  std::unique_ptr<Module> module;
+  std::vector<std::string> warnings;
+};
+
+/// Reads an ONNX model (binary protobuf, or protobuf text when the file name
+/// ends in `.onnxtxt`, `.txtpb` or `.textproto`) into the IR. Every problem
+/// in the model is an error that names the file and the node.
+llvm::Expected<ImportResult> importOnnxFile(llvm::StringRef path,
+                                            const ImportOptions &options);
+
+} // namespace pax

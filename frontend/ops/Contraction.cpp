@@ -1,0 +1,237 @@
+//===- Contraction.cpp - Importers of MatMul, Gemm and Conv ---------------===//
+#include "frontend/OnnxOps.h"
+
+namespace pax {
+
+llvm::Error importMatMul(NodeContext &ctx) {
+  llvm::SmallVector<int64_t, 4> a(ctx.shape(0)), b(ctx.shape(1));
+  if (a.empty() || b.empty())
+    return ctx.error("inputs must have rank 1 or more");
+  bool vecA = a.size() == 1, vecB = b.size() == 1;
+  if (vecA)
+    a.insert(a.begin(), 1);
+  if (vecB)
+    b.push_back(1);
+  int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+  if (b[b.size() - 2] != k)
+    return ctx.error("inner dims do not match: " + shapeStr(ctx.shape(0)) +
+                     " by " + shapeStr(ctx.shape(1)) + " (" + llvm::Twine(k) +
+                     " vs " + llvm::Twine(b[b.size() - 2]) + ")");
+  llvm::ArrayRef<int64_t> batchA(a.data(), a.size() - 2);
+  llvm::ArrayRef<int64_t> batchB(b.data(), b.size() - 2);
+  auto batch = broadcastShapes(ctx, batchA, batchB);
+  if (!batch)
+    return batch.takeError();
+  unsigned nb = batch->size();
+
+  auto op = ctx.newOp(OpKind::MatMul);
+  for (unsigned i = 0; i < nb; ++i)
+    op->iters.push_back({"b" + std::to_string(i), (*batch)[i], IterKind::Parallel});
+  unsigned dm = nb, dn = nb + 1, dk = nb + 2;
+  op->iters.push_back({"m", m, IterKind::Parallel});
+  op->iters.push_back({"n", n, IterKind::Parallel});
+  op->iters.push_back({"k", k, IterKind::Reduction});
+
+  auto operandMap = [&](llvm::ArrayRef<int64_t> batchDims, bool isVec,
+                        unsigned row, unsigned col, bool vecDropsRow) {
+    AccessMap map = broadcastMap(batchDims, *batch);
+    if (!isVec || !vecDropsRow)
+      map.push_back(AccessExpr::dim(row));
+    if (!isVec || vecDropsRow)
+      map.push_back(AccessExpr::dim(col));
+    return map;
+  };
+  op->operands.push_back({ctx.value(0), operandMap(batchA, vecA, dm, dk, true)});
+  op->operands.push_back({ctx.value(1), operandMap(batchB, vecB, dk, dn, false)});
+  AccessMap out = identityMap(nb);
+  llvm::SmallVector<int64_t, 4> shape(batch->begin(), batch->end());
+  if (!vecA)
+    out.push_back(AccessExpr::dim(dm)), shape.push_back(m);
+  if (!vecB)
+    out.push_back(AccessExpr::dim(dn)), shape.push_back(n);
+  if (ctx.type(0).elem != ctx.type(1).elem)
+    return ctx.error("input types " + dtypeName(ctx.type(0).elem) + " and " +
+                     dtypeName(ctx.type(1).elem) + " differ");
+  op->addResult(TensorType{ctx.type(0).elem, shape}, out);
+  // Exporters put the weight second (x @ W); a constant first operand is a
+  // table (rotary frequencies), not a weight.
+  ctx.markWeight(1);
+  return ctx.finish(std::move(op));
+}
+
+llvm::Error importGemm(NodeContext &ctx) {
+  if (ctx.rank(0) != 2 || ctx.rank(1) != 2)
+    return ctx.error("A and B must be matrices, are " + shapeStr(ctx.shape(0)) +
+                     " and " + shapeStr(ctx.shape(1)));
+  bool ta = ctx.attrInt("transA", 0), tb = ctx.attrInt("transB", 0);
+  int64_t m = ctx.shape(0)[ta ? 1 : 0], k = ctx.shape(0)[ta ? 0 : 1];
+  int64_t kb = ctx.shape(1)[tb ? 1 : 0], n = ctx.shape(1)[tb ? 0 : 1];
+  if (k != kb)
+    return ctx.error("inner dims do not match: " + shapeStr(ctx.shape(0)) +
+                     (ta ? " (transposed)" : "") + " by " +
+                     shapeStr(ctx.shape(1)) + (tb ? " (transposed)" : "") +
+                     " (" + llvm::Twine(k) + " vs " + llvm::Twine(kb) + ")");
+  auto op = ctx.newOp(OpKind::Gemm);
+  op->iters = {{"m", m, IterKind::Parallel},
+               {"n", n, IterKind::Parallel},
+               {"k", k, IterKind::Reduction}};
+  auto dim = AccessExpr::dim;
+  op->operands.push_back({ctx.value(0), ta ? AccessMap{dim(2), dim(0)}
+                                           : AccessMap{dim(0), dim(2)}});
+  op->operands.push_back({ctx.value(1), tb ? AccessMap{dim(1), dim(2)}
+                                           : AccessMap{dim(2), dim(1)}});
+  int64_t mn[] = {m, n};
+  if (ctx.hasInput(2)) {
+    auto s = broadcastShapes(ctx, ctx.shape(2), mn);
+    if (!s)
+      return s.takeError();
+    if ((*s)[0] != m || (*s)[1] != n)
+      return ctx.error("C of shape " + shapeStr(ctx.shape(2)) +
+                       " does not broadcast to " + shapeStr(mn));
+    op->operands.push_back({ctx.value(2), broadcastMap(ctx.shape(2), mn)});
+  }
+  op->addResult(TensorType{ctx.type(0).elem, {m, n}}, {dim(0), dim(1)});
+  op->attrs["alpha"] = ctx.attrFloat("alpha", 1.0f);
+  op->attrs["beta"] = ctx.attrFloat("beta", 1.0f);
+  ctx.markWeight(0);
+  ctx.markWeight(1);
+  ctx.markWeight(2);
+  return ctx.finish(std::move(op));
+}
+
+llvm::Expected<llvm::SmallVector<WindowDim, 3>>
+windowDims(NodeContext &ctx, llvm::ArrayRef<int64_t> in,
+           llvm::ArrayRef<int64_t> kernel, llvm::ArrayRef<int64_t> strides,
+           llvm::ArrayRef<int64_t> dilations, bool ceilMode) {
+  size_t n = in.size();
+  std::vector<int64_t> pads = ctx.attrInts("pads");
+  if (pads.empty())
+    pads.assign(2 * n, 0);
+  if (pads.size() != 2 * n)
+    return ctx.error("pads has " + llvm::Twine(pads.size()) +
+                     " values, expected " + llvm::Twine(2 * n));
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  llvm::SmallVector<WindowDim, 3> dims(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (strides[i] < 1 || dilations[i] < 1 || kernel[i] < 1)
+      return ctx.error("strides, dilations and kernel sizes must be positive");
+    int64_t span = dilations[i] * (kernel[i] - 1) + 1;
+    WindowDim &d = dims[i];
+    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      d.out = (in[i] + strides[i] - 1) / strides[i];
+      int64_t total = std::max<int64_t>(0, (d.out - 1) * strides[i] + span - in[i]);
+      d.padBegin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      d.padEnd = total - d.padBegin;
+      continue;
+    }
+    if (autoPad == "VALID") {
+      d.padBegin = d.padEnd = 0;
+    } else if (autoPad == "NOTSET") {
+      d.padBegin = pads[i];
+      d.padEnd = pads[i + n];
+      if (d.padBegin < 0 || d.padEnd < 0)
+        return ctx.error("pads must not be negative");
+    } else {
+      return ctx.error("unknown auto_pad '" + autoPad + "'");
+    }
+    int64_t room = in[i] + d.padBegin + d.padEnd - span;
+    if (room < 0)
+      return ctx.error("the window (" + llvm::Twine(span) +
+                       ") is larger than the padded input dim " +
+                       llvm::Twine(i + 2) + " (" +
+                       llvm::Twine(in[i] + d.padBegin + d.padEnd) + ")");
+    d.out = (ceilMode ? (room + strides[i] - 1) / strides[i]
+                      : room / strides[i]) + 1;
+    // A last window that would start in the end padding is dropped.
+    if (ceilMode && (d.out - 1) * strides[i] >= in[i] + d.padBegin)
+      --d.out;
+  }
+  return dims;
+}
+
+static std::vector<int64_t> orOnes(std::vector<int64_t> v, size_t n) {
+  if (v.empty())
+    v.assign(n, 1);
+  return v;
+}
+
+static std::string spatialName(const char *prefix, size_t i, size_t n) {
+  if (n == 2)
+    return std::string(prefix) + (i == 0 ? "h" : "w");
+  return std::string(prefix) + std::to_string(i);
+}
+
+llvm::Error importConv(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> x = ctx.shape(0), w = ctx.shape(1);
+  if (x.size() < 3 || w.size() != x.size())
+    return ctx.error("X (" + shapeStr(x) + ") and W (" + shapeStr(w) +
+                     ") must have the same rank, 3 or more");
+  size_t ns = x.size() - 2;
+  int64_t group = ctx.attrInt("group", 1);
+  int64_t c = x[1], m = w[0], cg = w[1];
+  if (group < 1 || c % group || m % group)
+    return ctx.error("group " + llvm::Twine(group) + " does not divide " +
+                     llvm::Twine(c) + " input and " + llvm::Twine(m) +
+                     " output channels");
+  if (cg * group != c)
+    return ctx.error("input has " + llvm::Twine(c) +
+                     " channels but W expects " + llvm::Twine(cg * group) +
+                     " (" + llvm::Twine(cg) + " per group x " +
+                     llvm::Twine(group) + " groups)");
+  std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  std::vector<int64_t> ks = ctx.attrInts("kernel_shape");
+  if (!ks.empty() && ks != kernel)
+    return ctx.error("kernel_shape does not match W's shape " + shapeStr(w));
+  auto strides = orOnes(ctx.attrInts("strides"), ns);
+  auto dil = orOnes(ctx.attrInts("dilations"), ns);
+  if (strides.size() != ns || dil.size() != ns)
+    return ctx.error("strides and dilations need " + llvm::Twine(ns) + " values");
+  auto dims = windowDims(ctx, x.drop_front(2), kernel, strides, dil, false);
+  if (!dims)
+    return dims.takeError();
+
+  auto op = ctx.newOp(OpKind::Conv);
+  auto add = [&](std::string name, int64_t extent, IterKind kind) {
+    op->iters.push_back({std::move(name), extent, kind});
+    return unsigned(op->iters.size() - 1);
+  };
+  unsigned dn = add("n", x[0], IterKind::Parallel);
+  int dg = group > 1 ? int(add("g", group, IterKind::Parallel)) : -1;
+  unsigned dco = add("co", m / group, IterKind::Parallel);
+  llvm::SmallVector<unsigned, 3> dout, dwin;
+  for (size_t i = 0; i < ns; ++i)
+    dout.push_back(add(spatialName("o", i, ns), (*dims)[i].out, IterKind::Parallel));
+  unsigned dci = add("ci", cg, IterKind::Reduction);
+  for (size_t i = 0; i < ns; ++i)
+    dwin.push_back(add(spatialName("k", i, ns), kernel[i], IterKind::Reduction));
+
+  auto channel = [&](unsigned d) {
+    return dg >= 0 ? AccessExpr::group({unsigned(dg), d}) : AccessExpr::dim(d);
+  };
+  AccessMap xm = {AccessExpr::dim(dn), channel(dci)};
+  AccessMap wm = {channel(dco), AccessExpr::dim(dci)};
+  AccessMap ym = {AccessExpr::dim(dn), channel(dco)};
+  llvm::SmallVector<int64_t, 4> yshape = {x[0], m};
+  for (size_t i = 0; i < ns; ++i) {
+    xm.push_back(AccessExpr::window(dout[i], dwin[i], strides[i], dil[i],
+                                    -(*dims)[i].padBegin));
+    wm.push_back(AccessExpr::dim(dwin[i]));
+    ym.push_back(AccessExpr::dim(dout[i]));
+    yshape.push_back((*dims)[i].out);
+  }
+  op->operands.push_back({ctx.value(0), xm});
+  op->operands.push_back({ctx.value(1), wm});
+  if (ctx.hasInput(2)) {
+    if (ctx.shape(2).size() != 1 || ctx.shape(2)[0] != m)
+      return ctx.error("bias has shape " + shapeStr(ctx.shape(2)) +
+                       ", expected " + llvm::Twine(m));
+    op->operands.push_back({ctx.value(2), {channel(dco)}});
+  }
+  op->addResult(TensorType{ctx.type(0).elem, yshape}, ym);
+  op->attrs["group"] = group;
+  ctx.markWeight(1);
+  ctx.markWeight(2);
+  return ctx.finish(std::move(op));
+}
+
+} // namespace pax

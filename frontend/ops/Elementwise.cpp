@@ -1,0 +1,176 @@
+//===- Elementwise.cpp - Importers of elementwise ONNX ops ----------------===//
+#include "frontend/OnnxOps.h"
+
+#include "frontend/TensorProto.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+namespace pax {
+
+static std::optional<OpKind> elementwiseKind(llvm::StringRef t) {
+  return llvm::StringSwitch<std::optional<OpKind>>(t)
+      .Case("Abs", OpKind::Abs).Case("Ceil", OpKind::Ceil)
+      .Case("Celu", OpKind::Celu).Case("Cos", OpKind::Cos)
+      .Case("Elu", OpKind::Elu).Case("Erf", OpKind::Erf)
+      .Case("Exp", OpKind::Exp).Case("Floor", OpKind::Floor)
+      .Case("Gelu", OpKind::Gelu).Case("HardSigmoid", OpKind::HardSigmoid)
+      .Case("HardSwish", OpKind::HardSwish)
+      .Case("LeakyRelu", OpKind::LeakyRelu).Case("Log", OpKind::Log)
+      .Case("Mish", OpKind::Mish).Case("Neg", OpKind::Neg)
+      .Case("Not", OpKind::Not).Case("Reciprocal", OpKind::Reciprocal)
+      .Case("Relu", OpKind::Relu).Case("Round", OpKind::Round)
+      .Case("Selu", OpKind::Selu).Case("Sigmoid", OpKind::Sigmoid)
+      .Case("Sign", OpKind::Sign).Case("Sin", OpKind::Sin)
+      .Case("Softplus", OpKind::Softplus).Case("Softsign", OpKind::Softsign)
+      .Case("Sqrt", OpKind::Sqrt).Case("Tanh", OpKind::Tanh)
+      .Case("Add", OpKind::Add).Case("And", OpKind::And)
+      .Case("Div", OpKind::Div).Case("Equal", OpKind::Equal)
+      .Case("Greater", OpKind::Greater)
+      .Case("GreaterOrEqual", OpKind::GreaterOrEqual)
+      .Case("Less", OpKind::Less).Case("LessOrEqual", OpKind::LessOrEqual)
+      .Case("Max", OpKind::Max).Case("Mean", OpKind::Mean)
+      .Case("Min", OpKind::Min).Case("Mul", OpKind::Mul)
+      .Case("Or", OpKind::Or).Case("Pow", OpKind::Pow)
+      .Case("PRelu", OpKind::PRelu).Case("Sub", OpKind::Sub)
+      .Case("Sum", OpKind::Sum).Case("Where", OpKind::Where)
+      .Case("Xor", OpKind::Xor)
+      .Default(std::nullopt);
+}
+
+static bool isComparison(OpKind k) {
+  switch (k) {
+  case OpKind::Equal: case OpKind::Less: case OpKind::LessOrEqual:
+  case OpKind::Greater: case OpKind::GreaterOrEqual: case OpKind::And:
+  case OpKind::Or: case OpKind::Xor: case OpKind::Not:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// An elementwise op over the broadcast of the given inputs.
+static llvm::Error buildElementwise(NodeContext &ctx, OpKind kind,
+                                   llvm::ArrayRef<unsigned> inputs,
+                                   DType resultType) {
+  llvm::SmallVector<int64_t, 4> shape;
+  for (unsigned i : inputs) {
+    auto s = broadcastShapes(ctx, shape, ctx.shape(i));
+    if (!s)
+      return s.takeError();
+    shape = *s;
+  }
+  auto op = ctx.newOp(kind);
+  op->iters = parallelSpace(shape);
+  for (unsigned i : inputs)
+    op->operands.push_back({ctx.value(i), broadcastMap(ctx.shape(i), shape)});
+  op->addResult(TensorType{resultType, {shape.begin(), shape.end()}},
+                identityMap(shape.size()));
+  copyAttributes(ctx, *op);
+  return ctx.finish(std::move(op));
+}
+
+llvm::Error importUnary(NodeContext &ctx) {
+  if (!ctx.hasInput(0))
+    return ctx.error("missing input 0");
+  OpKind kind = *elementwiseKind(ctx.opType());
+  DType out = isComparison(kind) ? DType::I1 : ctx.type(0).elem;
+  return buildElementwise(ctx, kind, {0}, out);
+}
+
+llvm::Error importBroadcast(NodeContext &ctx) {
+  OpKind kind = *elementwiseKind(ctx.opType());
+  llvm::SmallVector<unsigned, 4> inputs;
+  for (unsigned i = 0; i < ctx.numInputs(); ++i)
+    if (ctx.hasInput(i))
+      inputs.push_back(i);
+  unsigned need = kind == OpKind::Where ? 3 : 2;
+  bool variadic = kind == OpKind::Sum || kind == OpKind::Max ||
+                  kind == OpKind::Min || kind == OpKind::Mean;
+  if (variadic ? inputs.empty() : inputs.size() != need)
+    return ctx.error("expects " + llvm::Twine(need) + " inputs, has " +
+                     llvm::Twine(inputs.size()));
+  // Operands must agree on their element type (Where's condition and Pow's
+  // exponent excepted).
+  unsigned first = kind == OpKind::Where ? 1 : 0;
+  unsigned last = kind == OpKind::Pow ? 1 : inputs.size();
+  for (unsigned k = first + 1; k < last; ++k)
+    if (ctx.type(inputs[k]).elem != ctx.type(inputs[first]).elem)
+      return ctx.error("input types " +
+                       dtypeName(ctx.type(inputs[first]).elem) + " and " +
+                       dtypeName(ctx.type(inputs[k]).elem) + " differ");
+  DType out = isComparison(kind) ? DType::I1 : ctx.type(inputs[first]).elem;
+  // A constant bias or scale vector (smaller than the result) is a weight.
+  if (isAffineOpType(ctx.opType())) {
+    int64_t outNumel = 1;
+    for (unsigned i : inputs)
+      outNumel = std::max(outNumel, ctx.type(i).numel());
+    for (unsigned i : inputs)
+      if (isFloat(ctx.type(i).elem) && ctx.type(i).numel() >= 2 &&
+          ctx.type(i).numel() < outNumel)
+        ctx.markWeight(i);
+  }
+  if (kind == OpKind::PRelu)
+    ctx.markWeight(1);
+  return buildElementwise(ctx, kind, inputs, out);
+}
+
+llvm::Error importCast(NodeContext &ctx) {
+  auto to = dtypeFromOnnx(int32_t(ctx.attrInt("to", 0)));
+  if (!to)
+    return ctx.error("unsupported target type " +
+                     llvm::Twine(ctx.attrInt("to", 0)));
+  if (*to == ctx.type(0).elem) {
+    ctx.forward(0, 0);
+    return llvm::Error::success();
+  }
+  return buildElementwise(ctx, OpKind::Cast, {0}, *to);
+}
+
+llvm::Error importClip(NodeContext &ctx) {
+  llvm::SmallVector<unsigned, 3> inputs = {0};
+  for (unsigned i = 1; i < 3; ++i)
+    if (ctx.hasInput(i)) {
+      if (ctx.rank(i) != 0 && ctx.type(i).numel() != 1)
+        return ctx.error("min and max must be scalars");
+      inputs.push_back(i);
+    }
+  if (inputs.size() == 2 && !ctx.hasInput(1))
+    return ctx.error("a max without a min is not supported; pass min as well");
+  return buildElementwise(ctx, OpKind::Clip, inputs, ctx.type(0).elem);
+}
+
+llvm::Error importTrilu(NodeContext &ctx) {
+  if (ctx.rank(0) < 2)
+    return ctx.error("input must have rank 2 or more, has " +
+                     llvm::Twine(ctx.rank(0)));
+  int64_t k = 0;
+  if (ctx.hasInput(1)) {
+    auto c = ctx.requireConstant(1, "k");
+    if (!c)
+      return c.takeError();
+    k = (*c)->integer(0);
+  }
+  auto op = ctx.newOp(OpKind::Trilu);
+  llvm::ArrayRef<int64_t> shape = ctx.shape(0);
+  op->iters = parallelSpace(shape);
+  op->operands.push_back({ctx.value(0), identityMap(shape.size())});
+  op->addResult(ctx.type(0), identityMap(shape.size()));
+  op->attrs["upper"] = ctx.attrInt("upper", 1);
+  op->attrs["k"] = k;
+  return ctx.finish(std::move(op));
+}
+
+llvm::Error importIdentity(NodeContext &ctx) {
+  if (!ctx.hasInput(0))
+    return ctx.error("missing input 0");
+  ctx.forward(0, 0);
+  // Dropout's mask is all ones in inference.
+  if (ctx.numOutputs() > 1 && !ctx.proto().output(1).empty()) {
+    TensorType mask = ctx.type(0);
+    mask.elem = DType::I1;
+    ctx.setConstant(1, ConstTensor::splat(mask, 1));
+  }
+  return llvm::Error::success();
+}
+
+} // namespace pax

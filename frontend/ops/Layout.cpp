@@ -1,0 +1,409 @@
+//===- Layout.cpp - Importers of data-movement ONNX ops -------------------===//
+//
+// Reshape, Transpose, Concat, Split, Slice and Expand are pure data movement:
+// the access maps alone say which element goes where.
+//
+//===----------------------------------------------------------------------===//
+#include "frontend/OnnxOps.h"
+
+#include <numeric>
+
+namespace pax {
+
+/// The finest dims that both \p a and \p b are row-major groups of, or empty
+/// when there is none ([6, 4] and [4, 6] share no refinement).
+static llvm::SmallVector<int64_t, 4> commonRefinement(llvm::ArrayRef<int64_t> a,
+                                                      llvm::ArrayRef<int64_t> b) {
+  // Suffix products of both sides, merged: a refinement exists when they form
+  // a divisibility chain.
+  std::vector<int64_t> cuts;
+  for (auto side : {a, b}) {
+    int64_t p = 1;
+    for (int i = int(side.size()) - 1; i >= 0; --i)
+      cuts.push_back(p), p *= side[i];
+    cuts.push_back(p);
+  }
+  std::sort(cuts.begin(), cuts.end(), std::greater<>());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  llvm::SmallVector<int64_t, 4> fine;
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+    if (cuts[i] % cuts[i + 1])
+      return {};
+    fine.push_back(cuts[i] / cuts[i + 1]);
+  }
+  return fine;
+}
+
+/// Maps each dim of \p side onto consecutive dims of \p fine starting at
+/// iteration dim \p base.
+static void mapOnto(llvm::ArrayRef<int64_t> side, llvm::ArrayRef<int64_t> fine,
+                    unsigned base, llvm::SmallVectorImpl<AccessExpr> &out) {
+  size_t f = 0;
+  for (int64_t d : side) {
+    llvm::SmallVector<unsigned, 3> dims;
+    int64_t p = 1;
+    while (p < d)
+      p *= fine[f], dims.push_back(base + unsigned(f++));
+    out.push_back(dims.size() == 1 ? AccessExpr::dim(dims[0])
+                                   : AccessExpr::group(dims));
+  }
+}
+
+llvm::Error finishReshape(NodeContext &ctx, llvm::ArrayRef<int64_t> outShape) {
+  llvm::ArrayRef<int64_t> in = ctx.shape(0);
+  auto op = ctx.newOp(OpKind::Reshape);
+  AccessMap inMap(in.size()), outMap(outShape.size());
+  // Size-1 dims read or write index 0; the rest is cut into groups of equal
+  // element count, each of which gets its own iteration dims.
+  llvm::SmallVector<unsigned, 4> ia, ib;
+  for (unsigned i = 0; i < in.size(); ++i)
+    if (in[i] == 1)
+      inMap[i] = AccessExpr::broadcast();
+    else
+      ia.push_back(i);
+  for (unsigned i = 0; i < outShape.size(); ++i)
+    if (outShape[i] == 1)
+      outMap[i] = AccessExpr::broadcast();
+    else
+      ib.push_back(i);
+  size_t i = 0, j = 0;
+  while (i < ia.size() && j < ib.size()) {
+    llvm::SmallVector<int64_t, 4> ga = {in[ia[i]]}, gb = {outShape[ib[j]]};
+    llvm::SmallVector<unsigned, 4> ka = {ia[i++]}, kb = {ib[j++]};
+    int64_t pa = ga[0], pb = gb[0];
+    while (pa != pb) {
+      if (pa < pb && i < ia.size())
+        ga.push_back(in[ia[i]]), ka.push_back(ia[i++]), pa *= ga.back();
+      else if (pb < pa && j < ib.size())
+        gb.push_back(outShape[ib[j]]), kb.push_back(ib[j++]), pb *= gb.back();
+      else
+        return ctx.error("internal: reshape groups do not close");
+    }
+    unsigned base = op->iters.size();
+    auto fine = commonRefinement(ga, gb);
+    llvm::SmallVector<AccessExpr, 4> ea, eb;
+    if (fine.empty()) {
+      // No shared refinement: iterate the result's dims, read the input whole.
+      for (int64_t d : gb)
+        op->iters.push_back({"", d, IterKind::Parallel});
+      for (size_t k = 0; k < gb.size(); ++k)
+        eb.push_back(AccessExpr::dim(base + k));
+      ea.assign(ga.size(), AccessExpr::full());
+    } else {
+      for (int64_t d : fine)
+        op->iters.push_back({"", d, IterKind::Parallel});
+      mapOnto(ga, fine, base, ea);
+      mapOnto(gb, fine, base, eb);
+    }
+    for (size_t k = 0; k < ka.size(); ++k)
+      inMap[ka[k]] = ea[k];
+    for (size_t k = 0; k < kb.size(); ++k)
+      outMap[kb[k]] = eb[k];
+  }
+  for (size_t k = 0; k < op->iters.size(); ++k)
+    op->iters[k].name = "d" + std::to_string(k);
+  op->operands.push_back({ctx.value(0), inMap});
+  op->addResult(TensorType{ctx.type(0).elem, {outShape.begin(), outShape.end()}},
+                outMap);
+  return ctx.finish(std::move(op));
+}
+
+static llvm::Error checkSameCount(NodeContext &ctx, llvm::ArrayRef<int64_t> in,
+                                  llvm::ArrayRef<int64_t> out) {
+  int64_t a = 1, b = 1;
+  for (int64_t d : in)
+    a *= d;
+  for (int64_t d : out)
+    b *= d;
+  if (a != b)
+    return ctx.error("cannot reshape " + shapeStr(in) + " (" + llvm::Twine(a) +
+                     " elements) to " + shapeStr(out) + " (" + llvm::Twine(b) +
+                     " elements)");
+  return llvm::Error::success();
+}
+
+llvm::Error importReshape(NodeContext &ctx) {
+  auto shapeC = ctx.requireConstant(1, "the target shape");
+  if (!shapeC)
+    return shapeC.takeError();
+  std::vector<int64_t> spec = (*shapeC)->toInts();
+  llvm::ArrayRef<int64_t> in = ctx.shape(0);
+  bool allowZero = ctx.attrInt("allowzero", 0) != 0;
+  llvm::SmallVector<int64_t, 4> out;
+  int inferred = -1;
+  int64_t known = 1, total = ctx.type(0).numel();
+  for (size_t i = 0; i < spec.size(); ++i) {
+    int64_t d = spec[i];
+    if (d == 0 && !allowZero) {
+      if (i >= in.size())
+        return ctx.error("shape entry " + llvm::Twine(i) +
+                         " is 0 (copy) but the input has rank " +
+                         llvm::Twine(in.size()));
+      d = in[i];
+    } else if (d == -1) {
+      if (inferred >= 0)
+        return ctx.error("the target shape has more than one -1");
+      inferred = int(i);
+      out.push_back(1);
+      continue;
+    } else if (d < 0) {
+      return ctx.error("the target shape has a negative dim " + llvm::Twine(d));
+    }
+    out.push_back(d);
+    known *= d;
+  }
+  if (inferred >= 0) {
+    if (known == 0 || total % known)
+      return ctx.error("cannot reshape " + shapeStr(in) + " (" +
+                       llvm::Twine(total) + " elements) to a shape with " +
+                       llvm::Twine(known) + " elements per -1 slot");
+    out[inferred] = total / known;
+  }
+  if (auto err = checkSameCount(ctx, in, out))
+    return err;
+  return finishReshape(ctx, out);
+}
+
+llvm::Error importFlatten(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> in = ctx.shape(0);
+  int64_t a = ctx.attrInt("axis", 1);
+  if (a < -int64_t(in.size()) || a > int64_t(in.size()))
+    return ctx.error("axis " + llvm::Twine(a) + " is out of range for rank " +
+                     llvm::Twine(in.size()));
+  size_t axis = a < 0 ? a + in.size() : a;
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < in.size(); ++i)
+    (i < axis ? outer : inner) *= in[i];
+  int64_t out[] = {outer, inner};
+  return finishReshape(ctx, out);
+}
+
+llvm::Error importSqueeze(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> in = ctx.shape(0);
+  auto axes = intsFromAttrOrInput(ctx, "axes", 1);
+  if (!axes)
+    return axes.takeError();
+  llvm::SmallVector<bool, 6> drop(in.size(), false);
+  for (int64_t a : *axes) {
+    auto ax = ctx.axis(a, in.size());
+    if (!ax)
+      return ax.takeError();
+    if (in[*ax] != 1)
+      return ctx.error("cannot squeeze dim " + llvm::Twine(*ax) + " of size " +
+                       llvm::Twine(in[*ax]));
+    drop[*ax] = true;
+  }
+  llvm::SmallVector<int64_t, 4> out;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!(axes->empty() ? in[i] == 1 : drop[i]))
+      out.push_back(in[i]);
+  return finishReshape(ctx, out);
+}
+
+llvm::Error importUnsqueeze(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> in = ctx.shape(0);
+  auto axes = intsFromAttrOrInput(ctx, "axes", 1);
+  if (!axes)
+    return axes.takeError();
+  size_t rank = in.size() + axes->size();
+  llvm::SmallVector<bool, 6> added(rank, false);
+  for (int64_t a : *axes) {
+    auto ax = ctx.axis(a, rank);
+    if (!ax)
+      return ax.takeError();
+    if (added[*ax])
+      return ctx.error("axis " + llvm::Twine(a) + " is given twice");
+    added[*ax] = true;
+  }
+  llvm::SmallVector<int64_t, 4> out;
+  size_t k = 0;
+  for (size_t i = 0; i < rank; ++i)
+    out.push_back(added[i] ? 1 : in[k++]);
+  return finishReshape(ctx, out);
+}
+
+llvm::Error importTranspose(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> in = ctx.shape(0);
+  std::vector<int64_t> perm = ctx.attrInts("perm");
+  if (perm.empty())
+    for (size_t i = 0; i < in.size(); ++i)
+      perm.push_back(int64_t(in.size() - 1 - i));
+  std::vector<int64_t> sorted(perm);
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> iota(in.size());
+  std::iota(iota.begin(), iota.end(), 0);
+  if (sorted != iota) {
+    std::string p;
+    for (int64_t v : perm)
+      p += (p.empty() ? "" : ", ") + std::to_string(v);
+    return ctx.error("perm [" + p + "] is not a permutation of 0.." +
+                     llvm::Twine(int64_t(in.size()) - 1));
+  }
+  auto op = ctx.newOp(OpKind::Transpose);
+  op->iters = parallelSpace(in);
+  op->operands.push_back({ctx.value(0), identityMap(in.size())});
+  AccessMap out;
+  llvm::SmallVector<int64_t, 4> shape;
+  for (int64_t p : perm)
+    out.push_back(AccessExpr::dim(unsigned(p))), shape.push_back(in[p]);
+  op->addResult(TensorType{ctx.type(0).elem, shape}, out);
+  op->attrs["perm"] = perm;
+  return ctx.finish(std::move(op));
+}
+
+llvm::Error importConcat(NodeContext &ctx) {
+  if (!ctx.hasInput(0))
+    return ctx.error("needs at least one input");
+  llvm::ArrayRef<int64_t> first = ctx.shape(0);
+  auto axis = ctx.axis(ctx.attrInt("axis", 0), first.size());
+  if (!axis)
+    return axis.takeError();
+  llvm::SmallVector<int64_t, 4> shape(first);
+  shape[*axis] = 0;
+  for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+    llvm::ArrayRef<int64_t> s = ctx.shape(i);
+    bool ok = s.size() == first.size() && ctx.type(i).elem == ctx.type(0).elem;
+    for (size_t d = 0; ok && d < s.size(); ++d)
+      ok = d == *axis || s[d] == first[d];
+    if (!ok)
+      return ctx.error("input " + llvm::Twine(i) + " has type " +
+                       ctx.type(i).str() + ", which does not match input 0 (" +
+                       ctx.type(0).str() + ") outside axis " +
+                       llvm::Twine(*axis));
+    shape[*axis] += s[*axis];
+  }
+  auto op = ctx.newOp(OpKind::Concat);
+  op->iters = parallelSpace(shape);
+  int64_t offset = 0;
+  for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+    int64_t len = ctx.shape(i)[*axis];
+    if (len == 0)
+      continue;
+    AccessMap m = identityMap(shape.size());
+    m[*axis] = AccessExpr::shifted(*axis, 1, -offset);
+    op->operands.push_back({ctx.value(i), m});
+    offset += len;
+  }
+  op->addResult(TensorType{ctx.type(0).elem, shape}, identityMap(shape.size()));
+  op->attrs["axis"] = int64_t(*axis);
+  return ctx.finish(std::move(op));
+}
+
+llvm::Error importSplit(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> in = ctx.shape(0);
+  auto axis = ctx.axis(ctx.attrInt("axis", 0), in.size());
+  if (!axis)
+    return axis.takeError();
+  auto sizes = intsFromAttrOrInput(ctx, "split", 1);
+  if (!sizes)
+    return sizes.takeError();
+  int64_t n = ctx.numOutputs(), dim = in[*axis];
+  if (sizes->empty()) {
+    int64_t parts = ctx.attrInt("num_outputs", n);
+    int64_t chunk = (dim + parts - 1) / parts;
+    for (int64_t k = 0; k < parts; ++k)
+      sizes->push_back(std::min(chunk, dim - k * chunk));
+  }
+  if (int64_t(sizes->size()) != n)
+    return ctx.error("split has " + llvm::Twine(sizes->size()) +
+                     " sizes for " + llvm::Twine(n) + " outputs");
+  int64_t sum = 0;
+  for (int64_t s : *sizes) {
+    if (s <= 0)
+      return ctx.error("split sizes must be positive");
+    sum += s;
+  }
+  if (sum != dim)
+    return ctx.error("split sizes add up to " + llvm::Twine(sum) +
+                     " but axis " + llvm::Twine(*axis) + " has " +
+                     llvm::Twine(dim));
+  auto op = ctx.newOp(OpKind::Split);
+  op->iters = parallelSpace(in);
+  op->operands.push_back({ctx.value(0), identityMap(in.size())});
+  int64_t offset = 0;
+  for (int64_t s : *sizes) {
+    AccessMap m = identityMap(in.size());
+    m[*axis] = AccessExpr::shifted(*axis, 1, -offset);
+    llvm::SmallVector<int64_t, 4> shape(in);
+    shape[*axis] = s;
+    op->addResult(TensorType{ctx.type(0).elem, shape}, m);
+    offset += s;
+  }
+  op->attrs["axis"] = int64_t(*axis);
+  return ctx.finish(std::move(op));
+}
+
+llvm::Error importSlice(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> in = ctx.shape(0);
+  bool legacy = ctx.opset() < 10;
+  auto get = [&](llvm::StringRef attr, unsigned input) {
+    if (legacy)
+      return llvm::Expected<std::vector<int64_t>>(ctx.attrInts(attr));
+    return ctx.hasInput(input) ? intsFromAttrOrInput(ctx, "", input)
+                               : llvm::Expected<std::vector<int64_t>>(
+                                     std::vector<int64_t>());
+  };
+  auto starts = get("starts", 1), ends = get("ends", 2), axes = get("axes", 3),
+       steps = get("steps", 4);
+  for (auto *e : {&starts, &ends, &axes, &steps})
+    if (!*e)
+      return e->takeError();
+  if (starts->size() != ends->size())
+    return ctx.error("starts and ends have different lengths");
+  if (axes->empty())
+    for (size_t i = 0; i < starts->size(); ++i)
+      axes->push_back(int64_t(i));
+  if (steps->empty())
+    steps->assign(starts->size(), 1);
+  if (axes->size() != starts->size() || steps->size() != starts->size())
+    return ctx.error("starts, ends, axes and steps have different lengths");
+  auto op = ctx.newOp(OpKind::Slice);
+  llvm::SmallVector<int64_t, 4> shape(in);
+  AccessMap m = identityMap(in.size());
+  for (size_t i = 0; i < axes->size(); ++i) {
+    auto ax = ctx.axis((*axes)[i], in.size());
+    if (!ax)
+      return ax.takeError();
+    int64_t dim = in[*ax], step = (*steps)[i];
+    if (step <= 0)
+      return ctx.error("step " + llvm::Twine(step) +
+                       " is not supported (only positive steps)");
+    auto clampIdx = [dim](int64_t v) {
+      if (v < 0)
+        v += dim;
+      return std::clamp<int64_t>(v, 0, dim);
+    };
+    int64_t b = clampIdx((*starts)[i]), e = clampIdx((*ends)[i]);
+    int64_t len = e > b ? (e - b + step - 1) / step : 0;
+    if (len == 0)
+      return ctx.error("the slice of axis " + llvm::Twine(*ax) +
+                       " is empty; empty tensors are not supported");
+    shape[*ax] = len;
+    m[*ax] = AccessExpr::shifted(*ax, step, b);
+  }
+  op->iters = parallelSpace(shape);
+  op->operands.push_back({ctx.value(0), m});
+  op->addResult(TensorType{ctx.type(0).elem, shape}, identityMap(shape.size()));
+  return ctx.finish(std::move(op));
+}
+
+llvm::Error importExpand(NodeContext &ctx) {
+  auto shapeC = ctx.requireConstant(1, "the target shape");
+  if (!shapeC)
+    return shapeC.takeError();
+  std::vector<int64_t> target = (*shapeC)->toInts();
+  for (int64_t d : target)
+    if (d < 0)
+      return ctx.error("the target shape has a negative dim " + llvm::Twine(d));
+  auto shape = broadcastShapes(ctx, ctx.shape(0), target);
+  if (!shape)
+    return shape.takeError();
+  auto op = ctx.newOp(OpKind::Expand);
+  op->iters = parallelSpace(*shape);
+  op->operands.push_back({ctx.value(0), broadcastMap(ctx.shape(0), *shape)});
+  op->addResult(TensorType{ctx.type(0).elem, {shape->begin(), shape->end()}},
+                identityMap(shape->size()));
+  return ctx.finish(std::move(op));
+}
+
+} // namespace pax

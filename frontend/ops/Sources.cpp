@@ -1,0 +1,242 @@
+//===- Sources.cpp - Constants, shapes, Gather and LSTM -------------------===//
+#include "frontend/OnnxOps.h"
+
+#include "frontend/TensorProto.h"
+
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+
+namespace pax {
+
+llvm::Error importConstant(NodeContext &ctx) {
+  const auto *a = ctx.proto().attribute_size() ? &ctx.proto().attribute(0)
+                                               : nullptr;
+  if (!a)
+    return ctx.error("has no value attribute");
+  llvm::StringRef name = a->name();
+  if (name == "value") {
+    auto c = readTensorProto(a->t(), "");
+    if (!c)
+      return ctx.error(llvm::toString(c.takeError()));
+    ctx.setConstant(0, std::move(*c));
+  } else if (name == "value_float") {
+    ctx.setConstant(0, ConstTensor::splat(TensorType{DType::F32, {}}, a->f()));
+  } else if (name == "value_int") {
+    ctx.setConstant(0, ConstTensor::ofInts(DType::I64, {}, {a->i()}));
+  } else if (name == "value_ints") {
+    std::vector<int64_t> v(a->ints().begin(), a->ints().end());
+    ctx.setConstant(0, ConstTensor::ofInts(DType::I64, {int64_t(v.size())}, v));
+  } else if (name == "value_floats") {
+    ConstTensor t = ConstTensor::zeros(
+        TensorType{DType::F32, {int64_t(a->floats_size())}});
+    for (int i = 0; i < a->floats_size(); ++i)
+      t.set(i, a->floats(i));
+    ctx.setConstant(0, std::move(t));
+  } else {
+    return ctx.error("attribute '" + name + "' is not supported");
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error importConstantOfShape(NodeContext &ctx) {
+  auto shapeC = ctx.requireConstant(0, "the shape");
+  if (!shapeC)
+    return shapeC.takeError();
+  TensorType type{DType::F32, {}};
+  int64_t numel = 1;
+  for (int64_t d : (*shapeC)->toInts()) {
+    if (d < 0)
+      return ctx.error("shape has a negative dim " + llvm::Twine(d));
+    if (d > kMaxExtent || (d && numel > kMaxExtent / d))
+      return ctx.error("shape " + shapeStr((*shapeC)->toInts()) +
+                       " has more than 2^48 elements");
+    numel *= d;
+    type.shape.push_back(d);
+  }
+  double fill = 0;
+  if (const auto *a = ctx.attr("value")) {
+    auto v = readTensorProto(a->t(), "");
+    if (!v)
+      return ctx.error(llvm::toString(v.takeError()));
+    if (v->numel() != 1)
+      return ctx.error("value must hold exactly one element");
+    type.elem = v->type.elem;
+    fill = v->real(0);
+  }
+  ctx.setConstant(0, ConstTensor::splat(type, fill));
+  return llvm::Error::success();
+}
+
+llvm::Error importShape(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> s = ctx.shape(0);
+  int64_t r = s.size();
+  int64_t start = ctx.attrInt("start", 0), end = ctx.attrInt("end", r);
+  start = std::clamp<int64_t>(start < 0 ? start + r : start, 0, r);
+  end = std::clamp<int64_t>(end < 0 ? end + r : end, 0, r);
+  std::vector<int64_t> v(s.begin() + start, s.begin() + std::max(start, end));
+  ctx.setConstant(0, ConstTensor::ofInts(DType::I64, {int64_t(v.size())}, v));
+  return llvm::Error::success();
+}
+
+llvm::Error importSize(NodeContext &ctx) {
+  ctx.setConstant(0, ConstTensor::ofInts(DType::I64, {}, {ctx.type(0).numel()}));
+  return llvm::Error::success();
+}
+
+llvm::Error importRange(NodeContext &ctx) {
+  const ConstTensor *c[3];
+  const char *what[] = {"start", "limit", "delta"};
+  for (unsigned i = 0; i < 3; ++i) {
+    auto v = ctx.requireConstant(i, what[i]);
+    if (!v)
+      return v.takeError();
+    c[i] = *v;
+  }
+  double start = c[0]->real(0), limit = c[1]->real(0), delta = c[2]->real(0);
+  if (delta == 0)
+    return ctx.error("delta is 0");
+  double n = std::max(0.0, std::ceil((limit - start) / delta));
+  if (n > double(kMaxExtent))
+    return ctx.error("the range has more than 2^48 elements");
+  ConstTensor t = ConstTensor::zeros(TensorType{ctx.type(0).elem, {int64_t(n)}});
+  for (int64_t i = 0; i < int64_t(n); ++i)
+    t.set(i, start + double(i) * delta);
+  ctx.setConstant(0, std::move(t));
+  return llvm::Error::success();
+}
+
+llvm::Error importGather(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> data = ctx.shape(0), idx = ctx.shape(1);
+  if (data.empty())
+    return ctx.error("data must have rank 1 or more");
+  auto axis = ctx.axis(ctx.attrInt("axis", 0), data.size());
+  if (!axis)
+    return axis.takeError();
+  DType it = ctx.type(1).elem;
+  if (it != DType::I64 && it != DType::I32)
+    return ctx.error("indices must be int32 or int64, are " + dtypeName(it));
+  if (const ConstTensor *c = ctx.constant(1))
+    for (int64_t i = 0; i < c->numel(); ++i)
+      if (c->integer(i) < -data[*axis] || c->integer(i) >= data[*axis])
+        return ctx.error("index " + llvm::Twine(c->integer(i)) +
+                         " is out of range for axis " + llvm::Twine(*axis) +
+                         " of size " + llvm::Twine(data[*axis]));
+  // [outer..., indices..., inner..., v]: v walks the gathered axis.
+  auto op = ctx.newOp(OpKind::Gather);
+  AccessMap dataMap, idxMap, outMap;
+  llvm::SmallVector<int64_t, 4> shape;
+  auto add = [&](std::string name, int64_t extent, IterKind kind) {
+    op->iters.push_back({std::move(name), extent, kind});
+    return unsigned(op->iters.size() - 1);
+  };
+  for (unsigned i = 0; i < *axis; ++i) {
+    unsigned d = add("d" + std::to_string(i), data[i], IterKind::Parallel);
+    dataMap.push_back(AccessExpr::dim(d));
+    outMap.push_back(AccessExpr::dim(d));
+    shape.push_back(data[i]);
+  }
+  for (size_t i = 0; i < idx.size(); ++i) {
+    unsigned d = add("i" + std::to_string(i), idx[i], IterKind::Parallel);
+    idxMap.push_back(AccessExpr::dim(d));
+    outMap.push_back(AccessExpr::dim(d));
+    shape.push_back(idx[i]);
+  }
+  unsigned v = add("v", data[*axis], IterKind::Reduction);
+  dataMap.push_back(AccessExpr::lookup(v));
+  for (size_t i = *axis + 1; i < data.size(); ++i) {
+    unsigned d = add("d" + std::to_string(i), data[i], IterKind::Parallel);
+    dataMap.push_back(AccessExpr::dim(d));
+    outMap.push_back(AccessExpr::dim(d));
+    shape.push_back(data[i]);
+  }
+  // Keep `v` last among the dims for readability of the printed space.
+  op->operands.push_back({ctx.value(0), dataMap});
+  op->operands.push_back({ctx.value(1), idxMap});
+  op->addResult(TensorType{ctx.type(0).elem, shape}, outMap);
+  op->attrs["axis"] = int64_t(*axis);
+  ctx.markWeight(0);
+  return ctx.finish(std::move(op));
+}
+
+/// One LSTM layer as one op. Gates are computed over k = [x_t, h_{t-1}]
+/// (I + H values): W reads k in [0, I), R reads k in [I, I + H).
+llvm::Error importLstm(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> x = ctx.shape(0), w = ctx.shape(1), r = ctx.shape(2);
+  int64_t h = ctx.attrInt("hidden_size", 0);
+  if (x.size() != 3 || w.size() != 3 || r.size() != 3)
+    return ctx.error("X, W and R must have rank 3");
+  bool batchFirst = ctx.attrInt("layout", 0) != 0;
+  int64_t s = batchFirst ? x[1] : x[0], b = batchFirst ? x[0] : x[1], in = x[2];
+  int64_t dirs = w[0];
+  std::string direction = ctx.attrString("direction", "forward");
+  if ((direction == "bidirectional") != (dirs == 2) || dirs < 1 || dirs > 2)
+    return ctx.error("direction '" + direction + "' does not match W's " +
+                     llvm::Twine(dirs) + " directions");
+  if (h <= 0)
+    h = r.back();
+  if (w[1] != 4 * h || w[2] != in || r[0] != dirs || r[1] != 4 * h ||
+      r[2] != h)
+    return ctx.error("W " + shapeStr(w) + " and R " + shapeStr(r) +
+                     " do not match input size " + llvm::Twine(in) +
+                     " and hidden size " + llvm::Twine(h));
+  auto op = ctx.newOp(OpKind::Lstm);
+  op->iters = {{"dir", dirs, IterKind::Parallel}, {"s", s, IterKind::Sequential},
+               {"b", b, IterKind::Parallel},      {"g", 4, IterKind::Parallel},
+               {"h", h, IterKind::Parallel},      {"k", in + h, IterKind::Reduction}};
+  enum { D, S, B, G, H, K };
+  auto dim = AccessExpr::dim;
+  AccessMap xm = batchFirst ? AccessMap{dim(B), dim(S), dim(K)}
+                            : AccessMap{dim(S), dim(B), dim(K)};
+  op->operands.push_back({ctx.value(0), xm});
+  op->operands.push_back({ctx.value(1), {dim(D), AccessExpr::group({G, H}), dim(K)}});
+  op->operands.push_back({ctx.value(2), {dim(D), AccessExpr::group({G, H}),
+                                         AccessExpr::shifted(K, 1, -in)}});
+  auto expect = [&](unsigned i, llvm::ArrayRef<int64_t> want) -> llvm::Error {
+    if (ctx.shape(i) != want)
+      return ctx.error("input " + llvm::Twine(i) + " has shape " +
+                       shapeStr(ctx.shape(i)) + ", expected " + shapeStr(want));
+    return llvm::Error::success();
+  };
+  AccessMap state = batchFirst ? AccessMap{dim(B), dim(D), dim(H)}
+                               : AccessMap{dim(D), dim(B), dim(H)};
+  llvm::SmallVector<int64_t, 4> stateShape =
+      batchFirst ? llvm::SmallVector<int64_t, 4>{b, dirs, h}
+                 : llvm::SmallVector<int64_t, 4>{dirs, b, h};
+  struct Extra {
+    unsigned input;
+    llvm::SmallVector<int64_t, 4> shape;
+    AccessMap map;
+  };
+  Extra extras[] = {{3, {dirs, 8 * h}, {dim(D), AccessExpr::full()}},
+                    {4, {b}, {dim(B)}},
+                    {5, stateShape, state},
+                    {6, stateShape, state},
+                    {7, {dirs, 3 * h}, {dim(D), AccessExpr::full()}}};
+  int64_t present = 0;
+  for (const Extra &e : extras) {
+    if (!ctx.hasInput(e.input))
+      continue;
+    if (auto err = expect(e.input, e.shape))
+      return err;
+    op->operands.push_back({ctx.value(e.input), e.map});
+    present |= int64_t(1) << e.input;
+  }
+  // Which optional inputs the operands hold, in order (3: B ... 7: P).
+  op->attrs["inputs"] = present;
+  AccessMap ym = batchFirst ? AccessMap{dim(B), dim(S), dim(D), dim(H)}
+                            : AccessMap{dim(S), dim(D), dim(B), dim(H)};
+  llvm::SmallVector<int64_t, 4> yshape =
+      batchFirst ? llvm::SmallVector<int64_t, 4>{b, s, dirs, h}
+                 : llvm::SmallVector<int64_t, 4>{s, dirs, b, h};
+  op->addResult(TensorType{ctx.type(0).elem, yshape}, ym);
+  for (unsigned i = 1; i < ctx.numOutputs(); ++i)
+    op->addResult(TensorType{ctx.type(0).elem, stateShape}, state);
+  copyAttributes(ctx, *op);
+  op->attrs["hidden_size"] = h;
+  for (unsigned i : {1u, 2u, 3u, 7u})
+    ctx.markWeight(i);
+  return ctx.finish(std::move(op));
+}
+
+} // namespace pax

@@ -1,0 +1,138 @@
+//===- AccessMap.cpp - Iteration dims and operand access maps -------------===//
+#include "ir/AccessMap.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+namespace pax {
+
+llvm::StringRef iterKindName(IterKind k) {
+  switch (k) {
+  case IterKind::Parallel:
+    return "par";
+  case IterKind::Reduction:
+    return "red";
+  case IterKind::Sequential:
+    return "seq";
+  }
+  llvm_unreachable("unknown IterKind");
+}
+
+std::optional<IterKind> parseIterKind(llvm::StringRef text) {
+  if (text == "par")
+    return IterKind::Parallel;
+  if (text == "red")
+    return IterKind::Reduction;
+  if (text == "seq")
+    return IterKind::Sequential;
+  return std::nullopt;
+}
+
+AccessExpr AccessExpr::dim(unsigned d) { return shifted(d, 1, 0); }
+
+AccessExpr AccessExpr::shifted(unsigned d, int64_t stride, int64_t offset) {
+  AccessExpr e;
+  e.kind = Kind::Affine;
+  e.dims = {d};
+  e.stride = stride;
+  e.offset = offset;
+  return e;
+}
+
+AccessExpr AccessExpr::window(unsigned out, unsigned win, int64_t stride,
+                              int64_t dilation, int64_t offset) {
+  AccessExpr e = shifted(out, stride, offset);
+  e.dims.push_back(win);
+  e.dilation = dilation;
+  return e;
+}
+
+AccessExpr AccessExpr::group(llvm::ArrayRef<unsigned> dims) {
+  AccessExpr e;
+  e.kind = Kind::Group;
+  e.dims.assign(dims.begin(), dims.end());
+  return e;
+}
+
+AccessExpr AccessExpr::lookup(unsigned d) {
+  AccessExpr e;
+  e.kind = Kind::Lookup;
+  e.dims = {d};
+  return e;
+}
+
+AccessExpr AccessExpr::broadcast() {
+  AccessExpr e;
+  e.kind = Kind::Broadcast;
+  return e;
+}
+
+AccessExpr AccessExpr::full() { return AccessExpr(); }
+
+bool AccessExpr::uses(unsigned d) const { return llvm::is_contained(dims, d); }
+
+static std::string termStr(int64_t coeff, llvm::StringRef name) {
+  if (coeff == 1)
+    return name.str();
+  return std::to_string(coeff) + "*" + name.str();
+}
+
+std::string accessExprStr(const AccessExpr &e, llvm::ArrayRef<IterDim> space) {
+  switch (e.kind) {
+  case AccessExpr::Kind::Broadcast:
+    return "_";
+  case AccessExpr::Kind::Full:
+    return "*";
+  case AccessExpr::Kind::Lookup:
+    return "gather(" + space[e.dims[0]].name + ")";
+  case AccessExpr::Kind::Group: {
+    std::string s = "(";
+    for (size_t i = 0; i < e.dims.size(); ++i)
+      s += (i ? ", " : "") + space[e.dims[i]].name;
+    return s + ")";
+  }
+  case AccessExpr::Kind::Affine: {
+    std::string s = termStr(e.stride, space[e.dims[0]].name);
+    if (e.dims.size() > 1)
+      s += " + " + termStr(e.dilation, space[e.dims[1]].name);
+    if (e.offset > 0)
+      s += " + " + std::to_string(e.offset);
+    else if (e.offset < 0)
+      s += " - " + std::to_string(-e.offset);
+    return s;
+  }
+  }
+  llvm_unreachable("unknown AccessExpr kind");
+}
+
+std::string accessMapStr(const AccessMap &m, llvm::ArrayRef<IterDim> space) {
+  std::string s = "[";
+  for (size_t i = 0; i < m.size(); ++i)
+    s += (i ? ", " : "") + accessExprStr(m[i], space);
+  return s + "]";
+}
+
+int64_t accessSpan(const AccessExpr &e, llvm::ArrayRef<IterDim> space) {
+  switch (e.kind) {
+  case AccessExpr::Kind::Broadcast:
+    return 1;
+  case AccessExpr::Kind::Full:
+    return -1;
+  case AccessExpr::Kind::Lookup:
+    return space[e.dims[0]].extent;
+  case AccessExpr::Kind::Group: {
+    int64_t n = 1;
+    for (unsigned d : e.dims)
+      n *= space[d].extent;
+    return n;
+  }
+  case AccessExpr::Kind::Affine: {
+    int64_t last = e.stride * (space[e.dims[0]].extent - 1);
+    if (e.dims.size() > 1)
+      last += e.dilation * (space[e.dims[1]].extent - 1);
+    return last + 1;
+  }
+  }
+  llvm_unreachable("unknown AccessExpr kind");
+}
+
+} // namespace pax

@@ -1,0 +1,91 @@
+//===- AccessMap.h - Iteration dims and operand access maps ---------------===//
+//
+// A compute op is a loop nest over named iteration dims. Each operand and
+// result says, per tensor dim, which iteration dims index it. Sharding logic
+// anywhere in paxc is written over these two things alone.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace pax {
+
+/// How an iteration dim behaves when it is split.
+enum class IterKind : uint8_t {
+  Parallel,   ///< `par`: independent points, no reduction
+  Reduction,  ///< `red`: split leaves partial results that must be combined
+  Sequential, ///< `seq`: a recurrence; the points depend on each other
+};
+
+llvm::StringRef iterKindName(IterKind k);
+std::optional<IterKind> parseIterKind(llvm::StringRef text);
+
+/// One loop of an op's iteration space: `oh: 112 par`.
+struct IterDim {
+  std::string name;
+  int64_t extent = 1;
+  IterKind kind = IterKind::Parallel;
+};
+
+/// The index of one tensor dim as a function of iteration dims.
+struct AccessExpr {
+  enum class Kind : uint8_t {
+    Broadcast, ///< `_`: a size-1 dim, read at index 0 by every point
+    Full,      ///< `*`: every point may read the whole dim
+    Affine,    ///< `s*d + t*k + c`: a dim, a strided window, or an offset
+    Group,     ///< `(h, d)`: row-major group, index = h * extent(d) + d
+    Lookup,    ///< `gather(v)`: a data-dependent index in the range of v
+  };
+
+  Kind kind = Kind::Full;
+  /// Iteration dims, by index into the op's iteration space. Affine: one
+  /// (`d`) or two (`d`, window dim `k`); Group: two or more; Lookup: one.
+  llvm::SmallVector<unsigned, 2> dims;
+  int64_t stride = 1;   ///< Affine: coefficient of dims[0]
+  int64_t dilation = 1; ///< Affine: coefficient of dims[1]
+  int64_t offset = 0;   ///< Affine: constant term
+
+  static AccessExpr dim(unsigned d);
+  static AccessExpr shifted(unsigned d, int64_t stride, int64_t offset);
+  static AccessExpr window(unsigned out, unsigned win, int64_t stride,
+                           int64_t dilation, int64_t offset);
+  static AccessExpr group(llvm::ArrayRef<unsigned> dims);
+  static AccessExpr lookup(unsigned d);
+  static AccessExpr broadcast();
+  static AccessExpr full();
+
+  /// True for a plain `d`: the tensor dim is split exactly like dim d.
+  bool isPlainDim() const {
+    return kind == Kind::Affine && dims.size() == 1 && stride == 1 &&
+           offset == 0;
+  }
+  /// True when iteration dim \p d occurs in this expression.
+  bool uses(unsigned d) const;
+
+  friend bool operator==(const AccessExpr &a, const AccessExpr &b) {
+    return a.kind == b.kind && a.dims == b.dims && a.stride == b.stride &&
+           a.dilation == b.dilation && a.offset == b.offset;
+  }
+};
+
+/// One AccessExpr per tensor dim.
+using AccessMap = llvm::SmallVector<AccessExpr, 4>;
+
+/// IR text of \p e, naming dims from \p space: `2*oh + kh - 3`.
+std::string accessExprStr(const AccessExpr &e, llvm::ArrayRef<IterDim> space);
+/// IR text of a whole map: `[n, ci, 2*oh + kh - 3]`.
+std::string accessMapStr(const AccessMap &m, llvm::ArrayRef<IterDim> space);
+
+/// The number of tensor positions the expression can address, when the
+/// whole iteration range is walked (ignoring clipping at the tensor edge).
+/// Used by the verifier and by shape checks in tests.
+int64_t accessSpan(const AccessExpr &e, llvm::ArrayRef<IterDim> space);
+
+} // namespace pax

@@ -1,0 +1,117 @@
+//===- Module.cpp - Values, ops, functions and modules of the paxc IR -----===//
+#include "ir/Module.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+namespace pax {
+
+namespace {
+struct OpKindInfo {
+  const char *text;
+  OpFamily family;
+  unsigned flops;
+};
+constexpr OpKindInfo kOpKinds[] = {
+#define PAX_OP(Enum, Text, Family, Flops) {Text, OpFamily::Family, Flops},
+#include "ir/OpKinds.def"
+};
+} // namespace
+
+llvm::StringRef opKindName(OpKind k) { return kOpKinds[unsigned(k)].text; }
+OpFamily opKindFamily(OpKind k) { return kOpKinds[unsigned(k)].family; }
+unsigned opKindFlopsPerPoint(OpKind k) { return kOpKinds[unsigned(k)].flops; }
+
+std::optional<OpKind> parseOpKind(llvm::StringRef text) {
+  for (unsigned i = 0; i < std::size(kOpKinds); ++i)
+    if (text == kOpKinds[i].text)
+      return OpKind(i);
+  return std::nullopt;
+}
+
+Value *Op::addResult(TensorType type, AccessMap map) {
+  Result r;
+  r.value = std::make_unique<Value>(Value::Kind::Result, std::move(type));
+  r.value->def = this;
+  r.value->index = results.size();
+  r.map = std::move(map);
+  results.push_back(std::move(r));
+  return results.back().value.get();
+}
+
+int Op::findIter(llvm::StringRef name) const {
+  for (size_t i = 0; i < iters.size(); ++i)
+    if (iters[i].name == name)
+      return int(i);
+  return -1;
+}
+
+llvm::StringRef Op::name() const {
+  auto it = attrs.find("name");
+  if (it == attrs.end())
+    return "";
+  if (auto *s = std::get_if<std::string>(&it->second))
+    return *s;
+  return "";
+}
+
+int64_t Op::intAttr(llvm::StringRef key, int64_t dflt) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end())
+    return dflt;
+  if (auto *v = std::get_if<int64_t>(&it->second))
+    return *v;
+  return dflt;
+}
+
+double Op::flops() const {
+  unsigned perPoint = opKindFlopsPerPoint(kind);
+  if (perPoint == 0)
+    return 0;
+  // A dim is a real loop unless every access to it is a lookup.
+  llvm::SmallVector<bool, 8> lookupOnly(iters.size(), false);
+  for (size_t d = 0; d < iters.size(); ++d) {
+    bool lookup = false, other = false;
+    auto scan = [&](const AccessMap &m) {
+      for (const AccessExpr &e : m)
+        if (e.uses(d))
+          (e.kind == AccessExpr::Kind::Lookup ? lookup : other) = true;
+    };
+    for (const Operand &o : operands)
+      scan(o.map);
+    for (const Result &r : results)
+      scan(r.map);
+    lookupOnly[d] = lookup && !other;
+  }
+  double points = 1;
+  for (size_t d = 0; d < iters.size(); ++d)
+    if (!lookupOnly[d])
+      points *= double(iters[d].extent);
+  return points * perPoint;
+}
+
+Value *Func::addArg(std::string name, TensorType type) {
+  args.push_back(
+      std::make_unique<Value>(Value::Kind::Argument, std::move(type)));
+  args.back()->name = std::move(name);
+  return args.back().get();
+}
+
+Op *Func::addOp(OpKind kind) {
+  ops.push_back(std::make_unique<Op>(kind));
+  return ops.back().get();
+}
+
+Global *Module::addGlobal(std::string name, TensorType type) {
+  globals.push_back(std::make_unique<Global>(std::move(type)));
+  globals.back()->value.name = std::move(name);
+  return globals.back().get();
+}
+
+Global *Module::findGlobal(llvm::StringRef name) const {
+  for (const auto &g : globals)
+    if (g->name() == name)
+      return g.get();
+  return nullptr;
+}
+
+} // namespace pax

@@ -1,0 +1,159 @@
+//===- Module.h - Values, ops, functions and modules of the paxc IR -------===//
+#pragma once
+
+#include "ir/AccessMap.h"
+#include "ir/Types.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace pax {
+
+/// Kinds of compute op (see OpKinds.def).
+enum class OpKind : uint16_t {
+#define PAX_OP(Enum, Text, Family, Flops) Enum,
+#include "ir/OpKinds.def"
+};
+
+/// The broad family of an op kind; informative only (reports, kernels).
+enum class OpFamily : uint8_t {
+  Elementwise,
+  Contraction,
+  Window,
+  Normalization,
+  Reduction,
+  Layout,
+  Lookup,
+  Recurrent,
+  Opaque,
+};
+
+llvm::StringRef opKindName(OpKind k);
+OpFamily opKindFamily(OpKind k);
+/// Flops per point of the iteration space (a multiply-add counts 2).
+unsigned opKindFlopsPerPoint(OpKind k);
+std::optional<OpKind> parseOpKind(llvm::StringRef text);
+
+/// An attribute value: integer, float, string or a list of either number.
+using AttrValue = std::variant<int64_t, float, std::string,
+                               std::vector<int64_t>, std::vector<float>>;
+/// Attributes, sorted by name so that printing is deterministic.
+using AttrMap = std::map<std::string, AttrValue, std::less<>>;
+
+class Op;
+struct Global;
+
+/// An SSA value: a function argument, an op result, or a global.
+class Value {
+public:
+  enum class Kind : uint8_t { Argument, Result, Global };
+
+  Value(Kind kind, TensorType type) : kind(kind), type(std::move(type)) {}
+
+  Kind kind;
+  TensorType type;
+  /// Argument name or global symbol; empty for op results.
+  std::string name;
+  /// The defining op and result index (Kind::Result).
+  Op *def = nullptr;
+  unsigned index = 0;
+  /// The global (Kind::Global).
+  Global *global = nullptr;
+};
+
+/// Where a global's data comes from.
+enum class DataSource : uint8_t {
+  Dense,       ///< `dense<[...]>`: the values are in the IR
+  Fill,        ///< `fill(v)`: every element equals v
+  Initializer, ///< `initializer("name")`: an initializer of the source model
+  Input,       ///< `input("name")`: a graph input fed at run time
+};
+
+/// A module-level tensor: a parameter (a weight) or a constant.
+struct Global {
+  explicit Global(TensorType type) : value(Value::Kind::Global, type) {
+    value.global = this;
+  }
+  /// True for weights (trainable parameters); false for masks, tables and
+  /// other constants.
+  bool isParameter = false;
+  DataSource source = DataSource::Fill;
+  Value value;
+  /// DataSource::Dense: the elements, little-endian, dtype-sized.
+  std::vector<uint8_t> bytes;
+  /// DataSource::Fill: the value of every element.
+  double fill = 0;
+  /// DataSource::Initializer / Input: the tensor's name in the source model.
+  std::string ref;
+
+  const std::string &name() const { return value.name; }
+};
+
+/// An operand: a value and how the op's iteration dims index it.
+struct Operand {
+  Value *value = nullptr;
+  AccessMap map;
+};
+
+/// A result: an owned value and the access map that writes it.
+struct Result {
+  std::unique_ptr<Value> value;
+  AccessMap map;
+};
+
+/// A compute op: `%y = compute "matmul" iter [...] ins(...) outs(...)`.
+class Op {
+public:
+  explicit Op(OpKind kind) : kind(kind) {}
+
+  OpKind kind;
+  llvm::SmallVector<IterDim, 6> iters;
+  llvm::SmallVector<Operand, 4> operands;
+  llvm::SmallVector<Result, 1> results;
+  AttrMap attrs;
+
+  /// Adds a result of \p type written through \p map; returns its value.
+  Value *addResult(TensorType type, AccessMap map);
+  /// Index of the iteration dim called \p name, or -1.
+  int findIter(llvm::StringRef name) const;
+  /// The source-model node name (attribute `name`), or "".
+  llvm::StringRef name() const;
+  /// Integer attribute \p key, or \p dflt when absent.
+  int64_t intAttr(llvm::StringRef key, int64_t dflt) const;
+  /// Forward FLOPs of the whole op: points of the iteration space (dims
+  /// indexed only by lookups excluded) times the kind's flops per point.
+  double flops() const;
+};
+
+/// A function: arguments, ops in topological order, returned values.
+struct Func {
+  std::string name = "main";
+  std::vector<std::unique_ptr<Value>> args;
+  std::vector<std::unique_ptr<Op>> ops;
+  std::vector<Value *> returns;
+  /// Names of the results (the source model's output names).
+  std::vector<std::string> returnNames;
+
+  Value *addArg(std::string name, TensorType type);
+  Op *addOp(OpKind kind);
+};
+
+/// A module: globals and one function, `@main`.
+struct Module {
+  std::string name = "model";
+  AttrMap attrs;
+  std::vector<std::unique_ptr<Global>> globals;
+  Func main;
+
+  Global *addGlobal(std::string name, TensorType type);
+  /// The global called \p name, or nullptr.
+  Global *findGlobal(llvm::StringRef name) const;
+};
+
+} // namespace pax

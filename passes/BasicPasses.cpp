@@ -1,0 +1,101 @@
+//===- BasicPasses.cpp - Clean-up and inspection passes -------------------===//
+#include "passes/BasicPasses.h"
+
+#include "ir/Soap.h"
+#include "ir/Summary.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace pax {
+
+unsigned eliminateDeadCode(Module &m) {
+  Func &f = m.main;
+  llvm::DenseSet<const Value *> live(f.returns.begin(), f.returns.end());
+  llvm::DenseSet<const Op *> keep;
+  // Ops are in topological order: walk back from the results.
+  for (auto it = f.ops.rbegin(); it != f.ops.rend(); ++it) {
+    const Op &op = **it;
+    bool used = llvm::any_of(op.results, [&](const Result &r) {
+      return live.count(r.value.get());
+    });
+    if (!used)
+      continue;
+    keep.insert(&op);
+    for (const Operand &o : op.operands)
+      live.insert(o.value);
+  }
+  size_t before = f.ops.size();
+  llvm::erase_if(f.ops, [&](const std::unique_ptr<Op> &op) {
+    return !keep.count(op.get());
+  });
+  llvm::erase_if(m.globals, [&](const std::unique_ptr<Global> &g) {
+    return !live.count(&g->value);
+  });
+  return unsigned(before - f.ops.size());
+}
+
+llvm::Expected<std::unique_ptr<Pass>> DeadCodePass::create(const PassOptions &o) {
+  if (auto err = o.checkKnown("pax-dce", {}))
+    return err;
+  return std::make_unique<DeadCodePass>();
+}
+
+llvm::Error DeadCodePass::run(Module &m, PassContext &) {
+  eliminateDeadCode(m);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Pass>>
+StripNamesPass::create(const PassOptions &o) {
+  if (auto err = o.checkKnown("pax-strip-names", {}))
+    return err;
+  return std::make_unique<StripNamesPass>();
+}
+
+llvm::Error StripNamesPass::run(Module &m, PassContext &) {
+  for (auto &op : m.main.ops)
+    op->attrs.erase("name");
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Pass>>
+PrintSoapRolesPass::create(const PassOptions &o) {
+  if (auto err = o.checkKnown("pax-print-soap-roles", {}))
+    return err;
+  return std::make_unique<PrintSoapRolesPass>();
+}
+
+llvm::Error PrintSoapRolesPass::run(Module &m, PassContext &ctx) {
+  auto roles = computeSoapRoles(m.main);
+  for (const auto &op : m.main.ops) {
+    ctx.out << "soap " << opKindName(op->kind) << " '" << op->name() << "':";
+    const auto &r = roles[op.get()];
+    for (size_t d = 0; d < op->iters.size(); ++d)
+      ctx.out << " " << op->iters[d].name << "=" << soapRoleName(r[d]);
+    ctx.out << "\n";
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Pass>>
+PrintSummaryPass::create(const PassOptions &o) {
+  if (auto err = o.checkKnown("pax-print-summary", {"format"}))
+    return err;
+  std::string format = o.get("format", "text");
+  if (format != "text" && format != "json")
+    return llvm::createStringError("pass 'pax-print-summary': format must be "
+                                   "text or json, not '" + format + "'");
+  return std::make_unique<PrintSummaryPass>(format == "json");
+}
+
+llvm::Error PrintSummaryPass::run(Module &m, PassContext &ctx) {
+  ModelSummary s = summarize(m);
+  if (json)
+    ctx.out << llvm::formatv("{0:2}", summaryToJson(s)) << "\n";
+  else
+    printSummaryText(s, ctx.out);
+  return llvm::Error::success();
+}
+
+} // namespace pax

@@ -1,0 +1,46 @@
+//===- BasicPasses.h - Clean-up and inspection passes ---------------------===//
+#pragma once
+
+#include "passes/Pass.h"
+
+namespace pax {
+
+/// Removes ops whose results nothing returned depends on, and unused globals.
+/// Returns the number of ops removed.
+unsigned eliminateDeadCode(Module &m);
+
+class DeadCodePass : public Pass {
+public:
+  static llvm::Expected<std::unique_ptr<Pass>> create(const PassOptions &o);
+  llvm::StringRef argument() const override { return "pax-dce"; }
+  llvm::Error run(Module &m, PassContext &ctx) override;
+};
+
+class StripNamesPass : public Pass {
+public:
+  static llvm::Expected<std::unique_ptr<Pass>> create(const PassOptions &o);
+  llvm::StringRef argument() const override { return "pax-strip-names"; }
+  llvm::Error run(Module &m, PassContext &ctx) override;
+};
+
+/// Prints `soap @op-name: n=sample c=parameter ...` per op, for tests.
+class PrintSoapRolesPass : public Pass {
+public:
+  static llvm::Expected<std::unique_ptr<Pass>> create(const PassOptions &o);
+  llvm::StringRef argument() const override { return "pax-print-soap-roles"; }
+  llvm::Error run(Module &m, PassContext &ctx) override;
+};
+
+/// Prints the model summary (text or `format=json`).
+class PrintSummaryPass : public Pass {
+public:
+  explicit PrintSummaryPass(bool json) : json(json) {}
+  static llvm::Expected<std::unique_ptr<Pass>> create(const PassOptions &o);
+  llvm::StringRef argument() const override { return "pax-print-summary"; }
+  llvm::Error run(Module &m, PassContext &ctx) override;
+
+private:
+  bool json;
+};
+
+} // namespace pax

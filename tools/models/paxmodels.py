@@ -1,0 +1,721 @@
+#!/usr/bin/env python3
+"""Exporter-style ONNX language-model generators for paxc.
+
+Builds GPT-2, BERT, Llama and an LSTM language model with ``onnx.helper``, laid out the
+way PyTorch / Hugging Face exports look: node names follow the module hierarchy
+("/transformer/h.0/attn/MatMul"), weights are named after the PyTorch state dict
+("transformer.h.0.attn.c_attn.weight"), norms and activations are decomposed the way
+the exporter writes them at the model's opset, and shape / axes / scalar constants
+are initializers.
+
+Weights can be materialized three ways (``--weights``):
+
+* ``input`` (default): every weight is a graph input with its true shape, so even
+  Llama-7B is a small file;
+* ``constant-of-shape``: every weight is a ``ConstantOfShape`` node filled with 0.02,
+  like ONNX's "light" models;
+* ``random``: every weight is an initializer holding seeded random values (normal with
+  standard deviation 0.02; norm scales are 1 plus that). Refused above 50M parameters.
+
+Batch and sequence length are fixed in the graph unless ``--dynamic`` is given, in
+which case the token inputs get the symbolic dims "batch" and "seq" and every shape
+that depends on them is computed in the graph (Shape -> Gather -> Concat / Range).
+
+The parameter count is the total number of elements of all weight tensors; tied
+weights (GPT-2's lm head reuses ``transformer.wte.weight``) count once, and buffers
+(causal masks, rotary ``inv_freq``, position ids) are not parameters.
+
+Usage::
+
+    python3 tools/models/paxmodels.py MODEL -o OUT.onnx [--layers L] [--hidden H]
+        [--heads N] [--ffn F] [--vocab V] [--positions P] [--batch B] [--seq S]
+        [--dynamic] [--weights input|constant-of-shape|random] [--seed N]
+        [--print-params]
+
+MODEL is one of gpt2 (GPT-2 small), bert (BERT-base with pooler), llama (Llama-7B) or
+lstm (2-layer LSTM LM, hidden 2048, vocab 10000).
+"""
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Union
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+WEIGHT_MODES = ("input", "constant-of-shape", "random")
+RANDOM_PARAM_LIMIT = 50_000_000
+WEIGHT_FILL = 0.02  # ConstantOfShape fill value and std of random weights.
+
+FLOAT_MIN = float(np.finfo(np.float32).min)  # torch.finfo(torch.float32).min
+INT64_MAX = int(np.iinfo(np.int64).max)
+
+GPT2_LN_EPS = 1e-5
+BERT_LN_EPS = 1e-12
+BERT_MASK_SCALE = -10000.0
+LLAMA_RMS_EPS = 1e-6
+LLAMA_ROPE_THETA = 10000.0
+
+# A dimension as seen inside the graph: a Python int when static, or the name of a
+# 1-D int64 tensor of length 1 when it is computed at run time.
+Dim = Union[int, str]
+
+# Default sizes. Keys present here are the size options that apply to the model.
+PRESETS: Dict[str, Dict[str, int]] = {
+    "gpt2": dict(layers=12, hidden=768, heads=12, ffn=3072, vocab=50257,
+                 positions=1024, batch=8, seq=1024),
+    "bert": dict(layers=12, hidden=768, heads=12, ffn=3072, vocab=30522,
+                 positions=512, batch=1, seq=512),
+    "llama": dict(layers=32, hidden=4096, heads=32, ffn=11008, vocab=32000,
+                  batch=1, seq=2048),
+    "lstm": dict(layers=2, hidden=2048, vocab=10000, batch=20, seq=35),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Sizes of one model. ``heads``/``ffn``/``positions`` are 0 where unused."""
+
+    model: str
+    layers: int
+    hidden: int
+    vocab: int
+    batch: int
+    seq: int
+    heads: int = 0
+    ffn: int = 0
+    positions: int = 0
+    dynamic: bool = False
+
+    @property
+    def head_dim(self) -> int:
+        """Per-head width of a transformer's attention."""
+        return self.hidden // self.heads
+
+    def token_dims(self) -> List[Union[int, str]]:
+        """Batch and sequence dims of the token inputs, as written in value infos."""
+        return ["batch", "seq"] if self.dynamic else [self.batch, self.seq]
+
+
+def make_config(model: str, dynamic: bool = False, **sizes: Optional[int]) -> Config:
+    """Return the preset of ``model`` with the given sizes (None = keep preset).
+
+    Raises ValueError for unknown models, sizes that do not apply to the model,
+    non-positive sizes and inconsistent combinations.
+    """
+    if model not in PRESETS:
+        raise ValueError(f"unknown model {model!r}; expected one of {sorted(PRESETS)}")
+    values = dict(PRESETS[model])
+    for key, value in sizes.items():
+        if value is None:
+            continue
+        if key not in values:
+            raise ValueError(f"--{key} does not apply to {model}")
+        if value <= 0:
+            raise ValueError(f"--{key} must be positive, got {value}")
+        values[key] = value
+    config = Config(model=model, dynamic=dynamic, **values)
+    if config.heads and config.hidden % config.heads:
+        raise ValueError(f"hidden {config.hidden} is not divisible by heads {config.heads}")
+    if model == "llama" and config.head_dim % 2:
+        raise ValueError(f"llama head dim {config.head_dim} must be even for rotary embeddings")
+    if config.positions and config.seq > config.positions:
+        raise ValueError(f"seq {config.seq} exceeds the {config.positions} positions of {model}")
+    return config
+
+
+class GraphBuilder:
+    """Accumulates nodes, inputs, outputs and initializers of one ONNX graph.
+
+    Node names are "<scope>/<OpType>" with "_1", "_2", ... appended on repeats, and
+    node outputs are "<node name>_output_<i>", as the PyTorch exporter writes them.
+    """
+
+    def __init__(self, opset: int, weights: str, seed: int):
+        if weights not in WEIGHT_MODES:
+            raise ValueError(f"unknown weights mode {weights!r}; expected one of {WEIGHT_MODES}")
+        self.opset = opset
+        self.weights = weights
+        self.rng = np.random.default_rng(seed)
+        self.param_count = 0
+        self.nodes: List[onnx.NodeProto] = []
+        self.inputs: List[onnx.ValueInfoProto] = []
+        self.outputs: List[onnx.ValueInfoProto] = []
+        self.initializers: List[onnx.TensorProto] = []
+        self._node_counts: Dict[str, int] = {}
+        self._tensor_names: set = set()
+        self._consts: Dict[tuple, str] = {}
+        self._tokens: Optional[str] = None
+        self._static_dims: Optional[tuple] = None
+        self._token_shape: Optional[str] = None
+        self._dynamic_dims: Dict[int, str] = {}
+
+    # -- nodes and constants -------------------------------------------------------
+
+    def op(self, op_type: str, inputs: Sequence[str], scope: str, n_out: int = 1,
+           out: Optional[Sequence[str]] = None, **attrs) -> Union[str, List[str]]:
+        """Append a node; return its output name (a list when ``n_out`` > 1).
+
+        ``out`` overrides the generated output names.
+        """
+        base = f"{scope}/{op_type}"
+        count = self._node_counts.get(base, 0)
+        self._node_counts[base] = count + 1
+        name = base if count == 0 else f"{base}_{count}"
+        outputs = list(out) if out is not None else [f"{name}_output_{i}" for i in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), outputs, name=name, **attrs))
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    def const(self, value: np.ndarray, name: str) -> str:
+        """Return an initializer holding ``value``; identical values share one."""
+        key = (value.dtype.str, value.shape, value.tobytes())
+        if key not in self._consts:
+            unique = name
+            suffix = 1
+            while unique in self._tensor_names:
+                unique = f"{name}_{suffix}"
+                suffix += 1
+            self._tensor_names.add(unique)
+            self.initializers.append(numpy_helper.from_array(value, unique))
+            self._consts[key] = unique
+        return self._consts[key]
+
+    def ints(self, values: Sequence[int]) -> str:
+        """1-D int64 constant (shapes, axes, starts/ends)."""
+        return self.const(np.array(values, dtype=np.int64),
+                          "ints_" + "_".join(str(v) for v in values))
+
+    def int_scalar(self, value: int) -> str:
+        """0-D int64 constant (Gather indices, Range bounds, Trilu k)."""
+        return self.const(np.array(value, dtype=np.int64), f"int_{value}")
+
+    def scalar(self, value: float, name: str) -> str:
+        """0-D float32 constant."""
+        return self.const(np.array(value, dtype=np.float32), name)
+
+    # -- graph inputs, outputs and weights ----------------------------------------
+
+    def token_input(self, name: str, config: Config) -> str:
+        """Declare an int64 [batch, seq] graph input."""
+        self._tensor_names.add(name)
+        self.inputs.append(helper.make_tensor_value_info(name, TensorProto.INT64,
+                                                         config.token_dims()))
+        return name
+
+    def output(self, tensor: str, name: str, dims: Sequence[Union[int, str]]) -> None:
+        """Expose float ``tensor`` as graph output ``name`` (renaming it in the graph)."""
+        for node in self.nodes:
+            for field in (node.input, node.output):
+                for i, value in enumerate(field):
+                    if value == tensor:
+                        field[i] = name
+        self.outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(dims)))
+
+    def weight(self, name: str, shape: Sequence[int], scale: bool = False) -> str:
+        """Declare a float32 parameter tensor and count its elements.
+
+        ``scale`` marks norm gains, which random mode centers on 1 instead of 0.
+        """
+        shape = [int(d) for d in shape]
+        self.param_count += math.prod(shape)
+        self._tensor_names.add(name)
+        if self.weights == "input":
+            self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, shape))
+        elif self.weights == "constant-of-shape":
+            fill = helper.make_tensor("value", TensorProto.FLOAT, [1], [WEIGHT_FILL])
+            self.op("ConstantOfShape", [self.ints(shape)], f"/{name}", out=[name], value=fill)
+        else:
+            data = self.rng.standard_normal(shape, dtype=np.float32) * WEIGHT_FILL
+            if scale:
+                data += 1.0
+            self.initializers.append(numpy_helper.from_array(data, name))
+        return name
+
+    # -- batch / sequence dims ----------------------------------------------------
+
+    def bind_tokens(self, tokens: str, config: Config) -> None:
+        """Use the [batch, seq] input ``tokens`` as the source of run-time dims."""
+        self._tokens = tokens
+        self._static_dims = None if config.dynamic else (config.batch, config.seq)
+
+    def _shape_of_tokens(self) -> str:
+        if self._token_shape is None:
+            self._token_shape = self.op("Shape", [self._tokens], "")
+        return self._token_shape
+
+    def _dim(self, axis: int) -> Dim:
+        if self._static_dims is not None:
+            return self._static_dims[axis]
+        if axis not in self._dynamic_dims:
+            self._dynamic_dims[axis] = self.op(
+                "Gather", [self._shape_of_tokens(), self.ints([axis])], "", axis=0)
+        return self._dynamic_dims[axis]
+
+    @property
+    def batch(self) -> Dim:
+        """Batch size: an int, or a 1-D tensor name when dynamic."""
+        return self._dim(0)
+
+    @property
+    def seq(self) -> Dim:
+        """Sequence length: an int, or a 1-D tensor name when dynamic."""
+        return self._dim(1)
+
+    def shape(self, dims: Sequence[Dim], scope: str) -> str:
+        """A 1-D int64 shape tensor: an initializer, or a Concat when any dim is dynamic."""
+        if all(isinstance(d, int) for d in dims):
+            return self.ints(dims)
+        parts = [d if isinstance(d, str) else self.ints([d]) for d in dims]
+        return self.op("Concat", parts, scope, axis=0)
+
+    def position_ids(self, scope: str) -> str:
+        """int64 [1, seq] positions 0..seq-1: an initializer, or Range when dynamic."""
+        if self._static_dims is not None:
+            seq = self._static_dims[1]
+            return self.const(np.arange(seq, dtype=np.int64).reshape(1, seq), "position_ids")
+        limit = self.op("Gather", [self._shape_of_tokens(), self.int_scalar(1)], scope, axis=0)
+        positions = self.op("Range", [self.int_scalar(0), limit, self.int_scalar(1)], scope)
+        return self.unsqueeze(positions, [0], scope)
+
+    # -- ops whose signature changed across opsets --------------------------------
+
+    def unsqueeze(self, x: str, axes: Sequence[int], scope: str) -> str:
+        """Unsqueeze with axes as an attribute (opset < 13) or an input."""
+        if self.opset >= 13:
+            return self.op("Unsqueeze", [x, self.ints(axes)], scope)
+        return self.op("Unsqueeze", [x], scope, axes=list(axes))
+
+    def squeeze(self, x: str, axes: Sequence[int], scope: str) -> str:
+        """Squeeze with axes as an attribute (opset < 13) or an input."""
+        if self.opset >= 13:
+            return self.op("Squeeze", [x, self.ints(axes)], scope)
+        return self.op("Squeeze", [x], scope, axes=list(axes))
+
+    def reduce_mean(self, x: str, axes: Sequence[int], scope: str) -> str:
+        """ReduceMean keeping dims, axes as an attribute (opset < 18) or an input."""
+        if self.opset >= 18:
+            return self.op("ReduceMean", [x, self.ints(axes)], scope, keepdims=1)
+        return self.op("ReduceMean", [x], scope, axes=list(axes), keepdims=1)
+
+    # -- assembly -----------------------------------------------------------------
+
+    def to_model(self, graph_name: str, ir_version: int) -> onnx.ModelProto:
+        """Wrap everything into a ModelProto of the given IR version and opset."""
+        graph = helper.make_graph(self.nodes, graph_name, self.inputs, self.outputs,
+                                  initializer=self.initializers)
+        return helper.make_model(graph, ir_version=ir_version, producer_name="paxmodels",
+                                 opset_imports=[helper.make_opsetid("", self.opset)])
+
+
+# --------------------------------------------------------------------------------
+# Building blocks shared by the models
+# --------------------------------------------------------------------------------
+
+def linear(g: GraphBuilder, x: str, prefix: str, scope: str, n_in: int, n_out: int,
+           bias: bool = True) -> str:
+    """x @ W (+ b) with W stored [in, out], as the exporter writes nn.Linear/Conv1D."""
+    y = g.op("MatMul", [x, g.weight(f"{prefix}.weight", [n_in, n_out])], scope)
+    if bias:
+        y = g.op("Add", [y, g.weight(f"{prefix}.bias", [n_out])], scope)
+    return y
+
+
+def split_heads(g: GraphBuilder, x: str, config: Config, perm: Sequence[int],
+                scope: str) -> str:
+    """[B, S, hidden] -> Reshape [B, S, heads, head_dim] -> Transpose(perm)."""
+    shape = g.shape([g.batch, g.seq, config.heads, config.head_dim], scope)
+    x = g.op("Reshape", [x, shape], scope)
+    return g.op("Transpose", [x], scope, perm=list(perm))
+
+
+def merge_heads(g: GraphBuilder, x: str, config: Config, scope: str) -> str:
+    """[B, heads, S, head_dim] -> Transpose -> Reshape [B, S, hidden]."""
+    x = g.op("Transpose", [x], scope, perm=[0, 2, 1, 3])
+    return g.op("Reshape", [x, g.shape([g.batch, g.seq, config.hidden], scope)], scope)
+
+
+def attention_core(g: GraphBuilder, q: str, k_t: str, v: str, config: Config, scope: str,
+                   mask: Callable[[str], str]) -> str:
+    """softmax(mask(q @ k_t / sqrt(head_dim))) @ v, heads merged back to [B, S, hidden]."""
+    scores = g.op("MatMul", [q, k_t], scope)
+    scale = g.scalar(math.sqrt(config.head_dim), "attn_scale")
+    scores = mask(g.op("Div", [scores, scale], scope))
+    probs = g.op("Softmax", [scores], scope, axis=-1)
+    return merge_heads(g, g.op("MatMul", [probs, v], scope), config, scope)
+
+
+def layer_norm_decomposed(g: GraphBuilder, x: str, prefix: str, scope: str, width: int,
+                          eps: float) -> str:
+    """LayerNorm as exported below opset 17: (x - mean) / sqrt(var + eps) * gamma + beta."""
+    gamma = g.weight(f"{prefix}.weight", [width], scale=True)
+    beta = g.weight(f"{prefix}.bias", [width])
+    mean = g.reduce_mean(x, [-1], scope)
+    centered = g.op("Sub", [x, mean], scope)
+    squared = g.op("Pow", [centered, g.scalar(2.0, "two")], scope)
+    var = g.reduce_mean(squared, [-1], scope)
+    var = g.op("Add", [var, g.scalar(eps, "ln_eps")], scope)
+    normed = g.op("Div", [centered, g.op("Sqrt", [var], scope)], scope)
+    return g.op("Add", [g.op("Mul", [normed, gamma], scope), beta], scope)
+
+
+def layer_norm_op(g: GraphBuilder, x: str, prefix: str, scope: str, width: int,
+                  eps: float) -> str:
+    """LayerNorm as the single opset-17 LayerNormalization op."""
+    gamma = g.weight(f"{prefix}.weight", [width], scale=True)
+    beta = g.weight(f"{prefix}.bias", [width])
+    return g.op("LayerNormalization", [x, gamma, beta], scope, axis=-1, epsilon=eps)
+
+
+def rms_norm(g: GraphBuilder, x: str, prefix: str, scope: str, width: int) -> str:
+    """Llama RMSNorm: weight * (x * 1 / sqrt(mean(x^2) + eps))."""
+    weight = g.weight(f"{prefix}.weight", [width], scale=True)
+    squared = g.op("Pow", [x, g.scalar(2.0, "two")], scope)
+    var = g.op("Add", [g.reduce_mean(squared, [-1], scope), g.scalar(LLAMA_RMS_EPS, "rms_eps")],
+               scope)
+    inv_rms = g.op("Reciprocal", [g.op("Sqrt", [var], scope)], scope)
+    return g.op("Mul", [weight, g.op("Mul", [x, inv_rms], scope)], scope)
+
+
+# --------------------------------------------------------------------------------
+# GPT-2 (opset 14)
+# --------------------------------------------------------------------------------
+
+def gelu_tanh(g: GraphBuilder, x: str, scope: str) -> str:
+    """GPT-2's gelu_new: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+    half = g.op("Mul", [x, g.scalar(0.5, "half")], scope)
+    cube = g.op("Pow", [x, g.scalar(3.0, "three")], scope)
+    inner = g.op("Mul", [cube, g.scalar(0.044715, "gelu_coeff")], scope)
+    inner = g.op("Add", [x, inner], scope)
+    inner = g.op("Mul", [inner, g.scalar(math.sqrt(2.0 / math.pi), "sqrt_2_over_pi")], scope)
+    inner = g.op("Add", [g.op("Tanh", [inner], scope), g.scalar(1.0, "one")], scope)
+    return g.op("Mul", [half, inner], scope)
+
+
+def gpt2_attention(g: GraphBuilder, x: str, c: Config, prefix: str, scope: str,
+                   bias: str) -> str:
+    """GPT2Attention: fused c_attn, Split, causal Where-mask from the `bias` buffer, c_proj."""
+    h = c.hidden
+    qkv = linear(g, x, f"{prefix}.c_attn", f"{scope}/c_attn", h, 3 * h)
+    q, k, v = g.op("Split", [qkv, g.ints([h, h, h])], scope, n_out=3, axis=2)
+    q = split_heads(g, q, c, [0, 2, 1, 3], scope)
+    k_t = split_heads(g, k, c, [0, 2, 3, 1], scope)
+    v = split_heads(g, v, c, [0, 2, 1, 3], scope)
+
+    def causal(scores: str) -> str:
+        seq = g.seq
+        ends = g.shape([seq, seq], scope)
+        keep = g.op("Slice", [bias, g.ints([0, 0]), ends, g.ints([2, 3])], scope)
+        return g.op("Where", [keep, scores, g.scalar(FLOAT_MIN, "mask_value")], scope)
+
+    context = attention_core(g, q, k_t, v, c, scope, causal)
+    return linear(g, context, f"{prefix}.c_proj", f"{scope}/c_proj", h, h)
+
+
+def gpt2_graph(g: GraphBuilder, c: Config) -> None:
+    """GPT2LMHeadModel with the lm head tied to wte (MatMul with Transpose(wte))."""
+    ids = g.token_input("input_ids", c)
+    g.bind_tokens(ids, c)
+    wte = g.weight("transformer.wte.weight", [c.vocab, c.hidden])
+    wpe = g.weight("transformer.wpe.weight", [c.positions, c.hidden])
+    tokens = g.op("Gather", [wte, ids], "/transformer/wte")
+    positions = g.op("Gather", [wpe, g.position_ids("/transformer")], "/transformer/wpe")
+    h = g.op("Add", [tokens, positions], "/transformer")
+    causal = np.tril(np.ones((c.positions, c.positions), dtype=bool))
+    bias = g.const(causal.reshape(1, 1, c.positions, c.positions), "bias")
+    for i in range(c.layers):
+        prefix, scope = f"transformer.h.{i}", f"/transformer/h.{i}"
+        a = layer_norm_decomposed(g, h, f"{prefix}.ln_1", f"{scope}/ln_1", c.hidden, GPT2_LN_EPS)
+        a = gpt2_attention(g, a, c, f"{prefix}.attn", f"{scope}/attn", bias)
+        h = g.op("Add", [h, a], scope)
+        m = layer_norm_decomposed(g, h, f"{prefix}.ln_2", f"{scope}/ln_2", c.hidden, GPT2_LN_EPS)
+        m = linear(g, m, f"{prefix}.mlp.c_fc", f"{scope}/mlp/c_fc", c.hidden, c.ffn)
+        m = gelu_tanh(g, m, f"{scope}/mlp/act")
+        m = linear(g, m, f"{prefix}.mlp.c_proj", f"{scope}/mlp/c_proj", c.ffn, c.hidden)
+        h = g.op("Add", [h, m], scope)
+    h = layer_norm_decomposed(g, h, "transformer.ln_f", "/transformer/ln_f", c.hidden,
+                              GPT2_LN_EPS)
+    wte_t = g.op("Transpose", [wte], "/lm_head", perm=[1, 0])
+    logits = g.op("MatMul", [h, wte_t], "/lm_head")
+    g.output(logits, "logits", c.token_dims() + [c.vocab])
+
+
+# --------------------------------------------------------------------------------
+# BERT (opset 17)
+# --------------------------------------------------------------------------------
+
+def gelu_erf(g: GraphBuilder, x: str, scope: str) -> str:
+    """Exact GELU: x * (1 + erf(x / sqrt(2))) * 0.5."""
+    e = g.op("Erf", [g.op("Div", [x, g.scalar(math.sqrt(2.0), "sqrt_2")], scope)], scope)
+    e = g.op("Add", [e, g.scalar(1.0, "one")], scope)
+    return g.op("Mul", [g.op("Mul", [x, e], scope), g.scalar(0.5, "half")], scope)
+
+
+def bert_layer(g: GraphBuilder, h: str, c: Config, prefix: str, scope: str,
+               mask: str) -> str:
+    """One BertLayer: self-attention with additive mask, output LN, GELU FFN, output LN."""
+    attn, attn_scope = f"{prefix}.attention", f"{scope}/attention"
+    q = linear(g, h, f"{attn}.self.query", f"{attn_scope}/self/query", c.hidden, c.hidden)
+    k = linear(g, h, f"{attn}.self.key", f"{attn_scope}/self/key", c.hidden, c.hidden)
+    v = linear(g, h, f"{attn}.self.value", f"{attn_scope}/self/value", c.hidden, c.hidden)
+    self_scope = f"{attn_scope}/self"
+    q = split_heads(g, q, c, [0, 2, 1, 3], self_scope)
+    k_t = split_heads(g, k, c, [0, 2, 3, 1], self_scope)
+    v = split_heads(g, v, c, [0, 2, 1, 3], self_scope)
+    context = attention_core(g, q, k_t, v, c, self_scope,
+                             lambda scores: g.op("Add", [scores, mask], self_scope))
+    a = linear(g, context, f"{attn}.output.dense", f"{attn_scope}/output/dense",
+               c.hidden, c.hidden)
+    a = g.op("Add", [a, h], f"{attn_scope}/output")
+    a = layer_norm_op(g, a, f"{attn}.output.LayerNorm", f"{attn_scope}/output/LayerNorm",
+                      c.hidden, BERT_LN_EPS)
+    f = linear(g, a, f"{prefix}.intermediate.dense", f"{scope}/intermediate/dense",
+               c.hidden, c.ffn)
+    f = gelu_erf(g, f, f"{scope}/intermediate/intermediate_act_fn")
+    f = linear(g, f, f"{prefix}.output.dense", f"{scope}/output/dense", c.ffn, c.hidden)
+    f = g.op("Add", [f, a], f"{scope}/output")
+    return layer_norm_op(g, f, f"{prefix}.output.LayerNorm", f"{scope}/output/LayerNorm",
+                         c.hidden, BERT_LN_EPS)
+
+
+def bert_graph(g: GraphBuilder, c: Config) -> None:
+    """BertModel: embeddings, encoder, and pooler (first token -> Gemm -> Tanh)."""
+    ids = g.token_input("input_ids", c)
+    attention_mask = g.token_input("attention_mask", c)
+    token_type_ids = g.token_input("token_type_ids", c)
+    g.bind_tokens(ids, c)
+
+    word = g.weight("embeddings.word_embeddings.weight", [c.vocab, c.hidden])
+    position = g.weight("embeddings.position_embeddings.weight", [c.positions, c.hidden])
+    token_type = g.weight("embeddings.token_type_embeddings.weight", [2, c.hidden])
+    e = g.op("Gather", [word, ids], "/embeddings/word_embeddings")
+    t = g.op("Gather", [token_type, token_type_ids], "/embeddings/token_type_embeddings")
+    e = g.op("Add", [e, t], "/embeddings")
+    p = g.op("Gather", [position, g.position_ids("/embeddings")],
+             "/embeddings/position_embeddings")
+    e = g.op("Add", [e, p], "/embeddings")
+    h = layer_norm_op(g, e, "embeddings.LayerNorm", "/embeddings/LayerNorm", c.hidden,
+                      BERT_LN_EPS)
+
+    # Extended attention mask: (1 - mask[:, None, None, :]) * -10000.
+    m = g.unsqueeze(attention_mask, [1, 2], "")
+    m = g.op("Cast", [m], "", to=TensorProto.FLOAT)
+    m = g.op("Sub", [g.scalar(1.0, "one"), m], "")
+    mask = g.op("Mul", [m, g.scalar(BERT_MASK_SCALE, "mask_scale")], "")
+
+    for i in range(c.layers):
+        h = bert_layer(g, h, c, f"encoder.layer.{i}", f"/encoder/layer.{i}", mask)
+
+    first = g.op("Gather", [h, g.int_scalar(0)], "/pooler", axis=1)
+    dense_w = g.weight("pooler.dense.weight", [c.hidden, c.hidden])  # [out, in]
+    dense_b = g.weight("pooler.dense.bias", [c.hidden])
+    pooled = g.op("Gemm", [first, dense_w, dense_b], "/pooler/dense",
+                  alpha=1.0, beta=1.0, transB=1)
+    pooled = g.op("Tanh", [pooled], "/pooler/activation")
+    g.output(h, "last_hidden_state", c.token_dims() + [c.hidden])
+    g.output(pooled, "pooler_output", c.token_dims()[:1] + [c.hidden])
+
+
+# --------------------------------------------------------------------------------
+# Llama (opset 18)
+# --------------------------------------------------------------------------------
+
+def rotary_cos_sin(g: GraphBuilder, c: Config) -> List[str]:
+    """LlamaRotaryEmbedding: cos and sin of shape [1, 1, S, head_dim]."""
+    scope = "/model/rotary_emb"
+    d = c.head_dim
+    inv_freq = 1.0 / LLAMA_ROPE_THETA ** (np.arange(0, d, 2, dtype=np.float32) / d)
+    inv = g.const(inv_freq.astype(np.float32), "model.rotary_emb.inv_freq")
+    inv = g.unsqueeze(inv, [0, 2], scope)  # [1, d/2, 1]
+    pos = g.unsqueeze(g.position_ids(scope), [1], scope)  # [1, 1, S]
+    pos = g.op("Cast", [pos], scope, to=TensorProto.FLOAT)
+    freqs = g.op("Transpose", [g.op("MatMul", [inv, pos], scope)], scope, perm=[0, 2, 1])
+    emb = g.op("Concat", [freqs, freqs], scope, axis=-1)  # [1, S, d]
+    return [g.unsqueeze(g.op(fn, [emb], scope), [1], scope) for fn in ("Cos", "Sin")]
+
+
+def causal_mask_additive(g: GraphBuilder) -> str:
+    """[1, 1, S, S] float mask: 0 on and below the diagonal, float32 min above it."""
+    scope = "/model"
+    fill = helper.make_tensor("value", TensorProto.FLOAT, [1], [FLOAT_MIN])
+    full = g.op("ConstantOfShape", [g.shape([g.seq, g.seq], scope)], scope, value=fill)
+    upper = g.op("Trilu", [full, g.int_scalar(1)], scope, upper=1)
+    return g.unsqueeze(upper, [0, 1], scope)
+
+
+def apply_rotary(g: GraphBuilder, x: str, cos: str, sin: str, head_dim: int,
+                 scope: str) -> str:
+    """x * cos + rotate_half(x) * sin, rotate_half = cat(-x[..., d/2:], x[..., :d/2])."""
+    half = head_dim // 2
+    x1 = g.op("Slice", [x, g.ints([0]), g.ints([half]), g.ints([-1])], scope)
+    x2 = g.op("Slice", [x, g.ints([half]), g.ints([INT64_MAX]), g.ints([-1])], scope)
+    rotated = g.op("Concat", [g.op("Neg", [x2], scope), x1], scope, axis=-1)
+    return g.op("Add", [g.op("Mul", [x, cos], scope), g.op("Mul", [rotated, sin], scope)],
+                scope)
+
+
+def llama_attention(g: GraphBuilder, x: str, c: Config, prefix: str, scope: str,
+                    cos: str, sin: str, mask: str) -> str:
+    """LlamaAttention (multi-head, no bias) with rotary q/k and an additive causal mask."""
+    h = c.hidden
+    q = linear(g, x, f"{prefix}.q_proj", f"{scope}/q_proj", h, h, bias=False)
+    k = linear(g, x, f"{prefix}.k_proj", f"{scope}/k_proj", h, h, bias=False)
+    v = linear(g, x, f"{prefix}.v_proj", f"{scope}/v_proj", h, h, bias=False)
+    q = apply_rotary(g, split_heads(g, q, c, [0, 2, 1, 3], scope), cos, sin, c.head_dim, scope)
+    k = apply_rotary(g, split_heads(g, k, c, [0, 2, 1, 3], scope), cos, sin, c.head_dim, scope)
+    k_t = g.op("Transpose", [k], scope, perm=[0, 1, 3, 2])
+    v = split_heads(g, v, c, [0, 2, 1, 3], scope)
+    context = attention_core(g, q, k_t, v, c, scope,
+                             lambda scores: g.op("Add", [scores, mask], scope))
+    return linear(g, context, f"{prefix}.o_proj", f"{scope}/o_proj", h, h, bias=False)
+
+
+def llama_mlp(g: GraphBuilder, x: str, c: Config, prefix: str, scope: str) -> str:
+    """LlamaMLP: down_proj(silu(gate_proj(x)) * up_proj(x))."""
+    gate = linear(g, x, f"{prefix}.gate_proj", f"{scope}/gate_proj", c.hidden, c.ffn, bias=False)
+    act_scope = f"{scope}/act_fn"
+    gate = g.op("Mul", [gate, g.op("Sigmoid", [gate], act_scope)], act_scope)
+    up = linear(g, x, f"{prefix}.up_proj", f"{scope}/up_proj", c.hidden, c.ffn, bias=False)
+    return linear(g, g.op("Mul", [gate, up], scope), f"{prefix}.down_proj",
+                  f"{scope}/down_proj", c.ffn, c.hidden, bias=False)
+
+
+def llama_graph(g: GraphBuilder, c: Config) -> None:
+    """LlamaForCausalLM with an untied lm_head; all projections stored [in, out]."""
+    ids = g.token_input("input_ids", c)
+    g.bind_tokens(ids, c)
+    embed = g.weight("model.embed_tokens.weight", [c.vocab, c.hidden])
+    h = g.op("Gather", [embed, ids], "/model/embed_tokens")
+    cos, sin = rotary_cos_sin(g, c)
+    mask = causal_mask_additive(g)
+    for i in range(c.layers):
+        prefix, scope = f"model.layers.{i}", f"/model/layers.{i}"
+        a = rms_norm(g, h, f"{prefix}.input_layernorm", f"{scope}/input_layernorm", c.hidden)
+        a = llama_attention(g, a, c, f"{prefix}.self_attn", f"{scope}/self_attn", cos, sin, mask)
+        h = g.op("Add", [h, a], scope)
+        m = rms_norm(g, h, f"{prefix}.post_attention_layernorm",
+                     f"{scope}/post_attention_layernorm", c.hidden)
+        m = llama_mlp(g, m, c, f"{prefix}.mlp", f"{scope}/mlp")
+        h = g.op("Add", [h, m], scope)
+    h = rms_norm(g, h, "model.norm", "/model/norm", c.hidden)
+    logits = linear(g, h, "lm_head", "/lm_head", c.hidden, c.vocab, bias=False)
+    g.output(logits, "logits", c.token_dims() + [c.vocab])
+
+
+# --------------------------------------------------------------------------------
+# LSTM language model (opset 11)
+# --------------------------------------------------------------------------------
+
+def lstm_graph(g: GraphBuilder, c: Config) -> None:
+    """Embedding -> one single-layer ONNX LSTM per layer -> vocabulary projection."""
+    ids = g.token_input("input_ids", c)
+    h = c.hidden
+    embed = g.weight("encoder.weight", [c.vocab, h])
+    x = g.op("Gather", [embed, ids], "/encoder")
+    x = g.op("Transpose", [x], "", perm=[1, 0, 2])  # [S, B, E]
+    for i in range(c.layers):
+        w = g.weight(f"rnn.l{i}.W", [1, 4 * h, h])  # gates i, o, f, c
+        r = g.weight(f"rnn.l{i}.R", [1, 4 * h, h])
+        b = g.weight(f"rnn.l{i}.B", [1, 8 * h])  # [Wb, Rb]
+        y = g.op("LSTM", [x, w, r, b], "/rnn", hidden_size=h)  # [S, 1, B, H]
+        x = g.squeeze(y, [1], "/rnn")
+    x = g.op("Transpose", [x], "", perm=[1, 0, 2])  # [B, S, H]
+    logits = linear(g, x, "decoder", "/decoder", h, c.vocab)
+    g.output(logits, "logits", c.token_dims() + [c.vocab])
+
+
+# --------------------------------------------------------------------------------
+# Entry points
+# --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to build one model family and which opset / IR version it is written at."""
+
+    graph: Callable[[GraphBuilder, Config], None]
+    opset: int
+    ir_version: int
+
+
+MODELS: Dict[str, ModelSpec] = {
+    "gpt2": ModelSpec(gpt2_graph, opset=14, ir_version=8),
+    "bert": ModelSpec(bert_graph, opset=17, ir_version=9),
+    "llama": ModelSpec(llama_graph, opset=18, ir_version=10),
+    "lstm": ModelSpec(lstm_graph, opset=11, ir_version=7),
+}
+
+
+@dataclass(frozen=True)
+class BuiltModel:
+    """A generated model and its parameter count."""
+
+    model: onnx.ModelProto
+    params: int
+
+
+def _build(config: Config, weights: str, seed: int) -> BuiltModel:
+    spec = MODELS[config.model]
+    g = GraphBuilder(spec.opset, weights, seed)
+    spec.graph(g, config)
+    return BuiltModel(g.to_model(f"paxmodels_{config.model}", spec.ir_version), g.param_count)
+
+
+def build_model(config: Config, weights: str = "input", seed: int = 0) -> BuiltModel:
+    """Build ``config`` with the given weights mode.
+
+    Random weights are refused (ValueError) above RANDOM_PARAM_LIMIT parameters; the
+    count is taken from a weights-as-inputs build first, so nothing large is allocated.
+    """
+    if weights == "random":
+        params = _build(config, "input", seed).params
+        if params > RANDOM_PARAM_LIMIT:
+            raise ValueError(f"{config.model} has {params:,} parameters; random weights are "
+                             f"limited to {RANDOM_PARAM_LIMIT:,} (use --weights input or "
+                             f"constant-of-shape, or smaller sizes)")
+    return _build(config, weights, seed)
+
+
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    """Command-line interface; see the module docstring."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("model", choices=sorted(MODELS))
+    parser.add_argument("-o", "--output", help="path of the .onnx file to write")
+    for size in ("layers", "hidden", "heads", "ffn", "vocab", "positions", "batch", "seq"):
+        parser.add_argument(f"--{size}", type=int, help=f"{size} (default: the model's preset)")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="symbolic 'batch' and 'seq' input dims instead of fixed ones")
+    parser.add_argument("--weights", choices=WEIGHT_MODES, default="input")
+    parser.add_argument("--seed", type=int, default=0, help="seed of --weights random")
+    parser.add_argument("--print-params", action="store_true",
+                        help="print the parameter count to stdout")
+    args = parser.parse_args(argv)
+    if args.output is None and not args.print_params:
+        parser.error("-o/--output is required unless --print-params is given")
+    return args
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Build the requested model, write it and/or print its parameter count."""
+    args = parse_args(argv)
+    try:
+        config = make_config(args.model, dynamic=args.dynamic, layers=args.layers,
+                             hidden=args.hidden, heads=args.heads, ffn=args.ffn,
+                             vocab=args.vocab, positions=args.positions, batch=args.batch,
+                             seq=args.seq)
+        built = build_model(config, args.weights, args.seed)
+    except ValueError as error:
+        print(f"paxmodels: error: {error}", file=sys.stderr)
+        return 2
+    if args.output:
+        onnx.save(built.model, args.output)
+        print(f"wrote {args.output}: {len(built.model.graph.node)} nodes, "
+              f"{built.params:,} parameters", file=sys.stderr)
+    if args.print_params:
+        print(built.params)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
