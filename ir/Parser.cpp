@@ -125,7 +125,10 @@ Token Lexer::next() {
       t.str = buf.slice(s, pos).str();
     }
     Token r = make(c == '%' ? Token::LocalRef : Token::GlobalRef, start);
-    r.str = std::move(t.str);
+    // `%"0"` (an argument called "0") is not the op result `%0`.
+    bool quotedNumber = buf[start + 1] == '"' && !t.str.empty() &&
+                        llvm::all_of(t.str, llvm::isDigit);
+    r.str = (quotedNumber ? "\"" : "") + std::move(t.str);
     return r;
   }
   if (c == '"') {
@@ -725,7 +728,7 @@ bool Parser::parseFunc(Module &m) {
     TensorType t;
     if (!expect(':', "after the argument name") || !parseType(t))
       return false;
-    locals[name] = f.addArg(name, t);
+    locals[name] = f.addArg(llvm::StringRef(name).ltrim('"').str(), t);
     if (!tok.is(')') && !expect(',', "between arguments"))
       return false;
   }
@@ -791,7 +794,14 @@ std::unique_ptr<Module> Parser::parse() {
     return fail("expected the module name '@...'"), nullptr;
   m->name = tok.str;
   advance();
-  if (!parseAttrs(m->attrs) || !expect('{', "to start the module body"))
+  if (tok.isKeyword("attributes")) {
+    advance();
+    if (!tok.is('{'))
+      return fail("expected '{' after 'attributes'"), nullptr;
+    if (!parseAttrs(m->attrs))
+      return nullptr;
+  }
+  if (!expect('{', "to start the module body"))
     return nullptr;
   while (tok.isKeyword("param") || tok.isKeyword("const"))
     if (!parseGlobal(*m, tok.isKeyword("param")))

@@ -132,7 +132,11 @@ static void printGlobal(const Global &g, llvm::raw_ostream &os) {
      << formatIdent(g.name()) << " : " << g.value.type.str() << " = ";
   switch (g.source) {
   case DataSource::Fill:
-    os << "fill(" << formatDouble(g.fill) << ")";
+    // An f32 fill prints at f32 precision: 0.02, not 0.019999999552965164.
+    os << "fill("
+       << (g.value.type.elem == DType::F32 ? formatFloat(float(g.fill))
+                                           : formatDouble(g.fill))
+       << ")";
     break;
   case DataSource::Initializer:
     os << "initializer(" << formatString(g.ref) << ")";
@@ -203,6 +207,8 @@ static void printOp(const Op &op, ValueNamer &name, llvm::raw_ostream &os) {
 
 void printModule(const Module &m, llvm::raw_ostream &os) {
   os << "module @" << formatIdent(m.name);
+  if (!m.attrs.empty())
+    os << " attributes";
   printAttrs(m.attrs, os);
   os << " {\n";
   for (const auto &g : m.globals)
