@@ -19,7 +19,9 @@ ModelSummary summarize(const Module &m) {
   for (const auto &op : m.main.ops) {
     ++s.computeOps;
     ++s.ops[opKindName(op->kind).str()];
-    s.flops += op->flops();
+    double f = op->flops();
+    s.flops += f;
+    s.flopsByOp[opKindName(op->kind).str()] += f;
     if (op->kind == OpKind::Opaque) {
       auto it = op->attrs.find("onnx_op");
       if (it != op->attrs.end())
@@ -53,6 +55,9 @@ llvm::json::Value summaryToJson(const ModelSummary &s) {
   llvm::json::Object ops;
   for (const auto &[k, n] : s.ops)
     ops[k] = n;
+  llvm::json::Object flopsByOp;
+  for (const auto &[k, f] : s.flopsByOp)
+    flopsByOp[k] = f;
   llvm::json::Array unsupported;
   for (const auto &u : s.unsupportedOps)
     unsupported.push_back(u);
@@ -61,6 +66,7 @@ llvm::json::Value summaryToJson(const ModelSummary &s) {
       {"parameters", s.parameters},
       {"parameter_bytes", s.parameterBytes},
       {"flops", s.flops},
+      {"flops_by_op", std::move(flopsByOp)},
       {"compute_ops", s.computeOps},
       {"ops", std::move(ops)},
       {"unsupported_ops", std::move(unsupported)},
@@ -87,7 +93,8 @@ void printSummaryText(const ModelSummary &s, llvm::raw_ostream &os) {
   os << "forward flops: " << llvm::format("%.4g", s.flops) << "\n";
   os << "compute ops: " << s.computeOps << "\n";
   for (const auto &[k, n] : s.ops)
-    os << "  " << k << ": " << n << "\n";
+    os << "  " << k << ": " << n << " ("
+       << llvm::format("%.3g", s.flopsByOp.at(k)) << " flops)\n";
   os << "unsupported ops: ";
   if (s.unsupportedOps.empty())
     os << "none";

@@ -16,3 +16,5 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%models", os.path.join(config.pax_src_root, "test", "models")))
 config.substitutions.append(("%gen", config.python_executable + " " +
                              os.path.join(config.pax_src_root, "tools", "models", "paxmodels.py")))
+config.substitutions.append(("%check-summary", config.python_executable + " " +
+                             os.path.join(config.pax_src_root, "test", "models", "check_summary.py")))
