@@ -98,8 +98,11 @@ Importer::inputShape(const onnx::ValueInfoProto &vi, bool isData,
         return llvm::createStringError(
             path + ": graph input '" + vi.name() + "' dim " +
             std::to_string(i) + " is negative (" + std::to_string(v) + ")");
-      if (i == 0 && isData && options.batch)
+      if (i == 0 && isData && options.batch) {
+        if (v != *options.batch && !originalBatch)
+          originalBatch = v;
         v = *options.batch;
+      }
     } else if (d.has_dim_param() && !d.dim_param().empty()) {
       auto it = options.dims.find(d.dim_param());
       if (it != options.dims.end())
@@ -407,6 +410,12 @@ llvm::Expected<ImportResult> Importer::run() {
 //===----------------------------------------------------------------------===//
 
 int NodeContext::opset() const { return imp.opsetVersion; }
+
+std::optional<std::pair<int64_t, int64_t>> NodeContext::rebatch() const {
+  if (!imp.originalBatch)
+    return std::nullopt;
+  return std::make_pair(*imp.originalBatch, *imp.options.batch);
+}
 
 const TensorType &NodeContext::type(unsigned i) const {
   return imp.slot(node.input(i))->type;

@@ -53,6 +53,8 @@ public:
   llvm::StringRef opType() const { return node.op_type(); }
   /// The default-domain opset the model imports.
   int opset() const;
+  /// When --batch replaced a static batch dim: (old batch, new batch).
+  std::optional<std::pair<int64_t, int64_t>> rebatch() const;
 
   // --- Inputs ---------------------------------------------------------------
   unsigned numInputs() const { return node.input_size(); }
@@ -146,6 +148,8 @@ private:
   const onnx::ModelProto &model;
   const ImportOptions &options;
   int opsetVersion = 0;
+  /// The static batch dim --batch replaced, if any.
+  std::optional<int64_t> originalBatch;
   std::unique_ptr<Module> module;
   std::vector<std::string> warnings;
   llvm::StringMap<Slot> slots;

@@ -128,6 +128,11 @@ llvm::Error importReshape(NodeContext &ctx) {
     return shapeC.takeError();
   std::vector<int64_t> spec = (*shapeC)->toInts();
   llvm::ArrayRef<int64_t> in = ctx.shape(0);
+  // A batch baked into the target shape follows --batch when the input
+  // carries the new batch: [1, 9216] becomes [8, 9216].
+  if (auto rb = ctx.rebatch(); rb && !spec.empty() && !in.empty() &&
+                               spec[0] == rb->first && in[0] == rb->second)
+    spec[0] = rb->second;
   bool allowZero = ctx.attrInt("allowzero", 0) != 0;
   llvm::SmallVector<int64_t, 4> out;
   int inferred = -1;

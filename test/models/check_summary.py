@@ -29,13 +29,8 @@ def light_parameters(model):
     return n
 
 
-def contraction_flops(model, batch=None):
+def contraction_flops(model):
     """FLOPs of Conv, Gemm and MatMul from ONNX shape inference."""
-    if batch:
-        for vi in model.graph.input:
-            dims = vi.type.tensor_type.shape.dim
-            if dims and dims[0].dim_param:
-                dims[0].dim_value = batch
     model = shape_inference.infer_shapes(model)
     shapes = {}
     for vi in list(model.graph.value_info) + list(model.graph.input) + list(model.graph.output):
@@ -68,7 +63,8 @@ def main():
     ap.add_argument("--params", type=int, help="expected parameter count")
     ap.add_argument("--paxc", default="paxc")
     ap.add_argument("--paxc-opt", default="paxc-opt")
-    ap.add_argument("--batch", type=int)
+    ap.add_argument("--batch", type=int,
+                    help="run paxc with --batch=N; contraction FLOPs must scale by N/batch")
     args = ap.parse_args()
 
     extra = [f"--batch={args.batch}"] if args.batch else []
@@ -81,7 +77,12 @@ def main():
     want = args.params if args.params is not None else light_parameters(model)
     if summary["parameters"] != want:
         failures.append(f"parameters: paxc {summary['parameters']}, expected {want}")
-    for kind, flops in contraction_flops(model, args.batch).items():
+    scale = 1.0
+    if args.batch:
+        first = model.graph.input[0].type.tensor_type.shape.dim[0].dim_value
+        scale = args.batch / first
+    for kind, flops in contraction_flops(model).items():
+        flops *= scale
         got = summary["flops_by_op"].get(kind, 0)
         if abs(got - flops) > 1e-9 * flops:
             failures.append(f"{kind} flops: paxc {got:.6g}, expected {flops:.6g}")
