@@ -9,6 +9,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Path.h"
 
+#include <onnx/shape_inference/implementation.h>
+
 #include <cstring>
 #include <deque>
 
@@ -317,10 +319,7 @@ llvm::Error Importer::importNodes() {
     const onnx::NodeProto &node = g.node(i);
     OpImportFn fn = findOpImporter(node.domain(), node.op_type());
     if (!fn)
-      return llvm::createStringError(
-          path + ": " + nodeLabel(node, i) + ": unsupported op type '" +
-          (node.domain().empty() ? "" : node.domain() + ".") + node.op_type() +
-          "'");
+      fn = importOpaque;
     NodeContext ctx(*this, node, i);
     if (auto err = fn(ctx))
       return err;
@@ -405,9 +404,64 @@ llvm::Expected<ImportResult> Importer::run() {
   return r;
 }
 
+static std::optional<TensorType> typeFromProto(const onnx::TypeProto &t) {
+  if (!t.has_tensor_type() || !t.tensor_type().has_shape())
+    return std::nullopt;
+  auto dt = dtypeFromOnnx(t.tensor_type().elem_type());
+  if (!dt)
+    return std::nullopt;
+  TensorType type{*dt, {}};
+  for (const auto &d : t.tensor_type().shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0 || d.dim_value() > kMaxExtent)
+      return std::nullopt;
+    type.shape.push_back(d.dim_value());
+  }
+  return type;
+}
+
+const llvm::StringMap<TensorType> &Importer::inferredTypes() {
+  if (inferred)
+    return *inferred;
+  inferred.emplace();
+  // ONNX's shape inference on a copy whose inputs have the bound shapes.
+  onnx::ModelProto copy = model;
+  for (auto &vi : *copy.mutable_graph()->mutable_input()) {
+    Slot *s = slot(vi.name());
+    if (!s || !vi.type().has_tensor_type())
+      continue;
+    auto *shape = vi.mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : s->type.shape)
+      shape->add_dim()->set_dim_value(d);
+  }
+  try {
+    onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
+                                     /*enable_data_propagation=*/true};
+    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
+                                       opts);
+  } catch (const std::exception &) {
+    // ONNX's inference does not know this model (newer IR or opset); the
+    // model's own value_info may still say.
+  }
+  for (const auto *infos : {&model.graph().value_info(), &model.graph().output(),
+                            &copy.graph().value_info(), &copy.graph().output()})
+    for (const auto &vi : *infos)
+      if (auto t = typeFromProto(vi.type()))
+        (*inferred)[vi.name()] = *t;
+  return *inferred;
+}
+
 //===----------------------------------------------------------------------===//
 // NodeContext
 //===----------------------------------------------------------------------===//
+
+std::optional<TensorType> NodeContext::inferredOutputType(unsigned i) const {
+  const auto &types = imp.inferredTypes();
+  auto it = types.find(node.output(i));
+  if (it == types.end())
+    return std::nullopt;
+  return it->second;
+}
 
 int NodeContext::opset() const { return imp.opsetVersion; }
 

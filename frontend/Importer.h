@@ -53,6 +53,9 @@ public:
   llvm::StringRef opType() const { return node.op_type(); }
   /// The default-domain opset the model imports.
   int opset() const;
+  /// The type of output \p i as the model's value_info or ONNX's own shape
+  /// inference give it (for ops paxc has no importer for), if known.
+  std::optional<TensorType> inferredOutputType(unsigned i) const;
   /// When --batch replaced a static batch dim: (old batch, new batch).
   std::optional<std::pair<int64_t, int64_t>> rebatch() const;
 
@@ -143,6 +146,7 @@ private:
   /// Folds \p op when all operands are known; the results, or std::nullopt.
   std::optional<std::vector<Slot>> tryFold(const Op &op);
   std::string nodeLabel(const onnx::NodeProto &node, int index) const;
+  const llvm::StringMap<TensorType> &inferredTypes();
 
   std::string path;
   const onnx::ModelProto &model;
@@ -156,6 +160,12 @@ private:
   llvm::DenseMap<const Value *, Slot *> slotOf;
   llvm::StringSet<> weightInputs;
   llvm::DenseSet<const Global *> computedGlobals;
+  /// Types from value_info and ONNX shape inference, computed on first need.
+  std::optional<llvm::StringMap<TensorType>> inferred;
 };
+
+/// Imports a node paxc has no importer for as a replicated `opaque` op, when
+/// its output types are known; otherwise an error.
+llvm::Error importOpaque(NodeContext &ctx);
 
 } // namespace pax
