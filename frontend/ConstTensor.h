@@ -13,8 +13,8 @@ namespace pax {
 /// element `ConstantOfShape` costs nothing.
 struct ConstTensor {
   TensorType type;
-  std::vector<int64_t> ints;  ///< non-float dtypes
-  std::vector<double> reals;  ///< float dtypes
+  std::vector<int64_t> ints; ///< non-float dtypes
+  std::vector<double> reals; ///< float dtypes
 
   bool isReal() const { return isFloat(type.elem); }
   /// One stored value stands for every element.

@@ -25,52 +25,111 @@ double applyElementwise(const Op &op, llvm::ArrayRef<double> a) {
   auto x = a.empty() ? 0.0 : a[0];
   auto y = a.size() > 1 ? a[1] : 0.0;
   switch (op.kind) {
-  case OpKind::Add: return x + y;
-  case OpKind::Sub: return x - y;
-  case OpKind::Mul: return x * y;
-  case OpKind::Div: return x / y;
-  case OpKind::Pow: return std::pow(x, y);
-  case OpKind::Max: { double m = x; for (double v : a) m = std::max(m, v); return m; }
-  case OpKind::Min: { double m = x; for (double v : a) m = std::min(m, v); return m; }
-  case OpKind::Sum: { double s = 0; for (double v : a) s += v; return s; }
-  case OpKind::Mean: { double s = 0; for (double v : a) s += v; return s / a.size(); }
-  case OpKind::Where: return x != 0 ? y : a[2];
-  case OpKind::Equal: return x == y;
-  case OpKind::Less: return x < y;
-  case OpKind::LessOrEqual: return x <= y;
-  case OpKind::Greater: return x > y;
-  case OpKind::GreaterOrEqual: return x >= y;
-  case OpKind::And: return (x != 0) && (y != 0);
-  case OpKind::Or: return (x != 0) || (y != 0);
-  case OpKind::Xor: return (x != 0) != (y != 0);
-  case OpKind::Not: return x == 0;
-  case OpKind::Relu: return x > 0 ? x : 0;
-  case OpKind::LeakyRelu: return x >= 0 ? x : x * attrF(op, "alpha", 0.01f);
-  case OpKind::PRelu: return x >= 0 ? x : x * y;
-  case OpKind::Elu: return x >= 0 ? x : attrF(op, "alpha", 1) * (std::exp(x) - 1);
-  case OpKind::Sigmoid: return 1 / (1 + std::exp(-x));
-  case OpKind::Tanh: return std::tanh(x);
-  case OpKind::Erf: return std::erf(x);
-  case OpKind::Exp: return std::exp(x);
-  case OpKind::Log: return std::log(x);
-  case OpKind::Sqrt: return std::sqrt(x);
-  case OpKind::Reciprocal: return 1 / x;
-  case OpKind::Neg: return -x;
-  case OpKind::Abs: return std::fabs(x);
-  case OpKind::Sign: return x > 0 ? 1 : (x < 0 ? -1 : 0);
-  case OpKind::Floor: return std::floor(x);
-  case OpKind::Ceil: return std::ceil(x);
-  case OpKind::Round: return std::nearbyint(x);
-  case OpKind::Cos: return std::cos(x);
-  case OpKind::Sin: return std::sin(x);
-  case OpKind::Softplus: return std::log1p(std::exp(x));
-  case OpKind::Softsign: return x / (1 + std::fabs(x));
+  case OpKind::Add:
+    return x + y;
+  case OpKind::Sub:
+    return x - y;
+  case OpKind::Mul:
+    return x * y;
+  case OpKind::Div:
+    return x / y;
+  case OpKind::Pow:
+    return std::pow(x, y);
+  case OpKind::Max: {
+    double m = x;
+    for (double v : a)
+      m = std::max(m, v);
+    return m;
+  }
+  case OpKind::Min: {
+    double m = x;
+    for (double v : a)
+      m = std::min(m, v);
+    return m;
+  }
+  case OpKind::Sum: {
+    double s = 0;
+    for (double v : a)
+      s += v;
+    return s;
+  }
+  case OpKind::Mean: {
+    double s = 0;
+    for (double v : a)
+      s += v;
+    return s / a.size();
+  }
+  case OpKind::Where:
+    return x != 0 ? y : a[2];
+  case OpKind::Equal:
+    return x == y;
+  case OpKind::Less:
+    return x < y;
+  case OpKind::LessOrEqual:
+    return x <= y;
+  case OpKind::Greater:
+    return x > y;
+  case OpKind::GreaterOrEqual:
+    return x >= y;
+  case OpKind::And:
+    return (x != 0) && (y != 0);
+  case OpKind::Or:
+    return (x != 0) || (y != 0);
+  case OpKind::Xor:
+    return (x != 0) != (y != 0);
+  case OpKind::Not:
+    return x == 0;
+  case OpKind::Relu:
+    return x > 0 ? x : 0;
+  case OpKind::LeakyRelu:
+    return x >= 0 ? x : x * attrF(op, "alpha", 0.01f);
+  case OpKind::PRelu:
+    return x >= 0 ? x : x * y;
+  case OpKind::Elu:
+    return x >= 0 ? x : attrF(op, "alpha", 1) * (std::exp(x) - 1);
+  case OpKind::Sigmoid:
+    return 1 / (1 + std::exp(-x));
+  case OpKind::Tanh:
+    return std::tanh(x);
+  case OpKind::Erf:
+    return std::erf(x);
+  case OpKind::Exp:
+    return std::exp(x);
+  case OpKind::Log:
+    return std::log(x);
+  case OpKind::Sqrt:
+    return std::sqrt(x);
+  case OpKind::Reciprocal:
+    return 1 / x;
+  case OpKind::Neg:
+    return -x;
+  case OpKind::Abs:
+    return std::fabs(x);
+  case OpKind::Sign:
+    return x > 0 ? 1 : (x < 0 ? -1 : 0);
+  case OpKind::Floor:
+    return std::floor(x);
+  case OpKind::Ceil:
+    return std::ceil(x);
+  case OpKind::Round:
+    return std::nearbyint(x);
+  case OpKind::Cos:
+    return std::cos(x);
+  case OpKind::Sin:
+    return std::sin(x);
+  case OpKind::Softplus:
+    return std::log1p(std::exp(x));
+  case OpKind::Softsign:
+    return x / (1 + std::fabs(x));
   case OpKind::Clip: {
-    double lo = a.size() > 1 ? a[1] : -INFINITY, hi = a.size() > 2 ? a[2] : INFINITY;
+    double lo = a.size() > 1 ? a[1] : -INFINITY,
+           hi = a.size() > 2 ? a[2] : INFINITY;
     return std::min(std::max(x, lo), hi);
   }
-  case OpKind::Cast: return x;
-  default: return NAN;
+  case OpKind::Cast:
+    return x;
+  default:
+    return NAN;
   }
 }
 
@@ -78,7 +137,8 @@ namespace {
 /// Walks every point of an iteration space.
 struct Odometer {
   llvm::SmallVector<int64_t, 8> extent, point;
-  explicit Odometer(llvm::ArrayRef<int64_t> e) : extent(e), point(e.size(), 0) {}
+  explicit Odometer(llvm::ArrayRef<int64_t> e)
+      : extent(e), point(e.size(), 0) {}
   bool next() {
     for (int d = int(extent.size()) - 1; d >= 0; --d) {
       if (++point[d] < extent[d])
@@ -147,9 +207,8 @@ foldOp(const Op &op, llvm::ArrayRef<const ConstTensor *> in) {
 
   std::vector<ConstTensor> out;
   // Splats stay splats: a 7-billion element fill folds in O(1).
-  bool allSplat = llvm::all_of(in, [](const ConstTensor *c) {
-    return c->count() == 1;
-  });
+  bool allSplat =
+      llvm::all_of(in, [](const ConstTensor *c) { return c->count() == 1; });
   bool splatSafe = (elementwise && op.kind != OpKind::Trilu) || lookup ||
                    (layout && op.kind != OpKind::Pad &&
                     llvm::all_of(in, [&](const ConstTensor *c) {
@@ -217,8 +276,8 @@ foldOp(const Op &op, llvm::ArrayRef<const ConstTensor *> in) {
       anyIn |= idx[k] >= 0;
     }
     for (size_t r = 0; r < out.size(); ++r) {
-      int64_t o = elementIndex(op.results[r].map, out[r].type, op.iters, it.point,
-                               nullptr, 0);
+      int64_t o = elementIndex(op.results[r].map, out[r].type, op.iters,
+                               it.point, nullptr, 0);
       if (o < 0)
         continue;
       ConstTensor &t = out[r];
@@ -247,14 +306,28 @@ foldOp(const Op &op, llvm::ArrayRef<const ConstTensor *> in) {
       if (reduce) {
         double v = in[0]->real(idx[0]), acc = t.real(o);
         switch (op.kind) {
-        case OpKind::ReduceProd: acc *= v; break;
-        case OpKind::ReduceMax: acc = std::max(acc, v); break;
-        case OpKind::ReduceMin: acc = std::min(acc, v); break;
-        case OpKind::ReduceL1: acc += std::fabs(v); break;
+        case OpKind::ReduceProd:
+          acc *= v;
+          break;
+        case OpKind::ReduceMax:
+          acc = std::max(acc, v);
+          break;
+        case OpKind::ReduceMin:
+          acc = std::min(acc, v);
+          break;
+        case OpKind::ReduceL1:
+          acc += std::fabs(v);
+          break;
         case OpKind::ReduceL2:
-        case OpKind::ReduceSumSquare: acc += v * v; break;
-        case OpKind::ReduceMean: acc += v / reducedPoints; break;
-        default: acc += v; break;
+        case OpKind::ReduceSumSquare:
+          acc += v * v;
+          break;
+        case OpKind::ReduceMean:
+          acc += v / reducedPoints;
+          break;
+        default:
+          acc += v;
+          break;
         }
         t.set(o, acc);
         continue;

@@ -30,9 +30,8 @@ Slot *Importer::slot(llvm::StringRef name) {
 }
 
 std::string Importer::nodeLabel(const onnx::NodeProto &node, int index) const {
-  std::string label = node.name().empty()
-                          ? "node #" + std::to_string(index)
-                          : "node '" + node.name() + "'";
+  std::string label = node.name().empty() ? "node #" + std::to_string(index)
+                                          : "node '" + node.name() + "'";
   return label + " (" + node.op_type() + ")";
 }
 
@@ -119,9 +118,9 @@ Importer::inputShape(const onnx::ValueInfoProto &vi, bool isData,
           " has neither a size nor a name; paxc needs static shapes");
     }
     if (v > kMaxExtent)
-      return llvm::createStringError(
-          path + ": graph input '" + vi.name() + "' dim " + std::to_string(i) +
-          " is " + std::to_string(v) + ", larger than 2^48");
+      return llvm::createStringError(path + ": graph input '" + vi.name() +
+                                     "' dim " + std::to_string(i) + " is " +
+                                     std::to_string(v) + ", larger than 2^48");
     shape.push_back(v);
   }
   return shape;
@@ -134,14 +133,16 @@ llvm::Error Importer::declareInitializers() {
       return llvm::createStringError(path + ": initializer '" + t.name() +
                                      "' is defined twice");
     if (auto err = checkTensorData(t, dir))
-      return llvm::createStringError(path + ": " + llvm::toString(std::move(err)));
+      return llvm::createStringError(path + ": " +
+                                     llvm::toString(std::move(err)));
     Slot s;
     s.type = *tensorProtoType(t);
     s.initializer = t.name();
     if (s.type.numel() <= kLoadLimit) {
       auto c = readTensorProto(t, dir);
       if (!c)
-        return llvm::createStringError(path + ": " + llvm::toString(c.takeError()));
+        return llvm::createStringError(path + ": " +
+                                       llvm::toString(c.takeError()));
       s.constant = std::move(*c);
     }
     slots[t.name()] = std::move(s);
@@ -205,8 +206,12 @@ static std::vector<uint8_t> denseBytes(const ConstTensor &c) {
   for (int64_t i = 0; i < c.numel(); ++i, p += w) {
     auto store = [p](auto v) { std::memcpy(p, &v, sizeof(v)); };
     switch (c.type.elem) {
-    case DType::F32: store(float(c.real(i))); break;
-    case DType::F64: store(c.real(i)); break;
+    case DType::F32:
+      store(float(c.real(i)));
+      break;
+    case DType::F64:
+      store(c.real(i));
+      break;
     case DType::F16:
     case DType::BF16: {
       // Stored as f32's upper half (bf16) or rounded to half: folding 16-bit
@@ -218,10 +223,23 @@ static std::vector<uint8_t> denseBytes(const ConstTensor &c) {
       store(uint16_t(bits >> 16));
       break;
     }
-    case DType::I8: case DType::U8: case DType::I1: store(uint8_t(c.integer(i))); break;
-    case DType::I16: case DType::U16: store(uint16_t(c.integer(i))); break;
-    case DType::I32: case DType::U32: store(uint32_t(c.integer(i))); break;
-    case DType::I64: case DType::U64: store(c.integer(i)); break;
+    case DType::I8:
+    case DType::U8:
+    case DType::I1:
+      store(uint8_t(c.integer(i)));
+      break;
+    case DType::I16:
+    case DType::U16:
+      store(uint16_t(c.integer(i)));
+      break;
+    case DType::I32:
+    case DType::U32:
+      store(uint32_t(c.integer(i)));
+      break;
+    case DType::I64:
+    case DType::U64:
+      store(c.integer(i));
+      break;
     }
   }
   return out;
@@ -237,7 +255,8 @@ Value *Importer::materialize(Slot &s, llvm::StringRef name) {
   } else if (!s.initializer.empty()) {
     g->source = DataSource::Initializer;
     g->ref = s.initializer;
-  } else if (s.constant && (s.constant->isSplat() || s.constant->numel() == 0)) {
+  } else if (s.constant &&
+             (s.constant->isSplat() || s.constant->numel() == 0)) {
     g->source = DataSource::Fill;
     g->fill = s.constant->count() ? s.constant->real(0) : 0.0;
   } else {
@@ -335,7 +354,8 @@ llvm::Error Importer::importNodes() {
   if (imported != n) {
     for (int i = 0; i < n; ++i)
       if (!done[i])
-        return llvm::createStringError(path + ": the graph has a cycle through " +
+        return llvm::createStringError(path +
+                                       ": the graph has a cycle through " +
                                        nodeLabel(g.node(i), i));
   }
   return llvm::Error::success();
@@ -443,8 +463,9 @@ const llvm::StringMap<TensorType> &Importer::inferredTypes() {
     // ONNX's inference does not know this model (newer IR or opset); the
     // model's own value_info may still say.
   }
-  for (const auto *infos : {&model.graph().value_info(), &model.graph().output(),
-                            &copy.graph().value_info(), &copy.graph().output()})
+  for (const auto *infos :
+       {&model.graph().value_info(), &model.graph().output(),
+        &copy.graph().value_info(), &copy.graph().output()})
     for (const auto &vi : *infos)
       if (auto t = typeFromProto(vi.type()))
         (*inferred)[vi.name()] = *t;
@@ -596,8 +617,9 @@ std::optional<std::vector<Slot>> Importer::tryFold(const Op &op) {
   // Moving or converting a weight keeps it a weight; computing on constants,
   // or turning integers (positions, masks) into floats, does not.
   bool castFromInt = op.kind == OpKind::Cast && !isFloat(inputs[0]->type.elem);
-  computed |= castFromInt || !(fam == OpFamily::Layout ||
-                               op.kind == OpKind::Cast || fam == OpFamily::Lookup);
+  computed |=
+      castFromInt || !(fam == OpFamily::Layout || op.kind == OpKind::Cast ||
+                       fam == OpFamily::Lookup);
   std::vector<Slot> out;
   for (auto &c : *results) {
     Slot s;

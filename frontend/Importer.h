@@ -137,9 +137,9 @@ private:
   void removeUnusedGlobals();
   llvm::Error checkGraphInputs();
 
-  llvm::Expected<std::vector<int64_t>> inputShape(const onnx::ValueInfoProto &vi,
-                                                  bool isData,
-                                                  std::vector<std::string> &unbound);
+  llvm::Expected<std::vector<int64_t>>
+  inputShape(const onnx::ValueInfoProto &vi, bool isData,
+             std::vector<std::string> &unbound);
   Slot *slot(llvm::StringRef name);
   Value *materialize(Slot &s, llvm::StringRef name);
   void markParameter(Value *v);

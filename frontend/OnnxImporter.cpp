@@ -18,7 +18,8 @@ public:
   void AddError(int line, google::protobuf::io::ColumnNumber col,
                 const std::string &msg) override {
     if (first.empty())
-      first = std::to_string(line + 1) + ":" + std::to_string(col + 1) + ": " + msg;
+      first =
+          std::to_string(line + 1) + ":" + std::to_string(col + 1) + ": " + msg;
   }
   std::string first;
 };
@@ -73,8 +74,8 @@ llvm::Expected<ImportResult> importOnnxFile(llvm::StringRef path,
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf)
-    return llvm::createStringError(path + ": cannot read the file: " +
-                                   buf.getError().message());
+    return llvm::createStringError(
+        path + ": cannot read the file: " + buf.getError().message());
   onnx::ModelProto model;
   if (auto err = parseModel(path, (*buf)->getBuffer(), model))
     return err;

@@ -98,7 +98,8 @@ void copyAttributes(const NodeContext &ctx, Op &op) {
       op.attrs[a.name()] = a.s();
       break;
     case onnx::AttributeProto::INTS:
-      op.attrs[a.name()] = std::vector<int64_t>(a.ints().begin(), a.ints().end());
+      op.attrs[a.name()] =
+          std::vector<int64_t>(a.ints().begin(), a.ints().end());
       break;
     case onnx::AttributeProto::FLOATS:
       if (a.floats_size())
@@ -111,9 +112,8 @@ void copyAttributes(const NodeContext &ctx, Op &op) {
   }
 }
 
-llvm::Expected<std::vector<int64_t>> intsFromAttrOrInput(NodeContext &ctx,
-                                                        llvm::StringRef attr,
-                                                        unsigned input) {
+llvm::Expected<std::vector<int64_t>>
+intsFromAttrOrInput(NodeContext &ctx, llvm::StringRef attr, unsigned input) {
   if (ctx.attr(attr))
     return ctx.attrInts(attr);
   if (!ctx.hasInput(input))

@@ -36,9 +36,8 @@ broadcastShapes(const NodeContext &ctx, llvm::ArrayRef<int64_t> a,
 void copyAttributes(const NodeContext &ctx, Op &op);
 /// Reads a list of ints given as attribute \p attr (older opsets) or as
 /// input \p input (newer ones); empty when neither is present.
-llvm::Expected<std::vector<int64_t>> intsFromAttrOrInput(NodeContext &ctx,
-                                                        llvm::StringRef attr,
-                                                        unsigned input);
+llvm::Expected<std::vector<int64_t>>
+intsFromAttrOrInput(NodeContext &ctx, llvm::StringRef attr, unsigned input);
 /// Output size and padding of one spatial dim of a conv or pool.
 struct WindowDim {
   int64_t out = 0, padBegin = 0, padEnd = 0;

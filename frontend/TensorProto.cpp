@@ -15,20 +15,34 @@ using onnx::TensorProto;
 
 std::optional<DType> dtypeFromOnnx(int32_t t) {
   switch (t) {
-  case TensorProto::FLOAT: return DType::F32;
-  case TensorProto::DOUBLE: return DType::F64;
-  case TensorProto::FLOAT16: return DType::F16;
-  case TensorProto::BFLOAT16: return DType::BF16;
-  case TensorProto::INT8: return DType::I8;
-  case TensorProto::INT16: return DType::I16;
-  case TensorProto::INT32: return DType::I32;
-  case TensorProto::INT64: return DType::I64;
-  case TensorProto::UINT8: return DType::U8;
-  case TensorProto::UINT16: return DType::U16;
-  case TensorProto::UINT32: return DType::U32;
-  case TensorProto::UINT64: return DType::U64;
-  case TensorProto::BOOL: return DType::I1;
-  default: return std::nullopt;
+  case TensorProto::FLOAT:
+    return DType::F32;
+  case TensorProto::DOUBLE:
+    return DType::F64;
+  case TensorProto::FLOAT16:
+    return DType::F16;
+  case TensorProto::BFLOAT16:
+    return DType::BF16;
+  case TensorProto::INT8:
+    return DType::I8;
+  case TensorProto::INT16:
+    return DType::I16;
+  case TensorProto::INT32:
+    return DType::I32;
+  case TensorProto::INT64:
+    return DType::I64;
+  case TensorProto::UINT8:
+    return DType::U8;
+  case TensorProto::UINT16:
+    return DType::U16;
+  case TensorProto::UINT32:
+    return DType::U32;
+  case TensorProto::UINT64:
+    return DType::U64;
+  case TensorProto::BOOL:
+    return DType::I1;
+  default:
+    return std::nullopt;
   }
 }
 
@@ -39,8 +53,8 @@ static llvm::Error tensorError(const TensorProto &t, const llvm::Twine &msg) {
 llvm::Expected<TensorType> tensorProtoType(const TensorProto &t) {
   auto dt = dtypeFromOnnx(t.data_type());
   if (!dt)
-    return tensorError(t, "unsupported data type " +
-                              llvm::Twine(t.data_type()));
+    return tensorError(t,
+                       "unsupported data type " + llvm::Twine(t.data_type()));
   TensorType type;
   type.elem = *dt;
   int64_t numel = 1;
@@ -101,8 +115,8 @@ static llvm::Expected<ExternalRef> externalRef(const TensorProto &t,
   // Resolve links too: the real path must still be inside the folder.
   llvm::SmallString<256> real, realDir;
   if (llvm::sys::fs::real_path(full, real))
-    return tensorError(t, "external data file '" + location +
-                              "' does not exist");
+    return tensorError(t,
+                       "external data file '" + location + "' does not exist");
   if (!llvm::sys::fs::real_path(modelDir.empty() ? "." : modelDir, realDir) &&
       !llvm::StringRef(real).starts_with((realDir + "/").str()))
     return tensorError(t, "external data location '" + location +
@@ -115,12 +129,17 @@ static int64_t storedValues(const TensorProto &t, int64_t elemBytes) {
   if (t.has_raw_data())
     return int64_t(t.raw_data().size()) / elemBytes;
   switch (t.data_type()) {
-  case TensorProto::FLOAT: return t.float_data_size();
-  case TensorProto::DOUBLE: return t.double_data_size();
-  case TensorProto::INT64: return t.int64_data_size();
+  case TensorProto::FLOAT:
+    return t.float_data_size();
+  case TensorProto::DOUBLE:
+    return t.double_data_size();
+  case TensorProto::INT64:
+    return t.int64_data_size();
   case TensorProto::UINT32:
-  case TensorProto::UINT64: return t.uint64_data_size();
-  default: return t.int32_data_size();
+  case TensorProto::UINT64:
+    return t.uint64_data_size();
+  default:
+    return t.int32_data_size();
   }
 }
 
@@ -136,8 +155,10 @@ llvm::Error checkTensorData(const TensorProto &t, llvm::StringRef modelDir) {
       return ref.takeError();
     uint64_t size = 0;
     if (llvm::sys::fs::file_size(ref->file, size))
-      return tensorError(t, "cannot read external data file '" + ref->file + "'");
-    int64_t length = ref->length < 0 ? int64_t(size) - ref->offset : ref->length;
+      return tensorError(t,
+                         "cannot read external data file '" + ref->file + "'");
+    int64_t length =
+        ref->length < 0 ? int64_t(size) - ref->offset : ref->length;
     if (length < bytes || ref->offset + bytes > int64_t(size))
       return tensorError(t, "external data holds " +
                                 llvm::Twine(std::max<int64_t>(length, 0)) +
@@ -186,19 +207,45 @@ static void decodeRaw(const uint8_t *p, ConstTensor &out) {
       return v;
     };
     switch (dt) {
-    case DType::F32: out.reals[i] = load(float()); break;
-    case DType::F64: out.reals[i] = load(double()); break;
-    case DType::F16: out.reals[i] = halfToDouble(load(uint16_t()), false); break;
-    case DType::BF16: out.reals[i] = halfToDouble(load(uint16_t()), true); break;
-    case DType::I8: out.ints[i] = load(int8_t()); break;
-    case DType::I16: out.ints[i] = load(int16_t()); break;
-    case DType::I32: out.ints[i] = load(int32_t()); break;
-    case DType::I64: out.ints[i] = load(int64_t()); break;
-    case DType::U8: out.ints[i] = load(uint8_t()); break;
-    case DType::I1: out.ints[i] = load(uint8_t()) != 0; break;
-    case DType::U16: out.ints[i] = load(uint16_t()); break;
-    case DType::U32: out.ints[i] = load(uint32_t()); break;
-    case DType::U64: out.ints[i] = int64_t(load(uint64_t())); break;
+    case DType::F32:
+      out.reals[i] = load(float());
+      break;
+    case DType::F64:
+      out.reals[i] = load(double());
+      break;
+    case DType::F16:
+      out.reals[i] = halfToDouble(load(uint16_t()), false);
+      break;
+    case DType::BF16:
+      out.reals[i] = halfToDouble(load(uint16_t()), true);
+      break;
+    case DType::I8:
+      out.ints[i] = load(int8_t());
+      break;
+    case DType::I16:
+      out.ints[i] = load(int16_t());
+      break;
+    case DType::I32:
+      out.ints[i] = load(int32_t());
+      break;
+    case DType::I64:
+      out.ints[i] = load(int64_t());
+      break;
+    case DType::U8:
+      out.ints[i] = load(uint8_t());
+      break;
+    case DType::I1:
+      out.ints[i] = load(uint8_t()) != 0;
+      break;
+    case DType::U16:
+      out.ints[i] = load(uint16_t());
+      break;
+    case DType::U32:
+      out.ints[i] = load(uint32_t());
+      break;
+    case DType::U64:
+      out.ints[i] = int64_t(load(uint64_t()));
+      break;
     }
   }
 }
@@ -213,8 +260,8 @@ llvm::Expected<ConstTensor> readTensorProto(const TensorProto &t,
     auto ref = externalRef(t, modelDir);
     if (!ref)
       return ref.takeError();
-    auto buf = llvm::MemoryBuffer::getFileSlice(ref->file, type->bytes(),
-                                                ref->offset);
+    auto buf =
+        llvm::MemoryBuffer::getFileSlice(ref->file, type->bytes(), ref->offset);
     if (!buf)
       return tensorError(t, "cannot read external data: " +
                                 buf.getError().message());
@@ -227,18 +274,30 @@ llvm::Expected<ConstTensor> readTensorProto(const TensorProto &t,
   }
   for (int64_t i = 0; i < out.numel(); ++i) {
     switch (t.data_type()) {
-    case TensorProto::FLOAT: out.reals[i] = t.float_data(i); break;
-    case TensorProto::DOUBLE: out.reals[i] = t.double_data(i); break;
-    case TensorProto::INT64: out.ints[i] = t.int64_data(i); break;
+    case TensorProto::FLOAT:
+      out.reals[i] = t.float_data(i);
+      break;
+    case TensorProto::DOUBLE:
+      out.reals[i] = t.double_data(i);
+      break;
+    case TensorProto::INT64:
+      out.ints[i] = t.int64_data(i);
+      break;
     case TensorProto::UINT32:
-    case TensorProto::UINT64: out.ints[i] = int64_t(t.uint64_data(i)); break;
+    case TensorProto::UINT64:
+      out.ints[i] = int64_t(t.uint64_data(i));
+      break;
     case TensorProto::FLOAT16:
     case TensorProto::BFLOAT16:
       out.reals[i] = halfToDouble(uint16_t(t.int32_data(i)),
                                   t.data_type() == TensorProto::BFLOAT16);
       break;
-    case TensorProto::BOOL: out.ints[i] = t.int32_data(i) != 0; break;
-    default: out.ints[i] = t.int32_data(i); break;
+    case TensorProto::BOOL:
+      out.ints[i] = t.int32_data(i) != 0;
+      break;
+    default:
+      out.ints[i] = t.int32_data(i);
+      break;
     }
   }
   return out;

@@ -21,7 +21,8 @@ llvm::Expected<TensorType> tensorProtoType(const onnx::TensorProto &t);
 
 /// Checks that \p t holds exactly as many values as its shape needs, and
 /// that external data lies inside \p modelDir and inside its file.
-llvm::Error checkTensorData(const onnx::TensorProto &t, llvm::StringRef modelDir);
+llvm::Error checkTensorData(const onnx::TensorProto &t,
+                            llvm::StringRef modelDir);
 
 /// Reads the values of \p t (inline or external).
 llvm::Expected<ConstTensor> readTensorProto(const onnx::TensorProto &t,

@@ -16,14 +16,26 @@ namespace pax {
 namespace {
 
 struct Token {
-  enum Kind { Eof, Ident, String, Int, Float, LocalRef, GlobalRef, Punct, Error };
+  enum Kind {
+    Eof,
+    Ident,
+    String,
+    Int,
+    Float,
+    LocalRef,
+    GlobalRef,
+    Punct,
+    Error
+  };
   Kind kind = Eof;
   llvm::StringRef text; ///< spelling in the buffer
   std::string str;      ///< decoded string / reference name
   int64_t i = 0;
   double f = 0;
   llvm::SMLoc loc() const { return llvm::SMLoc::getFromPointer(text.data()); }
-  bool is(char c) const { return kind == Punct && text.size() == 1 && text[0] == c; }
+  bool is(char c) const {
+    return kind == Punct && text.size() == 1 && text[0] == c;
+  }
   bool isKeyword(llvm::StringRef k) const { return kind == Ident && text == k; }
 };
 
@@ -140,8 +152,9 @@ Token Lexer::next() {
     r.str = std::move(t.str);
     return r;
   }
-  bool neg = c == '-' && pos + 1 < buf.size() &&
-             (llvm::isDigit(buf[pos + 1]) || buf.substr(pos + 1).starts_with("inf"));
+  bool neg =
+      c == '-' && pos + 1 < buf.size() &&
+      (llvm::isDigit(buf[pos + 1]) || buf.substr(pos + 1).starts_with("inf"));
   if (llvm::isDigit(c) || neg) {
     if (neg)
       ++pos;
@@ -426,19 +439,31 @@ bool Parser::parseDense(Global &g) {
     if (!parseNumber(d, isF))
       return false;
     switch (t) {
-    case DType::F32: appendRaw(g.bytes, float(d)); break;
-    case DType::F64: appendRaw(g.bytes, d); break;
+    case DType::F32:
+      appendRaw(g.bytes, float(d));
+      break;
+    case DType::F64:
+      appendRaw(g.bytes, d);
+      break;
     case DType::F16:
     case DType::BF16:
     case DType::I16:
-    case DType::U16: appendRaw(g.bytes, uint16_t(i)); break;
+    case DType::U16:
+      appendRaw(g.bytes, uint16_t(i));
+      break;
     case DType::I8:
     case DType::U8:
-    case DType::I1: appendRaw(g.bytes, uint8_t(i)); break;
+    case DType::I1:
+      appendRaw(g.bytes, uint8_t(i));
+      break;
     case DType::I32:
-    case DType::U32: appendRaw(g.bytes, uint32_t(i)); break;
+    case DType::U32:
+      appendRaw(g.bytes, uint32_t(i));
+      break;
     case DType::I64:
-    case DType::U64: appendRaw(g.bytes, i); break;
+    case DType::U64:
+      appendRaw(g.bytes, i);
+      break;
     }
     if (!tok.is(']') && !expect(',', "between dense values"))
       return false;
@@ -478,8 +503,8 @@ bool Parser::parseGlobal(Module &m, bool isParam) {
            expect(')', "after the fill value");
   }
   if (tok.isKeyword("initializer") || tok.isKeyword("input")) {
-    g->source = tok.isKeyword("input") ? DataSource::Input
-                                       : DataSource::Initializer;
+    g->source =
+        tok.isKeyword("input") ? DataSource::Input : DataSource::Initializer;
     advance();
     if (!expect('(', "before the tensor name"))
       return false;
@@ -602,8 +627,8 @@ bool Parser::parseExpr(const Op &op, AccessExpr &e) {
       return fail(start, "dim coefficients must be positive");
   e = terms.size() == 1
           ? AccessExpr::shifted(terms[0].second, terms[0].first, offset)
-          : AccessExpr::window(terms[0].second, terms[1].second,
-                               terms[0].first, terms[1].first, offset);
+          : AccessExpr::window(terms[0].second, terms[1].second, terms[0].first,
+                               terms[1].first, offset);
   return true;
 }
 

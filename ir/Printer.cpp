@@ -198,8 +198,8 @@ static void printOp(const Op &op, ValueNamer &name, llvm::raw_ostream &os) {
        << accessMapStr(op.operands[i].map, op.iters);
   os << ")\n        outs(";
   for (size_t i = 0; i < op.results.size(); ++i)
-    os << (i ? ", " : "") << accessMapStr(op.results[i].map, op.iters)
-       << " : " << op.results[i].value->type.str();
+    os << (i ? ", " : "") << accessMapStr(op.results[i].map, op.iters) << " : "
+       << op.results[i].value->type.str();
   os << ")";
   printAttrs(op.attrs, os);
   os << "\n";

@@ -37,8 +37,8 @@ ModelSummary summarize(const Module &m) {
   return s;
 }
 
-static llvm::json::Array tensorsJson(
-    const std::vector<std::pair<std::string, TensorType>> &ts) {
+static llvm::json::Array
+tensorsJson(const std::vector<std::pair<std::string, TensorType>> &ts) {
   llvm::json::Array a;
   for (const auto &[name, type] : ts) {
     llvm::json::Array shape;
@@ -75,10 +75,10 @@ llvm::json::Value summaryToJson(const ModelSummary &s) {
   };
 }
 
-static void printTensors(
-    llvm::StringRef title,
-    const std::vector<std::pair<std::string, TensorType>> &ts,
-    llvm::raw_ostream &os) {
+static void
+printTensors(llvm::StringRef title,
+             const std::vector<std::pair<std::string, TensorType>> &ts,
+             llvm::raw_ostream &os) {
   os << title << ":\n";
   for (const auto &[name, type] : ts)
     os << "  " << name << " : " << type.str() << "\n";

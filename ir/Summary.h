@@ -17,7 +17,7 @@ struct ModelSummary {
   int64_t parameterBytes = 0; ///< bytes of all parameter tensors
   double flops = 0;           ///< forward FLOPs (a multiply-add counts 2)
   int64_t computeOps = 0;
-  std::map<std::string, int64_t> ops; ///< count per op kind
+  std::map<std::string, int64_t> ops;      ///< count per op kind
   std::map<std::string, double> flopsByOp; ///< forward FLOPs per op kind
   std::vector<std::string> unsupportedOps; ///< source op types, sorted
   std::vector<std::pair<std::string, TensorType>> inputs, outputs;

@@ -16,9 +16,8 @@ unsigned eliminateDeadCode(Module &m) {
   // Ops are in topological order: walk back from the results.
   for (auto it = f.ops.rbegin(); it != f.ops.rend(); ++it) {
     const Op &op = **it;
-    bool used = llvm::any_of(op.results, [&](const Result &r) {
-      return live.count(r.value.get());
-    });
+    bool used = llvm::any_of(
+        op.results, [&](const Result &r) { return live.count(r.value.get()); });
     if (!used)
       continue;
     keep.insert(&op);
@@ -35,7 +34,8 @@ unsigned eliminateDeadCode(Module &m) {
   return unsigned(before - f.ops.size());
 }
 
-llvm::Expected<std::unique_ptr<Pass>> DeadCodePass::create(const PassOptions &o) {
+llvm::Expected<std::unique_ptr<Pass>>
+DeadCodePass::create(const PassOptions &o) {
   if (auto err = o.checkKnown("pax-dce", {}))
     return err;
   return std::make_unique<DeadCodePass>();
@@ -85,7 +85,8 @@ PrintSummaryPass::create(const PassOptions &o) {
   std::string format = o.get("format", "text");
   if (format != "text" && format != "json")
     return llvm::createStringError("pass 'pax-print-summary': format must be "
-                                   "text or json, not '" + format + "'");
+                                   "text or json, not '" +
+                                   format + "'");
   return std::make_unique<PrintSummaryPass>(format == "json");
 }
 

@@ -22,8 +22,9 @@ llvm::Expected<PassOptions> PassOptions::parse(llvm::StringRef pass,
   return opts;
 }
 
-llvm::Error PassOptions::checkKnown(llvm::StringRef pass,
-                                    llvm::ArrayRef<llvm::StringRef> known) const {
+llvm::Error
+PassOptions::checkKnown(llvm::StringRef pass,
+                        llvm::ArrayRef<llvm::StringRef> known) const {
   for (const auto &[key, value] : values)
     if (!llvm::is_contained(known, key))
       return llvm::createStringError("pass '" + pass + "' has no option '" +

@@ -24,9 +24,9 @@ static cl::OptionCategory optCategory("paxc-opt options");
 
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<input.pir>"),
                                       cl::init("-"), cl::cat(optCategory));
-static cl::opt<std::string> outputPath("o", cl::desc("Output file (default: stdout)"),
-                                       cl::value_desc("file"), cl::init("-"),
-                                       cl::cat(optCategory));
+static cl::opt<std::string>
+    outputPath("o", cl::desc("Output file (default: stdout)"),
+               cl::value_desc("file"), cl::init("-"), cl::cat(optCategory));
 static cl::opt<std::string>
     pipeline("p", cl::desc("Passes to run, comma separated: a,b{opt=v},c"),
              cl::value_desc("passes"), cl::cat(optCategory));
@@ -90,14 +90,14 @@ static bool processChunk(llvm::StringRef text, llvm::raw_ostream &os,
       llvm::Timer timer(pass->argument(), pass->argument(), timers);
       llvm::TimeRegion region(timePasses ? &timer : nullptr);
       if (auto err = pass->run(*m, ctx)) {
-        sm.PrintMessage(llvm::SMLoc::getFromPointer(text.data()),
-                        llvm::SourceMgr::DK_Error,
-                        pass->argument() + ": " + llvm::toString(std::move(err)));
+        sm.PrintMessage(
+            llvm::SMLoc::getFromPointer(text.data()), llvm::SourceMgr::DK_Error,
+            pass->argument() + ": " + llvm::toString(std::move(err)));
         return false;
       }
     }
-    if (verifyEach && !verifyAt(*m, sm, buf, locs,
-                                ("after " + pass->argument()).str()))
+    if (verifyEach &&
+        !verifyAt(*m, sm, buf, locs, ("after " + pass->argument()).str()))
       return false;
     if (printAfterAll || llvm::is_contained(printAfter, pass->argument())) {
       os << "// -----// IR after " << pass->argument() << " //----- //\n";
@@ -130,7 +130,8 @@ int main(int argc, char **argv) {
   }
   auto file = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
   if (!file)
-    return fail("cannot read '" + inputPath + "': " + file.getError().message());
+    return fail("cannot read '" + inputPath +
+                "': " + file.getError().message());
   std::error_code ec;
   llvm::ToolOutputFile out(outputPath, ec, llvm::sys::fs::OF_Text);
   if (ec)
@@ -158,7 +159,8 @@ int main(int argc, char **argv) {
   }
   bool ok = true;
   for (size_t i = 0; i < chunks.size(); ++i) {
-    size_t lines = llvm::StringRef(all.data(), chunks[i].data() - all.data()).count('\n');
+    size_t lines =
+        llvm::StringRef(all.data(), chunks[i].data() - all.data()).count('\n');
     std::string text = std::string(lines, '\n') + chunks[i].str();
     if (i)
       out.os() << "// -----\n";

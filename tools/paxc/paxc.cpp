@@ -34,23 +34,26 @@ static cl::opt<Emit> emit(
     cl::cat(paxcCategory));
 
 enum class Format { Text, Json };
-static cl::opt<Format> format(
-    "format", cl::desc("Output format of --emit=summary"), cl::init(Format::Text),
-    cl::values(clEnumValN(Format::Text, "text", "human-readable text"),
-               clEnumValN(Format::Json, "json", "one JSON object")),
-    cl::cat(paxcCategory));
+static cl::opt<Format>
+    format("format", cl::desc("Output format of --emit=summary"),
+           cl::init(Format::Text),
+           cl::values(clEnumValN(Format::Text, "text", "human-readable text"),
+                      clEnumValN(Format::Json, "json", "one JSON object")),
+           cl::cat(paxcCategory));
 
-static cl::opt<std::string> outputPath("o", cl::desc("Output file (default: stdout)"),
-                                       cl::value_desc("file"), cl::init("-"),
-                                       cl::cat(paxcCategory));
+static cl::opt<std::string>
+    outputPath("o", cl::desc("Output file (default: stdout)"),
+               cl::value_desc("file"), cl::init("-"), cl::cat(paxcCategory));
 
 static cl::list<std::string>
-    dimBindings("dim", cl::desc("Bind a symbolic dim: --dim NAME=VALUE (repeatable)"),
+    dimBindings("dim",
+                cl::desc("Bind a symbolic dim: --dim NAME=VALUE (repeatable)"),
                 cl::value_desc("NAME=VALUE"), cl::cat(paxcCategory));
 
 static cl::opt<int64_t> batch(
     "batch",
-    cl::desc("Set the leading (batch) dim of every data input, symbolic or not"),
+    cl::desc(
+        "Set the leading (batch) dim of every data input, symbolic or not"),
     cl::value_desc("N"), cl::init(0), cl::cat(paxcCategory));
 
 static cl::opt<bool> quiet("quiet", cl::desc("Do not print warnings"),
@@ -76,12 +79,14 @@ int main(int argc, char **argv) {
     auto [name, value] = llvm::StringRef(b).split('=');
     int64_t v;
     if (name.empty() || value.getAsInteger(10, v))
-      return fail("--dim '" + b + "': expected NAME=VALUE with an integer value");
+      return fail("--dim '" + b +
+                  "': expected NAME=VALUE with an integer value");
     options.dims[name.str()] = v;
   }
   if (batch.getNumOccurrences()) {
     if (batch <= 0)
-      return fail("--batch=" + llvm::Twine(batch) + ": the batch must be positive");
+      return fail("--batch=" + llvm::Twine(batch) +
+                  ": the batch must be positive");
     options.batch = batch;
   }
 
@@ -95,8 +100,8 @@ int main(int argc, char **argv) {
 
   std::string verifyErrors;
   if (!verifyModule(m, [&](const Op *op, const llvm::Twine &msg) {
-        verifyErrors += (op ? "op '" + op->name().str() + "': " : "") +
-                        msg.str() + "\n";
+        verifyErrors +=
+            (op ? "op '" + op->name().str() + "': " : "") + msg.str() + "\n";
       }))
     return fail("internal: the imported IR does not verify:\n" + verifyErrors);
 
