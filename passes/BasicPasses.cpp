@@ -9,6 +9,15 @@
 
 namespace pax {
 
+/// Creates a pass that takes no options; any option given is an error.
+template <typename T>
+static llvm::Expected<std::unique_ptr<Pass>>
+createWithoutOptions(llvm::StringRef name, const PassOptions &o) {
+  if (auto err = o.checkKnown(name, {}))
+    return err;
+  return std::make_unique<T>();
+}
+
 unsigned eliminateDeadCode(Module &m) {
   Func &f = m.main;
   llvm::DenseSet<const Value *> live(f.returns.begin(), f.returns.end());
@@ -36,9 +45,7 @@ unsigned eliminateDeadCode(Module &m) {
 
 llvm::Expected<std::unique_ptr<Pass>>
 DeadCodePass::create(const PassOptions &o) {
-  if (auto err = o.checkKnown("pax-dce", {}))
-    return err;
-  return std::make_unique<DeadCodePass>();
+  return createWithoutOptions<DeadCodePass>("pax-dce", o);
 }
 
 llvm::Error DeadCodePass::run(Module &m, PassContext &) {
@@ -48,9 +55,7 @@ llvm::Error DeadCodePass::run(Module &m, PassContext &) {
 
 llvm::Expected<std::unique_ptr<Pass>>
 StripNamesPass::create(const PassOptions &o) {
-  if (auto err = o.checkKnown("pax-strip-names", {}))
-    return err;
-  return std::make_unique<StripNamesPass>();
+  return createWithoutOptions<StripNamesPass>("pax-strip-names", o);
 }
 
 llvm::Error StripNamesPass::run(Module &m, PassContext &) {
@@ -61,9 +66,7 @@ llvm::Error StripNamesPass::run(Module &m, PassContext &) {
 
 llvm::Expected<std::unique_ptr<Pass>>
 PrintSoapRolesPass::create(const PassOptions &o) {
-  if (auto err = o.checkKnown("pax-print-soap-roles", {}))
-    return err;
-  return std::make_unique<PrintSoapRolesPass>();
+  return createWithoutOptions<PrintSoapRolesPass>("pax-print-soap-roles", o);
 }
 
 llvm::Error PrintSoapRolesPass::run(Module &m, PassContext &ctx) {
