@@ -138,7 +138,7 @@ Token Lexer::next() {
     }
     Token r = make(c == '%' ? Token::LocalRef : Token::GlobalRef, start);
     // `%"0"` (an argument called "0") is not the op result `%0`.
-    bool quotedNumber = buf[start + 1] == '"' && !t.str.empty() &&
+    bool quotedNumber = c == '%' && buf[start + 1] == '"' && !t.str.empty() &&
                         llvm::all_of(t.str, llvm::isDigit);
     r.str = (quotedNumber ? "\"" : "") + std::move(t.str);
     return r;
@@ -429,6 +429,7 @@ template <typename T> static void appendRaw(std::vector<uint8_t> &out, T v) {
 }
 
 bool Parser::parseDense(Global &g) {
+  llvm::SMLoc loc = tok.loc();
   if (!expect('<', "after 'dense'") || !expect('[', "to start dense values"))
     return false;
   DType t = g.value.type.elem;
@@ -474,9 +475,9 @@ bool Parser::parseDense(Global &g) {
   int64_t want = g.value.type.numel();
   int64_t have = int64_t(g.bytes.size() / dtypeBytes(t));
   if (have != want)
-    return fail("dense data of @" + g.name() + " has " + llvm::Twine(have) +
-                " values but its type " + g.value.type.str() + " has " +
-                llvm::Twine(want));
+    return fail(loc, "dense data of @" + g.name() + " has " +
+                         llvm::Twine(have) + " values but its type " +
+                         g.value.type.str() + " has " + llvm::Twine(want));
   return true;
 }
 

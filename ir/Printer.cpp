@@ -27,7 +27,9 @@ std::string formatFloat(float v) { return formatReal(v); }
 std::string formatDouble(double v) { return formatReal(v); }
 
 static bool isBareIdent(llvm::StringRef s) {
-  if (s.empty() || !(llvm::isAlpha(s[0]) || s[0] == '_'))
+  // `inf` and `nan` would read back as numbers.
+  if (s.empty() || !(llvm::isAlpha(s[0]) || s[0] == '_') || s == "inf" ||
+      s == "nan")
     return false;
   return llvm::all_of(s, [](char c) {
     return llvm::isAlnum(c) || c == '_' || c == '.' || c == '$';
@@ -121,8 +123,12 @@ static std::string formatElement(DType t, const uint8_t *p) {
     return std::to_string(load(uint16_t()));
   case DType::U32:
     return std::to_string(load(uint32_t()));
-  case DType::U64:
-    return std::to_string(load(uint64_t()));
+  case DType::U64: {
+    // Above INT64_MAX in hex, which the lexer reads as unsigned.
+    uint64_t v = load(uint64_t());
+    return v > uint64_t(INT64_MAX) ? "0x" + llvm::utohexstr(v, true)
+                                   : std::to_string(v);
+  }
   }
   llvm_unreachable("unknown dtype");
 }

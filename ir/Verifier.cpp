@@ -106,7 +106,10 @@ void Verifier::verifyMap(const Op &op, const AccessMap &map,
   for (size_t i = 0; i < map.size(); ++i) {
     const AccessExpr &e = map[i];
     int64_t dim = type.shape[i];
-    auto where = [&] { return what + ", dim " + llvm::Twine(i) + ": "; };
+    // A string, not a Twine: a Twine of temporaries would outlive them.
+    auto where = [&] {
+      return (what + ", dim " + llvm::Twine(i) + ": ").str();
+    };
     bool dimsOk = true;
     for (unsigned d : e.dims)
       dimsOk &= d < op.iters.size();
