@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
-# The whole test suite: set up, build, run every unit and lit test with ctest.
+# The whole test suite: set up and build, run every unit and lit test with
+# ctest, then run the same suite again in a build with AddressSanitizer and
+# UndefinedBehaviorSanitizer (build-asan/; PAX_SANITIZE=0 skips it).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 "$root/tools/dev/setup.sh"
-cd "$root/build"
-ctest --output-on-failure -j2
+(cd "$root/build" && ctest --output-on-failure -j2)
+
+if [ "${PAX_SANITIZE:-1}" != 0 ]; then
+  asan=$root/build-asan
+  if [ ! -f "$asan/build.ninja" ]; then
+    cmake -S "$root" -B "$asan" -G Ninja -DPAX_SANITIZE=ON \
+      -DCMAKE_BUILD_TYPE=Debug >/dev/null
+  fi
+  ninja -C "$asan" >/dev/null
+  echo "test: the same suite under AddressSanitizer and UndefinedBehaviorSanitizer"
+  (cd "$asan" && ctest --output-on-failure -j2)
+fi
