@@ -111,6 +111,7 @@ static bool processChunk(llvm::StringRef text, llvm::raw_ostream &os,
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(optCategory);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "paxc-opt 0.1.0\n"; });
   cl::ParseCommandLineOptions(argc, argv,
                               "paxc-opt: run passes on paxc IR (.pir) files\n");
   if (listPasses) {
