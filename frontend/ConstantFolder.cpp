@@ -122,8 +122,9 @@ double applyElementwise(const Op &op, llvm::ArrayRef<double> a) {
   case OpKind::Softsign:
     return x / (1 + std::fabs(x));
   case OpKind::Clip: {
-    double lo = a.size() > 1 ? a[1] : -INFINITY,
-           hi = a.size() > 2 ? a[2] : INFINITY;
+    // Bounds are operands from opset 11, attributes `min` and `max` before.
+    double lo = a.size() > 1 ? a[1] : attrF(op, "min", -INFINITY);
+    double hi = a.size() > 2 ? a[2] : attrF(op, "max", INFINITY);
     return std::min(std::max(x, lo), hi);
   }
   case OpKind::Cast:

@@ -2,24 +2,31 @@
 #include "frontend/OnnxImporter.h"
 
 #include "frontend/Importer.h"
+#include "frontend/OnnxOps.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
+#include <onnx/defs/schema.h>
 
 namespace pax {
 
 namespace {
-/// Collects the first protobuf text-format error with its position.
+/// Collects the first protobuf text-format error as `line:col: message`,
+/// in our style: lower-case, no final period.
 class TextErrors : public google::protobuf::io::ErrorCollector {
 public:
   void AddError(int line, google::protobuf::io::ColumnNumber col,
                 const std::string &msg) override {
-    if (first.empty())
-      first =
-          std::to_string(line + 1) + ":" + std::to_string(col + 1) + ": " + msg;
+    if (!first.empty())
+      return;
+    std::string text = llvm::StringRef(msg).trim().rtrim('.').str();
+    if (!text.empty())
+      text[0] = llvm::toLower(text[0]);
+    first = std::to_string(line + 1) + ":" + std::to_string(col + 1) +
+            ": not a valid ONNX text model: " + text;
   }
   std::string first;
 };
@@ -28,6 +35,55 @@ public:
 static bool isTextPath(llvm::StringRef path) {
   return path.ends_with(".onnxtxt") || path.ends_with(".txtpb") ||
          path.ends_with(".textproto") || path.ends_with(".pbtxt");
+}
+
+/// Checks that every node paxc has an importer for has the inputs and
+/// outputs its ONNX schema requires, so that importers can read them:
+/// enough of them, and no required one left empty ("").
+static llvm::Error checkNodeArity(llvm::StringRef path,
+                                  const onnx::GraphProto &g, int opset) {
+  using Option = onnx::OpSchema::FormalParameterOption;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto &n = g.node(i);
+    if (!findOpImporter(n.domain(), n.op_type()))
+      continue; // an opaque op takes whatever it is given
+    // The schema at the model's opset, else the newest one the ONNX library
+    // knows (an op used before ONNX defined it).
+    const onnx::OpSchema *schema =
+        onnx::OpSchemaRegistry::Schema(n.op_type(), opset);
+    if (!schema)
+      schema = onnx::OpSchemaRegistry::Schema(n.op_type());
+    if (!schema)
+      continue;
+    std::string label = (n.name().empty() ? "node #" + std::to_string(i)
+                                          : "node '" + n.name() + "'") +
+                        " (" + n.op_type() + ")";
+    auto fail = [&](const llvm::Twine &msg) {
+      return llvm::createStringError(path + ": " + label + ": " + msg);
+    };
+    if (n.input_size() < schema->min_input())
+      return fail("has " + llvm::Twine(n.input_size()) +
+                  " inputs, needs at least " +
+                  llvm::Twine(schema->min_input()));
+    if (n.output_size() < schema->min_output())
+      return fail("has " + llvm::Twine(n.output_size()) +
+                  " outputs, needs at least " +
+                  llvm::Twine(schema->min_output()));
+    const auto &formals = schema->inputs();
+    for (int k = 0; k < n.input_size(); ++k) {
+      if (!n.input(k).empty() || formals.empty())
+        continue;
+      // A variadic last parameter covers every input from its position on.
+      const auto &formal = formals[std::min<size_t>(k, formals.size() - 1)];
+      bool past =
+          size_t(k) >= formals.size() && formal.GetOption() != Option::Variadic;
+      if (formal.GetOption() == Option::Optional || past)
+        continue;
+      return fail("input " + llvm::Twine(k) + " (" + formal.GetName() +
+                  ") is required but empty");
+    }
+  }
+  return llvm::Error::success();
 }
 
 /// Parses and checks the model's envelope: versions and graph.
@@ -43,7 +99,10 @@ static llvm::Error parseModel(llvm::StringRef path, llvm::StringRef bytes,
     TextErrors errors;
     parser.RecordErrorsTo(&errors);
     if (!parser.ParseFromString(bytes.str(), &model))
-      return llvm::createStringError(path + ":" + errors.first);
+      return llvm::createStringError(path + ":" +
+                                     (errors.first.empty()
+                                          ? " not a valid ONNX text model"
+                                          : errors.first));
   } else if (bytes.size() > size_t(INT32_MAX) ||
              !model.ParseFromArray(bytes.data(), int(bytes.size()))) {
     return fail("not a valid ONNX model (the protobuf does not parse; is the "
@@ -66,7 +125,7 @@ static llvm::Error parseModel(llvm::StringRef path, llvm::StringRef bytes,
                 " is not supported (paxc reads opsets 7 to 23)");
   if (model.graph().output_size() == 0)
     return fail("the graph has no outputs");
-  return llvm::Error::success();
+  return checkNodeArity(path, model.graph(), int(opset));
 }
 
 llvm::Expected<ImportResult> importOnnxFile(llvm::StringRef path,

@@ -173,7 +173,7 @@ llvm::Error checkTensorData(const TensorProto &t, llvm::StringRef modelDir) {
   int64_t have = storedValues(t, dtypeBytes(type->elem));
   // 16-bit floats packed in int32_data hold one value per entry.
   if (have != numel)
-    return tensorError(t, "has " + llvm::Twine(have) + " values but shape " +
+    return tensorError(t, "holds " + llvm::Twine(have) + " values but shape " +
                               shapeStr(type->shape) + " needs " +
                               llvm::Twine(numel));
   return llvm::Error::success();

@@ -113,8 +113,23 @@ windowDims(NodeContext &ctx, llvm::ArrayRef<int64_t> in,
   std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
   llvm::SmallVector<WindowDim, 3> dims(n);
   for (size_t i = 0; i < n; ++i) {
-    if (strides[i] < 1 || dilations[i] < 1 || kernel[i] < 1)
-      return ctx.error("strides, dilations and kernel sizes must be positive");
+    // Bounded so that spans, padded sizes and outputs stay far from int64
+    // overflow.
+    auto outside = [&](llvm::StringRef what, int64_t v, int64_t lo) {
+      return ctx.error(what + " " + llvm::Twine(v) + " of dim " +
+                       llvm::Twine(i + 2) + " is outside [" + llvm::Twine(lo) +
+                       ", 2^48]");
+    };
+    if (strides[i] < 1 || strides[i] > kMaxExtent)
+      return outside("stride", strides[i], 1);
+    if (dilations[i] < 1 || dilations[i] > kMaxExtent)
+      return outside("dilation", dilations[i], 1);
+    if (kernel[i] < 1 || kernel[i] > kMaxExtent)
+      return outside("kernel size", kernel[i], 1);
+    if (kernel[i] > 1 && dilations[i] > (kMaxExtent - 1) / (kernel[i] - 1))
+      return ctx.error("the window of dim " + llvm::Twine(i + 2) + " (kernel " +
+                       llvm::Twine(kernel[i]) + ", dilation " +
+                       llvm::Twine(dilations[i]) + ") spans more than 2^48");
     int64_t span = dilations[i] * (kernel[i] - 1) + 1;
     WindowDim &d = dims[i];
     if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
@@ -129,8 +144,10 @@ windowDims(NodeContext &ctx, llvm::ArrayRef<int64_t> in,
     } else if (autoPad == "NOTSET") {
       d.padBegin = pads[i];
       d.padEnd = pads[i + n];
-      if (d.padBegin < 0 || d.padEnd < 0)
-        return ctx.error("pads must not be negative");
+      if (d.padBegin < 0 || d.padBegin > kMaxExtent)
+        return outside("begin padding", d.padBegin, 0);
+      if (d.padEnd < 0 || d.padEnd > kMaxExtent)
+        return outside("end padding", d.padEnd, 0);
     } else {
       return ctx.error("unknown auto_pad '" + autoPad + "'");
     }
@@ -145,6 +162,9 @@ windowDims(NodeContext &ctx, llvm::ArrayRef<int64_t> in,
     // A last window that would start in the end padding is dropped.
     if (ceilMode && (d.out - 1) * strides[i] >= in[i] + d.padBegin)
       --d.out;
+    if (d.out > kMaxExtent)
+      return ctx.error("output dim " + llvm::Twine(i + 2) + " would have " +
+                       llvm::Twine(d.out) + " positions, more than 2^48");
   }
   return dims;
 }

@@ -51,6 +51,10 @@ static void mapOnto(llvm::ArrayRef<int64_t> side, llvm::ArrayRef<int64_t> fine,
 
 llvm::Error finishReshape(NodeContext &ctx, llvm::ArrayRef<int64_t> outShape) {
   llvm::ArrayRef<int64_t> in = ctx.shape(0);
+  // Groups are cut by element counts, which a 0 dim makes meaningless.
+  if (llvm::is_contained(in, 0) || llvm::is_contained(outShape, 0))
+    return ctx.error("cannot reshape " + shapeStr(in) + " to " +
+                     shapeStr(outShape) + ": empty tensors are not supported");
   auto op = ctx.newOp(OpKind::Reshape);
   AccessMap inMap(in.size()), outMap(outShape.size());
   // Size-1 dims read or write index 0; the rest is cut into groups of equal
@@ -111,10 +115,14 @@ llvm::Error finishReshape(NodeContext &ctx, llvm::ArrayRef<int64_t> outShape) {
 static llvm::Error checkSameCount(NodeContext &ctx, llvm::ArrayRef<int64_t> in,
                                   llvm::ArrayRef<int64_t> out) {
   int64_t a = 1, b = 1;
+  bool overflow = false;
   for (int64_t d : in)
-    a *= d;
+    overflow |= __builtin_mul_overflow(a, d, &a);
   for (int64_t d : out)
-    b *= d;
+    overflow |= __builtin_mul_overflow(b, d, &b);
+  if (overflow)
+    return ctx.error("cannot reshape " + shapeStr(in) + " to " + shapeStr(out) +
+                     ": more than 2^63 elements");
   if (a != b)
     return ctx.error("cannot reshape " + shapeStr(in) + " (" + llvm::Twine(a) +
                      " elements) to " + shapeStr(out) + " (" + llvm::Twine(b) +
@@ -153,9 +161,14 @@ llvm::Error importReshape(NodeContext &ctx) {
       continue;
     } else if (d < 0) {
       return ctx.error("the target shape has a negative dim " + llvm::Twine(d));
+    } else if (d > kMaxExtent) {
+      return ctx.error("the target shape has a dim of " + llvm::Twine(d) +
+                       ", larger than 2^48");
     }
     out.push_back(d);
-    known *= d;
+    if (__builtin_mul_overflow(known, d, &known))
+      return ctx.error("the target shape " + shapeStr(spec) +
+                       " has more than 2^63 elements");
   }
   if (inferred >= 0) {
     if (known == 0 || total % known)
@@ -276,6 +289,9 @@ llvm::Error importConcat(NodeContext &ctx) {
                        ctx.type(0).str() + ") outside axis " +
                        llvm::Twine(*axis));
     shape[*axis] += s[*axis];
+    if (shape[*axis] > kMaxExtent)
+      return ctx.error("the result's axis " + llvm::Twine(*axis) +
+                       " would have more than 2^48 elements");
   }
   auto op = ctx.newOp(OpKind::Concat);
   op->iters = parallelSpace(shape);
@@ -303,9 +319,19 @@ llvm::Error importSplit(NodeContext &ctx) {
   if (!sizes)
     return sizes.takeError();
   int64_t n = ctx.numOutputs(), dim = in[*axis];
+  if (n < 1)
+    return ctx.error("has no outputs");
   if (sizes->empty()) {
     int64_t parts = ctx.attrInt("num_outputs", n);
+    if (parts != n)
+      return ctx.error("num_outputs is " + llvm::Twine(parts) +
+                       " but the node has " + llvm::Twine(n) + " outputs");
+    // Equal chunks, the last one smaller when the dim does not divide.
     int64_t chunk = (dim + parts - 1) / parts;
+    if ((parts - 1) * chunk >= dim)
+      return ctx.error("cannot split axis " + llvm::Twine(*axis) + " of size " +
+                       llvm::Twine(dim) + " into " + llvm::Twine(parts) +
+                       " parts");
     for (int64_t k = 0; k < parts; ++k)
       sizes->push_back(std::min(chunk, dim - k * chunk));
   }
@@ -314,8 +340,10 @@ llvm::Error importSplit(NodeContext &ctx) {
                      " sizes for " + llvm::Twine(n) + " outputs");
   int64_t sum = 0;
   for (int64_t s : *sizes) {
-    if (s <= 0)
-      return ctx.error("split sizes must be positive");
+    if (s <= 0 || s > dim)
+      return ctx.error("split size " + llvm::Twine(s) + " is outside [1, " +
+                       llvm::Twine(dim) + "] (the size of axis " +
+                       llvm::Twine(*axis) + ")");
     sum += s;
   }
   if (sum != dim)
@@ -365,6 +393,7 @@ llvm::Error importSlice(NodeContext &ctx) {
   auto op = ctx.newOp(OpKind::Slice);
   llvm::SmallVector<int64_t, 4> shape(in);
   AccessMap m = identityMap(in.size());
+  llvm::SmallVector<bool, 6> sliced(in.size(), false);
   for (size_t i = 0; i < axes->size(); ++i) {
     auto ax = ctx.axis((*axes)[i], in.size());
     if (!ax)
@@ -379,10 +408,15 @@ llvm::Error importSlice(NodeContext &ctx) {
       return std::clamp<int64_t>(v, 0, dim);
     };
     int64_t b = clampIdx((*starts)[i]), e = clampIdx((*ends)[i]);
-    int64_t len = e > b ? (e - b + step - 1) / step : 0;
+    int64_t len = e > b ? (e - b - 1) / step + 1 : 0;
     if (len == 0)
       return ctx.error("the slice of axis " + llvm::Twine(*ax) +
                        " is empty; empty tensors are not supported");
+    if (len == 1)
+      step = 1; // one element: the step does not matter
+    if (sliced[*ax])
+      return ctx.error("axis " + llvm::Twine(*ax) + " is sliced twice");
+    sliced[*ax] = true;
     shape[*ax] = len;
     m[*ax] = AccessExpr::shifted(*ax, step, b);
   }
@@ -398,8 +432,9 @@ llvm::Error importExpand(NodeContext &ctx) {
     return shapeC.takeError();
   std::vector<int64_t> target = (*shapeC)->toInts();
   for (int64_t d : target)
-    if (d < 0)
-      return ctx.error("the target shape has a negative dim " + llvm::Twine(d));
+    if (d < 0 || d > kMaxExtent)
+      return ctx.error("the target shape has a dim of " + llvm::Twine(d) +
+                       ", outside [0, 2^48]");
   auto shape = broadcastShapes(ctx, ctx.shape(0), target);
   if (!shape)
     return shape.takeError();

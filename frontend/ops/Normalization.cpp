@@ -65,6 +65,10 @@ llvm::Error importInstanceNorm(NodeContext &ctx) {
 llvm::Error importLayerNorm(NodeContext &ctx) {
   if (auto err = onlyFirstOutput(ctx))
     return err;
+  // RMSNormalization is newer than the ONNX library's schemas, which check
+  // the inputs of the other ops before import.
+  if (!ctx.hasInput(0))
+    return ctx.error("missing input 0 (X)");
   llvm::ArrayRef<int64_t> x = ctx.shape(0);
   auto axis = ctx.axis(ctx.attrInt("axis", -1), x.size());
   if (!axis)

@@ -82,8 +82,8 @@ llvm::Error importLrn(NodeContext &ctx) {
     return ctx.error("input must have rank 3 or more, has " +
                      llvm::Twine(x.size()));
   int64_t size = ctx.attrInt("size", 0);
-  if (size < 1)
-    return ctx.error("size must be positive, is " + llvm::Twine(size));
+  if (size < 1 || size > kMaxExtent)
+    return ctx.error("size " + llvm::Twine(size) + " is outside [1, 2^48]");
   auto op = ctx.newOp(OpKind::Lrn);
   op->iters = parallelSpace(x);
   op->iters[0].name = "n";

@@ -6,8 +6,12 @@
 #include "llvm/Support/Path.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace pax {
+
+/// The most elements a Range may produce; it becomes a host constant.
+static constexpr int64_t kMaxRangeElements = int64_t(1) << 24;
 
 llvm::Error importConstant(NodeContext &ctx) {
   const auto *a = ctx.proto().attribute_size() ? &ctx.proto().attribute(0)
@@ -97,8 +101,16 @@ llvm::Error importRange(NodeContext &ctx) {
   if (delta == 0)
     return ctx.error("delta is 0");
   double n = std::max(0.0, std::ceil((limit - start) / delta));
-  if (n > double(kMaxExtent))
-    return ctx.error("the range has more than 2^48 elements");
+  // Range is evaluated while importing (positions, masks): its values must
+  // fit in memory.
+  if (!(n <= double(kMaxRangeElements))) {
+    char bounds[96];
+    std::snprintf(bounds, sizeof(bounds), "from %g to %g by %g", start, limit,
+                  delta);
+    return ctx.error("the range " + llvm::Twine(bounds) +
+                     " has more than 2^24 elements (paxc evaluates Range "
+                     "while importing)");
+  }
   ConstTensor t = ConstTensor::zeros(TensorType{ctx.type(0).elem, {int64_t(n)}});
   for (int64_t i = 0; i < int64_t(n); ++i)
     t.set(i, start + double(i) * delta);
@@ -175,6 +187,8 @@ llvm::Error importLstm(NodeContext &ctx) {
                      llvm::Twine(dirs) + " directions");
   if (h <= 0)
     h = r.back();
+  if (h > kMaxExtent)
+    return ctx.error("hidden_size " + llvm::Twine(h) + " is larger than 2^48");
   if (w[1] != 4 * h || w[2] != in || r[0] != dirs || r[1] != 4 * h ||
       r[2] != h)
     return ctx.error("W " + shapeStr(w) + " and R " + shapeStr(r) +
