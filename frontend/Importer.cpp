@@ -20,6 +20,20 @@ namespace pax {
 /// axes, scalars. Larger ones stay in the model until something needs them.
 static constexpr int64_t kLoadLimit = 1 << 16;
 
+/// "shape AxB has more than 2^48 elements" when it does.
+static std::optional<std::string>
+tooManyElements(llvm::ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d <= 0)
+      continue; // unbound or reported elsewhere
+    if (n > kMaxExtent / d)
+      return "shape " + shapeStr(shape) + " has more than 2^48 elements";
+    n *= d;
+  }
+  return std::nullopt;
+}
+
 Importer::Importer(llvm::StringRef path, const onnx::ModelProto &model,
                    const ImportOptions &options)
     : path(path.str()), model(model), options(options) {}
@@ -44,6 +58,39 @@ static bool isLayoutOpType(llvm::StringRef t) {
          t == "Squeeze" || t == "Unsqueeze" || t == "Cast" || t == "Identity";
 }
 
+/// A Gather reads an embedding table only along axis 0; along another axis
+/// it picks from activations (BERT's pooler takes token 0).
+static bool isGatherOffAxis0(const onnx::NodeProto &n) {
+  if (n.op_type() != "Gather")
+    return false;
+  for (const auto &a : n.attribute())
+    if (a.name() == "axis")
+      return a.i() != 0;
+  return false;
+}
+
+/// Declared element counts of graph inputs; -1 when not fully static.
+using DeclaredSizes = llvm::StringMap<int64_t>;
+
+/// True when input \p i of \p n meets a larger operand: a node's result (an
+/// activation) or a graph input with more elements.
+static bool feedsLargerOperand(const onnx::NodeProto &n, int i,
+                               const DeclaredSizes &declared) {
+  auto size = [&](const std::string &name) {
+    auto it = declared.find(name);
+    return it == declared.end() ? int64_t(-2) : it->second;
+  };
+  int64_t mine = size(n.input(i));
+  for (int k = 0; k < n.input_size(); ++k) {
+    if (k == i)
+      continue;
+    int64_t other = size(n.input(k));
+    if (other == -2 || (mine >= 0 && other > mine))
+      return true; // -2: computed by a node
+  }
+  return false;
+}
+
 void Importer::classifyWeightInputs() {
   const onnx::GraphProto &g = model.graph();
   llvm::StringMap<std::vector<std::pair<const onnx::NodeProto *, int>>> uses;
@@ -53,6 +100,19 @@ void Importer::classifyWeightInputs() {
   llvm::StringSet<> inits;
   for (const auto &t : g.initializer())
     inits.insert(t.name());
+  DeclaredSizes declared;
+  for (const auto &vi : g.input()) {
+    int64_t n = 1;
+    for (const auto &d : vi.type().tensor_type().shape().dim())
+      n = d.has_dim_value() && n >= 0 ? n * d.dim_value() : -1;
+    declared[vi.name()] = n;
+  }
+  for (const auto &t : g.initializer()) {
+    int64_t n = 1;
+    for (int64_t d : t.dims())
+      n *= d;
+    declared[t.name()] = n;
+  }
 
   for (const auto &vi : g.input()) {
     if (inits.count(vi.name()))
@@ -68,12 +128,13 @@ void Importer::classifyWeightInputs() {
       std::string name = work.front();
       work.pop_front();
       for (auto [n, i] : uses[name]) {
-        if (isWeightSlot(n->op_type(), unsigned(i)))
+        if (isWeightSlot(n->op_type(), unsigned(i)) && !isGatherOffAxis0(*n))
           weight = true;
         else if (i == 0 && isLayoutOpType(n->op_type()) && n->output_size())
           work.push_back(n->output(0));
         else if (name == vi.name() && tt.shape().dim_size() <= 1 &&
-                 isAffineOpType(n->op_type()))
+                 isAffineOpType(n->op_type()) &&
+                 feedsLargerOperand(*n, i, declared))
           weight = true; // a bias or scale vector fed to Add/Sub/Mul/Div
       }
     }
@@ -99,6 +160,10 @@ Importer::inputShape(const onnx::ValueInfoProto &vi, bool isData,
         return llvm::createStringError(
             path + ": graph input '" + vi.name() + "' dim " +
             std::to_string(i) + " is negative (" + std::to_string(v) + ")");
+      if (v == 0)
+        return llvm::createStringError(
+            path + ": graph input '" + vi.name() + "' dim " +
+            std::to_string(i) + " is 0; paxc does not support empty tensors");
       if (i == 0 && isData && options.batch) {
         if (v != *options.batch && !originalBatch)
           originalBatch = v;
@@ -123,6 +188,9 @@ Importer::inputShape(const onnx::ValueInfoProto &vi, bool isData,
                                      std::to_string(v) + ", larger than 2^48");
     shape.push_back(v);
   }
+  if (auto problem = tooManyElements(shape))
+    return llvm::createStringError(path + ": graph input '" + vi.name() +
+                                   "': " + *problem);
   return shape;
 }
 
@@ -486,6 +554,10 @@ std::optional<TensorType> NodeContext::inferredOutputType(unsigned i) const {
 
 int NodeContext::opset() const { return imp.opsetVersion; }
 
+std::string NodeContext::modelDir() const {
+  return llvm::sys::path::parent_path(imp.path).str();
+}
+
 std::optional<std::pair<int64_t, int64_t>> NodeContext::rebatch() const {
   if (!imp.originalBatch)
     return std::nullopt;
@@ -584,6 +656,9 @@ std::unique_ptr<Op> NodeContext::newOp(OpKind kind) {
 std::optional<std::vector<Slot>> Importer::tryFold(const Op &op) {
   llvm::SmallVector<const ConstTensor *, 4> inputs;
   bool computed = false;
+  OpFamily family = opKindFamily(op.kind);
+  bool movesData = family == OpFamily::Layout || family == OpFamily::Lookup ||
+                   op.kind == OpKind::Cast;
   for (const Operand &o : op.operands) {
     auto it = slotOf.find(o.value);
     if (it == slotOf.end())
@@ -591,6 +666,7 @@ std::optional<std::vector<Slot>> Importer::tryFold(const Op &op) {
     Slot *s = it->second;
     // A reshape of data that stays in the model: the same bytes, a new type.
     if (op.kind == OpKind::Reshape && op.operands.size() == 1 &&
+        !isFloat(s->type.elem) &&
         (!s->initializer.empty() || !s->weightInput.empty())) {
       Slot r;
       r.type = op.results[0].value->type;
@@ -607,13 +683,20 @@ std::optional<std::vector<Slot>> Importer::tryFold(const Op &op) {
     }
     if (!s->constant)
       return std::nullopt;
+    // A weight (a float leaf: initializer, fill, Constant) is never moved
+    // into a new tensor: a gathered row or a transposed copy would lose or
+    // duplicate parameters. Computing on it makes a new constant anyway, and
+    // scalars cannot be weights.
+    if (movesData && !s->computed && isFloat(s->type.elem) &&
+        s->type.numel() >= 2)
+      return std::nullopt;
     inputs.push_back(&*s->constant);
     computed |= s->computed;
   }
   auto results = foldOp(op, inputs);
   if (!results)
     return std::nullopt;
-  OpFamily fam = opKindFamily(op.kind);
+  OpFamily fam = family;
   // Moving or converting a weight keeps it a weight; computing on constants,
   // or turning integers (positions, masks) into floats, does not.
   bool castFromInt = op.kind == OpKind::Cast && !isFloat(inputs[0]->type.elem);
@@ -634,6 +717,14 @@ std::optional<std::vector<Slot>> Importer::tryFold(const Op &op) {
 llvm::Error NodeContext::finish(std::unique_ptr<Op> op) {
   if (op->results.size() > unsigned(node.output_size()))
     return error("internal: more results than outputs");
+  for (const Result &r : op->results) {
+    const TensorType &t = r.value->type;
+    if (llvm::is_contained(t.shape, 0))
+      return error("the result has shape " + shapeStr(t.shape) +
+                   "; paxc does not support empty tensors");
+    if (auto problem = tooManyElements(t.shape))
+      return error("the result's " + *problem);
+  }
   if (auto folded = imp.tryFold(*op)) {
     for (size_t i = 0; i < folded->size(); ++i)
       if (!node.output(i).empty())

@@ -53,6 +53,8 @@ public:
   llvm::StringRef opType() const { return node.op_type(); }
   /// The default-domain opset the model imports.
   int opset() const;
+  /// The folder external data is relative to.
+  std::string modelDir() const;
   /// The type of output \p i as the model's value_info or ONNX's own shape
   /// inference give it (for ops paxc has no importer for), if known.
   std::optional<TensorType> inferredOutputType(unsigned i) const;

@@ -26,7 +26,8 @@ llvm::Error importMatMul(NodeContext &ctx) {
 
   auto op = ctx.newOp(OpKind::MatMul);
   for (unsigned i = 0; i < nb; ++i)
-    op->iters.push_back({"b" + std::to_string(i), (*batch)[i], IterKind::Parallel});
+    op->iters.push_back(
+        {"b" + std::to_string(i), (*batch)[i], IterKind::Parallel});
   unsigned dm = nb, dn = nb + 1, dk = nb + 2;
   op->iters.push_back({"m", m, IterKind::Parallel});
   op->iters.push_back({"n", n, IterKind::Parallel});
@@ -41,8 +42,10 @@ llvm::Error importMatMul(NodeContext &ctx) {
       map.push_back(AccessExpr::dim(col));
     return map;
   };
-  op->operands.push_back({ctx.value(0), operandMap(batchA, vecA, dm, dk, true)});
-  op->operands.push_back({ctx.value(1), operandMap(batchB, vecB, dk, dn, false)});
+  op->operands.push_back(
+      {ctx.value(0), operandMap(batchA, vecA, dm, dk, true)});
+  op->operands.push_back(
+      {ctx.value(1), operandMap(batchB, vecB, dk, dn, false)});
   AccessMap out = identityMap(nb);
   llvm::SmallVector<int64_t, 4> shape(batch->begin(), batch->end());
   if (!vecA)
@@ -134,7 +137,8 @@ windowDims(NodeContext &ctx, llvm::ArrayRef<int64_t> in,
     WindowDim &d = dims[i];
     if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
       d.out = (in[i] + strides[i] - 1) / strides[i];
-      int64_t total = std::max<int64_t>(0, (d.out - 1) * strides[i] + span - in[i]);
+      int64_t total =
+          std::max<int64_t>(0, (d.out - 1) * strides[i] + span - in[i]);
       d.padBegin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
       d.padEnd = total - d.padBegin;
       continue;
@@ -157,8 +161,9 @@ windowDims(NodeContext &ctx, llvm::ArrayRef<int64_t> in,
                        ") is larger than the padded input dim " +
                        llvm::Twine(i + 2) + " (" +
                        llvm::Twine(in[i] + d.padBegin + d.padEnd) + ")");
-    d.out = (ceilMode ? (room + strides[i] - 1) / strides[i]
-                      : room / strides[i]) + 1;
+    d.out =
+        (ceilMode ? (room + strides[i] - 1) / strides[i] : room / strides[i]) +
+        1;
     // A last window that would start in the end padding is dropped.
     if (ceilMode && (d.out - 1) * strides[i] >= in[i] + d.padBegin)
       --d.out;
@@ -205,7 +210,8 @@ llvm::Error importConv(NodeContext &ctx) {
   auto strides = orOnes(ctx.attrInts("strides"), ns);
   auto dil = orOnes(ctx.attrInts("dilations"), ns);
   if (strides.size() != ns || dil.size() != ns)
-    return ctx.error("strides and dilations need " + llvm::Twine(ns) + " values");
+    return ctx.error("strides and dilations need " + llvm::Twine(ns) +
+                     " values");
   auto dims = windowDims(ctx, x.drop_front(2), kernel, strides, dil, false);
   if (!dims)
     return dims.takeError();
@@ -220,10 +226,12 @@ llvm::Error importConv(NodeContext &ctx) {
   unsigned dco = add("co", m / group, IterKind::Parallel);
   llvm::SmallVector<unsigned, 3> dout, dwin;
   for (size_t i = 0; i < ns; ++i)
-    dout.push_back(add(spatialName("o", i, ns), (*dims)[i].out, IterKind::Parallel));
+    dout.push_back(
+        add(spatialName("o", i, ns), (*dims)[i].out, IterKind::Parallel));
   unsigned dci = add("ci", cg, IterKind::Reduction);
   for (size_t i = 0; i < ns; ++i)
-    dwin.push_back(add(spatialName("k", i, ns), kernel[i], IterKind::Reduction));
+    dwin.push_back(
+        add(spatialName("k", i, ns), kernel[i], IterKind::Reduction));
 
   auto channel = [&](unsigned d) {
     return dg >= 0 ? AccessExpr::group({unsigned(dg), d}) : AccessExpr::dim(d);

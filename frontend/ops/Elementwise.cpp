@@ -9,39 +9,66 @@ namespace pax {
 
 static std::optional<OpKind> elementwiseKind(llvm::StringRef t) {
   return llvm::StringSwitch<std::optional<OpKind>>(t)
-      .Case("Abs", OpKind::Abs).Case("Ceil", OpKind::Ceil)
-      .Case("Celu", OpKind::Celu).Case("Cos", OpKind::Cos)
-      .Case("Elu", OpKind::Elu).Case("Erf", OpKind::Erf)
-      .Case("Exp", OpKind::Exp).Case("Floor", OpKind::Floor)
-      .Case("Gelu", OpKind::Gelu).Case("HardSigmoid", OpKind::HardSigmoid)
+      .Case("Abs", OpKind::Abs)
+      .Case("Ceil", OpKind::Ceil)
+      .Case("Celu", OpKind::Celu)
+      .Case("Cos", OpKind::Cos)
+      .Case("Elu", OpKind::Elu)
+      .Case("Erf", OpKind::Erf)
+      .Case("Exp", OpKind::Exp)
+      .Case("Floor", OpKind::Floor)
+      .Case("Gelu", OpKind::Gelu)
+      .Case("HardSigmoid", OpKind::HardSigmoid)
       .Case("HardSwish", OpKind::HardSwish)
-      .Case("LeakyRelu", OpKind::LeakyRelu).Case("Log", OpKind::Log)
-      .Case("Mish", OpKind::Mish).Case("Neg", OpKind::Neg)
-      .Case("Not", OpKind::Not).Case("Reciprocal", OpKind::Reciprocal)
-      .Case("Relu", OpKind::Relu).Case("Round", OpKind::Round)
-      .Case("Selu", OpKind::Selu).Case("Sigmoid", OpKind::Sigmoid)
-      .Case("Sign", OpKind::Sign).Case("Sin", OpKind::Sin)
-      .Case("Softplus", OpKind::Softplus).Case("Softsign", OpKind::Softsign)
-      .Case("Sqrt", OpKind::Sqrt).Case("Tanh", OpKind::Tanh)
-      .Case("Add", OpKind::Add).Case("And", OpKind::And)
-      .Case("Div", OpKind::Div).Case("Equal", OpKind::Equal)
+      .Case("LeakyRelu", OpKind::LeakyRelu)
+      .Case("Log", OpKind::Log)
+      .Case("Mish", OpKind::Mish)
+      .Case("Neg", OpKind::Neg)
+      .Case("Not", OpKind::Not)
+      .Case("Reciprocal", OpKind::Reciprocal)
+      .Case("Relu", OpKind::Relu)
+      .Case("Round", OpKind::Round)
+      .Case("Selu", OpKind::Selu)
+      .Case("Sigmoid", OpKind::Sigmoid)
+      .Case("Sign", OpKind::Sign)
+      .Case("Sin", OpKind::Sin)
+      .Case("Softplus", OpKind::Softplus)
+      .Case("Softsign", OpKind::Softsign)
+      .Case("Sqrt", OpKind::Sqrt)
+      .Case("Tanh", OpKind::Tanh)
+      .Case("Add", OpKind::Add)
+      .Case("And", OpKind::And)
+      .Case("Div", OpKind::Div)
+      .Case("Equal", OpKind::Equal)
       .Case("Greater", OpKind::Greater)
       .Case("GreaterOrEqual", OpKind::GreaterOrEqual)
-      .Case("Less", OpKind::Less).Case("LessOrEqual", OpKind::LessOrEqual)
-      .Case("Max", OpKind::Max).Case("Mean", OpKind::Mean)
-      .Case("Min", OpKind::Min).Case("Mul", OpKind::Mul)
-      .Case("Or", OpKind::Or).Case("Pow", OpKind::Pow)
-      .Case("PRelu", OpKind::PRelu).Case("Sub", OpKind::Sub)
-      .Case("Sum", OpKind::Sum).Case("Where", OpKind::Where)
+      .Case("Less", OpKind::Less)
+      .Case("LessOrEqual", OpKind::LessOrEqual)
+      .Case("Max", OpKind::Max)
+      .Case("Mean", OpKind::Mean)
+      .Case("Min", OpKind::Min)
+      .Case("Mul", OpKind::Mul)
+      .Case("Or", OpKind::Or)
+      .Case("Pow", OpKind::Pow)
+      .Case("PRelu", OpKind::PRelu)
+      .Case("Sub", OpKind::Sub)
+      .Case("Sum", OpKind::Sum)
+      .Case("Where", OpKind::Where)
       .Case("Xor", OpKind::Xor)
       .Default(std::nullopt);
 }
 
 static bool isComparison(OpKind k) {
   switch (k) {
-  case OpKind::Equal: case OpKind::Less: case OpKind::LessOrEqual:
-  case OpKind::Greater: case OpKind::GreaterOrEqual: case OpKind::And:
-  case OpKind::Or: case OpKind::Xor: case OpKind::Not:
+  case OpKind::Equal:
+  case OpKind::Less:
+  case OpKind::LessOrEqual:
+  case OpKind::Greater:
+  case OpKind::GreaterOrEqual:
+  case OpKind::And:
+  case OpKind::Or:
+  case OpKind::Xor:
+  case OpKind::Not:
     return true;
   default:
     return false;
@@ -50,8 +77,8 @@ static bool isComparison(OpKind k) {
 
 /// An elementwise op over the broadcast of the given inputs.
 static llvm::Error buildElementwise(NodeContext &ctx, OpKind kind,
-                                   llvm::ArrayRef<unsigned> inputs,
-                                   DType resultType) {
+                                    llvm::ArrayRef<unsigned> inputs,
+                                    DType resultType) {
   llvm::SmallVector<int64_t, 4> shape;
   for (unsigned i : inputs) {
     auto s = broadcastShapes(ctx, shape, ctx.shape(i));

@@ -12,8 +12,8 @@ namespace pax {
 
 /// The finest dims that both \p a and \p b are row-major groups of, or empty
 /// when there is none ([6, 4] and [4, 6] share no refinement).
-static llvm::SmallVector<int64_t, 4> commonRefinement(llvm::ArrayRef<int64_t> a,
-                                                      llvm::ArrayRef<int64_t> b) {
+static llvm::SmallVector<int64_t, 4>
+commonRefinement(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b) {
   // Suffix products of both sides, merged: a refinement exists when they form
   // a divisibility chain.
   std::vector<int64_t> cuts;
@@ -107,8 +107,8 @@ llvm::Error finishReshape(NodeContext &ctx, llvm::ArrayRef<int64_t> outShape) {
   for (size_t k = 0; k < op->iters.size(); ++k)
     op->iters[k].name = "d" + std::to_string(k);
   op->operands.push_back({ctx.value(0), inMap});
-  op->addResult(TensorType{ctx.type(0).elem, {outShape.begin(), outShape.end()}},
-                outMap);
+  op->addResult(
+      TensorType{ctx.type(0).elem, {outShape.begin(), outShape.end()}}, outMap);
   return ctx.finish(std::move(op));
 }
 
@@ -336,8 +336,8 @@ llvm::Error importSplit(NodeContext &ctx) {
       sizes->push_back(std::min(chunk, dim - k * chunk));
   }
   if (int64_t(sizes->size()) != n)
-    return ctx.error("split has " + llvm::Twine(sizes->size()) +
-                     " sizes for " + llvm::Twine(n) + " outputs");
+    return ctx.error("split has " + llvm::Twine(sizes->size()) + " sizes for " +
+                     llvm::Twine(n) + " outputs");
   int64_t sum = 0;
   for (int64_t s : *sizes) {
     if (s <= 0 || s > dim)
@@ -372,9 +372,9 @@ llvm::Error importSlice(NodeContext &ctx) {
   auto get = [&](llvm::StringRef attr, unsigned input) {
     if (legacy)
       return llvm::Expected<std::vector<int64_t>>(ctx.attrInts(attr));
-    return ctx.hasInput(input) ? intsFromAttrOrInput(ctx, "", input)
-                               : llvm::Expected<std::vector<int64_t>>(
-                                     std::vector<int64_t>());
+    return ctx.hasInput(input)
+               ? intsFromAttrOrInput(ctx, "", input)
+               : llvm::Expected<std::vector<int64_t>>(std::vector<int64_t>());
   };
   auto starts = get("starts", 1), ends = get("ends", 2), axes = get("axes", 3),
        steps = get("steps", 4);

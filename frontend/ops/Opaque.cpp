@@ -4,11 +4,11 @@
 namespace pax {
 
 llvm::Error importOpaque(NodeContext &ctx) {
-  std::string opName = (ctx.proto().domain().empty() ||
-                                ctx.proto().domain() == "ai.onnx"
-                            ? ""
-                            : ctx.proto().domain() + ".") +
-                       ctx.opType().str();
+  std::string opName =
+      (ctx.proto().domain().empty() || ctx.proto().domain() == "ai.onnx"
+           ? ""
+           : ctx.proto().domain() + ".") +
+      ctx.opType().str();
   auto op = ctx.newOp(OpKind::Opaque);
   for (unsigned i = 0; i < ctx.numInputs(); ++i)
     if (ctx.hasInput(i))
@@ -19,7 +19,8 @@ llvm::Error importOpaque(NodeContext &ctx) {
     if (!type)
       return ctx.error("unsupported op type '" + opName +
                        "' (paxc has no importer for it, and the shape of "
-                       "its output '" + ctx.proto().output(i) +
+                       "its output '" +
+                       ctx.proto().output(i) +
                        "' is not known from the model)");
     op->addResult(*type, AccessMap(type->rank(), AccessExpr::full()));
   }

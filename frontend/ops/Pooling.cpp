@@ -23,7 +23,8 @@ llvm::Error importPool(NodeContext &ctx) {
   auto strides = ones(ctx.attrInts("strides"));
   auto dil = ones(ctx.attrInts("dilations"));
   if (strides.size() != ns || dil.size() != ns)
-    return ctx.error("strides and dilations need " + llvm::Twine(ns) + " values");
+    return ctx.error("strides and dilations need " + llvm::Twine(ns) +
+                     " values");
   auto dims = windowDims(ctx, x.drop_front(2), kernel, strides, dil,
                          ctx.attrInt("ceil_mode", 0) != 0);
   if (!dims)
@@ -31,7 +32,8 @@ llvm::Error importPool(NodeContext &ctx) {
 
   bool isMax = ctx.opType() == "MaxPool";
   auto op = ctx.newOp(isMax ? OpKind::MaxPool : OpKind::AveragePool);
-  op->iters = {{"n", x[0], IterKind::Parallel}, {"c", x[1], IterKind::Parallel}};
+  op->iters = {{"n", x[0], IterKind::Parallel},
+               {"c", x[1], IterKind::Parallel}};
   for (size_t i = 0; i < ns; ++i)
     op->iters.push_back({ns == 2 ? (i ? "ow" : "oh") : "o" + std::to_string(i),
                          (*dims)[i].out, IterKind::Parallel});
@@ -43,7 +45,8 @@ llvm::Error importPool(NodeContext &ctx) {
   llvm::SmallVector<int64_t, 4> yshape = {x[0], x[1]};
   for (size_t i = 0; i < ns; ++i) {
     unsigned o = 2 + i, k = 2 + ns + i;
-    xm.push_back(AccessExpr::window(o, k, strides[i], dil[i], -(*dims)[i].padBegin));
+    xm.push_back(
+        AccessExpr::window(o, k, strides[i], dil[i], -(*dims)[i].padBegin));
     ym.push_back(AccessExpr::dim(o));
     yshape.push_back((*dims)[i].out);
   }
@@ -51,6 +54,13 @@ llvm::Error importPool(NodeContext &ctx) {
   op->addResult(TensorType{ctx.type(0).elem, yshape}, ym);
   if (!isMax)
     op->attrs["count_include_pad"] = ctx.attrInt("count_include_pad", 0);
+  // The full window geometry, so a kernel can count padded elements.
+  llvm::SmallVector<int64_t, 6> pads;
+  for (const WindowDim &d : *dims)
+    pads.push_back(d.padBegin);
+  for (const WindowDim &d : *dims)
+    pads.push_back(d.padEnd);
+  op->attrs["pads"] = std::vector<int64_t>(pads.begin(), pads.end());
   return ctx.finish(std::move(op));
 }
 
@@ -61,12 +71,14 @@ llvm::Error importGlobalPool(NodeContext &ctx) {
                      llvm::Twine(x.size()));
   auto op = ctx.newOp(ctx.opType() == "GlobalMaxPool" ? OpKind::MaxPool
                                                       : OpKind::AveragePool);
-  op->iters = {{"n", x[0], IterKind::Parallel}, {"c", x[1], IterKind::Parallel}};
+  op->iters = {{"n", x[0], IterKind::Parallel},
+               {"c", x[1], IterKind::Parallel}};
   AccessMap xm = {AccessExpr::dim(0), AccessExpr::dim(1)};
   AccessMap ym = xm;
   llvm::SmallVector<int64_t, 4> yshape = {x[0], x[1]};
   for (size_t i = 2; i < x.size(); ++i) {
-    op->iters.push_back({"k" + std::to_string(i - 2), x[i], IterKind::Reduction});
+    op->iters.push_back(
+        {"k" + std::to_string(i - 2), x[i], IterKind::Reduction});
     xm.push_back(AccessExpr::dim(i));
     ym.push_back(AccessExpr::broadcast());
     yshape.push_back(1);

@@ -14,13 +14,13 @@ namespace pax {
 static constexpr int64_t kMaxRangeElements = int64_t(1) << 24;
 
 llvm::Error importConstant(NodeContext &ctx) {
-  const auto *a = ctx.proto().attribute_size() ? &ctx.proto().attribute(0)
-                                               : nullptr;
+  const auto *a =
+      ctx.proto().attribute_size() ? &ctx.proto().attribute(0) : nullptr;
   if (!a)
     return ctx.error("has no value attribute");
   llvm::StringRef name = a->name();
   if (name == "value") {
-    auto c = readTensorProto(a->t(), "");
+    auto c = readTensorProto(a->t(), ctx.modelDir());
     if (!c)
       return ctx.error(llvm::toString(c.takeError()));
     ctx.setConstant(0, std::move(*c));
@@ -32,8 +32,8 @@ llvm::Error importConstant(NodeContext &ctx) {
     std::vector<int64_t> v(a->ints().begin(), a->ints().end());
     ctx.setConstant(0, ConstTensor::ofInts(DType::I64, {int64_t(v.size())}, v));
   } else if (name == "value_floats") {
-    ConstTensor t = ConstTensor::zeros(
-        TensorType{DType::F32, {int64_t(a->floats_size())}});
+    ConstTensor t =
+        ConstTensor::zeros(TensorType{DType::F32, {int64_t(a->floats_size())}});
     for (int i = 0; i < a->floats_size(); ++i)
       t.set(i, a->floats(i));
     ctx.setConstant(0, std::move(t));
@@ -60,7 +60,7 @@ llvm::Error importConstantOfShape(NodeContext &ctx) {
   }
   double fill = 0;
   if (const auto *a = ctx.attr("value")) {
-    auto v = readTensorProto(a->t(), "");
+    auto v = readTensorProto(a->t(), ctx.modelDir());
     if (!v)
       return ctx.error(llvm::toString(v.takeError()));
     if (v->numel() != 1)
@@ -84,7 +84,8 @@ llvm::Error importShape(NodeContext &ctx) {
 }
 
 llvm::Error importSize(NodeContext &ctx) {
-  ctx.setConstant(0, ConstTensor::ofInts(DType::I64, {}, {ctx.type(0).numel()}));
+  ctx.setConstant(0,
+                  ConstTensor::ofInts(DType::I64, {}, {ctx.type(0).numel()}));
   return llvm::Error::success();
 }
 
@@ -111,7 +112,8 @@ llvm::Error importRange(NodeContext &ctx) {
                      " has more than 2^24 elements (paxc evaluates Range "
                      "while importing)");
   }
-  ConstTensor t = ConstTensor::zeros(TensorType{ctx.type(0).elem, {int64_t(n)}});
+  ConstTensor t =
+      ConstTensor::zeros(TensorType{ctx.type(0).elem, {int64_t(n)}});
   for (int64_t i = 0; i < int64_t(n); ++i)
     t.set(i, start + double(i) * delta);
   ctx.setConstant(0, std::move(t));
@@ -167,7 +169,8 @@ llvm::Error importGather(NodeContext &ctx) {
   op->operands.push_back({ctx.value(1), idxMap});
   op->addResult(TensorType{ctx.type(0).elem, shape}, outMap);
   op->attrs["axis"] = int64_t(*axis);
-  ctx.markWeight(0);
+  if (*axis == 0)
+    ctx.markWeight(0); // an embedding table; other axes pick activations
   return ctx.finish(std::move(op));
 }
 
@@ -189,23 +192,25 @@ llvm::Error importLstm(NodeContext &ctx) {
     h = r.back();
   if (h > kMaxExtent)
     return ctx.error("hidden_size " + llvm::Twine(h) + " is larger than 2^48");
-  if (w[1] != 4 * h || w[2] != in || r[0] != dirs || r[1] != 4 * h ||
-      r[2] != h)
+  if (w[1] != 4 * h || w[2] != in || r[0] != dirs || r[1] != 4 * h || r[2] != h)
     return ctx.error("W " + shapeStr(w) + " and R " + shapeStr(r) +
                      " do not match input size " + llvm::Twine(in) +
                      " and hidden size " + llvm::Twine(h));
   auto op = ctx.newOp(OpKind::Lstm);
-  op->iters = {{"dir", dirs, IterKind::Parallel}, {"s", s, IterKind::Sequential},
-               {"b", b, IterKind::Parallel},      {"g", 4, IterKind::Parallel},
-               {"h", h, IterKind::Parallel},      {"k", in + h, IterKind::Reduction}};
+  op->iters = {
+      {"dir", dirs, IterKind::Parallel}, {"s", s, IterKind::Sequential},
+      {"b", b, IterKind::Parallel},      {"g", 4, IterKind::Parallel},
+      {"h", h, IterKind::Parallel},      {"k", in + h, IterKind::Reduction}};
   enum { D, S, B, G, H, K };
   auto dim = AccessExpr::dim;
   AccessMap xm = batchFirst ? AccessMap{dim(B), dim(S), dim(K)}
                             : AccessMap{dim(S), dim(B), dim(K)};
   op->operands.push_back({ctx.value(0), xm});
-  op->operands.push_back({ctx.value(1), {dim(D), AccessExpr::group({G, H}), dim(K)}});
-  op->operands.push_back({ctx.value(2), {dim(D), AccessExpr::group({G, H}),
-                                         AccessExpr::shifted(K, 1, -in)}});
+  op->operands.push_back(
+      {ctx.value(1), {dim(D), AccessExpr::group({G, H}), dim(K)}});
+  op->operands.push_back(
+      {ctx.value(2),
+       {dim(D), AccessExpr::group({G, H}), AccessExpr::shifted(K, 1, -in)}});
   auto expect = [&](unsigned i, llvm::ArrayRef<int64_t> want) -> llvm::Error {
     if (ctx.shape(i) != want)
       return ctx.error("input " + llvm::Twine(i) + " has shape " +
