@@ -171,6 +171,7 @@ Importer::inputShape(const onnx::ValueInfoProto &vi, bool isData,
       }
     } else if (d.has_dim_param() && !d.dim_param().empty()) {
       auto it = options.dims.find(d.dim_param());
+      usedDims.insert(d.dim_param());
       if (it != options.dims.end())
         v = it->second;
       else if (i == 0 && isData && options.batch)
@@ -242,6 +243,11 @@ llvm::Error Importer::declareInputs() {
       s.weightInput = vi.name();
     slots[vi.name()] = std::move(s);
   }
+  for (const auto &[name, value] : options.dims)
+    if (!usedDims.count(name))
+      warnings.push_back(path + ": --dim " + name +
+                         ": the model has no symbolic dim called '" + name +
+                         "'");
   if (!unbound.empty()) {
     std::string names;
     for (const auto &n : unbound)

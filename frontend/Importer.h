@@ -161,6 +161,8 @@ private:
   llvm::StringMap<Slot> slots;
   llvm::DenseMap<const Value *, Slot *> slotOf;
   llvm::StringSet<> weightInputs;
+  /// Symbolic dims the graph inputs name (to flag an unused --dim).
+  llvm::StringSet<> usedDims;
   llvm::DenseSet<const Global *> computedGlobals;
   /// Types from value_info and ONNX shape inference, computed on first need.
   std::optional<llvm::StringMap<TensorType>> inferred;

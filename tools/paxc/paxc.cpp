@@ -50,11 +50,11 @@ static cl::list<std::string>
                 cl::desc("Bind a symbolic dim: --dim NAME=VALUE (repeatable)"),
                 cl::value_desc("NAME=VALUE"), cl::cat(paxcCategory));
 
-static cl::opt<int64_t> batch(
+static cl::opt<std::string> batch(
     "batch",
     cl::desc(
         "Set the leading (batch) dim of every data input, symbolic or not"),
-    cl::value_desc("N"), cl::init(0), cl::cat(paxcCategory));
+    cl::value_desc("N"), cl::cat(paxcCategory));
 
 static cl::opt<bool> quiet("quiet", cl::desc("Do not print warnings"),
                            cl::cat(paxcCategory));
@@ -84,10 +84,11 @@ int main(int argc, char **argv) {
     options.dims[name.str()] = v;
   }
   if (batch.getNumOccurrences()) {
-    if (batch <= 0)
-      return fail("--batch=" + llvm::Twine(batch) +
-                  ": the batch must be positive");
-    options.batch = batch;
+    int64_t n;
+    if (llvm::StringRef(batch).getAsInteger(10, n) || n <= 0)
+      return fail("--batch=" + batch +
+                  ": the batch must be a positive integer");
+    options.batch = n;
   }
 
   auto imported = importOnnxFile(inputPath, options);
