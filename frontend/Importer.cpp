@@ -100,19 +100,27 @@ void Importer::classifyWeightInputs() {
   llvm::StringSet<> inits;
   for (const auto &t : g.initializer())
     inits.insert(t.name());
+  // Element counts, -1 when unknown or out of range (checked later, with a
+  // message, where the tensor is declared).
+  auto count = [](llvm::ArrayRef<int64_t> dims) -> int64_t {
+    int64_t n = 1;
+    for (int64_t d : dims) {
+      if (d < 0 || (d > 0 && n > kMaxExtent / d))
+        return -1;
+      n *= d;
+    }
+    return n;
+  };
   DeclaredSizes declared;
   for (const auto &vi : g.input()) {
-    int64_t n = 1;
+    llvm::SmallVector<int64_t, 4> dims;
     for (const auto &d : vi.type().tensor_type().shape().dim())
-      n = d.has_dim_value() && n >= 0 ? n * d.dim_value() : -1;
-    declared[vi.name()] = n;
+      dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
+    declared[vi.name()] = count(dims);
   }
-  for (const auto &t : g.initializer()) {
-    int64_t n = 1;
-    for (int64_t d : t.dims())
-      n *= d;
-    declared[t.name()] = n;
-  }
+  for (const auto &t : g.initializer())
+    declared[t.name()] =
+        count(llvm::SmallVector<int64_t, 4>(t.dims().begin(), t.dims().end()));
 
   for (const auto &vi : g.input()) {
     if (inits.count(vi.name()))
