@@ -1,0 +1,104 @@
+//===- DpSolver.h - PaSE's exact dynamic program over a cost graph --------===//
+//
+// PaSE (section III) orders the vertices as a sequence v_1..v_n. For v_i:
+//   - its connected set C(i) is the set of vertices among v_1..v_i reachable
+//     from v_i through vertices of v_1..v_i;
+//   - its dependent set D(i) is the set of neighbours of C(i) after v_i;
+//   - its connected subsets are the components of C(i) minus v_i; each is
+//     C(j) for its last vertex v_j, and D(j) is a subset of D(i) plus v_i.
+// The recurrence (4) fills one table per vertex, keyed by an assignment a of
+// configurations to D(i):
+//   f(i, a) = min over configurations c of v_i of
+//             vertexCost(v_i, c)
+//           + sum over edges (v_i, u), u in D(i), of edgeCost(c, a(u))
+//           + sum over connected subsets j of f(j, a|D(j) with v_i = c).
+// Each edge is paid at its earlier endpoint. The optimum is the sum of
+// f(last, {}) over the connected components; back-substitution in reverse
+// sequence order recovers every vertex's configuration.
+//
+// The work is exponential in the largest dependent set only; GenerateSeq
+// (Fig. 3) picks the order that keeps dependent sets small.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/sharding/CostGraph.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pax {
+
+/// How the DP sequences the vertices.
+enum class VertexOrder {
+  /// PaSE's GenerateSeq: the smallest dependent set first.
+  GenerateSeq,
+  /// Breadth-first from the lowest vertex id: PaSE's baseline.
+  BreadthFirst,
+};
+
+/// Options of solveDp().
+struct DpOptions {
+  VertexOrder order = VertexOrder::GenerateSeq;
+  /// Limit on the DP table entries of all vertices together.
+  uint64_t maxStates = 50'000'000;
+  /// Worker threads; 0 lets TBB choose. The result does not depend on it.
+  unsigned threads = 0;
+  /// Called on the calling thread after each vertex's table, with the
+  /// fraction of the table entries done so far.
+  std::function<void(double fraction)> progress;
+};
+
+/// What a solver did.
+struct DpStats {
+  /// Size of the largest dependent set in the sequence.
+  unsigned largestDependentSet = 0;
+  /// Table entries (DP) or strategies (exhaustive), in total.
+  uint64_t states = 0;
+  /// (entry, configuration) pairs evaluated.
+  uint64_t combinationsEvaluated = 0;
+  /// Wall-clock time of the solve.
+  double seconds = 0;
+  /// Largest number of bytes held by DP tables at any one time.
+  size_t peakTableBytes = 0;
+};
+
+/// An optimal strategy. cost == kInfCost when every strategy is forbidden.
+struct Solution {
+  /// Configuration of each vertex.
+  std::vector<unsigned> strategy;
+  /// evaluate(graph, strategy).
+  int64_t cost = 0;
+  DpStats stats;
+};
+
+/// Finds a strategy of minimum cost with PaSE's DP. Fails on a malformed
+/// graph, or when the tables would hold more than options.maxStates entries;
+/// the error names the vertex with the largest table via \p vertexName.
+/// Deterministic: the result is the same for any thread count.
+llvm::Expected<Solution>
+solveDp(const CostGraph &graph, const DpOptions &options,
+        llvm::function_ref<std::string(unsigned vertex)> vertexName);
+
+/// PaSE's GenerateSeq: repeatedly sequences the vertex whose dependent set
+/// would be smallest, the lowest vertex id on a tie.
+std::vector<unsigned> generateSeq(const CostGraph &graph);
+
+/// Breadth-first order: from the lowest unvisited vertex id, neighbours in
+/// increasing id order.
+std::vector<unsigned> breadthFirstOrder(const CostGraph &graph);
+
+/// The vertex order solveDp uses for \p order.
+std::vector<unsigned> vertexOrder(const CostGraph &graph, VertexOrder order);
+
+/// |D(i)| for each position i of \p order (a permutation of the vertices).
+std::vector<unsigned> dependentSetSizes(const CostGraph &graph,
+                                        llvm::ArrayRef<unsigned> order);
+
+} // namespace pax

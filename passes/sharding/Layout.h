@@ -1,0 +1,65 @@
+//===- Layout.h - Where each block of a tensor lives ----------------------===//
+//
+// An op in configuration c runs on devices 0 .. prod(c)-1, numbered in mixed
+// radix over its split iteration dims in iteration order (the first dim most
+// significant; so the last, innermost splits fall inside a node). Each split
+// factor is factored into prime digits. A tensor's layout says, for every
+// digit of the device id, what that digit selects in the tensor: a block of
+// one tensor dim (at some level of that dim's split), nothing (the tensor is
+// replicated along it), or a partial sum (it is split along a reduction).
+//
+//   matmul <m: 2, k: 4> result [m, n]:  digits (k:2 partial, k:2 partial,
+//                                               m:2 split dim 0 level 0)
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/sharding/ConfigSpace.h"
+
+namespace pax {
+
+/// One prime digit of a device id and what it selects in a tensor.
+struct Digit {
+  enum class Role : uint8_t { Replicated, Split, Partial };
+  int64_t size = 1; ///< a prime
+  Role role = Role::Replicated;
+  int tensorDim = -1; ///< Split: the tensor dim it selects a block of
+  int level = 0;      ///< Split: 0 for the dim's most significant digit
+
+  friend bool operator==(const Digit &a, const Digit &b) {
+    return a.size == b.size && a.role == b.role && a.tensorDim == b.tensorDim &&
+           a.level == b.level;
+  }
+};
+
+/// A tensor's layout over the devices of one op configuration.
+struct TensorLayout {
+  /// Least significant first; their sizes multiply to the device count.
+  llvm::SmallVector<Digit, 8> digits;
+  /// Blocks per tensor dim (the product of its Split digits).
+  llvm::SmallVector<int64_t, 4> parts;
+  /// Consumer side: elements beyond its block each device also reads, per
+  /// tensor dim (a window's halo), before and after the block.
+  llvm::SmallVector<int64_t, 4> haloLo, haloHi;
+  /// A dim read in an irregular way (a concat input, a strided slice): each
+  /// device needs the whole dim. Set on consumer layouts only.
+  bool irregular = false;
+
+  int64_t devices() const;
+  /// Elements of the block one device holds (without halo).
+  int64_t blockElements(const TensorType &t) const;
+  /// "[2, 1] partial 4 x rep 2" for reports and tests.
+  std::string str() const;
+};
+
+/// The layout op's result \p result has when op runs in configuration \p c.
+/// Reduction dims that the result does not index make it partial.
+TensorLayout resultLayout(const Op &op, const Config &c, unsigned result);
+
+/// The layout op needs for operand \p operand in configuration \p c.
+TensorLayout operandLayout(const Op &op, const Config &c, unsigned operand);
+
+/// The prime factors of \p n, ascending.
+llvm::SmallVector<int64_t, 8> primeFactors(int64_t n);
+
+} // namespace pax

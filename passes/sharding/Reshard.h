@@ -1,0 +1,60 @@
+//===- Reshard.h - The one resharding planner -----------------------------===//
+//
+// Given where a producer leaves a tensor and where a consumer needs it, plans
+// the moves: digit by digit of the device id (see Layout.h),
+//
+//   partial    -> replicated  all_reduce      split(i) -> replicated all_gather
+//   partial    -> split       reduce_scatter  split(i) -> split(j) all_to_all
+//   replicated -> split       local slice     window reads            halo
+//   exchange
+//
+// one collective per kind over the digits that need it, in that order.
+// Layouts that do not line up digit by digit (different device counts with
+// different digit sizes) fall back to point-to-point transfers. The cost
+// model prices exactly these plans and insert-collectives emits exactly
+// them, so predicted and performed communication never disagree.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/sharding/Layout.h"
+
+namespace pax {
+
+/// One collective (or local step) of a resharding plan.
+struct ReshardStep {
+  enum class Kind : uint8_t {
+    AllReduce,
+    ReduceScatter,
+    AllToAll,
+    AllGather,
+    Slice,
+    Halo,
+    Broadcast,
+    SendRecv,
+  };
+  Kind kind = Kind::Slice;
+  /// Positions (in the layouts' digit lists) the collective runs across.
+  llvm::SmallVector<unsigned, 4> digits;
+  int64_t groupSize = 1;    ///< devices in one group
+  int64_t groupPerNode = 1; ///< of those, how many share a node
+  /// Bytes of the collective's buffer per device, as NCCL counts them:
+  /// all_reduce and all_to_all the buffer, all_gather the gathered output,
+  /// reduce_scatter the input; halo and send/recv what one device receives.
+  int64_t bytes = 0;
+};
+
+llvm::StringRef reshardStepName(ReshardStep::Kind k);
+
+/// The moves from \p from to \p to of a tensor of type \p t. Devices are
+/// grouped into nodes of \p gpusPerNode consecutive ids.
+llvm::SmallVector<ReshardStep, 4> planReshard(const TensorLayout &from,
+                                              const TensorLayout &to,
+                                              const TensorType &t,
+                                              int64_t gpusPerNode);
+
+/// A layout with its partial digits reduced (what a producer hands on after
+/// reducing its partial sums inside the op).
+TensorLayout reducedLayout(TensorLayout l);
+
+} // namespace pax
