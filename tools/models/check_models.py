@@ -7,12 +7,19 @@
    * ``--weights input`` (static and ``--dynamic``): fed with weights chosen here,
      outputs must match an independent numpy float64 reference implementation, and
      masking must behave (causal models ignore future tokens, BERT ignores padded ones).
+   Inception-v3 (an image model): a batch-1 ``--weights random`` build and a
+   ``constant-of-shape`` build run in onnxruntime (logits [1, 1000], finite), and a
+   ``--dynamic`` ``--weights input`` build fed the random build's weights must give
+   the same logits, row by row, for a batch of 2.
 2. Default sizes: every model is generated through the CLI with ``--weights input``
    into a temporary directory in under 10 s, must pass ``onnx.checker.check_model``
    (with shape inference) and must have exactly the required parameter count, both
    as printed by ``--print-params`` and as summed over its weight inputs. The
    ``constant-of-shape`` builds are checked and counted too, and ``random`` weights
-   must be refused at these sizes.
+   must be refused at these sizes when above the 50M limit (Inception-v3 is below
+   it: its random build must succeed and hold the same count). Inception-v3 must also
+   have torchvision's 23,834,568 trainable parameters plus 2 x (BatchNorm channels)
+   running statistics, torchvision's op counts, and the expected block output shapes.
 
 Run: python3 tools/models/check_models.py   (exits non-zero on the first failure)
 """
@@ -28,7 +35,7 @@ import time
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -40,6 +47,50 @@ EXPECTED_PARAMS = {
     "bert": 109_482_240,
     "llama": 6_738_415_616,
     "lstm": 108_111_632,  # 10000*2048 + 2*(2*4*2048*2048 + 8*2048) + 2048*10000 + 10000
+}
+
+
+def inception_bn_channels() -> int:
+    """Sum of the output channels of torchvision Inception3's BasicConv2d layers
+    (aux logits excluded), i.e. the BatchNorm widths."""
+    stem = [32, 32, 64, 80, 192]
+
+    def block_a(pool_features):
+        return [64, 48, 64, 64, 96, 96, pool_features]
+
+    def block_c(c7):
+        return [192, c7, c7, 192, c7, c7, c7, c7, 192, 192]
+
+    block_b = [384, 64, 96, 96]
+    block_d = [192, 320, 192, 192, 192, 192]
+    block_e = [320, 384, 384, 384, 448, 384, 384, 384, 192]
+    widths = (stem + block_a(32) + block_a(64) + block_a(64) + block_b
+              + block_c(128) + block_c(160) + block_c(160) + block_c(192)
+              + block_d + block_e + block_e)
+    assert len(widths) == 94
+    return sum(widths)
+
+
+INCEPTION_TRAINABLE = 23_834_568  # torchvision inception_v3(aux_logits=False)
+INCEPTION_BN_CHANNELS = inception_bn_channels()  # 17,216
+EXPECTED_PARAMS["inception_v3"] = INCEPTION_TRAINABLE + 2 * INCEPTION_BN_CHANNELS
+IMAGE_MODELS = {"inception_v3"}
+IMAGE_INPUT = "input"  # the image input of IMAGE_MODELS
+EXPECTED_OPS = {
+    "inception_v3": {"Conv": 94, "BatchNormalization": 94, "Relu": 94, "Concat": 15,
+                     "AveragePool": 9, "MaxPool": 4, "GlobalAveragePool": 1, "Dropout": 1,
+                     "Flatten": 1, "Gemm": 1},
+}
+# Output shapes (without batch) of the inception blocks, from torchvision's comments.
+INCEPTION_SHAPES = {
+    "/maxpool1/MaxPool": [64, 73, 73], "/maxpool2/MaxPool": [192, 35, 35],
+    "/Mixed_5b/Concat": [256, 35, 35], "/Mixed_5c/Concat": [288, 35, 35],
+    "/Mixed_5d/Concat": [288, 35, 35], "/Mixed_6a/Concat": [768, 17, 17],
+    "/Mixed_6b/Concat": [768, 17, 17], "/Mixed_6e/Concat": [768, 17, 17],
+    "/Mixed_7a/Concat": [1280, 8, 8], "/Mixed_7b/Concat": [768, 8, 8],
+    "/Mixed_7b/Concat_1": [768, 8, 8], "/Mixed_7b/Concat_2": [2048, 8, 8],
+    "/Mixed_7c/Concat_2": [2048, 8, 8],
+    "/avgpool/GlobalAveragePool": [2048, 1, 1], "/Flatten": [2048],
 }
 DEFAULT_BUILD_SECONDS = 10.0
 
@@ -312,10 +363,47 @@ def check_small(name: str) -> None:
     print(f"  {name}: small configs ok ({built.params:,} params, {len(built.model.graph.node)} nodes)")
 
 
-def weight_input_elements(model: onnx.ModelProto) -> int:
-    """Total elements of the float graph inputs (the weights in --weights input)."""
+def check_small_image(name: str) -> None:
+    """Image models at batch 1 (random, constant-of-shape) and a dynamic batch of 2."""
+    rng = np.random.default_rng(1234)
+    config = pm.make_config(name, batch=1)
+    images = rng.standard_normal((2, 3, pm.INCEPTION_IMAGE, pm.INCEPTION_IMAGE),
+                                 dtype=np.float32)
+    shape = {"logits": (1, pm.INCEPTION_CLASSES)}
+    built = {}
+    for weights in ("random", "constant-of-shape"):
+        built[weights] = pm.build_model(config, weights, seed=7)
+        onnx.checker.check_model(built[weights].model, full_check=True)
+        params = built[weights].params
+        assert params == EXPECTED_PARAMS[name], f"{name} small {weights}: {params:,}"
+        outputs = run(built[weights].model, {"input": images[:1]})
+        check_outputs(outputs, shape, f"{name} small {weights}")
+        if weights == "random":
+            logits = outputs["logits"]
+    random_model = built["random"].model
+    assert np.ptp(logits) > 0, f"{name} small random: logits are constant"
+    # The dynamic weights-as-inputs build must be the same graph: feed it the random
+    # build's initializers and a batch of 2 whose first image is the one run above.
+    dynamic = pm.build_model(pm.make_config(name, dynamic=True), "input")
+    onnx.checker.check_model(dynamic.model, full_check=True)
+    assert dynamic.params == weight_input_elements(dynamic.model)
+    feeds = {t.name: numpy_helper.to_array(t) for t in random_model.graph.initializer}
+    feeds = {v.name: feeds[v.name] for v in dynamic.model.graph.input if v.name != "input"}
+    both = run(dynamic.model, {"input": images, **feeds})
+    check_outputs(both, {"logits": (2, pm.INCEPTION_CLASSES)}, f"{name} small dynamic")
+    error = np.abs(both["logits"][:1] - logits).max() / np.abs(logits).max()
+    assert error < REL_TOLERANCE, f"{name} small dynamic: differs from static (rel {error:.2e})"
+    print(f"  {name}: small configs ok (batch 1 and dynamic 2, {dynamic.params:,} params, "
+          f"{len(random_model.graph.node)} nodes)")
+
+
+def weight_input_elements(model: onnx.ModelProto, only=lambda name: True) -> int:
+    """Total elements of the float graph inputs (the weights in --weights input), the
+    image input of image models excluded; ``only`` filters by weight name."""
     return sum(math.prod(d.dim_value for d in v.type.tensor_type.shape.dim)
-               for v in model.graph.input if v.type.tensor_type.elem_type == TensorProto.FLOAT)
+               for v in model.graph.input
+               if v.type.tensor_type.elem_type == TensorProto.FLOAT and v.name != IMAGE_INPUT
+               and only(v.name))
 
 
 def constant_of_shape_weight_elements(model: onnx.ModelProto) -> int:
@@ -352,23 +440,70 @@ def check_default(name: str, tmp: str) -> collections.Counter:
     assert light.params == counted == EXPECTED_PARAMS[name], \
         f"{name}: constant-of-shape build has {counted:,} weight elements"
 
-    try:
-        pm.build_model(pm.make_config(name), "random")
-    except ValueError:
-        pass
+    if EXPECTED_PARAMS[name] > pm.RANDOM_PARAM_LIMIT:
+        try:
+            pm.build_model(pm.make_config(name), "random")
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(f"{name}: random weights were not refused at default size")
     else:
-        raise AssertionError(f"{name}: random weights were not refused at default size")
+        heavy = pm.build_model(pm.make_config(name), "random")
+        counted = sum(math.prod(t.dims) for t in heavy.model.graph.initializer
+                      if t.data_type == TensorProto.FLOAT and t.dims)
+        assert heavy.params == counted == EXPECTED_PARAMS[name], \
+            f"{name}: random build has {counted:,} weight elements"
+
+    ops = collections.Counter(n.op_type for n in model.graph.node)
+    if name in EXPECTED_OPS:
+        assert ops == EXPECTED_OPS[name], f"{name}: op counts {dict(ops)}"
+    if name == "inception_v3":
+        check_inception_default(model)
 
     print(f"  {name}: default ok in {seconds:.2f} s ({printed:,} params, "
           f"{os.path.getsize(path):,} bytes, opset {model.opset_import[0].version}, "
           f"ir {model.ir_version})")
-    return collections.Counter(n.op_type for n in model.graph.node)
+    return ops
+
+
+def check_inception_default(model: onnx.ModelProto) -> None:
+    """Trainable / BatchNorm-statistics split, opset, input and block output shapes."""
+    stats = weight_input_elements(model, lambda n: n.endswith((".running_mean", ".running_var")))
+    trainable = weight_input_elements(model) - stats
+    assert trainable == INCEPTION_TRAINABLE, f"inception_v3: {trainable:,} trainable params"
+    assert stats == 2 * INCEPTION_BN_CHANNELS, f"inception_v3: {stats:,} BatchNorm statistics"
+    assert (model.opset_import[0].version, model.ir_version) == (13, 7)
+    batch = pm.PRESETS["inception_v3"]["batch"]
+    image = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    assert image == [batch, 3, 299, 299], f"inception_v3: input {image}"
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    nodes = {n.name: n for n in model.graph.node}
+    for node, shape in INCEPTION_SHAPES.items():
+        got = shapes[nodes[node].output[0]]
+        assert got == [batch] + shape, f"inception_v3: {node} has shape {got}"
+    assert shapes["logits"] == [batch, 1000], f"inception_v3: logits {shapes['logits']}"
+    gemm = nodes["/fc/Gemm"]
+    assert {a.name: helper.get_attribute_value(a) for a in gemm.attribute}.get("transB") == 1
+    for n in model.graph.node:
+        attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        if n.op_type == "AveragePool":
+            assert attrs["count_include_pad"] == 1 and attrs["pads"] == [1, 1, 1, 1] \
+                and attrs["kernel_shape"] == [3, 3] and attrs["strides"] == [1, 1], n.name
+        elif n.op_type == "MaxPool":
+            assert attrs["kernel_shape"] == [3, 3] and attrs["strides"] == [2, 2], n.name
+        elif n.op_type == "Conv":
+            assert len(n.input) == 2, f"{n.name} has a bias"
 
 
 def main() -> int:
     print("small configurations:")
     for name in pm.MODELS:
-        check_small(name)
+        if name in IMAGE_MODELS:
+            check_small_image(name)
+        else:
+            check_small(name)
     print("default sizes:")
     with tempfile.TemporaryDirectory() as tmp:
         for name in pm.MODELS:

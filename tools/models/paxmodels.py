@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Exporter-style ONNX language-model generators for paxc.
+"""Exporter-style ONNX model generators for paxc.
 
-Builds GPT-2, BERT, Llama and an LSTM language model with ``onnx.helper``, laid out the
-way PyTorch / Hugging Face exports look: node names follow the module hierarchy
-("/transformer/h.0/attn/MatMul"), weights are named after the PyTorch state dict
-("transformer.h.0.attn.c_attn.weight"), norms and activations are decomposed the way
-the exporter writes them at the model's opset, and shape / axes / scalar constants
-are initializers.
+Builds GPT-2, BERT, Llama, an LSTM language model and Inception-v3 with ``onnx.helper``,
+laid out the way PyTorch / Hugging Face exports look: node names follow the module
+hierarchy ("/transformer/h.0/attn/MatMul", "/Mixed_5b/branch1x1/conv/Conv"), weights are
+named after the PyTorch state dict ("transformer.h.0.attn.c_attn.weight"), norms and
+activations are decomposed the way the exporter writes them at the model's opset, and
+shape / axes / scalar constants are initializers.
 
 Weights can be materialized three ways (``--weights``):
 
@@ -15,15 +15,19 @@ Weights can be materialized three ways (``--weights``):
 * ``constant-of-shape``: every weight is a ``ConstantOfShape`` node filled with 0.02,
   like ONNX's "light" models;
 * ``random``: every weight is an initializer holding seeded random values (normal with
-  standard deviation 0.02; norm scales are 1 plus that). Refused above 50M parameters.
+  standard deviation 0.02; norm scales and BatchNorm running variances are 1 plus
+  that). Refused above 50M parameters.
 
 Batch and sequence length are fixed in the graph unless ``--dynamic`` is given, in
 which case the token inputs get the symbolic dims "batch" and "seq" and every shape
-that depends on them is computed in the graph (Shape -> Gather -> Concat / Range).
+that depends on them is computed in the graph (Shape -> Gather -> Concat / Range);
+Inception-v3's image input gets the symbolic dim "batch" (no shape is computed).
 
 The parameter count is the total number of elements of all weight tensors; tied
 weights (GPT-2's lm head reuses ``transformer.wte.weight``) count once, and buffers
-(causal masks, rotary ``inv_freq``, position ids) are not parameters.
+(causal masks, rotary ``inv_freq``, position ids) are not parameters, except that
+BatchNorm running means and variances are counted (Inception-v3: 23,834,568 trainable
+parameters + 2 x 17,216 BatchNorm statistics = 23,869,000).
 
 Usage::
 
@@ -32,8 +36,10 @@ Usage::
         [--dynamic] [--weights input|constant-of-shape|random] [--seed N]
         [--print-params]
 
-MODEL is one of gpt2 (GPT-2 small), bert (BERT-base with pooler), llama (Llama-7B) or
-lstm (2-layer LSTM LM, hidden 2048, vocab 10000).
+MODEL is one of gpt2 (GPT-2 small), bert (BERT-base with pooler), llama (Llama-7B),
+lstm (2-layer LSTM LM, hidden 2048, vocab 10000) or inception_v3 (torchvision's
+Inception-v3 without aux logits, input [B, 3, 299, 299], batch 32 by default; only
+--batch applies).
 """
 
 import argparse
@@ -72,19 +78,20 @@ PRESETS: Dict[str, Dict[str, int]] = {
     "llama": dict(layers=32, hidden=4096, heads=32, ffn=11008, vocab=32000,
                   batch=1, seq=2048),
     "lstm": dict(layers=2, hidden=2048, vocab=10000, batch=20, seq=35),
+    "inception_v3": dict(batch=32),
 }
 
 
 @dataclass(frozen=True)
 class Config:
-    """Sizes of one model. ``heads``/``ffn``/``positions`` are 0 where unused."""
+    """Sizes of one model. Sizes that do not apply to the model are 0."""
 
     model: str
-    layers: int
-    hidden: int
-    vocab: int
     batch: int
-    seq: int
+    layers: int = 0
+    hidden: int = 0
+    vocab: int = 0
+    seq: int = 0
     heads: int = 0
     ffn: int = 0
     positions: int = 0
@@ -98,6 +105,10 @@ class Config:
     def token_dims(self) -> List[Union[int, str]]:
         """Batch and sequence dims of the token inputs, as written in value infos."""
         return ["batch", "seq"] if self.dynamic else [self.batch, self.seq]
+
+    def batch_dim(self) -> Union[int, str]:
+        """Batch dim of an image input, as written in value infos."""
+        return "batch" if self.dynamic else self.batch
 
 
 def make_config(model: str, dynamic: bool = False, **sizes: Optional[int]) -> Config:
@@ -205,6 +216,12 @@ class GraphBuilder:
                                                          config.token_dims()))
         return name
 
+    def image_input(self, name: str, dims: Sequence[Union[int, str]]) -> str:
+        """Declare a float32 graph input (an image batch)."""
+        self._tensor_names.add(name)
+        self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(dims)))
+        return name
+
     def output(self, tensor: str, name: str, dims: Sequence[Union[int, str]]) -> None:
         """Expose float ``tensor`` as graph output ``name`` (renaming it in the graph)."""
         for node in self.nodes:
@@ -217,7 +234,8 @@ class GraphBuilder:
     def weight(self, name: str, shape: Sequence[int], scale: bool = False) -> str:
         """Declare a float32 parameter tensor and count its elements.
 
-        ``scale`` marks norm gains, which random mode centers on 1 instead of 0.
+        ``scale`` marks norm gains and BatchNorm running variances, which random mode
+        centers on 1 instead of 0 (so variances stay positive).
         """
         shape = [int(d) for d in shape]
         self.param_count += math.prod(shape)
@@ -627,6 +645,174 @@ def lstm_graph(g: GraphBuilder, c: Config) -> None:
 
 
 # --------------------------------------------------------------------------------
+# Inception-v3 (opset 13)
+# --------------------------------------------------------------------------------
+
+INCEPTION_BN_EPS = 1e-3  # torchvision's BasicConv2d: BatchNorm2d(eps=0.001)
+INCEPTION_BN_MOMENTUM = 0.9  # 1 - PyTorch's momentum 0.1, as the exporter writes it
+INCEPTION_IMAGE = 299
+INCEPTION_CLASSES = 1000
+INCEPTION_DROPOUT = 0.5
+
+Pair = Union[int, Sequence[int]]
+
+
+def _pair(v: Pair) -> List[int]:
+    return [v, v] if isinstance(v, int) else list(v)
+
+
+class Inception:
+    """Writes torchvision's Inception3 into a GraphBuilder.
+
+    Tracks the channel count of every tensor so each BasicConv2d knows its input
+    width; ``conv`` is one BasicConv2d (Conv without bias -> BatchNormalization ->
+    Relu) named after its module path ("Mixed_5b.branch1x1").
+    """
+
+    def __init__(self, g: GraphBuilder):
+        self.g = g
+        self.channels: Dict[str, int] = {}
+
+    def conv(self, x: str, module: str, out_ch: int, kernel: Pair, stride: Pair = 1,
+             padding: Pair = 0) -> str:
+        g = self.g
+        kh, kw = _pair(kernel)
+        ph, pw = _pair(padding)
+        in_ch = self.channels[x]
+        scope = "/" + module.replace(".", "/")
+        w = g.weight(f"{module}.conv.weight", [out_ch, in_ch, kh, kw])
+        y = g.op("Conv", [x, w], f"{scope}/conv", dilations=[1, 1], group=1,
+                 kernel_shape=[kh, kw], pads=[ph, pw, ph, pw], strides=_pair(stride))
+        bn = [g.weight(f"{module}.bn.weight", [out_ch], scale=True),
+              g.weight(f"{module}.bn.bias", [out_ch]),
+              g.weight(f"{module}.bn.running_mean", [out_ch]),
+              g.weight(f"{module}.bn.running_var", [out_ch], scale=True)]
+        y = g.op("BatchNormalization", [y] + bn, f"{scope}/bn", epsilon=INCEPTION_BN_EPS,
+                 momentum=INCEPTION_BN_MOMENTUM)
+        y = g.op("Relu", [y], scope)
+        self.channels[y] = out_ch
+        return y
+
+    def max_pool(self, x: str, scope: str) -> str:
+        """max_pool2d(kernel_size=3, stride=2)."""
+        y = self.g.op("MaxPool", [x], scope, ceil_mode=0, kernel_shape=[3, 3],
+                      pads=[0, 0, 0, 0], strides=[2, 2])
+        self.channels[y] = self.channels[x]
+        return y
+
+    def avg_pool(self, x: str, scope: str) -> str:
+        """avg_pool2d(kernel_size=3, stride=1, padding=1), padding counted."""
+        y = self.g.op("AveragePool", [x], scope, ceil_mode=0, count_include_pad=1,
+                      kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1])
+        self.channels[y] = self.channels[x]
+        return y
+
+    def concat(self, xs: Sequence[str], scope: str) -> str:
+        y = self.g.op("Concat", list(xs), scope, axis=1)
+        self.channels[y] = sum(self.channels[x] for x in xs)
+        return y
+
+    # -- blocks (torchvision.models.inception) ------------------------------------
+
+    def block_a(self, x: str, m: str, pool_features: int) -> str:
+        """InceptionA: 1x1 | 1x1-5x5 | 1x1-3x3-3x3 | avgpool-1x1."""
+        b1 = self.conv(x, f"{m}.branch1x1", 64, 1)
+        b5 = self.conv(x, f"{m}.branch5x5_1", 48, 1)
+        b5 = self.conv(b5, f"{m}.branch5x5_2", 64, 5, padding=2)
+        b3 = self.conv(x, f"{m}.branch3x3dbl_1", 64, 1)
+        b3 = self.conv(b3, f"{m}.branch3x3dbl_2", 96, 3, padding=1)
+        b3 = self.conv(b3, f"{m}.branch3x3dbl_3", 96, 3, padding=1)
+        bp = self.conv(self.avg_pool(x, f"/{m}"), f"{m}.branch_pool", pool_features, 1)
+        return self.concat([b1, b5, b3, bp], f"/{m}")
+
+    def block_b(self, x: str, m: str) -> str:
+        """InceptionB (grid 35 -> 17): 3x3/2 | 1x1-3x3-3x3/2 | maxpool/2."""
+        b3 = self.conv(x, f"{m}.branch3x3", 384, 3, stride=2)
+        bd = self.conv(x, f"{m}.branch3x3dbl_1", 64, 1)
+        bd = self.conv(bd, f"{m}.branch3x3dbl_2", 96, 3, padding=1)
+        bd = self.conv(bd, f"{m}.branch3x3dbl_3", 96, 3, stride=2)
+        bp = self.max_pool(x, f"/{m}")
+        return self.concat([b3, bd, bp], f"/{m}")
+
+    def block_c(self, x: str, m: str, c7: int) -> str:
+        """InceptionC: 1x1 | 1x1-1x7-7x1 | 1x1-7x1-1x7-7x1-1x7 | avgpool-1x1."""
+        b1 = self.conv(x, f"{m}.branch1x1", 192, 1)
+        b7 = self.conv(x, f"{m}.branch7x7_1", c7, 1)
+        b7 = self.conv(b7, f"{m}.branch7x7_2", c7, (1, 7), padding=(0, 3))
+        b7 = self.conv(b7, f"{m}.branch7x7_3", 192, (7, 1), padding=(3, 0))
+        bd = self.conv(x, f"{m}.branch7x7dbl_1", c7, 1)
+        bd = self.conv(bd, f"{m}.branch7x7dbl_2", c7, (7, 1), padding=(3, 0))
+        bd = self.conv(bd, f"{m}.branch7x7dbl_3", c7, (1, 7), padding=(0, 3))
+        bd = self.conv(bd, f"{m}.branch7x7dbl_4", c7, (7, 1), padding=(3, 0))
+        bd = self.conv(bd, f"{m}.branch7x7dbl_5", 192, (1, 7), padding=(0, 3))
+        bp = self.conv(self.avg_pool(x, f"/{m}"), f"{m}.branch_pool", 192, 1)
+        return self.concat([b1, b7, bd, bp], f"/{m}")
+
+    def block_d(self, x: str, m: str) -> str:
+        """InceptionD (grid 17 -> 8): 1x1-3x3/2 | 1x1-1x7-7x1-3x3/2 | maxpool/2."""
+        b3 = self.conv(x, f"{m}.branch3x3_1", 192, 1)
+        b3 = self.conv(b3, f"{m}.branch3x3_2", 320, 3, stride=2)
+        b7 = self.conv(x, f"{m}.branch7x7x3_1", 192, 1)
+        b7 = self.conv(b7, f"{m}.branch7x7x3_2", 192, (1, 7), padding=(0, 3))
+        b7 = self.conv(b7, f"{m}.branch7x7x3_3", 192, (7, 1), padding=(3, 0))
+        b7 = self.conv(b7, f"{m}.branch7x7x3_4", 192, 3, stride=2)
+        bp = self.max_pool(x, f"/{m}")
+        return self.concat([b3, b7, bp], f"/{m}")
+
+    def block_e(self, x: str, m: str) -> str:
+        """InceptionE: 1x1 | 1x1-(1x3, 3x1) | 1x1-3x3-(1x3, 3x1) | avgpool-1x1."""
+        b1 = self.conv(x, f"{m}.branch1x1", 320, 1)
+        b3 = self.conv(x, f"{m}.branch3x3_1", 384, 1)
+        b3 = self.concat([self.conv(b3, f"{m}.branch3x3_2a", 384, (1, 3), padding=(0, 1)),
+                          self.conv(b3, f"{m}.branch3x3_2b", 384, (3, 1), padding=(1, 0))],
+                         f"/{m}")
+        bd = self.conv(x, f"{m}.branch3x3dbl_1", 448, 1)
+        bd = self.conv(bd, f"{m}.branch3x3dbl_2", 384, 3, padding=1)
+        bd = self.concat([self.conv(bd, f"{m}.branch3x3dbl_3a", 384, (1, 3), padding=(0, 1)),
+                          self.conv(bd, f"{m}.branch3x3dbl_3b", 384, (3, 1), padding=(1, 0))],
+                         f"/{m}")
+        bp = self.conv(self.avg_pool(x, f"/{m}"), f"{m}.branch_pool", 192, 1)
+        return self.concat([b1, b3, bd, bp], f"/{m}")
+
+
+def inception_v3_graph(g: GraphBuilder, c: Config) -> None:
+    """torchvision inception_v3(aux_logits=False, transform_input=False), eval mode.
+
+    [B, 3, 299, 299] -> stem (5 convs, 2 max pools) -> Mixed_5b..5d (InceptionA, 35x35)
+    -> Mixed_6a (InceptionB) -> Mixed_6b..6e (InceptionC, 17x17) -> Mixed_7a
+    (InceptionD) -> Mixed_7b, 7c (InceptionE, 8x8) -> GlobalAveragePool -> Dropout ->
+    Flatten -> fc (Gemm, transB=1) -> [B, 1000] logits.
+    """
+    net = Inception(g)
+    x = g.image_input("input", [c.batch_dim(), 3, INCEPTION_IMAGE, INCEPTION_IMAGE])
+    net.channels[x] = 3
+    x = net.conv(x, "Conv2d_1a_3x3", 32, 3, stride=2)
+    x = net.conv(x, "Conv2d_2a_3x3", 32, 3)
+    x = net.conv(x, "Conv2d_2b_3x3", 64, 3, padding=1)
+    x = net.max_pool(x, "/maxpool1")
+    x = net.conv(x, "Conv2d_3b_1x1", 80, 1)
+    x = net.conv(x, "Conv2d_4a_3x3", 192, 3)
+    x = net.max_pool(x, "/maxpool2")
+    for module, pool_features in (("Mixed_5b", 32), ("Mixed_5c", 64), ("Mixed_5d", 64)):
+        x = net.block_a(x, module, pool_features)
+    x = net.block_b(x, "Mixed_6a")
+    for module, c7 in (("Mixed_6b", 128), ("Mixed_6c", 160), ("Mixed_6d", 160),
+                       ("Mixed_6e", 192)):
+        x = net.block_c(x, module, c7)
+    x = net.block_d(x, "Mixed_7a")
+    x = net.block_e(x, "Mixed_7b")
+    x = net.block_e(x, "Mixed_7c")
+    width = net.channels[x]  # 2048
+    x = g.op("GlobalAveragePool", [x], "/avgpool")
+    x = g.op("Dropout", [x, g.scalar(INCEPTION_DROPOUT, "dropout_ratio")], "/dropout")
+    x = g.op("Flatten", [x], "", axis=1)
+    fc_w = g.weight("fc.weight", [INCEPTION_CLASSES, width])  # [out, in]
+    fc_b = g.weight("fc.bias", [INCEPTION_CLASSES])
+    logits = g.op("Gemm", [x, fc_w, fc_b], "/fc", alpha=1.0, beta=1.0, transB=1)
+    g.output(logits, "logits", [c.batch_dim(), INCEPTION_CLASSES])
+
+
+# --------------------------------------------------------------------------------
 # Entry points
 # --------------------------------------------------------------------------------
 
@@ -644,6 +830,7 @@ MODELS: Dict[str, ModelSpec] = {
     "bert": ModelSpec(bert_graph, opset=17, ir_version=9),
     "llama": ModelSpec(llama_graph, opset=18, ir_version=10),
     "lstm": ModelSpec(lstm_graph, opset=11, ir_version=7),
+    "inception_v3": ModelSpec(inception_v3_graph, opset=13, ir_version=7),
 }
 
 
