@@ -90,9 +90,14 @@ static bool processChunk(llvm::StringRef text, llvm::raw_ostream &os,
       llvm::Timer timer(pass->argument(), pass->argument(), timers);
       llvm::TimeRegion region(timePasses ? &timer : nullptr);
       if (auto err = pass->run(*m, ctx)) {
-        sm.PrintMessage(
-            llvm::SMLoc::getFromPointer(text.data()), llvm::SourceMgr::DK_Error,
-            pass->argument() + ": " + llvm::toString(std::move(err)));
+        // Point at this input's first token, inside the SourceMgr's copy.
+        llvm::StringRef body = sm.getMemoryBuffer(buf)->getBuffer();
+        size_t first = body.find_first_not_of(" \t\r\n");
+        sm.PrintMessage(llvm::SMLoc::getFromPointer(
+                            body.data() + std::min(first, body.size())),
+                        llvm::SourceMgr::DK_Error,
+                        pass->argument() + ": " +
+                            llvm::toString(std::move(err)));
         return false;
       }
     }
@@ -111,7 +116,8 @@ static bool processChunk(llvm::StringRef text, llvm::raw_ostream &os,
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(optCategory);
-  cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "paxc-opt 0.1.0\n"; });
+  cl::SetVersionPrinter(
+      [](llvm::raw_ostream &os) { os << "paxc-opt 0.1.0\n"; });
   cl::ParseCommandLineOptions(argc, argv,
                               "paxc-opt: run passes on paxc IR (.pir) files\n");
   if (listPasses) {

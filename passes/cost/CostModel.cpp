@@ -1,0 +1,182 @@
+//===- CostModel.cpp - Predicted step time and memory of a strategy -------===//
+#include "passes/cost/CostModel.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+namespace pax {
+
+/// Backward of a forward pass costs about twice the forward pass: a
+/// gradient for the inputs and one for the weights.
+static constexpr double kBackwardFactor = 2.0;
+
+double CostModel::collective(ReshardStep::Kind kind, int64_t groupSize,
+                             int64_t groupPerNode, double bytes) const {
+  if (groupSize <= 1 || bytes <= 0)
+    return 0;
+  Group g{unsigned(groupSize), unsigned(std::max<int64_t>(groupPerNode, 1))};
+  switch (kind) {
+  case ReshardStep::Kind::AllReduce:
+    return allReduce(cluster, g, bytes);
+  case ReshardStep::Kind::ReduceScatter:
+    return reduceScatter(cluster, g, bytes);
+  case ReshardStep::Kind::AllGather:
+    return allGather(cluster, g, bytes);
+  case ReshardStep::Kind::AllToAll:
+    return allToAll(cluster, g, bytes);
+  case ReshardStep::Kind::Broadcast:
+    return broadcast(cluster, g, bytes);
+  case ReshardStep::Kind::Halo:
+  case ReshardStep::Kind::SendRecv:
+    return sendRecv(cluster, groupPerNode < groupSize, bytes);
+  case ReshardStep::Kind::Slice:
+    return 0;
+  }
+  llvm_unreachable("unknown step kind");
+}
+
+double CostModel::stepSeconds(const ReshardStep &s) const {
+  return collective(s.kind, s.groupSize, s.groupPerNode, double(s.bytes));
+}
+
+double CostModel::planSeconds(llvm::ArrayRef<ReshardStep> plan) const {
+  double t = 0;
+  for (const ReshardStep &s : plan)
+    t += stepSeconds(s);
+  return t;
+}
+
+/// The layout of the gradient a consumer produces for its operand: partial
+/// over every digit along which it read the operand replicated.
+static TensorLayout gradientLayout(TensorLayout l) {
+  for (Digit &d : l.digits)
+    if (d.role == Digit::Role::Replicated)
+      d.role = Digit::Role::Partial;
+  l.haloLo.assign(l.haloLo.size(), 0);
+  l.haloHi.assign(l.haloHi.size(), 0);
+  l.irregular = false;
+  return l;
+}
+
+std::pair<llvm::SmallVector<ReshardStep, 4>, llvm::SmallVector<ReshardStep, 4>>
+CostModel::edgePlans(const TensorLayout &from, const TensorLayout &to,
+                     const TensorType &t) const {
+  auto forward = planReshard(from, to, t, cluster.gpusPerNode);
+  llvm::SmallVector<ReshardStep, 4> backward;
+  if (mode == CostMode::Train && isFloat(t.elem))
+    backward = planReshard(gradientLayout(to), from, t, cluster.gpusPerNode);
+  return {forward, backward};
+}
+
+double CostModel::edgeSeconds(const TensorLayout &from, const TensorLayout &to,
+                              const TensorType &t) const {
+  auto [forward, backward] = edgePlans(from, to, t);
+  return planSeconds(forward) + planSeconds(backward);
+}
+
+/// Elements of an op's iteration space one device computes.
+static double pointsPerDevice(const Op &op, const Config &c) {
+  return op.flops() / double(configDevices(c));
+}
+
+/// Reducing partial sums (red dims the result does not index) and the
+/// statistics of normalizations (red dims the result keeps) inside the op.
+double CostModel::reduceInside(const Op &op, const Config &c) const {
+  double t = 0;
+  for (unsigned r = 0; r < op.results.size(); ++r) {
+    TensorLayout l = resultLayout(op, c, r);
+    const TensorType &type = op.results[r].value->type;
+    int64_t partial = 1, stats = 1, perNode = 1, pos = 1;
+    for (const Digit &d : l.digits) {
+      bool intra = pos * d.size <= int64_t(cluster.gpusPerNode);
+      if (d.role == Digit::Role::Partial) {
+        partial *= d.size;
+        perNode *= intra ? d.size : 1;
+      }
+      pos *= d.size;
+    }
+    double bytes = double(l.blockElements(type)) * dtypeBytes(type.elem);
+    t += collective(ReshardStep::Kind::AllReduce, partial, perNode, bytes);
+    // A normalized dim that is split: its statistics (max and sum, or mean
+    // and variance: two small all-reduces, one value per row) cross it.
+    double rows = double(l.blockElements(type));
+    for (size_t i = 0; i < op.results[r].map.size(); ++i) {
+      const AccessExpr &e = op.results[r].map[i];
+      if (e.dims.empty() || op.iters[e.dims[0]].kind != IterKind::Reduction)
+        continue;
+      stats *= c[e.dims[0]];
+      rows /= double(std::max<int64_t>(1, type.shape[i] / l.parts[i]));
+    }
+    if (stats > 1)
+      t += 2 * collective(ReshardStep::Kind::AllReduce, stats,
+                          std::min<int64_t>(stats, cluster.gpusPerNode),
+                          rows * 4);
+  }
+  return t;
+}
+
+/// Training: the gradient of a weight replicated across some of the op's
+/// devices is summed across them (Parallax's dense aggregation).
+double CostModel::gradientSync(const Op &op, const Config &c) const {
+  double t = 0;
+  for (unsigned k = 0; k < op.operands.size(); ++k) {
+    const Value *v = op.operands[k].value;
+    if (!v->global || !v->global->isParameter)
+      continue;
+    TensorLayout l = operandLayout(op, c, k);
+    int64_t rep = 1, perNode = 1, pos = 1;
+    for (const Digit &d : l.digits) {
+      if (d.role == Digit::Role::Replicated) {
+        rep *= d.size;
+        perNode *= pos * d.size <= int64_t(cluster.gpusPerNode) ? d.size : 1;
+      }
+      pos *= d.size;
+    }
+    double bytes = double(l.blockElements(v->type)) * dtypeBytes(v->type.elem);
+    t += collective(ReshardStep::Kind::AllReduce, rep, perNode, bytes);
+  }
+  return t;
+}
+
+OpCost CostModel::opCost(const Op &op, const Config &c) const {
+  OpCost cost;
+  double passes = mode == CostMode::Train ? 1 + kBackwardFactor : 1;
+  cost.compute = passes * computeSeconds(cluster, pointsPerDevice(op, c));
+  // Reducing partial sums needs nothing on the way back (the gradient of a
+  // sum reaches every term as is).
+  cost.communication = reduceInside(op, c);
+  if (mode == CostMode::Train)
+    cost.communication += gradientSync(op, c);
+  return cost;
+}
+
+llvm::SmallVector<ReshardStep, 4>
+CostModel::edgePlan(const Op &producer, unsigned result, const Config &pc,
+                    const Op &consumer, unsigned operand,
+                    const Config &cc) const {
+  TensorLayout from = reducedLayout(resultLayout(producer, pc, result));
+  TensorLayout to = operandLayout(consumer, cc, operand);
+  return planReshard(from, to, producer.results[result].value->type,
+                     cluster.gpusPerNode);
+}
+
+double CostModel::memoryBytes(const Op &op, const Config &c) const {
+  bool train = mode == CostMode::Train;
+  double bytes = 0;
+  for (unsigned k = 0; k < op.operands.size(); ++k) {
+    const Value *v = op.operands[k].value;
+    if (!v->global || !v->global->isParameter)
+      continue;
+    double block = double(operandLayout(op, c, k).blockElements(v->type)) *
+                   dtypeBytes(v->type.elem);
+    // Weights, and when training their gradients and two Adam moments.
+    bytes += block * (train ? 4 : 1);
+  }
+  for (unsigned r = 0; r < op.results.size(); ++r) {
+    const TensorType &t = op.results[r].value->type;
+    bytes +=
+        double(resultLayout(op, c, r).blockElements(t)) * dtypeBytes(t.elem);
+  }
+  return bytes;
+}
+
+} // namespace pax

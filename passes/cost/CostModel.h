@@ -1,0 +1,86 @@
+//===- CostModel.h - Predicted step time and memory of a strategy ---------===//
+//
+// PaSE's cost (eq. 1), extended: the cost of a strategy is the sum over ops
+// of the op's cost in its configuration (compute of the largest part at the
+// device's rate, plus the communication inside the op: reducing partial
+// sums, normalization statistics, and in training the gradient
+// synchronization of replicated weights) plus the sum over edges of the
+// resharding cost between producer and consumer (the plan of
+// planReshard, priced with the alpha-beta collective model; in training also
+// its transpose for the gradient going back).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/cost/Cluster.h"
+#include "passes/cost/Collectives.h"
+#include "passes/sharding/Reshard.h"
+
+namespace pax {
+
+/// What is priced: a training step (forward, backward, gradient
+/// synchronization) or inference (forward only).
+enum class CostMode : uint8_t { Train, Infer };
+
+/// Seconds of one op in one configuration, split by kind.
+struct OpCost {
+  double compute = 0;       ///< forward (and backward) arithmetic
+  double communication = 0; ///< inside the op: reductions, gradient sync
+  double total() const { return compute + communication; }
+};
+
+/// The cost model over one cluster.
+class CostModel {
+public:
+  CostModel(const Cluster &cluster, CostMode mode)
+      : cluster(cluster), mode(mode) {}
+
+  /// The cost of \p op in configuration \p c.
+  OpCost opCost(const Op &op, const Config &c) const;
+
+  /// The plan that moves result \p result of \p producer (configuration
+  /// \p pc) to operand \p operand of \p consumer (configuration \p cc). The
+  /// producer's partial sums are reduced inside the producer (see opCost).
+  llvm::SmallVector<ReshardStep, 4>
+  edgePlan(const Op &producer, unsigned result, const Config &pc,
+           const Op &consumer, unsigned operand, const Config &cc) const;
+
+  /// Seconds of a plan.
+  double planSeconds(llvm::ArrayRef<ReshardStep> plan) const;
+
+  /// Seconds to move a tensor of type \p t from layout \p from to \p to;
+  /// in training, plus the gradient's way back: the consumer's gradient is
+  /// partial over the digits it read replicated, and is reduced into the
+  /// producer's layout (the transpose of an all_gather is a
+  /// reduce_scatter, of a replicated read an all_reduce).
+  double edgeSeconds(const TensorLayout &from, const TensorLayout &to,
+                     const TensorType &t) const;
+
+  /// The plans of edgeSeconds: forward, and (training) backward.
+  std::pair<llvm::SmallVector<ReshardStep, 4>,
+            llvm::SmallVector<ReshardStep, 4>>
+  edgePlans(const TensorLayout &from, const TensorLayout &to,
+            const TensorType &t) const;
+
+  /// Seconds of one step in the forward direction.
+  double stepSeconds(const ReshardStep &s) const;
+
+  /// Bytes one device holds for \p op in configuration \p c: its blocks of
+  /// the weights it reads (with gradients and Adam's two moments when
+  /// training) and of its results (kept for the backward pass in training).
+  double memoryBytes(const Op &op, const Config &c) const;
+
+  const Cluster &getCluster() const { return cluster; }
+  CostMode getMode() const { return mode; }
+
+private:
+  double collective(ReshardStep::Kind kind, int64_t groupSize,
+                    int64_t groupPerNode, double bytes) const;
+  double reduceInside(const Op &op, const Config &c) const;
+  double gradientSync(const Op &op, const Config &c) const;
+
+  const Cluster &cluster;
+  CostMode mode;
+};
+
+} // namespace pax

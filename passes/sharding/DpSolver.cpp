@@ -1,0 +1,475 @@
+//===- DpSolver.cpp - PaSE's exact dynamic program over a cost graph ------===//
+#include "passes/sharding/DpSolver.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cassert>
+#include <chrono>
+#include <deque>
+#include <iterator>
+#include <map>
+#include <numeric>
+#include <set>
+
+using namespace pax;
+
+namespace {
+
+/// Sorted, duplicate-free neighbour lists.
+using Adjacency = std::vector<std::vector<unsigned>>;
+
+/// Edge costs summed over parallel edges, oriented per endpoint:
+/// costs[{v, u}][cu * numConfigs[v] + cv] (v's configuration is contiguous).
+using PairCosts = std::map<std::pair<unsigned, unsigned>, std::vector<int64_t>>;
+
+/// One position of the vertex sequence.
+struct Step {
+  unsigned vertex = 0;
+  /// D(i), sorted by vertex id; the first is the most significant digit of
+  /// the table index.
+  std::vector<unsigned> dependents;
+  /// Positions of the last vertices of the connected subsets of C(i).
+  std::vector<unsigned> children;
+};
+
+/// One vertex's DP table, keyed by the configurations of its dependent set.
+struct Table {
+  /// Index stride of each dependent; the last one is 1.
+  std::vector<uint64_t> strides;
+  /// f(i, a); freed once the parent has consumed it.
+  std::vector<int64_t> cost;
+  /// The configuration of v_i achieving f(i, a), for back-substitution.
+  std::vector<uint16_t> best;
+};
+
+/// Disjoint sets over the vertices, for the connected sets of a prefix.
+class UnionFind {
+public:
+  explicit UnionFind(unsigned n) : parent(n) {
+    std::iota(parent.begin(), parent.end(), 0u);
+  }
+  unsigned find(unsigned v) {
+    while (parent[v] != v)
+      v = parent[v] = parent[parent[v]];
+    return v;
+  }
+  void unite(unsigned a, unsigned b) { parent[find(a)] = find(b); }
+
+private:
+  std::vector<unsigned> parent;
+};
+
+} // namespace
+
+static Adjacency buildAdjacency(const CostGraph &graph) {
+  Adjacency adj(graph.size());
+  for (const CostGraph::Edge &e : graph.edges) {
+    adj[e.u].push_back(e.v);
+    adj[e.v].push_back(e.u);
+  }
+  for (std::vector<unsigned> &list : adj) {
+    llvm::sort(list);
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  return adj;
+}
+
+static PairCosts buildPairCosts(const CostGraph &graph) {
+  PairCosts costs;
+  for (const CostGraph::Edge &e : graph.edges) {
+    unsigned nu = graph.numConfigs[e.u], nv = graph.numConfigs[e.v];
+    std::vector<int64_t> &atU = costs[{e.u, e.v}];
+    std::vector<int64_t> &atV = costs[{e.v, e.u}];
+    atU.resize(size_t(nu) * nv, 0);
+    atV.resize(size_t(nu) * nv, 0);
+    for (unsigned cu = 0; cu < nu; ++cu)
+      for (unsigned cv = 0; cv < nv; ++cv) {
+        int64_t c = clampCost(e.cost[size_t(cu) * nv + cv]);
+        atU[size_t(cv) * nu + cu] = addCost(atU[size_t(cv) * nu + cu], c);
+        atV[size_t(cu) * nv + cv] = addCost(atV[size_t(cu) * nv + cv], c);
+      }
+  }
+  return costs;
+}
+
+/// Computes D(i) and the connected subsets of every position of \p order,
+/// growing the connected sets of the prefix with union-find.
+static std::vector<Step> analyzeOrder(const Adjacency &adj,
+                                      llvm::ArrayRef<unsigned> order) {
+  unsigned n = adj.size();
+  UnionFind sets(n);
+  std::vector<unsigned> lastPos(n);
+  std::vector<bool> done(n, false);
+  std::vector<Step> steps(order.size());
+  for (auto [i, v] : llvm::enumerate(order)) {
+    Step &step = steps[i];
+    step.vertex = v;
+    done[v] = true;
+    std::vector<unsigned> deps;
+    for (unsigned u : adj[v]) {
+      if (!done[u])
+        deps.push_back(u);
+      else
+        step.children.push_back(lastPos[sets.find(u)]);
+    }
+    llvm::sort(step.children);
+    step.children.erase(llvm::unique(step.children), step.children.end());
+    for (unsigned child : step.children) {
+      llvm::append_range(deps, steps[child].dependents);
+      sets.unite(steps[child].vertex, v);
+    }
+    llvm::sort(deps);
+    deps.erase(llvm::unique(deps), deps.end());
+    llvm::erase(deps, v);
+    step.dependents = std::move(deps);
+    lastPos[sets.find(v)] = i;
+  }
+  return steps;
+}
+
+std::vector<unsigned> pax::dependentSetSizes(const CostGraph &graph,
+                                             llvm::ArrayRef<unsigned> order) {
+  std::vector<unsigned> sizes;
+  for (const Step &step : analyzeOrder(buildAdjacency(graph), order))
+    sizes.push_back(step.dependents.size());
+  return sizes;
+}
+
+/// Merges \p from into \p into, leaving out \p skipA and \p skipB.
+static void mergeDependents(std::vector<unsigned> &into,
+                            llvm::ArrayRef<unsigned> from, unsigned skipA,
+                            unsigned skipB) {
+  std::vector<unsigned> merged;
+  merged.reserve(into.size() + from.size());
+  std::set_union(into.begin(), into.end(), from.begin(), from.end(),
+                 std::back_inserter(merged));
+  llvm::erase(merged, skipA);
+  llvm::erase(merged, skipB);
+  into = std::move(merged);
+}
+
+// GenerateSeq (Fig. 3): deps[u] is the dependent set u would have if it were
+// sequenced next. Sequencing v merges C(v) into the connected set of every
+// u in D(v), so those u inherit D(v) (Theorem 2); nobody else changes.
+std::vector<unsigned> pax::generateSeq(const CostGraph &graph) {
+  Adjacency deps = buildAdjacency(graph);
+  std::set<std::pair<size_t, unsigned>> queue;
+  for (unsigned v = 0; v < graph.size(); ++v)
+    queue.insert({deps[v].size(), v});
+  std::vector<unsigned> order;
+  order.reserve(graph.size());
+  while (!queue.empty()) {
+    unsigned v = queue.begin()->second;
+    queue.erase(queue.begin());
+    order.push_back(v);
+    for (unsigned u : deps[v]) {
+      queue.erase({deps[u].size(), u});
+      mergeDependents(deps[u], deps[v], u, v);
+      queue.insert({deps[u].size(), u});
+    }
+    deps[v].clear();
+  }
+  return order;
+}
+
+std::vector<unsigned> pax::breadthFirstOrder(const CostGraph &graph) {
+  Adjacency adj = buildAdjacency(graph);
+  std::vector<bool> seen(graph.size(), false);
+  std::vector<unsigned> order;
+  order.reserve(graph.size());
+  for (unsigned root = 0; root < graph.size(); ++root) {
+    if (seen[root])
+      continue;
+    seen[root] = true;
+    std::deque<unsigned> queue{root};
+    while (!queue.empty()) {
+      unsigned v = queue.front();
+      queue.pop_front();
+      order.push_back(v);
+      for (unsigned u : adj[v])
+        if (!seen[u]) {
+          seen[u] = true;
+          queue.push_back(u);
+        }
+    }
+  }
+  return order;
+}
+
+std::vector<unsigned> pax::vertexOrder(const CostGraph &graph,
+                                       VertexOrder order) {
+  switch (order) {
+  case VertexOrder::GenerateSeq:
+    return generateSeq(graph);
+  case VertexOrder::BreadthFirst:
+    return breadthFirstOrder(graph);
+  }
+  llvm_unreachable("unknown vertex order");
+}
+
+//===----------------------------------------------------------------------===//
+// Table sizes
+//===----------------------------------------------------------------------===//
+
+/// Product of the configuration counts of \p vertices, or UINT64_MAX when it
+/// does not fit.
+static uint64_t tableSize(const CostGraph &graph,
+                          llvm::ArrayRef<unsigned> vertices) {
+  uint64_t size = 1;
+  for (unsigned v : vertices)
+    if (__builtin_mul_overflow(size, uint64_t(graph.numConfigs[v]), &size))
+      return UINT64_MAX;
+  return size;
+}
+
+/// Checks that all tables together stay within \p maxStates; returns their
+/// sizes.
+static llvm::Expected<std::vector<uint64_t>>
+checkTableSizes(const CostGraph &graph, llvm::ArrayRef<Step> steps,
+                uint64_t maxStates,
+                llvm::function_ref<std::string(unsigned)> vertexName) {
+  std::vector<uint64_t> sizes;
+  uint64_t total = 0;
+  size_t largest = 0;
+  for (auto [i, step] : llvm::enumerate(steps)) {
+    sizes.push_back(tableSize(graph, step.dependents));
+    if (__builtin_add_overflow(total, sizes.back(), &total))
+      total = UINT64_MAX;
+    if (sizes[i] > sizes[largest])
+      largest = i;
+  }
+  if (total <= maxStates)
+    return sizes;
+  std::string states = sizes[largest] == UINT64_MAX
+                           ? std::string("more than 2^64")
+                           : std::to_string(sizes[largest]);
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      llvm::formatv("too many DP states: vertex '{0}' has a dependent set of "
+                    "{1} vertices ({2} states; the limit is --max-states={3})",
+                    vertexName(steps[largest].vertex),
+                    steps[largest].dependents.size(), states, maxStates)
+          .str());
+}
+
+//===----------------------------------------------------------------------===//
+// Table construction
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Everything one table entry needs, prepared once per vertex and shared
+/// read-only by the threads filling the table.
+struct StepPlan {
+  /// Clamped costs of v_i per configuration.
+  std::vector<int64_t> vertexCost;
+  /// numConfigs of each dependent (the radix of each index digit).
+  std::vector<unsigned> radix;
+  /// An edge (v_i, u) with u the dependent at index digit `digit`; row
+  /// a(u) of `matrix` holds the costs for every configuration of v_i.
+  struct EdgeTerm {
+    unsigned digit;
+    const int64_t *matrix;
+  };
+  std::vector<EdgeTerm> edges;
+  /// A connected subset's table: f(j, .) is read at sum over digits of
+  /// a(d) * digitStride[d] (0 when d is not in D(j)) + c * configStride.
+  struct ChildTerm {
+    const int64_t *cost;
+    std::vector<uint64_t> digitStride;
+    uint64_t configStride;
+  };
+  std::vector<ChildTerm> children;
+};
+
+} // namespace
+
+static std::vector<uint64_t> computeStrides(const CostGraph &graph,
+                                            llvm::ArrayRef<unsigned> deps) {
+  std::vector<uint64_t> strides(deps.size());
+  uint64_t stride = 1;
+  for (size_t t = deps.size(); t-- > 0;) {
+    strides[t] = stride;
+    stride *= graph.numConfigs[deps[t]];
+  }
+  return strides;
+}
+
+static StepPlan planStep(const CostGraph &graph, const PairCosts &pairs,
+                         llvm::ArrayRef<Step> steps,
+                         llvm::ArrayRef<Table> tables, unsigned pos) {
+  const Step &step = steps[pos];
+  StepPlan plan;
+  for (int64_t c : graph.vertexCost[step.vertex])
+    plan.vertexCost.push_back(clampCost(c));
+  for (auto [t, u] : llvm::enumerate(step.dependents)) {
+    plan.radix.push_back(graph.numConfigs[u]);
+    auto it = pairs.find({step.vertex, u});
+    if (it != pairs.end())
+      plan.edges.push_back({unsigned(t), it->second.data()});
+  }
+  for (unsigned child : step.children) {
+    const Step &sub = steps[child];
+    StepPlan::ChildTerm term{tables[child].cost.data(), {}, 0};
+    auto strideOf = [&](unsigned vertex) -> uint64_t {
+      auto it = llvm::find(sub.dependents, vertex);
+      return it == sub.dependents.end()
+                 ? 0
+                 : tables[child].strides[it - sub.dependents.begin()];
+    };
+    for (unsigned u : step.dependents)
+      term.digitStride.push_back(strideOf(u));
+    assert(llvm::is_contained(sub.dependents, step.vertex) &&
+           "a connected subset is adjacent to its parent");
+    term.configStride = strideOf(step.vertex);
+    plan.children.push_back(std::move(term));
+  }
+  return plan;
+}
+
+/// Fills entries [begin, end) of \p table. Each entry is computed on its
+/// own, so any split over threads gives the same table.
+static void fillEntries(const StepPlan &plan, Table &table, uint64_t begin,
+                        uint64_t end) {
+  size_t numDigits = plan.radix.size();
+  unsigned numConfigs = plan.vertexCost.size();
+  llvm::SmallVector<unsigned, 8> digits(numDigits);
+  uint64_t rest = begin;
+  for (size_t t = numDigits; t-- > 0;) {
+    digits[t] = rest % plan.radix[t];
+    rest /= plan.radix[t];
+  }
+  std::vector<int64_t> acc(numConfigs);
+  for (uint64_t index = begin; index < end; ++index) {
+    acc = plan.vertexCost;
+    for (const StepPlan::EdgeTerm &edge : plan.edges) {
+      const int64_t *row =
+          edge.matrix + size_t(digits[edge.digit]) * numConfigs;
+      for (unsigned c = 0; c < numConfigs; ++c)
+        acc[c] = addCost(acc[c], row[c]);
+    }
+    for (const StepPlan::ChildTerm &child : plan.children) {
+      uint64_t base = 0;
+      for (size_t t = 0; t < numDigits; ++t)
+        base += digits[t] * child.digitStride[t];
+      for (unsigned c = 0; c < numConfigs; ++c)
+        acc[c] = addCost(acc[c], child.cost[base + c * child.configStride]);
+    }
+    // Strict < keeps the lowest configuration on a tie.
+    unsigned best = 0;
+    for (unsigned c = 1; c < numConfigs; ++c)
+      if (acc[c] < acc[best])
+        best = c;
+    table.cost[index] = acc[best];
+    table.best[index] = best;
+    for (size_t t = numDigits; t-- > 0;) {
+      if (++digits[t] < plan.radix[t])
+        break;
+      digits[t] = 0;
+    }
+  }
+}
+
+static size_t tableBytes(const Table &table) {
+  return table.cost.capacity() * sizeof(int64_t) +
+         table.best.capacity() * sizeof(uint16_t);
+}
+
+/// Builds every table in sequence order, freeing a connected subset's costs
+/// once its parent has consumed them.
+static std::vector<Table> buildTables(const CostGraph &graph,
+                                      llvm::ArrayRef<Step> steps,
+                                      llvm::ArrayRef<uint64_t> sizes,
+                                      const DpOptions &options,
+                                      DpStats &stats) {
+  PairCosts pairs = buildPairCosts(graph);
+  std::vector<Table> tables(steps.size());
+  tbb::task_arena arena(options.threads ? int(options.threads)
+                                        : tbb::task_arena::automatic);
+  size_t liveBytes = 0;
+  uint64_t done = 0,
+           total = std::accumulate(sizes.begin(), sizes.end(), uint64_t(0));
+  for (size_t pos = 0; pos < steps.size(); ++pos) {
+    Table &table = tables[pos];
+    table.strides = computeStrides(graph, steps[pos].dependents);
+    table.cost.resize(sizes[pos]);
+    table.best.resize(sizes[pos]);
+    liveBytes += tableBytes(table);
+    stats.peakTableBytes = std::max(stats.peakTableBytes, liveBytes);
+    StepPlan plan = planStep(graph, pairs, steps, tables, pos);
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<uint64_t>(0, sizes[pos], 1024),
+                        [&](const tbb::blocked_range<uint64_t> &range) {
+                          fillEntries(plan, table, range.begin(), range.end());
+                        });
+    });
+    for (unsigned child : steps[pos].children) {
+      liveBytes -= tables[child].cost.capacity() * sizeof(int64_t);
+      std::vector<int64_t>().swap(tables[child].cost);
+    }
+    stats.combinationsEvaluated += sizes[pos] * plan.vertexCost.size();
+    done += sizes[pos];
+    if (options.progress)
+      options.progress(double(done) / double(total));
+  }
+  return tables;
+}
+
+/// Back-substitution: in reverse sequence order every dependent of v_i is
+/// already fixed, so v_i's best configuration is read off its table.
+static std::vector<unsigned> backSubstitute(llvm::ArrayRef<Step> steps,
+                                            llvm::ArrayRef<Table> tables) {
+  std::vector<unsigned> strategy(steps.size());
+  for (size_t pos = steps.size(); pos-- > 0;) {
+    uint64_t index = 0;
+    for (auto [t, u] : llvm::enumerate(steps[pos].dependents))
+      index += strategy[u] * tables[pos].strides[t];
+    strategy[steps[pos].vertex] = tables[pos].best[index];
+  }
+  return strategy;
+}
+
+llvm::Expected<Solution>
+pax::solveDp(const CostGraph &graph, const DpOptions &options,
+             llvm::function_ref<std::string(unsigned vertex)> vertexName) {
+  auto start = std::chrono::steady_clock::now();
+  if (llvm::Error err = verifyCostGraph(graph))
+    return err;
+  std::vector<unsigned> order = vertexOrder(graph, options.order);
+  std::vector<Step> steps = analyzeOrder(buildAdjacency(graph), order);
+  auto sizes = checkTableSizes(graph, steps, options.maxStates, vertexName);
+  if (!sizes)
+    return sizes.takeError();
+
+  Solution solution;
+  DpStats &stats = solution.stats;
+  for (auto [step, size] : llvm::zip_equal(steps, *sizes)) {
+    stats.largestDependentSet =
+        std::max<unsigned>(stats.largestDependentSet, step.dependents.size());
+    stats.states += size;
+  }
+  std::vector<Table> tables = buildTables(graph, steps, *sizes, options, stats);
+  solution.strategy = backSubstitute(steps, tables);
+  // The last vertex of each connected component has an empty dependent set
+  // and no parent; its single entry is the component's optimum.
+  std::vector<bool> consumed(steps.size(), false);
+  for (const Step &step : steps)
+    for (unsigned child : step.children)
+      consumed[child] = true;
+  for (size_t pos = 0; pos < steps.size(); ++pos)
+    if (!consumed[pos])
+      solution.cost = addCost(solution.cost, tables[pos].cost[0]);
+  assert(solution.cost == evaluate(graph, solution.strategy) &&
+         "back-substitution must reproduce the DP's cost");
+  stats.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return solution;
+}

@@ -1,0 +1,283 @@
+//===- Solve.cpp - Choosing a configuration for every op ------------------===//
+#include "passes/sharding/Solve.h"
+
+#include "passes/sharding/Exhaustive.h"
+
+#include "ir/Soap.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+namespace pax {
+
+llvm::StringRef solverName(SolverKind k) {
+  switch (k) {
+  case SolverKind::Dp:
+    return "dp";
+  case SolverKind::DpBfs:
+    return "dp-bfs";
+  case SolverKind::Exhaustive:
+    return "exhaustive";
+  case SolverKind::DataParallel:
+    return "data-parallel";
+  case SolverKind::Expert:
+    return "expert";
+  }
+  llvm_unreachable("unknown solver");
+}
+
+std::optional<SolverKind> parseSolver(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<SolverKind>>(name)
+      .Case("dp", SolverKind::Dp)
+      .Case("dp-bfs", SolverKind::DpBfs)
+      .Case("exhaustive", SolverKind::Exhaustive)
+      .Case("data-parallel", SolverKind::DataParallel)
+      .Case("expert", SolverKind::Expert)
+      .Default(std::nullopt);
+}
+
+/// Costs are searched in integer picoseconds, so that every solver sums
+/// exactly and ties break the same way.
+static int64_t toPicos(double seconds) {
+  double p = std::round(seconds * 1e12);
+  return p >= double(kInfCost) ? kInfCost : int64_t(p);
+}
+
+namespace {
+/// One op's candidate configurations and its producers.
+struct Vertex {
+  const Op *op;
+  std::vector<Config> configs;
+};
+
+/// An operand of one op read from a result of another.
+struct Use {
+  unsigned producer, result, consumer, operand;
+};
+} // namespace
+
+static std::vector<Use> usesOf(const Func &f) {
+  llvm::DenseMap<const Op *, unsigned> index;
+  for (unsigned i = 0; i < f.ops.size(); ++i)
+    index[f.ops[i].get()] = i;
+  std::vector<Use> uses;
+  for (unsigned v = 0; v < f.ops.size(); ++v)
+    for (unsigned k = 0; k < f.ops[v]->operands.size(); ++k) {
+      const Value *val = f.ops[v]->operands[k].value;
+      if (val->kind == Value::Kind::Result)
+        uses.push_back({index[val->def], val->index, v, k});
+    }
+  return uses;
+}
+
+/// The restricted configurations of the baselines. Data parallel: sample
+/// dims only, as many devices as divide them. Expert with tensor degree t:
+/// the data-parallel configurations on p/t devices, each optionally with one
+/// more dim (a weight's, a reduction's, or an attribute such as heads) split
+/// by t.
+static std::vector<Config> baselineConfigs(const Op &op,
+                                           llvm::ArrayRef<SoapRole> roles,
+                                           const std::vector<Config> &all,
+                                           int64_t devices, int64_t tensor) {
+  int64_t data = devices / tensor;
+  auto sampleDevices = [&](const Config &c) {
+    int64_t n = 1;
+    for (size_t d = 0; d < c.size(); ++d)
+      if (roles[d] == SoapRole::Sample)
+        n *= c[d];
+    return n;
+  };
+  // The largest pure sample split within `data` devices.
+  int64_t best = 1;
+  for (const Config &c : all)
+    if (configDevices(c) == sampleDevices(c) && sampleDevices(c) <= data)
+      best = std::max(best, sampleDevices(c));
+  std::vector<Config> out;
+  for (const Config &c : all) {
+    int64_t s = sampleDevices(c), rest = configDevices(c) / s;
+    if (s != best)
+      continue;
+    unsigned others = 0;
+    for (size_t d = 0; d < c.size(); ++d)
+      others += roles[d] != SoapRole::Sample && c[d] > 1;
+    if (rest == 1 || (tensor > 1 && others == 1 && rest == tensor))
+      out.push_back(c);
+  }
+  if (out.empty())
+    out.push_back(all.front());
+  return out;
+}
+
+/// Builds PaSE's cost graph: a vertex per op, an edge per use.
+static CostGraph buildGraph(const Func &f, const CostModel &model,
+                            const std::vector<Vertex> &vertices,
+                            const std::vector<Use> &uses, double lambda) {
+  CostGraph g;
+  for (const Vertex &v : vertices) {
+    g.numConfigs.push_back(unsigned(v.configs.size()));
+    std::vector<int64_t> costs;
+    for (const Config &c : v.configs)
+      costs.push_back(toPicos(model.opCost(*v.op, c).total() +
+                              lambda * model.memoryBytes(*v.op, c)));
+    g.vertexCost.push_back(std::move(costs));
+  }
+  for (const Use &u : uses) {
+    const Vertex &p = vertices[u.producer], &q = vertices[u.consumer];
+    std::vector<TensorLayout> from, to;
+    for (const Config &c : p.configs)
+      from.push_back(reducedLayout(resultLayout(*p.op, c, u.result)));
+    for (const Config &c : q.configs)
+      to.push_back(operandLayout(*q.op, c, u.operand));
+    const TensorType &t = p.op->results[u.result].value->type;
+    CostGraph::Edge e{u.producer, u.consumer, {}};
+    e.cost.reserve(from.size() * to.size());
+    for (const TensorLayout &a : from)
+      for (const TensorLayout &b : to)
+        e.cost.push_back(toPicos(model.edgeSeconds(a, b, t)));
+    g.edges.push_back(std::move(e));
+  }
+  return g;
+}
+
+StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
+                              llvm::ArrayRef<Config> configs) {
+  const Func &f = m.main;
+  StrategyCost cost;
+  for (unsigned i = 0; i < f.ops.size(); ++i) {
+    OpCost oc = model.opCost(*f.ops[i], configs[i]);
+    cost.computeSeconds += oc.compute;
+    cost.commSeconds += oc.communication;
+    cost.memoryBytes += model.memoryBytes(*f.ops[i], configs[i]);
+  }
+  for (const Use &u : usesOf(f)) {
+    const Op &p = *f.ops[u.producer], &q = *f.ops[u.consumer];
+    auto [forward, backward] = model.edgePlans(
+        reducedLayout(resultLayout(p, configs[u.producer], u.result)),
+        operandLayout(q, configs[u.consumer], u.operand),
+        p.results[u.result].value->type);
+    cost.commSeconds +=
+        model.planSeconds(forward) + model.planSeconds(backward);
+    for (const auto *plan : {&forward, &backward})
+      for (const ReshardStep &s : *plan)
+        cost.commBytes += double(s.bytes);
+  }
+  cost.seconds = cost.computeSeconds + cost.commSeconds;
+  return cost;
+}
+
+/// Runs the DP (or exhaustive search) on candidate sets.
+static llvm::Expected<Solution> search(const Func &f, const CostModel &model,
+                                       const std::vector<Vertex> &vertices,
+                                       const std::vector<Use> &uses,
+                                       const ShardingOptions &o,
+                                       double lambda) {
+  CostGraph g = buildGraph(f, model, vertices, uses, lambda);
+  if (o.solver == SolverKind::Exhaustive)
+    return solveExhaustive(g, o.maxStates);
+  DpOptions dp;
+  dp.order = o.solver == SolverKind::DpBfs ? VertexOrder::BreadthFirst
+                                           : VertexOrder::GenerateSeq;
+  dp.maxStates = o.maxStates;
+  dp.threads = o.threads;
+  dp.progress = o.progress;
+  return solveDp(g, dp, [&](unsigned v) {
+    llvm::StringRef name = f.ops[v]->name();
+    return (name.empty() ? "#" + std::to_string(v) : name.str()) + " (" +
+           opKindName(f.ops[v]->kind).str() + ")";
+  });
+}
+
+/// Searches under the memory limit: memory is priced at `lambda` seconds
+/// per byte, raised until the strategy fits, then bisected down.
+static llvm::Expected<Solution>
+searchWithinMemory(const Module &m, const CostModel &model,
+                   const std::vector<Vertex> &vertices,
+                   const std::vector<Use> &uses, const ShardingOptions &o) {
+  auto memoryOf = [&](const Solution &s) {
+    double bytes = 0;
+    for (unsigned i = 0; i < vertices.size(); ++i)
+      bytes += model.memoryBytes(*vertices[i].op,
+                                 vertices[i].configs[s.strategy[i]]);
+    return bytes;
+  };
+  auto best = search(m.main, model, vertices, uses, o, 0);
+  if (!best || o.memoryLimit <= 0 || memoryOf(*best) <= o.memoryLimit)
+    return best;
+  double lo = 0, hi = 1e-15, leanest = memoryOf(*best);
+  std::optional<Solution> fits;
+  for (int i = 0; i < 40 && !fits; ++i, hi *= 8) {
+    auto s = search(m.main, model, vertices, uses, o, hi);
+    if (!s)
+      return s.takeError();
+    leanest = std::min(leanest, memoryOf(*s));
+    if (memoryOf(*s) <= o.memoryLimit)
+      fits = std::move(*s);
+  }
+  if (!fits)
+    return llvm::createStringError(
+        llvm::formatv("no strategy fits in --mem-limit={0:F2} GiB per device; "
+                      "the leanest one found needs {1:F3} GiB",
+                      o.memoryLimit / double(1 << 30),
+                      leanest / double(1 << 30))
+            .str());
+  for (int i = 0; i < 16; ++i) {
+    double mid = (lo + hi) / 2;
+    auto s = search(m.main, model, vertices, uses, o, mid);
+    if (!s)
+      return s.takeError();
+    if (memoryOf(*s) <= o.memoryLimit)
+      hi = mid, fits = std::move(*s);
+    else
+      lo = mid;
+  }
+  return std::move(*fits);
+}
+
+llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
+                                       const ShardingOptions &o) {
+  const Func &f = m.main;
+  std::vector<Vertex> vertices;
+  for (const auto &op : f.ops)
+    vertices.push_back({op.get(), enumerateConfigs(*op, o.configs)});
+  std::vector<Use> uses = usesOf(f);
+  Strategy result;
+  for (const Vertex &v : vertices)
+    result.spaceSizes.push_back(v.configs.size());
+
+  bool baseline =
+      o.solver == SolverKind::DataParallel || o.solver == SolverKind::Expert;
+  llvm::SmallVector<int64_t, 8> degrees = {1};
+  if (o.solver == SolverKind::Expert)
+    for (int64_t t = 2; t <= o.configs.devices; ++t)
+      if (o.configs.devices % t == 0)
+        degrees.push_back(t);
+  auto roles = computeSoapRoles(f);
+  std::optional<Strategy> best;
+  for (int64_t t : degrees) {
+    std::vector<Vertex> cand = vertices;
+    if (baseline)
+      for (Vertex &v : cand)
+        v.configs = baselineConfigs(*v.op, roles[v.op], v.configs,
+                                    o.configs.devices, t);
+    ShardingOptions so = o;
+    if (baseline)
+      so.solver = SolverKind::Dp;
+    auto s = searchWithinMemory(m, model, cand, uses, so);
+    if (!s)
+      return s.takeError();
+    Strategy st;
+    for (unsigned i = 0; i < cand.size(); ++i)
+      st.configs.push_back(cand[i].configs[s->strategy[i]]);
+    st.cost = evaluateStrategy(m, model, st.configs);
+    st.stats = s->stats;
+    if (!best || st.cost.seconds < best->cost.seconds)
+      best = std::move(st);
+  }
+  best->spaceSizes = std::move(result.spaceSizes);
+  return std::move(*best);
+}
+
+} // namespace pax

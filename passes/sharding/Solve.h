@@ -1,0 +1,59 @@
+//===- Solve.h - Choosing a configuration for every op --------------------===//
+#pragma once
+
+#include "passes/cost/CostModel.h"
+#include "passes/sharding/DpSolver.h"
+
+#include <functional>
+
+namespace pax {
+
+/// The solvers of `--solver=`.
+enum class SolverKind : uint8_t {
+  Dp,           ///< PaSE's DP, GenerateSeq order (exact)
+  DpBfs,        ///< the same DP in breadth-first order
+  Exhaustive,   ///< every strategy (tiny graphs; the test oracle)
+  DataParallel, ///< split only sample dims
+  Expert,       ///< data parallel plus one tensor-parallel dim, best degree
+};
+
+llvm::StringRef solverName(SolverKind k);
+std::optional<SolverKind> parseSolver(llvm::StringRef name);
+
+struct ShardingOptions {
+  ConfigOptions configs;
+  SolverKind solver = SolverKind::Dp;
+  uint64_t maxStates = 50'000'000;
+  unsigned threads = 0;
+  /// Hard limit on the bytes one device holds; 0 for none.
+  double memoryLimit = 0;
+  std::function<void(double fraction)> progress;
+};
+
+/// What a strategy costs, per the cost model.
+struct StrategyCost {
+  double seconds = 0;        ///< predicted step time
+  double computeSeconds = 0; ///< of which arithmetic
+  double commSeconds = 0;    ///< of which communication
+  double commBytes = 0;      ///< bytes one device sends or receives
+  double memoryBytes = 0;    ///< bytes one device holds
+};
+
+/// A configuration for every op of `@main`, in op order, and its cost.
+struct Strategy {
+  std::vector<Config> configs;
+  StrategyCost cost;
+  DpStats stats;
+  /// Configurations per op (the search space), in op order.
+  std::vector<size_t> spaceSizes;
+};
+
+/// Searches a strategy for \p m with \p options.solver.
+llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
+                                       const ShardingOptions &options);
+
+/// Prices a given strategy (one configuration per op, in op order).
+StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
+                              llvm::ArrayRef<Config> configs);
+
+} // namespace pax

@@ -1,0 +1,199 @@
+//===- StrategyIO.cpp - Strategies as JSON and as a report ----------------===//
+#include "passes/sharding/StrategyIO.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace pax {
+
+static llvm::json::Object costJson(const StrategyCost &c) {
+  return llvm::json::Object{{"cost_s", c.seconds},
+                            {"compute_s", c.computeSeconds},
+                            {"comm_s", c.commSeconds},
+                            {"comm_bytes", c.commBytes},
+                            {"memory_bytes", c.memoryBytes}};
+}
+
+static llvm::json::Object configJson(const Op &op, const Config &c) {
+  llvm::json::Object o;
+  for (size_t d = 0; d < c.size(); ++d)
+    if (c[d] > 1)
+      o[op.iters[d].name] = c[d];
+  return o;
+}
+
+llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
+  llvm::json::Object out = costJson(r.strategy.cost);
+  out["model"] = m.name;
+  out["cluster"] = clusterToJson(*r.cluster);
+  out["gpus"] = int64_t(r.cluster->gpus);
+  out["mode"] = r.mode == CostMode::Train ? "train" : "infer";
+  out["solver"] = solverName(r.solver);
+  out["search_s"] = r.searchSeconds;
+  llvm::json::Object baselines;
+  for (const auto &[name, cost] : r.baselines)
+    baselines[name] = costJson(cost);
+  out["baselines"] = std::move(baselines);
+  const DpStats &s = r.strategy.stats;
+  size_t total = 0, largest = 0;
+  for (size_t n : r.strategy.spaceSizes)
+    total += n, largest = std::max(largest, n);
+  out["stats"] = llvm::json::Object{
+      {"configs_total", int64_t(total)},
+      {"configs_max", int64_t(largest)},
+      {"largest_dependent_set", int64_t(s.largestDependentSet)},
+      {"dp_states", int64_t(s.states)},
+      {"peak_memory_bytes", r.peakMemoryBytes}};
+  llvm::json::Array ops;
+  const Func &f = m.main;
+  for (size_t i = 0; i < f.ops.size(); ++i)
+    ops.push_back(llvm::json::Object{
+        {"name", f.ops[i]->name()},
+        {"kind", opKindName(f.ops[i]->kind)},
+        {"config", configJson(*f.ops[i], r.strategy.configs[i])}});
+  out["ops"] = std::move(ops);
+  return out;
+}
+
+/// Reads one op's `config` object against its iteration space.
+static llvm::Expected<Config> readConfig(const Op &op,
+                                         const llvm::json::Object *obj,
+                                         const ConfigOptions &o,
+                                         const llvm::Twine &where) {
+  Config c(op.iters.size(), 1);
+  auto fail = [&](const llvm::Twine &msg) {
+    return llvm::createStringError(where + ": " + msg);
+  };
+  if (!obj)
+    return fail("'config' must be an object of {dim: factor}");
+  auto split = splittableDims(op);
+  for (const auto &[key, value] : *obj) {
+    int d = op.findIter(key.str());
+    if (d < 0)
+      return fail("op has no iteration dim '" + key.str() + "'");
+    auto f = value.getAsInteger();
+    if (!f || *f < 1)
+      return fail("the factor of '" + key.str() +
+                  "' must be a positive integer");
+    if (op.iters[d].extent % *f)
+      return fail(llvm::formatv("{0} does not divide the extent {1} of '{2}'",
+                                *f, op.iters[d].extent, key.str()));
+    if (*f > 1 && !split[d])
+      return fail("dim '" + key.str() + "' cannot be split");
+    c[d] = *f;
+  }
+  if (configDevices(c) > o.devices)
+    return fail(llvm::formatv("the configuration uses {0} devices, more than "
+                              "the {1} of the cluster",
+                              configDevices(c), o.devices));
+  return c;
+}
+
+llvm::Expected<std::vector<Config>> strategyFromJson(const Module &m,
+                                                     llvm::StringRef text,
+                                                     llvm::StringRef origin,
+                                                     const ConfigOptions &o) {
+  auto parsed = llvm::json::parse(text);
+  if (!parsed)
+    return llvm::createStringError(
+        origin + ": not valid JSON: " + llvm::toString(parsed.takeError()));
+  const llvm::json::Object *root = parsed->getAsObject();
+  const llvm::json::Array *ops = root ? root->getArray("ops") : nullptr;
+  if (!ops)
+    return llvm::createStringError(origin + ": expected an object with an "
+                                            "'ops' array");
+  const Func &f = m.main;
+  if (ops->size() != f.ops.size())
+    return llvm::createStringError(
+        llvm::formatv("{0}: the strategy has {1} ops but the model has {2}; "
+                      "is it for another model?",
+                      origin, ops->size(), f.ops.size()));
+  std::vector<Config> configs;
+  for (size_t i = 0; i < ops->size(); ++i) {
+    const llvm::json::Object *op = (*ops)[i].getAsObject();
+    std::string where = llvm::formatv("{0}: op {1}", origin, i);
+    auto name = op ? op->getString("name") : std::nullopt;
+    if (!name || *name != f.ops[i]->name())
+      return llvm::createStringError(
+          where + ": expected the op named '" + f.ops[i]->name().str() +
+          "'; the strategy is stale or for another model");
+    auto c = readConfig(*f.ops[i], op->getObject("config"), o,
+                        where + " ('" + *name + "')");
+    if (!c)
+      return c.takeError();
+    configs.push_back(std::move(*c));
+  }
+  return configs;
+}
+
+static std::string seconds(double s) {
+  if (s >= 1)
+    return llvm::formatv("{0:F3} s", s).str();
+  if (s >= 1e-3)
+    return llvm::formatv("{0:F3} ms", s * 1e3).str();
+  return llvm::formatv("{0:F1} us", s * 1e6).str();
+}
+
+static std::string gib(double bytes) {
+  return llvm::formatv("{0:F2} GiB", bytes / double(1 << 30)).str();
+}
+
+/// Prints the configuration table, grouping runs of ops that repeat (same
+/// kind, iteration space and configuration) as one line with a count.
+static void printConfigs(const Module &m, const Strategy &s,
+                         llvm::raw_ostream &os) {
+  const Func &f = m.main;
+  std::vector<std::pair<std::string, std::string>> rows; // key, first name
+  std::map<std::string, int> counts;
+  for (size_t i = 0; i < f.ops.size(); ++i) {
+    const Op &op = *f.ops[i];
+    std::string space;
+    for (const IterDim &d : op.iters)
+      space += d.name + ":" + std::to_string(d.extent) + " ";
+    std::string key = opKindName(op.kind).str() + " " + space + "-> " +
+                      configStr(op, s.configs[i]);
+    if (counts[key]++ == 0)
+      rows.push_back({key, op.name().str()});
+  }
+  os << llvm::formatv("  {0,-6} {1,-14} {2,-28} {3}\n", "count", "kind",
+                      "configuration", "first op");
+  for (const auto &[key, name] : rows) {
+    llvm::StringRef k(key);
+    auto kind = k.split(' ').first;
+    auto config = k.rsplit("-> ").second;
+    os << llvm::formatv("  {0,-6} {1,-14} {2,-28} {3}\n", counts[key], kind,
+                        config, name);
+  }
+}
+
+void printReport(const Module &m, const StrategyReport &r,
+                 llvm::raw_ostream &os) {
+  const StrategyCost &c = r.strategy.cost;
+  os << "strategy for " << m.name << " on " << r.cluster->gpus << " GPUs ("
+     << r.cluster->name << ", " << r.cluster->gpusPerNode << " per node), "
+     << (r.mode == CostMode::Train ? "training" : "inference") << ", solver "
+     << solverName(r.solver) << "\n\n";
+  printConfigs(m, r.strategy, os);
+  os << "\npredicted step time: " << seconds(c.seconds) << " (compute "
+     << seconds(c.computeSeconds) << ", communication "
+     << seconds(c.commSeconds) << ")\n";
+  os << "memory per device:   " << gib(c.memoryBytes) << "\n";
+  os << "communication:       "
+     << llvm::formatv("{0:F1} MiB", c.commBytes / double(1 << 20))
+     << " per device per step\n";
+  for (const auto &[name, b] : r.baselines)
+    os << llvm::formatv("vs {0,-14} {1}, {2} memory: speedup {3:F2}x\n", name,
+                        seconds(b.seconds), gib(b.memoryBytes),
+                        b.seconds / std::max(c.seconds, 1e-30));
+  size_t total = 0, largest = 0;
+  for (size_t n : r.strategy.spaceSizes)
+    total += n, largest = std::max(largest, n);
+  os << "search: " << total << " configurations (at most " << largest
+     << " per op), largest dependent set "
+     << r.strategy.stats.largestDependentSet << ", " << r.strategy.stats.states
+     << " DP states, " << seconds(r.searchSeconds) << ", peak memory "
+     << gib(r.peakMemoryBytes) << "\n";
+}
+
+} // namespace pax

@@ -1,0 +1,50 @@
+//===- StrategyIO.h - Strategies as JSON and as a report ------------------===//
+//
+// `paxc --emit=strategy --format=json` writes a strategy; `--strategy=FILE`
+// reads the same JSON back to fix it instead of searching, so strategies
+// can be saved, edited, diffed and reused. `--emit=report` prints it for
+// people: configurations (repeated layers grouped), predicted time,
+// memory, communication, baselines and search statistics.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/sharding/Solve.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+namespace pax {
+
+/// Everything a report shows.
+struct StrategyReport {
+  std::string model;
+  const Cluster *cluster = nullptr;
+  CostMode mode = CostMode::Train;
+  SolverKind solver = SolverKind::Dp;
+  Strategy strategy;
+  double searchSeconds = 0;
+  double peakMemoryBytes = 0; ///< of the search process
+  std::map<std::string, StrategyCost> baselines;
+};
+
+/// The strategy JSON: model, cluster, mode, solver, cost_s, compute_s,
+/// comm_s, memory_bytes, comm_bytes, search_s, baselines, stats, and ops
+/// (name, kind, config as {dim: factor}).
+llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r);
+
+/// Reads the configurations of a strategy JSON for \p m: ops are matched by
+/// name in order; every factor must be a legal split of its dim. Errors name
+/// \p origin and the op.
+llvm::Expected<std::vector<Config>> strategyFromJson(const Module &m,
+                                                     llvm::StringRef text,
+                                                     llvm::StringRef origin,
+                                                     const ConfigOptions &o);
+
+/// The text report.
+void printReport(const Module &m, const StrategyReport &r,
+                 llvm::raw_ostream &os);
+
+} // namespace pax

@@ -1,0 +1,474 @@
+//===- DpSolverTest.cpp - PaSE's DP against the exhaustive oracle ---------===//
+#include "passes/sharding/DpSolver.h"
+#include "passes/sharding/Exhaustive.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+using namespace pax;
+
+namespace {
+
+std::string vertexName(unsigned v) { return "v" + std::to_string(v); }
+
+/// Builds small cost graphs from a fixed seed. Draws use `rng() % n`, not
+/// std:: distributions, so the graphs do not depend on the standard library.
+class GraphMaker {
+public:
+  explicit GraphMaker(uint64_t seed) : rng(seed) {}
+
+  unsigned below(unsigned n) { return rng() % n; }
+  bool chance(unsigned percent) { return below(100) < percent; }
+
+  /// A cost in [0, maxCost], sometimes forbidden, sometimes large enough
+  /// that two of them saturate, sometimes over kInfCost (clamped).
+  int64_t cost(unsigned maxCost) {
+    unsigned roll = below(100);
+    if (roll < 5)
+      return kInfCost;
+    if (roll < 7)
+      return kInfCost / 2 + below(1000);
+    if (roll < 8)
+      return INT64_MAX;
+    return below(maxCost + 1);
+  }
+
+  /// \p n vertices with 1-8 configurations each, at most \p maxStrategies
+  /// strategies in all, random vertex costs.
+  CostGraph vertices(unsigned n, uint64_t maxStrategies, unsigned maxCost) {
+    CostGraph g;
+    for (unsigned v = 0; v < n; ++v)
+      g.numConfigs.push_back(1 + below(8));
+    while (product(g) > maxStrategies) {
+      unsigned v = below(n);
+      g.numConfigs[v] = std::max(1u, g.numConfigs[v] / 2);
+    }
+    for (unsigned v = 0; v < n; ++v) {
+      g.vertexCost.emplace_back();
+      for (unsigned c = 0; c < g.numConfigs[v]; ++c)
+        g.vertexCost[v].push_back(cost(maxCost));
+    }
+    return g;
+  }
+
+  /// Adds an edge u-v with random costs.
+  void edge(CostGraph &g, unsigned u, unsigned v, unsigned maxCost) {
+    CostGraph::Edge e{u, v, {}};
+    for (unsigned i = 0; i < g.numConfigs[u] * g.numConfigs[v]; ++i)
+      e.cost.push_back(cost(maxCost));
+    g.edges.push_back(std::move(e));
+  }
+
+  static uint64_t product(const CostGraph &g) {
+    uint64_t p = 1;
+    for (unsigned n : g.numConfigs)
+      p *= n;
+    return p;
+  }
+
+private:
+  std::mt19937_64 rng;
+};
+
+enum class Shape {
+  Chain,
+  Diamonds,
+  SkipConnections,
+  Inception,
+  RandomSparse,
+  Disconnected,
+  ParallelEdges,
+};
+constexpr unsigned kNumShapes = 7;
+
+using EdgeList = std::vector<std::pair<unsigned, unsigned>>;
+
+/// A source fans out into 2-4 branches of length 1-2 that join in a sink,
+/// which is the next source.
+EdgeList inceptionEdges(unsigned n, GraphMaker &maker) {
+  EdgeList edges;
+  unsigned source = 0, v = 1;
+  while (v < n) {
+    unsigned branches = 2 + maker.below(3);
+    std::vector<unsigned> tails;
+    for (unsigned b = 0; b < branches && v + 1 < n; ++b) {
+      edges.push_back({source, v});
+      if (maker.chance(50) && v + 2 < n) {
+        edges.push_back({v, v + 1});
+        ++v;
+      }
+      tails.push_back(v++);
+    }
+    unsigned sink = v++;
+    if (sink >= n)
+      break;
+    if (tails.empty())
+      tails.push_back(source);
+    for (unsigned t : tails)
+      edges.push_back({t, sink});
+    source = sink;
+  }
+  return edges;
+}
+
+/// Each vertex joins one or two earlier ones; with \p parallel, some edges
+/// are repeated, some of them in the other orientation.
+EdgeList sparseEdges(unsigned n, bool parallel, GraphMaker &maker) {
+  EdgeList edges;
+  for (unsigned v = 1; v < n; ++v) {
+    edges.push_back({maker.below(v), v});
+    if (v >= 2 && maker.chance(40))
+      edges.push_back({maker.below(v), v});
+  }
+  if (parallel)
+    for (unsigned i = 0, e = edges.size(); i < e; ++i)
+      if (maker.chance(40))
+        edges.push_back(maker.chance(50)
+                            ? edges[i]
+                            : std::pair(edges[i].second, edges[i].first));
+  return edges;
+}
+
+/// Vertex pairs of a graph of \p shape over \p n vertices.
+EdgeList shapeEdges(Shape shape, unsigned n, GraphMaker &maker) {
+  EdgeList edges;
+  switch (shape) {
+  case Shape::Chain:
+    for (unsigned v = 1; v < n; ++v)
+      edges.push_back({v - 1, v});
+    return edges;
+  case Shape::Diamonds:
+    // 0 -> {1, 2} -> 3 -> {4, 5} -> 6 ...
+    for (unsigned v = 1; v < n; ++v) {
+      if (v % 3 == 0) {
+        edges.push_back({v - 2, v});
+        edges.push_back({v - 1, v});
+      } else {
+        edges.push_back({v - v % 3, v});
+      }
+    }
+    return edges;
+  case Shape::SkipConnections:
+    for (unsigned v = 1; v < n; ++v) {
+      edges.push_back({v - 1, v});
+      if (v >= 2 && maker.chance(50))
+        edges.push_back({v - 2, v});
+      if (v >= 3 && maker.chance(30))
+        edges.push_back({v - 3, v});
+    }
+    return edges;
+  case Shape::Inception:
+    return inceptionEdges(n, maker);
+  case Shape::RandomSparse:
+    return sparseEdges(n, /*parallel=*/false, maker);
+  case Shape::ParallelEdges:
+    return sparseEdges(n, /*parallel=*/true, maker);
+  case Shape::Disconnected:
+    // Random forests plus a few extra edges: a vertex may start a new tree.
+    for (unsigned v = 1; v < n; ++v)
+      if (maker.chance(60))
+        edges.push_back({maker.below(v), v});
+    if (n >= 4 && maker.chance(50))
+      edges.push_back({maker.below(n / 2), n / 2 + maker.below(n - n / 2)});
+    return edges;
+  }
+  return edges;
+}
+
+CostGraph randomGraph(Shape shape, GraphMaker &maker) {
+  unsigned n = 2 + maker.below(8);
+  // Small cost ranges make many ties, large ones make distinct optima.
+  unsigned maxCost = maker.chance(30) ? 3 : 1000;
+  CostGraph g = maker.vertices(n, 20'000, maxCost);
+  for (auto [u, v] : shapeEdges(shape, n, maker))
+    if (u != v)
+      maker.edge(g, u, v, maxCost);
+  return g;
+}
+
+Solution solveOk(const CostGraph &g, const DpOptions &options) {
+  auto s = solveDp(g, options, vertexName);
+  if (!s) {
+    ADD_FAILURE() << llvm::toString(s.takeError());
+    return {};
+  }
+  return std::move(*s);
+}
+
+/// An Inception-like graph: a stem, three blocks of six branches of
+/// lengths 1-3 between a fan-out and a concat, and a head. 2 configurations
+/// per vertex, all costs zero; the order does not look at costs.
+CostGraph inceptionGraph() {
+  CostGraph g;
+  auto add = [&] {
+    g.numConfigs.push_back(2);
+    g.vertexCost.push_back({0, 0});
+    return g.size() - 1;
+  };
+  auto link = [&](unsigned u, unsigned v) {
+    g.edges.push_back({u, v, {0, 0, 0, 0}});
+  };
+  unsigned prev = add();
+  link(prev, add());
+  prev = g.size() - 1;
+  for (unsigned block = 0; block < 3; ++block) {
+    unsigned concat = add();
+    for (unsigned branch = 0; branch < 6; ++branch) {
+      unsigned from = prev;
+      for (unsigned len = 0; len < 1 + branch % 3; ++len) {
+        unsigned v = add();
+        link(from, v);
+        from = v;
+      }
+      link(from, concat);
+    }
+    prev = concat;
+  }
+  link(prev, add());
+  return g;
+}
+
+unsigned largest(llvm::ArrayRef<unsigned> sizes) {
+  return sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
+}
+
+/// |D| of \p v by PaSE's definition, if the vertices in \p prefix (plus v)
+/// are sequenced: the neighbours of the connected set of v, outside them.
+unsigned definedDependentSetSize(const CostGraph &g,
+                                 const std::vector<bool> &prefix, unsigned v) {
+  std::vector<std::vector<unsigned>> adj(g.size());
+  for (const CostGraph::Edge &e : g.edges) {
+    adj[e.u].push_back(e.v);
+    adj[e.v].push_back(e.u);
+  }
+  std::vector<bool> inC(g.size(), false), inD(g.size(), false);
+  std::vector<unsigned> stack{v};
+  inC[v] = true;
+  while (!stack.empty()) {
+    unsigned w = stack.back();
+    stack.pop_back();
+    for (unsigned u : adj[w]) {
+      if (u != v && !prefix[u])
+        inD[u] = true;
+      else if (!inC[u]) {
+        inC[u] = true;
+        stack.push_back(u);
+      }
+    }
+  }
+  return std::count(inD.begin(), inD.end(), true);
+}
+
+} // namespace
+
+// The DP (either order) must find exactly the exhaustive optimum, and the
+// strategy it reports must cost what it says.
+TEST(DpSolver, MatchesExhaustiveOnRandomGraphs) {
+  GraphMaker maker(20240611);
+  unsigned checked = 0;
+  for (unsigned round = 0; round < 50; ++round)
+    for (unsigned s = 0; s < kNumShapes; ++s) {
+      CostGraph g = randomGraph(Shape(s), maker);
+      auto oracle = solveExhaustive(g);
+      ASSERT_TRUE(bool(oracle)) << llvm::toString(oracle.takeError());
+      for (VertexOrder order :
+           {VertexOrder::GenerateSeq, VertexOrder::BreadthFirst}) {
+        DpOptions options;
+        options.order = order;
+        options.threads = 1;
+        Solution dp = solveOk(g, options);
+        ASSERT_EQ(dp.strategy.size(), g.size());
+        EXPECT_EQ(dp.cost, oracle->cost)
+            << "shape " << s << " round " << round << " order " << int(order);
+        EXPECT_EQ(evaluate(g, dp.strategy), dp.cost);
+      }
+      ++checked;
+    }
+  EXPECT_EQ(checked, 350u);
+}
+
+// dependentSetSizes follows the definition, for either order; GenerateSeq
+// always sequences a vertex with the smallest dependent set, lowest id first.
+TEST(DpSolver, DependentSetsFollowTheDefinition) {
+  GraphMaker maker(99);
+  for (unsigned round = 0; round < 20; ++round)
+    for (unsigned s = 0; s < kNumShapes; ++s) {
+      CostGraph g = randomGraph(Shape(s), maker);
+      for (const auto &order : {generateSeq(g), breadthFirstOrder(g)}) {
+        std::vector<unsigned> sizes = dependentSetSizes(g, order);
+        std::vector<bool> prefix(g.size(), false);
+        for (auto [i, v] : llvm::enumerate(order)) {
+          EXPECT_EQ(sizes[i], definedDependentSetSize(g, prefix, v));
+          prefix[v] = true;
+        }
+      }
+      std::vector<bool> prefix(g.size(), false);
+      for (unsigned v : generateSeq(g)) {
+        unsigned size = definedDependentSetSize(g, prefix, v);
+        for (unsigned u = 0; u < g.size(); ++u)
+          if (!prefix[u] && u != v) {
+            unsigned other = definedDependentSetSize(g, prefix, u);
+            EXPECT_TRUE(size < other || (size == other && v < u));
+          }
+        prefix[v] = true;
+      }
+    }
+}
+
+// Ties everywhere (costs 0-2) and tables big enough to be split over
+// threads: the strategy must not depend on the thread count.
+TEST(DpSolver, SameResultForAnyThreadCount) {
+  GraphMaker maker(7);
+  CostGraph g = inceptionGraph();
+  for (unsigned v = 0; v < g.size(); ++v) {
+    g.numConfigs[v] = 3;
+    g.vertexCost[v].clear();
+    for (unsigned c = 0; c < 3; ++c)
+      g.vertexCost[v].push_back(maker.below(3));
+  }
+  for (CostGraph::Edge &e : g.edges) {
+    e.cost.clear();
+    for (unsigned i = 0; i < 9; ++i)
+      e.cost.push_back(maker.below(3));
+  }
+  for (VertexOrder order :
+       {VertexOrder::GenerateSeq, VertexOrder::BreadthFirst}) {
+    DpOptions options;
+    options.order = order;
+    std::vector<double> fractions;
+    options.progress = [&](double f) { fractions.push_back(f); };
+    options.threads = 1;
+    Solution one = solveOk(g, options);
+    options.threads = 2;
+    Solution two = solveOk(g, options);
+    EXPECT_EQ(one.cost, two.cost);
+    EXPECT_EQ(one.strategy, two.strategy);
+    EXPECT_EQ(evaluate(g, one.strategy), one.cost);
+    ASSERT_EQ(fractions.size(), 2 * g.size());
+    EXPECT_TRUE(
+        std::is_sorted(fractions.begin(), fractions.begin() + g.size()));
+    EXPECT_DOUBLE_EQ(fractions.back(), 1.0);
+  }
+}
+
+// PaSE section III-C: breadth-first order reaches a concat while the other
+// branches of its block are still open and the next block's branches are
+// starting, so they all sit in one dependent set (12 here); GenerateSeq
+// sequences the branches first and the fan-out and concat vertices last,
+// so no dependent set holds more than a fan-out and a concat (2).
+TEST(DpSolver, GenerateSeqKeepsDependentSetsSmall) {
+  CostGraph g = inceptionGraph();
+  unsigned seq = largest(dependentSetSizes(g, generateSeq(g)));
+  unsigned bfs = largest(dependentSetSizes(g, breadthFirstOrder(g)));
+  EXPECT_EQ(seq, 2u);
+  EXPECT_EQ(bfs, 12u);
+
+  DpOptions options;
+  Solution s = solveOk(g, options);
+  EXPECT_EQ(s.stats.largestDependentSet, 2u);
+  options.order = VertexOrder::BreadthFirst;
+  EXPECT_EQ(solveOk(g, options).stats.largestDependentSet, 12u);
+}
+
+TEST(DpSolver, TooManyStatesNamesTheVertex) {
+  // A hub with ten leaves: breadth-first starts at the hub, whose dependent
+  // set holds every leaf; GenerateSeq takes the leaves first.
+  CostGraph g;
+  for (unsigned v = 0; v <= 10; ++v) {
+    g.numConfigs.push_back(2);
+    g.vertexCost.push_back({1, 2});
+    if (v)
+      g.edges.push_back({0, v, {0, 1, 1, 0}});
+  }
+  auto name = [](unsigned v) { return v ? "leaf" + std::to_string(v) : "hub"; };
+  DpOptions options;
+  options.order = VertexOrder::BreadthFirst;
+  options.maxStates = 1000;
+  auto s = solveDp(g, options, name);
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(llvm::toString(s.takeError()),
+            "too many DP states: vertex 'hub' has a dependent set of 10 "
+            "vertices (1024 states; the limit is --max-states=1000)");
+
+  options.order = VertexOrder::GenerateSeq;
+  auto ok = solveDp(g, options, name);
+  ASSERT_TRUE(bool(ok)) << llvm::toString(ok.takeError());
+  EXPECT_EQ(ok->cost, 11);
+  EXPECT_EQ(ok->stats.states, 21u);
+  EXPECT_EQ(ok->stats.largestDependentSet, 1u);
+}
+
+// a - b - c, configuration 0 replicated and 1 split: splitting a and b is
+// cheap, splitting c is not, and a change of configuration costs 7.
+//   (1,1,0): 4 + 4 + 10 + 0 + 7 = 25 beats (1,1,1) = 28 and (0,0,0) = 30.
+TEST(DpSolver, HandCheckedChain) {
+  CostGraph g;
+  g.numConfigs = {2, 2, 2};
+  g.vertexCost = {{10, 4}, {10, 4}, {10, 20}};
+  g.edges = {{0, 1, {0, 7, 7, 0}}, {1, 2, {0, 7, 7, 0}}};
+  for (VertexOrder order :
+       {VertexOrder::GenerateSeq, VertexOrder::BreadthFirst}) {
+    DpOptions options;
+    options.order = order;
+    Solution s = solveOk(g, options);
+    EXPECT_EQ(s.cost, 25);
+    EXPECT_EQ(s.strategy, (std::vector<unsigned>{1, 1, 0}));
+    EXPECT_EQ(s.stats.largestDependentSet, 1u);
+  }
+  EXPECT_EQ(dependentSetSizes(g, {0, 1, 2}), (std::vector<unsigned>{1, 1, 0}));
+
+  Solution empty = solveOk(CostGraph(), DpOptions());
+  EXPECT_EQ(empty.cost, 0);
+  EXPECT_TRUE(empty.strategy.empty());
+}
+
+TEST(DpSolver, EvaluateSaturatesAtInf) {
+  CostGraph g;
+  g.numConfigs = {2, 1};
+  g.vertexCost = {{kInfCost - 1, 3}, {INT64_MAX}};
+  g.edges = {{0, 1, {5, 6}}, {1, 0, {1, 2}}};
+  EXPECT_EQ(evaluate(g, {0, 0}), kInfCost);
+  g.vertexCost[1] = {0};
+  EXPECT_EQ(evaluate(g, {0, 0}), kInfCost);
+  EXPECT_EQ(evaluate(g, {1, 0}), 3 + 6 + 2);
+  Solution s = solveOk(g, DpOptions());
+  EXPECT_EQ(s.cost, 11);
+}
+
+TEST(DpSolver, RejectsMalformedGraph) {
+  CostGraph g;
+  g.numConfigs = {2, 2};
+  g.vertexCost = {{0, 0}, {0, 0}};
+  g.edges = {{0, 1, {0, 0, 0}}};
+  auto s = solveDp(g, DpOptions(), vertexName);
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(llvm::toString(s.takeError()),
+            "cost graph: edge 0 has 3 costs, expected 4");
+}
+
+TEST(ExhaustiveSolver, BreaksTiesLexicographically) {
+  CostGraph g;
+  g.numConfigs = {2, 3};
+  g.vertexCost = {{1, 1}, {5, 0, 0}};
+  g.edges = {{0, 1, {9, 0, 0, 9, 0, 0}}};
+  auto s = solveExhaustive(g);
+  ASSERT_TRUE(bool(s));
+  EXPECT_EQ(s->cost, 1);
+  EXPECT_EQ(s->strategy, (std::vector<unsigned>{0, 1}));
+  EXPECT_EQ(s->stats.states, 6u);
+}
+
+TEST(ExhaustiveSolver, TooManyStrategies) {
+  CostGraph g;
+  for (unsigned v = 0; v < 5; ++v) {
+    g.numConfigs.push_back(4);
+    g.vertexCost.push_back({0, 0, 0, 0});
+  }
+  auto s = solveExhaustive(g, 1000);
+  ASSERT_FALSE(bool(s));
+  EXPECT_EQ(llvm::toString(s.takeError()),
+            "too many strategies for exhaustive search: 1024 (the limit is "
+            "1000)");
+}
