@@ -5,7 +5,58 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <chrono>
+#include <sys/resource.h>
+
 namespace pax {
+
+/// Peak resident memory of this process, bytes.
+static double peakRss() {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) * 1024;
+}
+
+llvm::Expected<StrategyReport>
+buildReport(const Module &m, const Cluster &cluster, CostMode mode,
+            const ShardingOptions &options,
+            const std::optional<std::vector<Config>> &fixed) {
+  CostModel model(cluster, mode);
+  StrategyReport r;
+  r.model = m.name;
+  r.cluster = &cluster;
+  r.mode = mode;
+  r.solver = options.solver;
+  auto start = std::chrono::steady_clock::now();
+  if (fixed) {
+    r.strategy.configs = *fixed;
+    r.strategy.cost = evaluateStrategy(m, model, *fixed);
+    for (const auto &op : m.main.ops)
+      r.strategy.spaceSizes.push_back(
+          enumerateConfigs(*op, options.configs).size());
+  } else {
+    auto s = solveSharding(m, model, options);
+    if (!s)
+      return s.takeError();
+    r.strategy = std::move(*s);
+  }
+  r.searchSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  for (SolverKind k : {SolverKind::DataParallel, SolverKind::Expert}) {
+    if (!fixed && k == options.solver)
+      continue;
+    ShardingOptions b = options;
+    b.solver = k;
+    b.progress = nullptr;
+    auto s = solveSharding(m, model, b);
+    if (!s)
+      return s.takeError();
+    r.baselines[solverName(k).str()] = s->cost;
+  }
+  r.peakMemoryBytes = peakRss();
+  return r;
+}
 
 static llvm::json::Object costJson(const StrategyCost &c) {
   return llvm::json::Object{{"cost_s", c.seconds},

@@ -30,6 +30,13 @@ struct StrategyReport {
   std::map<std::string, StrategyCost> baselines;
 };
 
+/// Searches (or, given \p fixed, prices) a strategy for \p m and the two
+/// baselines it is compared with, timing the search.
+llvm::Expected<StrategyReport>
+buildReport(const Module &m, const Cluster &cluster, CostMode mode,
+            const ShardingOptions &options,
+            const std::optional<std::vector<Config>> &fixed);
+
 /// The strategy JSON: model, cluster, mode, solver, cost_s, compute_s,
 /// comm_s, memory_bytes, comm_bytes, search_s, baselines, stats, and ops
 /// (name, kind, config as {dim: factor}).

@@ -8,13 +8,17 @@
 #include "ir/Printer.h"
 #include "ir/Summary.h"
 #include "ir/Verifier.h"
+#include "passes/sharding/StrategyIO.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
+
+#include <chrono>
 
 using namespace pax;
 namespace cl = llvm::cl;
@@ -24,13 +28,20 @@ static cl::OptionCategory paxcCategory("paxc options");
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
                                       cl::Required, cl::cat(paxcCategory));
 
-enum class Emit { IR, Summary };
+enum class Emit { IR, Summary, Report, Strategy };
 static cl::opt<Emit> emit(
-    "emit", cl::desc("What to produce"), cl::init(Emit::Summary),
+    "emit",
+    cl::desc("What to produce (default: summary, or report with --gpus)"),
     cl::values(clEnumValN(Emit::IR, "ir", "the iteration-space IR (.pir text)"),
                clEnumValN(Emit::Summary, "summary",
                           "parameters, forward FLOPs, op counts, inputs and "
-                          "outputs")),
+                          "outputs"),
+               clEnumValN(Emit::Report, "report",
+                          "the chosen strategy: configurations, predicted "
+                          "time, memory, baselines, search statistics"),
+               clEnumValN(Emit::Strategy, "strategy",
+                          "the chosen strategy as JSON (reusable with "
+                          "--strategy)")),
     cl::cat(paxcCategory));
 
 enum class Format { Text, Json };
@@ -59,14 +70,133 @@ static cl::opt<std::string> batch(
 static cl::opt<bool> quiet("quiet", cl::desc("Do not print warnings"),
                            cl::cat(paxcCategory));
 
+static cl::OptionCategory searchCategory("paxc sharding options");
+
+static cl::opt<unsigned> gpus("gpus",
+                              cl::desc("Number of devices to split over"),
+                              cl::value_desc("N"), cl::cat(searchCategory));
+static cl::opt<unsigned> gpusPerNode("gpus-per-node",
+                                     cl::desc("Devices per node"),
+                                     cl::value_desc("G"),
+                                     cl::cat(searchCategory));
+static cl::opt<std::string>
+    clusterName("cluster",
+                cl::desc("A cluster preset (--list-clusters) or a JSON file"),
+                cl::value_desc("PRESET|FILE.json"), cl::init("pase"),
+                cl::cat(searchCategory));
+static cl::opt<bool> listClusters("list-clusters",
+                                  cl::desc("List the cluster presets and exit"),
+                                  cl::cat(searchCategory));
+static cl::opt<std::string>
+    mode("mode",
+         cl::desc("What a step is: train (forward, backward, gradient "
+                  "synchronization) or infer (forward)"),
+         cl::value_desc("train|infer"), cl::init("train"),
+         cl::cat(searchCategory));
+static cl::opt<std::string> solver(
+    "solver",
+    cl::desc(
+        "dp (PaSE's DP, default), dp-bfs, exhaustive, data-parallel, expert"),
+    cl::value_desc("name"), cl::init("dp"), cl::cat(searchCategory));
+static cl::opt<double>
+    memLimit("mem-limit", cl::desc("Most memory one device may hold, GiB"),
+             cl::value_desc("GiB"), cl::init(0), cl::cat(searchCategory));
+static cl::opt<uint64_t> maxStates(
+    "max-states", cl::desc("Most DP table entries the search may hold"),
+    cl::value_desc("N"), cl::init(50'000'000), cl::cat(searchCategory));
+static cl::opt<unsigned> threads("threads",
+                                 cl::desc("Search threads (0: all cores)"),
+                                 cl::value_desc("N"), cl::init(0),
+                                 cl::cat(searchCategory));
+static cl::opt<bool> pow2("config-pow2",
+                          cl::desc("Only split factors that are powers of two"),
+                          cl::cat(searchCategory));
+static cl::opt<bool>
+    exact("config-exact", cl::desc("Only configurations that use every device"),
+          cl::cat(searchCategory));
+static cl::opt<int64_t>
+    maxSplit("config-max-split",
+             cl::desc("Largest split factor of any one dim"),
+             cl::value_desc("N"), cl::init(0), cl::cat(searchCategory));
+static cl::opt<std::string> strategyPath(
+    "strategy",
+    cl::desc("Use the strategy in this JSON file instead of searching"),
+    cl::value_desc("FILE.json"), cl::cat(searchCategory));
+
 static int fail(const llvm::Twine &msg) {
   llvm::WithColor::error(llvm::errs(), "paxc") << msg << "\n";
   return 1;
 }
 
+/// The cluster of --cluster, --gpus and --gpus-per-node; kept for the
+/// report, which refers to it.
+static std::optional<Cluster> theCluster;
+
+/// Searches (or reads with --strategy) the strategy of \p m.
+static llvm::Expected<StrategyReport> shardModel(const Module &m) {
+  auto cluster = makeCluster(
+      clusterName,
+      gpus.getNumOccurrences() ? std::optional<unsigned>(gpus) : std::nullopt,
+      gpusPerNode.getNumOccurrences() ? std::optional<unsigned>(gpusPerNode)
+                                      : std::nullopt);
+  if (!cluster)
+    return cluster.takeError();
+  theCluster = *cluster;
+  if (mode != "train" && mode != "infer")
+    return llvm::createStringError("--mode=" + mode +
+                                   ": expected train or infer");
+  auto kind = parseSolver(solver);
+  if (!kind)
+    return llvm::createStringError(
+        "--solver=" + solver +
+        ": expected dp, dp-bfs, exhaustive, data-parallel or expert");
+  if (memLimit < 0)
+    return llvm::createStringError("--mem-limit must not be negative");
+  ShardingOptions o;
+  o.configs.devices = theCluster->gpus;
+  o.configs.powersOfTwo = pow2;
+  o.configs.exact = exact;
+  o.configs.maxPerDim = maxSplit;
+  o.solver = *kind;
+  o.maxStates = maxStates;
+  o.threads = threads;
+  o.memoryLimit = memLimit * double(1 << 30);
+  // A progress line when a search runs for more than about two seconds.
+  auto start = std::chrono::steady_clock::now();
+  bool shown = false;
+  o.progress = [start, &shown](double fraction) {
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (elapsed < 2)
+      return;
+    llvm::errs() << llvm::formatv("\rpaxc: searching... {0,3}% ({1:F1} s)",
+                                  int(fraction * 100), elapsed);
+    shown = true;
+  };
+  std::optional<std::vector<Config>> fixed;
+  if (!strategyPath.empty()) {
+    auto text = llvm::MemoryBuffer::getFile(strategyPath);
+    if (!text)
+      return llvm::createStringError("cannot read '" + strategyPath +
+                                     "': " + text.getError().message());
+    auto configs =
+        strategyFromJson(m, (*text)->getBuffer(), strategyPath, o.configs);
+    if (!configs)
+      return configs.takeError();
+    fixed = std::move(*configs);
+  }
+  auto report = buildReport(m, *theCluster,
+                            mode == "train" ? CostMode::Train : CostMode::Infer,
+                            o, fixed);
+  if (shown)
+    llvm::errs() << "\n";
+  return report;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(paxcCategory);
+  cl::HideUnrelatedOptions({&paxcCategory, &searchCategory});
   cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "paxc 0.1.0\n"; });
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -74,6 +204,10 @@ int main(int argc, char **argv) {
       "Reads an ONNX model (binary, or protobuf text for .onnxtxt files) into\n"
       "the iteration-space IR and prints its summary or its IR.\n");
 
+  if (listClusters) {
+    llvm::outs() << describeClusters();
+    return 0;
+  }
   ImportOptions options;
   for (const std::string &b : dimBindings) {
     auto [name, value] = llvm::StringRef(b).split('=');
@@ -110,19 +244,30 @@ int main(int argc, char **argv) {
   llvm::ToolOutputFile out(outputPath, ec, llvm::sys::fs::OF_Text);
   if (ec)
     return fail("cannot write '" + outputPath + "': " + ec.message());
-  switch (emit) {
-  case Emit::IR:
-    printModule(m, out.os());
-    break;
-  case Emit::Summary: {
-    ModelSummary s = summarize(m);
-    if (format == Format::Json)
-      out.os() << llvm::formatv("{0:2}", summaryToJson(s)) << "\n";
-    else
-      printSummaryText(s, out.os());
-    break;
+  bool sharding =
+      emit == Emit::Report || emit == Emit::Strategy ||
+      (!emit.getNumOccurrences() &&
+       (gpus.getNumOccurrences() || strategyPath.getNumOccurrences()));
+  if (!sharding) {
+    if (emit == Emit::IR) {
+      printModule(m, out.os());
+    } else {
+      ModelSummary s = summarize(m);
+      if (format == Format::Json)
+        out.os() << llvm::formatv("{0:2}", summaryToJson(s)) << "\n";
+      else
+        printSummaryText(s, out.os());
+    }
+    out.keep();
+    return 0;
   }
-  }
+  auto report = shardModel(m);
+  if (!report)
+    return fail(llvm::toString(report.takeError()));
+  if (emit == Emit::Strategy || format == Format::Json)
+    out.os() << llvm::formatv("{0:2}", strategyToJson(m, *report)) << "\n";
+  else
+    printReport(m, *report, out.os());
   out.keep();
   return 0;
 }
