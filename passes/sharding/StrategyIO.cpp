@@ -154,6 +154,9 @@ llvm::Expected<std::vector<Config>> strategyFromJson(const Module &m,
   if (!ops)
     return llvm::createStringError(origin + ": expected an object with an "
                                             "'ops' array");
+  if (auto model = root->getString("model"); model && *model != m.name)
+    return llvm::createStringError(origin + ": the strategy is for model '" +
+                                   *model + "', not '" + m.name + "'");
   const Func &f = m.main;
   if (ops->size() != f.ops.size())
     return llvm::createStringError(

@@ -26,7 +26,7 @@ namespace cl = llvm::cl;
 static cl::OptionCategory paxcCategory("paxc options");
 
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
-                                      cl::Required, cl::cat(paxcCategory));
+                                      cl::cat(paxcCategory));
 
 enum class Emit { IR, Summary, Report, Strategy };
 static cl::opt<Emit> emit(
@@ -208,6 +208,8 @@ int main(int argc, char **argv) {
     llvm::outs() << describeClusters();
     return 0;
   }
+  if (inputPath.empty())
+    return fail("no model given (paxc MODEL.onnx [options]; paxc --help)");
   ImportOptions options;
   for (const std::string &b : dimBindings) {
     auto [name, value] = llvm::StringRef(b).split('=');
