@@ -59,21 +59,23 @@ std::vector<Config> enumerateConfigs(const Op &op,
   std::vector<Config> out;
   Config c(op.iters.size(), 1);
   // Depth-first over dims, pruning on the running product.
-  std::function<void(size_t, int64_t)> walk = [&](size_t d, int64_t product) {
-    if (d == op.iters.size()) {
-      if (!options.exact || product == options.devices || product == 1)
-        out.push_back(c);
-      return;
-    }
-    for (int64_t f : choices[d]) {
-      if (product * f > options.devices)
-        break;
-      c[d] = f;
-      walk(d + 1, product * f);
-    }
-    c[d] = 1;
-  };
-  walk(0, 1);
+  unsigned maxDims = options.maxSplitDims ? options.maxSplitDims : ~0u;
+  std::function<void(size_t, int64_t, unsigned)> walk =
+      [&](size_t d, int64_t product, unsigned split) {
+        if (d == op.iters.size()) {
+          if (!options.exact || product == options.devices || product == 1)
+            out.push_back(c);
+          return;
+        }
+        for (int64_t f : choices[d]) {
+          if (product * f > options.devices || (f > 1 && split == maxDims))
+            break;
+          c[d] = f;
+          walk(d + 1, product * f, split + (f > 1));
+        }
+        c[d] = 1;
+      };
+  walk(0, 1, 0);
   return out;
 }
 

@@ -19,10 +19,11 @@ using Config = llvm::SmallVector<int64_t, 6>;
 
 /// Restrictions of the configuration space.
 struct ConfigOptions {
-  int64_t devices = 1;      ///< the cluster's device count
-  bool powersOfTwo = false; ///< only split factors that are powers of two
-  bool exact = false;       ///< only configurations using every device
-  int64_t maxPerDim = 0;    ///< cap on any one factor (0: none)
+  int64_t devices = 1;       ///< the cluster's device count
+  bool powersOfTwo = false;  ///< only split factors that are powers of two
+  bool exact = false;        ///< only configurations using every device
+  int64_t maxPerDim = 0;     ///< cap on any one factor (0: none)
+  unsigned maxSplitDims = 0; ///< most dims split at once (0: any number)
 };
 
 /// Which iteration dims of \p op may be split at all: `par` and `red` dims,

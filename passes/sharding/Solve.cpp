@@ -6,8 +6,11 @@
 #include "ir/Soap.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
+
+#include <tbb/parallel_for.h>
 
 #include <cmath>
 
@@ -111,20 +114,62 @@ static std::vector<Config> baselineConfigs(const Op &op,
   return out;
 }
 
-/// Builds PaSE's cost graph: a vertex per op, an edge per use.
+/// Everything an op's costs depend on: kind, iteration space, accesses,
+/// types, which operands are weights. Repeated layers share signatures,
+/// so their cost tables are computed once.
+static std::string signature(const Op &op, llvm::ArrayRef<Config> configs) {
+  std::string s = opKindName(op.kind).str() + "[";
+  for (const IterDim &d : op.iters)
+    s += std::to_string(d.extent) + iterKindName(d.kind).str() + ",";
+  for (const Operand &o : op.operands)
+    s += "|" + o.value->type.str() + accessMapStr(o.map, op.iters) +
+         (o.value->global && o.value->global->isParameter ? "w" : "");
+  for (const Result &r : op.results)
+    s += "->" + r.value->type.str() + accessMapStr(r.map, op.iters);
+  s += "#" + std::to_string(configs.size());
+  return s;
+}
+
+/// Builds PaSE's cost graph: a vertex per op, an edge per use. Tables are
+/// shared between repeated layers and built in parallel.
 static CostGraph buildGraph(const Func &f, const CostModel &model,
                             const std::vector<Vertex> &vertices,
                             const std::vector<Use> &uses, double lambda) {
   CostGraph g;
-  for (const Vertex &v : vertices) {
+  std::vector<std::string> sigs;
+  for (const Vertex &v : vertices)
+    sigs.push_back(signature(*v.op, v.configs));
+  llvm::StringMap<unsigned> vertexTable;
+  for (unsigned i = 0; i < vertices.size(); ++i) {
+    const Vertex &v = vertices[i];
     g.numConfigs.push_back(unsigned(v.configs.size()));
+    auto [it, fresh] = vertexTable.try_emplace(sigs[i], i);
+    if (!fresh) {
+      g.vertexCost.push_back(g.vertexCost[it->second]);
+      continue;
+    }
     std::vector<int64_t> costs;
     for (const Config &c : v.configs)
       costs.push_back(toPicos(model.opCost(*v.op, c).total() +
                               lambda * model.memoryBytes(*v.op, c)));
     g.vertexCost.push_back(std::move(costs));
   }
-  for (const Use &u : uses) {
+  // One table per distinct (producer, result, consumer, operand) signature.
+  llvm::StringMap<unsigned> edgeTable;
+  std::vector<unsigned> source(uses.size());
+  std::vector<unsigned> distinct;
+  for (unsigned i = 0; i < uses.size(); ++i) {
+    const Use &u = uses[i];
+    std::string key = sigs[u.producer] + "@" + std::to_string(u.result) + ">" +
+                      sigs[u.consumer] + "@" + std::to_string(u.operand);
+    auto [it, fresh] = edgeTable.try_emplace(key, i);
+    source[i] = it->second;
+    if (fresh)
+      distinct.push_back(i);
+  }
+  g.edges.resize(uses.size());
+  tbb::parallel_for(size_t(0), distinct.size(), [&](size_t n) {
+    const Use &u = uses[distinct[n]];
     const Vertex &p = vertices[u.producer], &q = vertices[u.consumer];
     std::vector<TensorLayout> from, to;
     for (const Config &c : p.configs)
@@ -132,12 +177,17 @@ static CostGraph buildGraph(const Func &f, const CostModel &model,
     for (const Config &c : q.configs)
       to.push_back(operandLayout(*q.op, c, u.operand));
     const TensorType &t = p.op->results[u.result].value->type;
-    CostGraph::Edge e{u.producer, u.consumer, {}};
-    e.cost.reserve(from.size() * to.size());
+    std::vector<int64_t> &cost = g.edges[distinct[n]].cost;
+    cost.reserve(from.size() * to.size());
     for (const TensorLayout &a : from)
       for (const TensorLayout &b : to)
-        e.cost.push_back(toPicos(model.edgeSeconds(a, b, t)));
-    g.edges.push_back(std::move(e));
+        cost.push_back(toPicos(model.edgeSeconds(a, b, t)));
+  });
+  for (unsigned i = 0; i < uses.size(); ++i) {
+    g.edges[i].u = uses[i].producer;
+    g.edges[i].v = uses[i].consumer;
+    if (source[i] != i)
+      g.edges[i].cost = g.edges[source[i]].cost;
   }
   return g;
 }

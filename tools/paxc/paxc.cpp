@@ -118,6 +118,10 @@ static cl::opt<int64_t>
     maxSplit("config-max-split",
              cl::desc("Largest split factor of any one dim"),
              cl::value_desc("N"), cl::init(0), cl::cat(searchCategory));
+static cl::opt<unsigned>
+    maxDims("config-max-dims",
+            cl::desc("Most dims of one op split at once (0: any)"),
+            cl::value_desc("N"), cl::init(0), cl::cat(searchCategory));
 static cl::opt<std::string> strategyPath(
     "strategy",
     cl::desc("Use the strategy in this JSON file instead of searching"),
@@ -157,6 +161,7 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m) {
   o.configs.powersOfTwo = pow2;
   o.configs.exact = exact;
   o.configs.maxPerDim = maxSplit;
+  o.configs.maxSplitDims = maxDims;
   o.solver = *kind;
   o.maxStates = maxStates;
   o.threads = threads;
