@@ -45,25 +45,14 @@ double CostModel::planSeconds(llvm::ArrayRef<ReshardStep> plan) const {
   return t;
 }
 
-/// The layout of the gradient a consumer produces for its operand: partial
-/// over every digit along which it read the operand replicated.
-static TensorLayout gradientLayout(TensorLayout l) {
-  for (Digit &d : l.digits)
-    if (d.role == Digit::Role::Replicated)
-      d.role = Digit::Role::Partial;
-  l.haloLo.assign(l.haloLo.size(), 0);
-  l.haloHi.assign(l.haloHi.size(), 0);
-  l.irregular = false;
-  return l;
-}
-
 std::pair<llvm::SmallVector<ReshardStep, 4>, llvm::SmallVector<ReshardStep, 4>>
 CostModel::edgePlans(const TensorLayout &from, const TensorLayout &to,
                      const TensorType &t) const {
   auto forward = planReshard(from, to, t, cluster.gpusPerNode);
   llvm::SmallVector<ReshardStep, 4> backward;
   if (mode == CostMode::Train && isFloat(t.elem))
-    backward = planReshard(gradientLayout(to), from, t, cluster.gpusPerNode);
+    backward = planReshard(to, from, t, cluster.gpusPerNode,
+                           /*fromReplicatedIsPartial=*/true);
   return {forward, backward};
 }
 

@@ -20,6 +20,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -31,8 +32,9 @@ inline constexpr int64_t kInfCost = INT64_MAX / 4;
 
 /// Adds two costs in [0, kInfCost], saturating at kInfCost.
 inline int64_t addCost(int64_t a, int64_t b) {
-  int64_t sum = a + b;
-  return sum >= kInfCost ? kInfCost : sum;
+  // Both are at most kInfCost, so the sum cannot overflow; min() rather than
+  // a branch lets the DP's inner loops vectorize.
+  return std::min(a + b, kInfCost);
 }
 
 /// Clamps a raw cost entry to kInfCost (entries >= kInfCost mean forbidden).

@@ -83,17 +83,6 @@ private:
 };
 } // namespace
 
-/// Both layouts on the same digits (sizes equal position by position).
-[[maybe_unused]] static bool digitsLineUp(const TensorLayout &a,
-                                          const TensorLayout &b) {
-  if (a.digits.size() != b.digits.size())
-    return false;
-  for (size_t i = 0; i < a.digits.size(); ++i)
-    if (a.digits[i].size != b.digits[i].size)
-      return false;
-  return true;
-}
-
 /// Point-to-point fallback: every consumer device fetches its whole block.
 static llvm::SmallVector<ReshardStep, 4>
 pointToPoint(const TensorLayout &to, const TensorType &t, int64_t gpusPerNode) {
@@ -114,41 +103,49 @@ static bool prefixLinesUp(const TensorLayout &a, const TensorLayout &b) {
   return true;
 }
 
-llvm::SmallVector<ReshardStep, 4> planReshard(const TensorLayout &fromIn,
-                                              const TensorLayout &toIn,
+llvm::SmallVector<ReshardStep, 4> planReshard(const TensorLayout &from,
+                                              const TensorLayout &to,
                                               const TensorType &t,
-                                              int64_t gpusPerNode) {
-  if (!prefixLinesUp(fromIn, toIn))
-    return pointToPoint(toIn, t, gpusPerNode);
+                                              int64_t gpusPerNode,
+                                              bool fromReplicatedIsPartial) {
+  if (!prefixLinesUp(from, to))
+    return pointToPoint(to, t, gpusPerNode);
+  using Role = Digit::Role;
   // A consumer on fewer devices is treated as replicated on the rest (it
   // gathers like the others); a producer on fewer devices broadcasts its
-  // blocks to the rest first (digits past its own).
-  TensorLayout from = fromIn, to = toIn;
-  size_t own = from.digits.size();
-  for (size_t i = to.digits.size(); i < from.digits.size(); ++i)
-    to.digits.push_back({from.digits[i].size, Digit::Role::Replicated, -1, 0});
-  llvm::SmallVector<unsigned, 4> broadcast, sliceAfter;
-  for (size_t i = own; i < to.digits.size(); ++i) {
-    from.digits.push_back({to.digits[i].size, Digit::Role::Replicated, -1, 0});
-    broadcast.push_back(unsigned(i));
-    if (to.digits[i].role == Digit::Role::Split)
-      sliceAfter.push_back(unsigned(i));
-  }
-  assert(digitsLineUp(from, to) && "padding lines the digits up");
+  // blocks to the rest first (digits past its own), then each slices.
+  size_t own = from.digits.size(), n = std::max(own, to.digits.size());
+  auto fromDigit = [&](size_t i) {
+    Digit d = i < own ? from.digits[i]
+                      : Digit{to.digits[i].size, Role::Replicated, -1, 0};
+    if (fromReplicatedIsPartial && d.role == Role::Replicated && i < own)
+      d.role = Role::Partial;
+    return d;
+  };
+  auto toDigit = [&](size_t i) {
+    if (i >= to.digits.size() || i >= own)
+      return Digit{i < own ? from.digits[i].size : to.digits[i].size,
+                   Role::Replicated, -1, 0};
+    return to.digits[i];
+  };
   llvm::SmallVector<int64_t, 8> sizes;
-  for (const Digit &d : from.digits)
-    sizes.push_back(d.size);
-  Planner p(t, gpusPerNode, sizes, fromIn.blockElements(t));
+  llvm::SmallVector<unsigned, 4> broadcast, sliceAfter;
+  for (size_t i = 0; i < n; ++i) {
+    sizes.push_back(fromDigit(i).size);
+    if (i >= own) {
+      broadcast.push_back(unsigned(i));
+      if (to.digits[i].role == Role::Split)
+        sliceAfter.push_back(unsigned(i));
+    }
+  }
+  Planner p(t, gpusPerNode, sizes, from.blockElements(t));
   p.add(ReshardStep::Kind::Broadcast, broadcast);
-  for (unsigned i : broadcast)
-    to.digits[i].role = Digit::Role::Replicated; // sliced below
   p.add(ReshardStep::Kind::Slice, sliceAfter);
-  using Role = Digit::Role;
   llvm::SmallVector<unsigned, 4> allReduce, reduceScatter, allToAll, gather,
       slice;
-  for (unsigned i = 0; i < from.digits.size(); ++i) {
-    const Digit &a = from.digits[i];
-    Digit b = to.digits[i];
+  for (unsigned i = 0; i < n; ++i) {
+    Digit a = fromDigit(i);
+    Digit b = toDigit(i);
     if (to.irregular && b.role == Role::Split)
       b.role = Role::Replicated; // an irregular reader needs the whole dim
     if (a == b)

@@ -47,11 +47,13 @@ struct ReshardStep {
 llvm::StringRef reshardStepName(ReshardStep::Kind k);
 
 /// The moves from \p from to \p to of a tensor of type \p t. Devices are
-/// grouped into nodes of \p gpusPerNode consecutive ids.
-llvm::SmallVector<ReshardStep, 4> planReshard(const TensorLayout &from,
-                                              const TensorLayout &to,
-                                              const TensorType &t,
-                                              int64_t gpusPerNode);
+/// grouped into nodes of \p gpusPerNode consecutive ids. With
+/// \p fromReplicatedIsPartial, \p from's replicated digits hold partial sums
+/// (a consumer's gradient on its way back to the producer).
+llvm::SmallVector<ReshardStep, 4>
+planReshard(const TensorLayout &from, const TensorLayout &to,
+            const TensorType &t, int64_t gpusPerNode,
+            bool fromReplicatedIsPartial = false);
 
 /// A layout with its partial digits reduced (what a producer hands on after
 /// reducing its partial sums inside the op).
