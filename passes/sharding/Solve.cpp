@@ -322,6 +322,7 @@ llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
     for (unsigned i = 0; i < cand.size(); ++i)
       st.configs.push_back(cand[i].configs[s->strategy[i]]);
     st.cost = evaluateStrategy(m, model, st.configs);
+    st.searchCost = s->cost;
     st.stats = s->stats;
     if (!best || st.cost.seconds < best->cost.seconds)
       best = std::move(st);

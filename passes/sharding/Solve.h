@@ -43,6 +43,8 @@ struct StrategyCost {
 struct Strategy {
   std::vector<Config> configs;
   StrategyCost cost;
+  /// The searched cost in integer picoseconds (solvers compare exactly).
+  int64_t searchCost = 0;
   DpStats stats;
   /// Configurations per op (the search space), in op order.
   std::vector<size_t> spaceSizes;
