@@ -161,7 +161,11 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m) {
   o.configs.powersOfTwo = pow2;
   o.configs.exact = exact;
   o.configs.maxPerDim = maxSplit;
-  o.configs.maxSplitDims = maxDims;
+  // Past 16 devices the full space grows faster than it pays: two split
+  // dims per op keep the search in seconds at 1024 GPUs (docs/PERFORMANCE.md).
+  o.configs.maxSplitDims = maxDims.getNumOccurrences() ? unsigned(maxDims)
+                           : theCluster->gpus > 16   ? 2u
+                                                     : 0u;
   o.solver = *kind;
   o.maxStates = maxStates;
   o.threads = threads;
