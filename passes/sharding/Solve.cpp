@@ -6,6 +6,7 @@
 #include "ir/Soap.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -218,26 +219,81 @@ StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
   return cost;
 }
 
+/// A cost graph without its single-configuration vertices: their edges are
+/// folded into the other endpoint's vertex costs (exact, since their
+/// configuration is fixed), so they no longer widen dependent sets.
+struct ReducedGraph {
+  CostGraph graph;
+  std::vector<unsigned> original; ///< reduced vertex -> original vertex
+  int64_t constant = 0;           ///< costs of the fixed vertices alone
+};
+
+static ReducedGraph foldFixedVertices(const CostGraph &g) {
+  ReducedGraph r;
+  std::vector<int> index(g.size(), -1);
+  for (unsigned v = 0; v < g.size(); ++v) {
+    if (g.numConfigs[v] == 1) {
+      r.constant = addCost(r.constant, g.vertexCost[v][0]);
+      continue;
+    }
+    index[v] = int(r.original.size());
+    r.original.push_back(v);
+    r.graph.numConfigs.push_back(g.numConfigs[v]);
+    r.graph.vertexCost.push_back(g.vertexCost[v]);
+  }
+  for (const CostGraph::Edge &e : g.edges) {
+    int u = index[e.u], v = index[e.v];
+    if (u >= 0 && v >= 0) {
+      r.graph.edges.push_back({unsigned(u), unsigned(v), e.cost});
+    } else if (u >= 0) { // v fixed at configuration 0: column 0
+      for (unsigned c = 0; c < g.numConfigs[e.u]; ++c)
+        r.graph.vertexCost[u][c] =
+            addCost(r.graph.vertexCost[u][c], e.cost[c * g.numConfigs[e.v]]);
+    } else if (v >= 0) { // u fixed: row 0
+      for (unsigned c = 0; c < g.numConfigs[e.v]; ++c)
+        r.graph.vertexCost[v][c] = addCost(r.graph.vertexCost[v][c], e.cost[c]);
+    } else {
+      r.constant = addCost(r.constant, e.cost[0]);
+    }
+  }
+  return r;
+}
+
 /// Runs the DP (or exhaustive search) on candidate sets.
 static llvm::Expected<Solution> search(const Func &f, const CostModel &model,
                                        const std::vector<Vertex> &vertices,
                                        const std::vector<Use> &uses,
                                        const ShardingOptions &o,
                                        double lambda) {
-  CostGraph g = buildGraph(f, model, vertices, uses, lambda);
-  if (o.solver == SolverKind::Exhaustive)
-    return solveExhaustive(g, o.maxStates);
-  DpOptions dp;
-  dp.order = o.solver == SolverKind::DpBfs ? VertexOrder::BreadthFirst
-                                           : VertexOrder::GenerateSeq;
-  dp.maxStates = o.maxStates;
-  dp.threads = o.threads;
-  dp.progress = o.progress;
-  return solveDp(g, dp, [&](unsigned v) {
-    llvm::StringRef name = f.ops[v]->name();
-    return (name.empty() ? "#" + std::to_string(v) : name.str()) + " (" +
-           opKindName(f.ops[v]->kind).str() + ")";
-  });
+  ReducedGraph r =
+      foldFixedVertices(buildGraph(f, model, vertices, uses, lambda));
+  llvm::Expected<Solution> solved = Solution();
+  if (o.solver == SolverKind::Exhaustive) {
+    solved = solveExhaustive(r.graph, o.maxStates);
+  } else {
+    DpOptions dp;
+    dp.order = o.solver == SolverKind::DpBfs ? VertexOrder::BreadthFirst
+                                             : VertexOrder::GenerateSeq;
+    dp.maxStates = o.maxStates;
+    dp.threads = o.threads;
+    dp.progress = o.progress;
+    solved = solveDp(r.graph, dp, [&](unsigned v) {
+      const Op &op = *f.ops[r.original[v]];
+      llvm::StringRef name = op.name();
+      return (name.empty() ? "#" + std::to_string(r.original[v]) : name.str()) +
+             " (" + opKindName(op.kind).str() + ")";
+    });
+  }
+  if (!solved)
+    return solved.takeError();
+  // Back to every op: the folded ones keep their only configuration.
+  Solution full = std::move(*solved);
+  std::vector<unsigned> strategy(vertices.size(), 0);
+  for (unsigned i = 0; i < r.original.size(); ++i)
+    strategy[r.original[i]] = full.strategy[i];
+  full.strategy = std::move(strategy);
+  full.cost = addCost(full.cost, r.constant);
+  return full;
 }
 
 /// Searches under the memory limit: memory is priced at `lambda` seconds
@@ -289,9 +345,26 @@ searchWithinMemory(const Module &m, const CostModel &model,
 llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
                                        const ShardingOptions &o) {
   const Func &f = m.main;
+  // Ops that read no input, only constants (rotary tables, masks), compute
+  // the same tensor on every device: they stay unsplit, and their readers
+  // slice what they need for free. This keeps the high-degree vertices
+  // they would be out of the DP's dependent sets.
+  llvm::DenseSet<const Value *> dynamic;
+  for (const auto &a : f.args)
+    dynamic.insert(a.get());
   std::vector<Vertex> vertices;
-  for (const auto &op : f.ops)
-    vertices.push_back({op.get(), enumerateConfigs(*op, o.configs)});
+  for (const auto &op : f.ops) {
+    bool readsInput = llvm::any_of(op->operands, [&](const Operand &o) {
+      return dynamic.count(o.value) > 0;
+    });
+    std::vector<Config> configs = enumerateConfigs(*op, o.configs);
+    if (readsInput)
+      for (const Result &r : op->results)
+        dynamic.insert(r.value.get());
+    else
+      configs.resize(1); // the unsplit configuration comes first
+    vertices.push_back({op.get(), std::move(configs)});
+  }
   std::vector<Use> uses = usesOf(f);
   Strategy result;
   for (const Vertex &v : vertices)

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Strategy search: time, memory and quality per model and GPU count.
+
+For every model and device count, runs `paxc MODEL --gpus=N --emit=strategy`
+(PaSE's DP with the default configuration space) and reports the search
+time, the peak memory of the process, the largest dependent set, the DP
+states, and the predicted step time against the data-parallel and expert
+baselines searched in the same run (ratios > 1 mean the DP's strategy is
+faster). The DP must never be worse than either baseline.
+
+  python3 bench/search_bench.py [--gpus 4,8,16,32,64] [--large 256,1024]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GEN = os.path.join(ROOT, "tools", "models", "paxmodels.py")
+LIGHT = os.path.join(ROOT, "test", "models", "onnx-light")
+LIGHT_MODELS = ["bvlc_alexnet", "zfnet512", "vgg19", "resnet50", "inception_v1",
+                "inception_v2", "densenet121", "squeezenet", "shufflenet"]
+GENERATED = ["inception_v3", "gpt2", "bert", "llama", "lstm"]
+TRANSFORMERS = ["gpt2", "bert", "llama"]
+
+
+def run(paxc, model, gpus, extra):
+    with tempfile.TemporaryDirectory() as tmp:
+        rss, out = os.path.join(tmp, "rss"), os.path.join(tmp, "strategy.json")
+        start = time.perf_counter()
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss, paxc, model,
+                               f"--gpus={gpus}", "--emit=strategy", "--quiet", "-o", out]
+                              + extra, stderr=subprocess.PIPE, text=True)
+        wall = time.perf_counter() - start
+        mem = int(open(rss).read().split()[-1]) / 1024
+        if proc.returncode:
+            lines = [l for l in proc.stderr.strip().splitlines() if "error" in l]
+            return None, wall, mem, (lines or ["exit %d" % proc.returncode])[-1]
+        return json.load(open(out)), wall, mem, None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--paxc", default=os.path.join(ROOT, "build", "bin", "paxc"))
+    ap.add_argument("--gpus", default="4,8,16,32,64")
+    ap.add_argument("--large", default="256,1024", help="extra counts for transformers")
+    ap.add_argument("--batch", type=int, default=32, help="--batch for the CNNs")
+    args = ap.parse_args()
+    ok = True
+    with tempfile.TemporaryDirectory() as tmp:
+        models = [(m, os.path.join(LIGHT, f"light_{m}.onnx"), [f"--batch={args.batch}"])
+                  for m in LIGHT_MODELS]
+        for m in GENERATED:
+            path = os.path.join(tmp, m + ".onnx")
+            subprocess.run([sys.executable, GEN, m, "-o", path], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            models.append((m, path, []))
+        print(f"{'model':14} {'gpus':>5} {'total s':>8} {'search s':>9} {'MiB':>7} "
+              f"{'dep':>4} {'states':>10} {'step ms':>9} {'vs data':>8} {'vs expert':>9}")
+        for name, path, extra in models:
+            counts = [int(g) for g in args.gpus.split(",")]
+            if name in TRANSFORMERS and args.large:
+                counts += [int(g) for g in args.large.split(",")]
+            for g in counts:
+                s, wall, mem, err = run(args.paxc, path, g, extra)
+                if err:
+                    print(f"{name:14} {g:5d} {wall:8.2f} {'':9} {mem:7.0f}  FAILED: {err}")
+                    ok = False
+                    continue
+                base = s["baselines"]
+                vs_dp = base["data-parallel"]["cost_s"] / s["cost_s"]
+                vs_ex = base["expert"]["cost_s"] / s["cost_s"]
+                st = s["stats"]
+                print(f"{name:14} {g:5d} {wall:8.2f} {s['search_s']:9.3f} {mem:7.0f} "
+                      f"{st['largest_dependent_set']:4d} {st['dp_states']:10d} "
+                      f"{s['cost_s'] * 1e3:9.3f} {vs_dp:7.2f}x {vs_ex:8.2f}x")
+                if vs_dp < 1 - 1e-9 or vs_ex < 1 - 1e-9:
+                    print(f"  WORSE than a baseline: {name} at {g} GPUs")
+                    ok = False
+    print("all searches finished, never worse than a baseline" if ok else "SOME SEARCHES FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
