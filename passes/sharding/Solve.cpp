@@ -63,6 +63,28 @@ struct Use {
 };
 } // namespace
 
+llvm::DenseSet<const Op *> constantOps(const Module &m) {
+  llvm::DenseSet<const Value *> dynamic;
+  for (const auto &a : m.main.args)
+    dynamic.insert(a.get());
+  for (const auto &g : m.globals)
+    if (g->isParameter)
+      dynamic.insert(&g->value);
+  llvm::DenseSet<const Op *> constants;
+  for (const auto &op : m.main.ops) {
+    bool reads = llvm::any_of(op->operands, [&](const Operand &o) {
+      return dynamic.count(o.value) > 0;
+    });
+    if (!reads) {
+      constants.insert(op.get());
+      continue;
+    }
+    for (const Result &r : op->results)
+      dynamic.insert(r.value.get());
+  }
+  return constants;
+}
+
 static std::vector<Use> usesOf(const Func &f) {
   llvm::DenseMap<const Op *, unsigned> index;
   for (unsigned i = 0; i < f.ops.size(); ++i)
@@ -135,7 +157,8 @@ static std::string signature(const Op &op, llvm::ArrayRef<Config> configs) {
 /// shared between repeated layers and built in parallel.
 static CostGraph buildGraph(const Func &f, const CostModel &model,
                             const std::vector<Vertex> &vertices,
-                            const std::vector<Use> &uses, double lambda) {
+                            const std::vector<Use> &uses, double lambda,
+                            const llvm::DenseSet<const Op *> &constants) {
   CostGraph g;
   std::vector<std::string> sigs;
   for (const Vertex &v : vertices)
@@ -172,6 +195,11 @@ static CostGraph buildGraph(const Func &f, const CostModel &model,
   tbb::parallel_for(size_t(0), distinct.size(), [&](size_t n) {
     const Use &u = uses[distinct[n]];
     const Vertex &p = vertices[u.producer], &q = vertices[u.consumer];
+    if (constants.count(p.op)) {
+      // Computed on every device, and constants take no gradient.
+      g.edges[distinct[n]].cost.assign(p.configs.size() * q.configs.size(), 0);
+      return;
+    }
     std::vector<TensorLayout> from, to;
     for (const Config &c : p.configs)
       from.push_back(reducedLayout(resultLayout(*p.op, c, u.result)));
@@ -203,8 +231,11 @@ StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
     cost.commSeconds += oc.communication;
     cost.memoryBytes += model.memoryBytes(*f.ops[i], configs[i]);
   }
+  llvm::DenseSet<const Op *> constants = constantOps(m);
   for (const Use &u : usesOf(f)) {
     const Op &p = *f.ops[u.producer], &q = *f.ops[u.consumer];
+    if (constants.count(&p))
+      continue; // computed on every device; no gradient
     auto [forward, backward] = model.edgePlans(
         reducedLayout(resultLayout(p, configs[u.producer], u.result)),
         operandLayout(q, configs[u.consumer], u.operand),
@@ -260,13 +291,13 @@ static ReducedGraph foldFixedVertices(const CostGraph &g) {
 }
 
 /// Runs the DP (or exhaustive search) on candidate sets.
-static llvm::Expected<Solution> search(const Func &f, const CostModel &model,
-                                       const std::vector<Vertex> &vertices,
-                                       const std::vector<Use> &uses,
-                                       const ShardingOptions &o,
-                                       double lambda) {
-  ReducedGraph r =
-      foldFixedVertices(buildGraph(f, model, vertices, uses, lambda));
+static llvm::Expected<Solution>
+search(const Func &f, const CostModel &model,
+       const std::vector<Vertex> &vertices, const std::vector<Use> &uses,
+       const ShardingOptions &o, double lambda,
+       const llvm::DenseSet<const Op *> &constants) {
+  ReducedGraph r = foldFixedVertices(
+      buildGraph(f, model, vertices, uses, lambda, constants));
   llvm::Expected<Solution> solved = Solution();
   if (o.solver == SolverKind::Exhaustive) {
     solved = solveExhaustive(r.graph, o.maxStates);
@@ -302,6 +333,7 @@ static llvm::Expected<Solution>
 searchWithinMemory(const Module &m, const CostModel &model,
                    const std::vector<Vertex> &vertices,
                    const std::vector<Use> &uses, const ShardingOptions &o) {
+  llvm::DenseSet<const Op *> constants = constantOps(m);
   auto memoryOf = [&](const Solution &s) {
     double bytes = 0;
     for (unsigned i = 0; i < vertices.size(); ++i)
@@ -309,13 +341,13 @@ searchWithinMemory(const Module &m, const CostModel &model,
                                  vertices[i].configs[s.strategy[i]]);
     return bytes;
   };
-  auto best = search(m.main, model, vertices, uses, o, 0);
+  auto best = search(m.main, model, vertices, uses, o, 0, constants);
   if (!best || o.memoryLimit <= 0 || memoryOf(*best) <= o.memoryLimit)
     return best;
   double lo = 0, hi = 1e-15, leanest = memoryOf(*best);
   std::optional<Solution> fits;
   for (int i = 0; i < 40 && !fits; ++i, hi *= 8) {
-    auto s = search(m.main, model, vertices, uses, o, hi);
+    auto s = search(m.main, model, vertices, uses, o, hi, constants);
     if (!s)
       return s.takeError();
     leanest = std::min(leanest, memoryOf(*s));
@@ -331,7 +363,7 @@ searchWithinMemory(const Module &m, const CostModel &model,
             .str());
   for (int i = 0; i < 16; ++i) {
     double mid = (lo + hi) / 2;
-    auto s = search(m.main, model, vertices, uses, o, mid);
+    auto s = search(m.main, model, vertices, uses, o, mid, constants);
     if (!s)
       return s.takeError();
     if (memoryOf(*s) <= o.memoryLimit)
@@ -345,23 +377,11 @@ searchWithinMemory(const Module &m, const CostModel &model,
 llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
                                        const ShardingOptions &o) {
   const Func &f = m.main;
-  // Ops that read no input, only constants (rotary tables, masks), compute
-  // the same tensor on every device: they stay unsplit, and their readers
-  // slice what they need for free. This keeps the high-degree vertices
-  // they would be out of the DP's dependent sets.
-  llvm::DenseSet<const Value *> dynamic;
-  for (const auto &a : f.args)
-    dynamic.insert(a.get());
+  llvm::DenseSet<const Op *> constants = constantOps(m);
   std::vector<Vertex> vertices;
   for (const auto &op : f.ops) {
-    bool readsInput = llvm::any_of(op->operands, [&](const Operand &o) {
-      return dynamic.count(o.value) > 0;
-    });
     std::vector<Config> configs = enumerateConfigs(*op, o.configs);
-    if (readsInput)
-      for (const Result &r : op->results)
-        dynamic.insert(r.value.get());
-    else
+    if (constants.count(op.get()))
       configs.resize(1); // the unsplit configuration comes first
     vertices.push_back({op.get(), std::move(configs)});
   }

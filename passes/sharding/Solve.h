@@ -4,6 +4,8 @@
 #include "passes/cost/CostModel.h"
 #include "passes/sharding/DpSolver.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 #include <functional>
 
 namespace pax {
@@ -53,6 +55,13 @@ struct Strategy {
 /// Searches a strategy for \p m with \p options.solver.
 llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
                                        const ShardingOptions &options);
+
+/// Ops that read neither an input nor a weight, only constants (rotary
+/// tables, masks): every device computes them whole, so they are never
+/// split, their readers take what they need for free, and no gradient
+/// flows back to them. Pinning them keeps the high-degree vertices they
+/// would be out of the DP's dependent sets.
+llvm::DenseSet<const Op *> constantOps(const Module &m);
 
 /// Prices a given strategy (one configuration per op, in op order).
 StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
