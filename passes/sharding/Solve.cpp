@@ -100,15 +100,16 @@ static std::vector<Use> usesOf(const Func &f) {
 }
 
 /// The restricted configurations of the baselines. Data parallel: sample
-/// dims only, as many devices as divide them. Expert with tensor degree t:
-/// the data-parallel configurations on p/t devices, each optionally with one
-/// more dim (a weight's, a reduction's, or an attribute such as heads) split
-/// by t.
+/// dims only, on as many devices as divide them. Expert with tensor degree
+/// t: per op, either data parallel on every device (Krizhevsky's "one weird
+/// trick" for convolutions), or data parallel on p/t devices with one more
+/// dim split by t: a weight's output dim (column parallel), a reduction
+/// (row parallel), the vocabulary of an embedding, or an attribute such as
+/// attention heads (Megatron).
 static std::vector<Config> baselineConfigs(const Op &op,
                                            llvm::ArrayRef<SoapRole> roles,
                                            const std::vector<Config> &all,
                                            int64_t devices, int64_t tensor) {
-  int64_t data = devices / tensor;
   auto sampleDevices = [&](const Config &c) {
     int64_t n = 1;
     for (size_t d = 0; d < c.size(); ++d)
@@ -116,20 +117,25 @@ static std::vector<Config> baselineConfigs(const Op &op,
         n *= c[d];
     return n;
   };
-  // The largest pure sample split within `data` devices.
-  int64_t best = 1;
-  for (const Config &c : all)
-    if (configDevices(c) == sampleDevices(c) && sampleDevices(c) <= data)
-      best = std::max(best, sampleDevices(c));
+  // The largest pure sample split within `limit` devices.
+  auto bestSample = [&](int64_t limit) {
+    int64_t best = 1;
+    for (const Config &c : all)
+      if (configDevices(c) == sampleDevices(c) && sampleDevices(c) <= limit)
+        best = std::max(best, sampleDevices(c));
+    return best;
+  };
+  int64_t full = bestSample(devices), data = bestSample(devices / tensor);
   std::vector<Config> out;
   for (const Config &c : all) {
     int64_t s = sampleDevices(c), rest = configDevices(c) / s;
-    if (s != best)
-      continue;
     unsigned others = 0;
     for (size_t d = 0; d < c.size(); ++d)
       others += roles[d] != SoapRole::Sample && c[d] > 1;
-    if (rest == 1 || (tensor > 1 && others == 1 && rest == tensor))
+    bool dataParallel = rest == 1 && (s == full || s == data);
+    bool tensorParallel =
+        tensor > 1 && s == data && others == 1 && rest == tensor;
+    if (dataParallel || tensorParallel)
       out.push_back(c);
   }
   if (out.empty())
