@@ -55,6 +55,14 @@ const std::vector<Preset> &presets() {
       {"4x Tesla P100 per node on NVLink, EDR InfiniBand: FlexFlow's cluster",
        {"p100-nvlink", 16, 4, 10.6 * kTera, 16 * kGiB, link(40, 3),
         link(12.5 / 4, 10)}},
+      // NVIDIA DGX-1 (P100): 8 Tesla P100 SXM2 16GB in a hybrid cube mesh of
+      // NVLink 1 (4 links of 20 GB/s per direction per GPU; a ring through
+      // the mesh sustains about two links: 40 GB/s), 4 EDR InfiniBand NICs
+      // of 100 Gb/s per node (12.5 GB/s each, one per two GPUs: 6.25 GB/s).
+      // 10.6 TFLOP/s fp32, as for p100-nvlink.
+      {"8x Tesla P100 per node on NVLink (DGX-1), 4x EDR InfiniBand",
+       {"dgx1-p100", 16, 8, 10.6 * kTera, 16 * kGiB, link(40, 3),
+        link(12.5 / 2, 10)}},
       // NVIDIA DGX A100 datasheet: 8 A100 SXM4 80GB, NVLink3 through
       // NVSwitch at 600 GB/s per GPU (300 per direction), 8 ConnectX-6
       // 200 Gb/s HDR InfiniBand NICs (one per GPU: 25 GB/s). 156 TFLOP/s is

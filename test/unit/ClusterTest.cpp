@@ -129,8 +129,8 @@ TEST(ClusterTest, EveryPresetNameResolvesToAValidCluster) {
     EXPECT_GE(c->intraNode.bandwidth, c->interNode.bandwidth) << c->name;
     EXPECT_LE(c->intraNode.latency, c->interNode.latency) << c->name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"pase", "p100-nvlink", "dgx-a100",
-                                             "dgx-h100"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"pase", "p100-nvlink", "dgx1-p100",
+                                             "dgx-a100", "dgx-h100"}));
   EXPECT_FALSE(clusterPreset("dgx-b200"));
 }
 
@@ -139,7 +139,7 @@ TEST(ClusterTest, UnknownNameThatIsNoFileIsAnError) {
       overrideError("no-such-cluster", std::nullopt, std::nullopt);
   EXPECT_NE(err.find("unknown cluster 'no-such-cluster'"), std::string::npos)
       << err;
-  EXPECT_NE(err.find("pase, p100-nvlink, dgx-a100, dgx-h100"),
+  EXPECT_NE(err.find("pase, p100-nvlink, dgx1-p100, dgx-a100, dgx-h100"),
             std::string::npos)
       << err;
 }
