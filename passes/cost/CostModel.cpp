@@ -73,32 +73,40 @@ double CostModel::reduceInside(const Op &op, const Config &c) const {
   double t = 0;
   for (unsigned r = 0; r < op.results.size(); ++r) {
     TensorLayout l = resultLayout(op, c, r);
+    const AccessMap &map = op.results[r].map;
     const TensorType &type = op.results[r].value->type;
-    int64_t partial = 1, stats = 1, perNode = 1, pos = 1;
+    // Two groups, from the digits: the partial sums of split reductions the
+    // result drops, and the split normalized dims (reductions it keeps).
+    auto normalized = [&](int dim) {
+      return !map[dim].dims.empty() &&
+             op.iters[map[dim].dims[0]].kind == IterKind::Reduction;
+    };
+    int64_t partial = 1, partialNode = 1, stats = 1, statsNode = 1, pos = 1;
     for (const Digit &d : l.digits) {
-      bool intra = pos * d.size <= int64_t(cluster.gpusPerNode);
+      int64_t inNode =
+          pos * d.size <= int64_t(cluster.gpusPerNode) ? d.size : 1;
       if (d.role == Digit::Role::Partial) {
         partial *= d.size;
-        perNode *= intra ? d.size : 1;
+        partialNode *= inNode;
+      } else if (d.role == Digit::Role::Split && normalized(d.tensorDim)) {
+        stats *= d.size;
+        statsNode *= inNode;
       }
       pos *= d.size;
     }
-    double bytes = double(l.blockElements(type)) * dtypeBytes(type.elem);
-    t += collective(ReshardStep::Kind::AllReduce, partial, perNode, bytes);
-    // A normalized dim that is split: its statistics (max and sum, or mean
-    // and variance: two small all-reduces, one value per row) cross it.
-    double rows = double(l.blockElements(type));
-    for (size_t i = 0; i < op.results[r].map.size(); ++i) {
-      const AccessExpr &e = op.results[r].map[i];
-      if (e.dims.empty() || op.iters[e.dims[0]].kind != IterKind::Reduction)
-        continue;
-      stats *= c[e.dims[0]];
-      rows /= double(std::max<int64_t>(1, type.shape[i] / l.parts[i]));
-    }
-    if (stats > 1)
-      t += 2 * collective(ReshardStep::Kind::AllReduce, stats,
-                          std::min<int64_t>(stats, cluster.gpusPerNode),
-                          rows * 4);
+    double block = double(l.blockElements(type));
+    t += collective(ReshardStep::Kind::AllReduce, partial, partialNode,
+                    block * dtypeBytes(type.elem));
+    if (stats == 1)
+      continue;
+    // A split normalized dim: its statistics (max and sum, or mean and
+    // variance: two small all-reduces, one f32 per row) cross the split.
+    double rows = block;
+    for (size_t i = 0; i < map.size(); ++i)
+      if (normalized(int(i)))
+        rows /= double(std::max<int64_t>(1, type.shape[i] / l.parts[i]));
+    t += 2 *
+         collective(ReshardStep::Kind::AllReduce, stats, statsNode, rows * 4);
   }
   return t;
 }
