@@ -1,0 +1,84 @@
+//===- PlanFile.cpp - Reading and writing .paxplan files ------------------===//
+#include "codegen/plan/PlanFile.h"
+
+#include "llvm/Support/Endian.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+#include <cstring>
+
+namespace pax {
+
+static constexpr char kMagic[8] = {'P', 'A', 'X', 'P', 'L', 'A', 'N', '\0'};
+static constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 8;
+
+static uint64_t checksum(llvm::StringRef payload) {
+  return llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(payload.data()), payload.size()));
+}
+
+std::string encodePlan(const plan::Plan &plan) {
+  std::string payload;
+  plan.SerializeToString(&payload);
+  std::string out(kHeaderBytes, '\0');
+  std::memcpy(out.data(), kMagic, 8);
+  llvm::support::endian::write32le(out.data() + 8, kPlanVersion);
+  llvm::support::endian::write64le(out.data() + 16, payload.size());
+  llvm::support::endian::write64le(out.data() + 24, checksum(payload));
+  return out + payload;
+}
+
+llvm::Expected<plan::Plan> decodePlan(llvm::StringRef bytes,
+                                      llvm::StringRef origin) {
+  auto fail = [&](const llvm::Twine &msg) {
+    return llvm::createStringError(origin + ": " + msg);
+  };
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    return fail("not a paxc plan (no PAXPLAN header)");
+  if (bytes.size() < kHeaderBytes)
+    return fail("the plan is truncated (its header is incomplete)");
+  uint32_t version = llvm::support::endian::read32le(bytes.data() + 8);
+  if (version != kPlanVersion)
+    return fail("plan format version " + llvm::Twine(version) +
+                " is not supported (this paxc reads version " +
+                llvm::Twine(kPlanVersion) + "); compile the model again");
+  uint64_t length = llvm::support::endian::read64le(bytes.data() + 16);
+  uint64_t sum = llvm::support::endian::read64le(bytes.data() + 24);
+  llvm::StringRef payload = bytes.drop_front(kHeaderBytes);
+  if (payload.size() < length)
+    return fail("the plan is truncated (" + llvm::Twine(payload.size()) +
+                " of " + llvm::Twine(length) + " bytes)");
+  if (payload.size() > length)
+    return fail("the plan has " + llvm::Twine(payload.size() - length) +
+                " bytes of trailing garbage");
+  if (checksum(payload) != sum)
+    return fail("the plan is corrupted (its checksum does not match)");
+  plan::Plan plan;
+  if (payload.size() > size_t(INT32_MAX) ||
+      !plan.ParseFromArray(payload.data(), int(payload.size())))
+    return fail("the plan's contents do not parse");
+  return plan;
+}
+
+llvm::Error writePlanFile(const plan::Plan &plan, llvm::StringRef path) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return llvm::createStringError("cannot write '" + path +
+                                   "': " + ec.message());
+  os << encodePlan(plan);
+  return llvm::Error::success();
+}
+
+llvm::Expected<plan::Plan> readPlanFile(llvm::StringRef path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return llvm::createStringError("cannot read '" + path +
+                                   "': " + buf.getError().message());
+  return decodePlan((*buf)->getBuffer(), path);
+}
+
+} // namespace pax

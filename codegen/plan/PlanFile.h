@@ -1,0 +1,42 @@
+//===- PlanFile.h - Reading and writing .paxplan files --------------------===//
+//
+// A plan file is a header and a protobuf:
+//
+//   "PAXPLAN\0"  8 bytes magic
+//   version      u32 little-endian (kPlanVersion)
+//   reserved     u32
+//   length       u64, bytes of the protobuf that follows
+//   checksum     u64, xxh3-64 of those bytes
+//   payload      pax.plan.Plan
+//
+// so a truncated, foreign, older or corrupted file is recognized before
+// anything of it is used.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "codegen/plan/Plan.pb.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace pax {
+
+/// The plan format this paxc writes and reads.
+inline constexpr uint32_t kPlanVersion = 1;
+
+/// The bytes of a plan file for \p plan.
+std::string encodePlan(const plan::Plan &plan);
+
+/// Decodes a plan file; errors name \p origin and say what is wrong.
+llvm::Expected<plan::Plan> decodePlan(llvm::StringRef bytes,
+                                      llvm::StringRef origin);
+
+/// Writes \p plan to \p path.
+llvm::Error writePlanFile(const plan::Plan &plan, llvm::StringRef path);
+
+/// Reads the plan at \p path.
+llvm::Expected<plan::Plan> readPlanFile(llvm::StringRef path);
+
+} // namespace pax
