@@ -190,6 +190,15 @@ llvm::Error importTrilu(NodeContext &ctx) {
 llvm::Error importIdentity(NodeContext &ctx) {
   if (!ctx.hasInput(0))
     return ctx.error("missing input 0");
+  // Dropout is the identity in inference only; training mode is random.
+  if (ctx.opType() == "Dropout" && ctx.hasInput(2)) {
+    const ConstTensor *mode = ctx.constant(2);
+    if (!mode)
+      return ctx.error("training_mode must be a constant");
+    if (mode->integer(0) != 0)
+      return ctx.error("training mode is not supported (paxc imports "
+                       "models for inference)");
+  }
   ctx.forward(0, 0);
   // Dropout's mask is all ones in inference.
   if (ctx.numOutputs() > 1 && !ctx.proto().output(1).empty()) {

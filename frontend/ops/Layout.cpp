@@ -373,7 +373,7 @@ llvm::Error importSlice(NodeContext &ctx) {
     if (legacy)
       return llvm::Expected<std::vector<int64_t>>(ctx.attrInts(attr));
     return ctx.hasInput(input)
-               ? intsFromAttrOrInput(ctx, "", input)
+               ? intsFromAttrOrInput(ctx, attr, input)
                : llvm::Expected<std::vector<int64_t>>(std::vector<int64_t>());
   };
   auto starts = get("starts", 1), ends = get("ends", 2), axes = get("axes", 3),

@@ -1,0 +1,382 @@
+//===- GenericKernel.cpp - Runs a compute by walking its access maps ------===//
+#include "runtime/cpu/GenericKernel.h"
+
+#include "runtime/cpu/KernelContext.h"
+#include "runtime/cpu/Reduction.h"
+#include "runtime/cpu/ScalarOps.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <string>
+
+namespace pax::runtime {
+namespace cpu {
+
+/// Elements of work one TBB task gets at least.
+static constexpr int64_t kGrainElements = 16384;
+
+llvm::Error computeError(const plan::Compute &c, const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "compute '" + c.name() + "' (" + c.kind() +
+                                     "): " + msg);
+}
+
+/// Checks one tensor against the bytes its shape needs.
+static llvm::Error checkTensor(const plan::Compute &c, const Tensor *t,
+                               const llvm::Twine &what) {
+  if (!t)
+    return computeError(c, what + " is missing");
+  for (int64_t s : t->shape)
+    if (s < 0)
+      return computeError(c, what + " has a negative dim " + llvm::Twine(s));
+  if (int64_t(t->data.size()) != t->bytes())
+    return computeError(c, what + " holds " + llvm::Twine(t->data.size()) +
+                               " bytes, its shape needs " +
+                               llvm::Twine(t->bytes()));
+  return llvm::Error::success();
+}
+
+/// A lookup may only index gather's data operand, with the indices second.
+static llvm::Error checkLookups(const Prepared &p) {
+  for (size_t k = 0; k < p.inMaps.size(); ++k) {
+    if (!p.inMaps[k].hasLookup())
+      continue;
+    if (p.c.kind() != "gather" || k != 0 || p.inMaps.size() < 2 ||
+        p.inMaps[1].hasLookup())
+      return computeError(p.c, "input " + llvm::Twine(k) +
+                                   " has a lookup access outside gather's "
+                                   "data operand");
+  }
+  for (size_t r = 0; r < p.outMaps.size(); ++r)
+    if (p.outMaps[r].hasLookup())
+      return computeError(p.c,
+                          "output " + llvm::Twine(r) + " has a lookup access");
+  return llvm::Error::success();
+}
+
+llvm::Expected<Prepared> prepare(const plan::Compute &c,
+                                 llvm::ArrayRef<const Tensor *> inputs,
+                                 llvm::ArrayRef<Tensor *> outputs) {
+  if (inputs.size() != size_t(c.inputs_size()) ||
+      outputs.size() != size_t(c.outputs_size()))
+    return computeError(c, "has " + llvm::Twine(c.inputs_size()) +
+                               " inputs and " + llvm::Twine(c.outputs_size()) +
+                               " outputs, was given " +
+                               llvm::Twine(inputs.size()) + " and " +
+                               llvm::Twine(outputs.size()));
+  Prepared p{c, inputs, outputs, IterationSpace::of(c), {}, {}};
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    std::string what = "input " + std::to_string(k);
+    if (llvm::Error e = checkTensor(c, inputs[k], what))
+      return e;
+    auto m = AccessIndexer::compile(c, c.inputs(int(k)), inputs[k]->shape,
+                                    p.space, what);
+    if (!m)
+      return m.takeError();
+    p.inMaps.push_back(std::move(*m));
+  }
+  for (size_t r = 0; r < outputs.size(); ++r) {
+    std::string what = "output " + std::to_string(r);
+    if (llvm::Error e = checkTensor(c, outputs[r], what))
+      return e;
+    auto m = AccessIndexer::compile(c, c.outputs(int(r)), outputs[r]->shape,
+                                    p.space, what);
+    if (!m)
+      return m.takeError();
+    p.outMaps.push_back(std::move(*m));
+  }
+  if (llvm::Error e = checkLookups(p))
+    return e;
+  return p;
+}
+
+void forEachOuterRun(
+    const IterationSpace &s,
+    llvm::function_ref<void(llvm::MutableArrayRef<int64_t>, int64_t)> fn) {
+  int64_t grain = std::max<int64_t>(1, kGrainElements /
+                                           std::max<int64_t>(1, s.innerPoints));
+  size_t rank = s.extents.size();
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, s.outerPoints, grain),
+                    [&](const tbb::blocked_range<int64_t> &r) {
+                      llvm::SmallVector<int64_t, 8> point(rank, 0);
+                      s.setOuter(r.begin(), point);
+                      for (int64_t i = r.begin(); i < r.end();) {
+                        int64_t count = 1;
+                        if (!s.outer.empty()) {
+                          unsigned last = s.outer.back();
+                          count = std::min(s.extents[last] - point[last],
+                                           r.end() - i);
+                        }
+                        fn(point, count);
+                        // Step to the run's last point, then past it.
+                        if (!s.outer.empty())
+                          point[s.outer.back()] += count - 1;
+                        s.nextOuter(point);
+                        i += count;
+                      }
+                    });
+}
+
+void forEachOuter(const IterationSpace &s,
+                  llvm::function_ref<void(llvm::MutableArrayRef<int64_t>)> fn) {
+  forEachOuterRun(s, [&](llvm::MutableArrayRef<int64_t> point, int64_t count) {
+    if (s.outer.empty())
+      return fn(point);
+    unsigned last = s.outer.back();
+    int64_t start = point[last];
+    for (int64_t j = 0; j < count; ++j) {
+      point[last] = start + j;
+      fn(point);
+    }
+    point[last] = start;
+  });
+}
+
+/// Trilu's (row, col) dims: those writing the result's last two dims.
+static llvm::Expected<std::pair<unsigned, unsigned>>
+triluDims(const plan::Compute &c) {
+  if (c.outputs_size() != 1 || c.outputs(0).exprs_size() < 2)
+    return computeError(c, "needs one result of rank 2 or more");
+  const plan::Access &out = c.outputs(0);
+  const plan::AccessExpr &row = out.exprs(out.exprs_size() - 2);
+  const plan::AccessExpr &col = out.exprs(out.exprs_size() - 1);
+  if (row.kind() != plan::AccessExpr::AFFINE || row.dims_size() != 1 ||
+      col.kind() != plan::AccessExpr::AFFINE || col.dims_size() != 1)
+    return computeError(c, "result's last two dims must be written by one "
+                           "iteration dim each");
+  return std::make_pair(unsigned(row.dims(0)), unsigned(col.dims(0)));
+}
+
+/// One point of an elementwise op, computed in \p T (double or int64).
+template <typename T>
+static void elementwisePoint(const Prepared &p, ScalarOp op,
+                             const ScalarParams &params,
+                             llvm::ArrayRef<int64_t> point, bool dropped) {
+  llvm::SmallVector<T, 4> args;
+  bool anyIn = p.ins.empty();
+  for (size_t k = 0; k < p.ins.size(); ++k) {
+    int64_t i = p.inMaps[k].index(point);
+    anyIn |= i >= 0;
+    if constexpr (std::is_same_v<T, double>)
+      args.push_back(i >= 0 ? p.ins[k]->real(i) : 0.0);
+    else
+      args.push_back(i >= 0 ? p.ins[k]->integer(i) : 0);
+  }
+  if (!anyIn)
+    return;
+  T v = 0;
+  if (!dropped) {
+    if constexpr (std::is_same_v<T, double>)
+      v = applyReal(op, args, params);
+    else
+      v = applyInteger(op, args, params);
+  }
+  for (size_t r = 0; r < p.outs.size(); ++r) {
+    int64_t o = p.outMaps[r].index(point);
+    if (o < 0)
+      continue;
+    if constexpr (std::is_same_v<T, double>)
+      p.outs[r]->setReal(o, v);
+    else
+      p.outs[r]->setInteger(o, v);
+  }
+}
+
+/// True when every map of \p p is a plain dot product.
+static bool allLinear(const Prepared &p) {
+  auto linear = [](const AccessIndexer &m) { return m.isLinear(); };
+  return llvm::all_of(p.inMaps, linear) && llvm::all_of(p.outMaps, linear);
+}
+
+/// A run of \p count points of an elementwise op along dim \p last, every
+/// map linear: the indices step by a constant.
+template <typename T>
+static void
+elementwiseRun(const Prepared &p, ScalarOp op, const ScalarParams &params,
+               llvm::ArrayRef<int64_t> point, int64_t count, unsigned last) {
+  llvm::SmallVector<int64_t, 4> in, inStep, out, outStep;
+  for (const AccessIndexer &m : p.inMaps)
+    in.push_back(m.index(point)), inStep.push_back(m.step(last));
+  for (const AccessIndexer &m : p.outMaps)
+    out.push_back(m.index(point)), outStep.push_back(m.step(last));
+  llvm::SmallVector<T, 4> args(p.ins.size());
+  for (int64_t j = 0; j < count; ++j) {
+    for (size_t k = 0; k < p.ins.size(); ++k) {
+      int64_t i = in[k] + j * inStep[k];
+      if constexpr (std::is_same_v<T, double>)
+        args[k] = p.ins[k]->real(i);
+      else
+        args[k] = p.ins[k]->integer(i);
+    }
+    for (size_t r = 0; r < p.outs.size(); ++r) {
+      int64_t o = out[r] + j * outStep[r];
+      if constexpr (std::is_same_v<T, double>)
+        p.outs[r]->setReal(o, applyReal(op, args, params));
+      else
+        p.outs[r]->setInteger(o, applyInteger(op, args, params));
+    }
+  }
+}
+
+/// Elementwise ops: inputs read through their maps (broadcast by `_`).
+static llvm::Error runElementwise(const Prepared &p, ScalarOp op) {
+  ScalarParams params = scalarParams(op, p.c);
+  std::pair<unsigned, unsigned> rowCol{0, 0};
+  if (op == ScalarOp::Trilu) {
+    auto dims = triluDims(p.c);
+    if (!dims)
+      return dims.takeError();
+    rowCol = *dims;
+  }
+  bool real = p.ins.empty() ? isFloatDType(p.outs[0]->dtype) : false;
+  for (const Tensor *t : p.ins)
+    real |= isFloatDType(t->dtype);
+  const IterationSpace &s = p.space;
+  if (op != ScalarOp::Trilu && s.inner.empty() && !s.outer.empty() &&
+      allLinear(p)) {
+    unsigned last = s.outer.back();
+    forEachOuterRun(s, [&](llvm::MutableArrayRef<int64_t> point, int64_t n) {
+      if (real)
+        elementwiseRun<double>(p, op, params, point, n, last);
+      else
+        elementwiseRun<int64_t>(p, op, params, point, n, last);
+    });
+    return llvm::Error::success();
+  }
+  forEachOuter(s, [&](llvm::MutableArrayRef<int64_t> point) {
+    do {
+      bool dropped = false;
+      if (op == ScalarOp::Trilu) {
+        // Keep the element when its global (row, col) lies on the kept side.
+        int64_t row = point[rowCol.first] + s.globalOffsets[rowCol.first];
+        int64_t col = point[rowCol.second] + s.globalOffsets[rowCol.second];
+        dropped = params.upper ? col - row < params.k : col - row > params.k;
+      }
+      if (real)
+        elementwisePoint<double>(p, op, params, point, dropped);
+      else
+        elementwisePoint<int64_t>(p, op, params, point, dropped);
+    } while (s.nextInner(point));
+  });
+  return llvm::Error::success();
+}
+
+/// Copies element \p i of \p from to element \p o of \p to.
+static void copyElement(const Tensor &from, int64_t i, Tensor &to, int64_t o) {
+  if (from.dtype == to.dtype) {
+    int64_t n = dtypeBytes(to.dtype);
+    std::memcpy(to.data.data() + o * n, from.data.data() + i * n, size_t(n));
+  } else if (!isFloatDType(from.dtype) && !isFloatDType(to.dtype)) {
+    to.setInteger(o, from.integer(i));
+  } else {
+    to.setReal(o, from.real(i));
+  }
+}
+
+/// Data movement from one input of the outputs' dtype, every map linear:
+/// strided copies along the last outer dim, one memcpy when both are
+/// contiguous.
+static void copyRuns(const Prepared &p) {
+  unsigned last = p.space.outer.back();
+  int64_t n = dtypeBytes(p.ins[0]->dtype);
+  const uint8_t *from = p.ins[0]->data.data();
+  forEachOuterRun(p.space, [&](llvm::MutableArrayRef<int64_t> point,
+                               int64_t count) {
+    int64_t i = p.inMaps[0].index(point), is = p.inMaps[0].step(last);
+    for (size_t r = 0; r < p.outs.size(); ++r) {
+      uint8_t *to = p.outs[r]->data.data();
+      int64_t o = p.outMaps[r].index(point), os = p.outMaps[r].step(last);
+      if (is == 1 && os == 1) {
+        std::memcpy(to + o * n, from + i * n, size_t(count * n));
+        continue;
+      }
+      for (int64_t j = 0; j < count; ++j)
+        std::memcpy(to + (o + j * os) * n, from + (i + j * is) * n, size_t(n));
+    }
+  });
+}
+
+/// Data movement and gather: each result element copies from the first
+/// input whose map reaches inside it (concat inputs cover disjoint ranges);
+/// pad's border and masked lookups get the `value` attribute (0).
+static llvm::Error runCopy(const Prepared &p) {
+  bool lookup = p.c.kind() == "gather";
+  // Pad and gather read data from operand 0 only; the rest are indices or
+  // pad amounts.
+  size_t sources = lookup || p.c.kind() == "pad"
+                       ? std::min<size_t>(1, p.ins.size())
+                       : p.ins.size();
+  double fill = 0;
+  for (const plan::Attr &a : p.c.attrs())
+    if (a.name() == "value")
+      fill = a.has_f() ? a.f() : double(a.i());
+  const IterationSpace &s = p.space;
+  bool sameDType = llvm::all_of(
+      p.outs, [&](const Tensor *t) { return t->dtype == p.ins[0]->dtype; });
+  if (!lookup && sources == 1 && s.inner.empty() && !s.outer.empty() &&
+      sameDType && allLinear(p)) {
+    copyRuns(p);
+    return llvm::Error::success();
+  }
+  forEachOuter(s, [&](llvm::MutableArrayRef<int64_t> point) {
+    do {
+      int64_t lookupValue = 0;
+      bool masked = false;
+      if (lookup) {
+        int64_t j = p.inMaps[1].index(point);
+        masked = j < 0;
+        lookupValue = masked ? 0 : p.ins[1]->integer(j);
+      }
+      for (size_t r = 0; r < p.outs.size(); ++r) {
+        int64_t o = p.outMaps[r].index(point);
+        if (o < 0)
+          continue;
+        int64_t i = -1;
+        size_t k = 0;
+        for (; k < sources && i < 0 && !masked; ++k)
+          i = p.inMaps[k].index(point, lookupValue);
+        if (i >= 0)
+          copyElement(*p.ins[k - 1], i, *p.outs[r], o);
+        else
+          p.outs[r]->setReal(o, fill);
+      }
+    } while (s.nextInner(point));
+  });
+  return llvm::Error::success();
+}
+
+} // namespace cpu
+
+llvm::Error runGeneric(const plan::Compute &c,
+                       llvm::ArrayRef<const Tensor *> inputs,
+                       llvm::ArrayRef<Tensor *> outputs) {
+  using namespace cpu;
+  std::optional<ScalarOp> scalar = parseScalarOp(c.kind());
+  std::optional<ReduceOp> reduce = parseReduceOp(c.kind());
+  bool copy =
+      llvm::StringSwitch<bool>(c.kind())
+          .Cases("reshape", "transpose", "concat", "split", "slice", true)
+          .Cases("expand", "pad", "tile", "gather", true)
+          .Default(false);
+  if (!scalar && !reduce && !copy)
+    return computeError(c, "no generic cpu kernel for kind '" + c.kind() + "'");
+  auto p = prepare(c, inputs, outputs);
+  if (!p)
+    return p.takeError();
+  if (scalar) {
+    if (outputs.empty())
+      return computeError(c, "has no outputs");
+    return runElementwise(*p, *scalar);
+  }
+  if (reduce)
+    return runReduction(*p, *reduce);
+  return runCopy(*p);
+}
+
+} // namespace pax::runtime

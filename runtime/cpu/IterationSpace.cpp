@@ -1,0 +1,175 @@
+//===- IterationSpace.cpp - Loop nests and access maps of a compute -------===//
+#include "runtime/cpu/IterationSpace.h"
+
+#include <algorithm>
+
+namespace pax::runtime::cpu {
+
+IterationSpace IterationSpace::of(const plan::Compute &c) {
+  IterationSpace s;
+  llvm::SmallVector<bool, 8> isLookup(c.iters_size(), false);
+  auto mark = [&](const plan::Access &a) {
+    for (const plan::AccessExpr &e : a.exprs())
+      if (e.kind() == plan::AccessExpr::LOOKUP && e.dims_size() == 1 &&
+          e.dims(0) < isLookup.size())
+        isLookup[e.dims(0)] = true;
+  };
+  for (const plan::Access &a : c.inputs())
+    mark(a);
+  for (int d = 0; d < c.iters_size(); ++d) {
+    const plan::IterDim &it = c.iters(d);
+    s.extents.push_back(isLookup[d] ? 1 : std::max<int64_t>(it.extent(), 0));
+    s.globalOffsets.push_back(it.global_offset());
+    if (isLookup[d])
+      continue;
+    bool isInner = it.kind() != plan::IterDim::PAR;
+    (isInner ? s.inner : s.outer).push_back(unsigned(d));
+    (isInner ? s.innerPoints : s.outerPoints) *= s.extents.back();
+  }
+  return s;
+}
+
+void IterationSpace::setOuter(int64_t flat,
+                              llvm::MutableArrayRef<int64_t> point) const {
+  for (size_t i = outer.size(); i-- > 0;) {
+    int64_t e = extents[outer[i]];
+    point[outer[i]] = flat % e;
+    flat /= e;
+  }
+}
+
+void IterationSpace::nextOuter(llvm::MutableArrayRef<int64_t> point) const {
+  for (size_t i = outer.size(); i-- > 0;) {
+    if (++point[outer[i]] < extents[outer[i]])
+      return;
+    point[outer[i]] = 0;
+  }
+}
+
+bool IterationSpace::nextInner(llvm::MutableArrayRef<int64_t> point) const {
+  for (size_t i = inner.size(); i-- > 0;) {
+    if (++point[inner[i]] < extents[inner[i]])
+      return true;
+    point[inner[i]] = 0;
+  }
+  return false;
+}
+
+/// Reads one access expression into \p t; an error message when it is not
+/// one the generic kernel can walk.
+static std::string
+compileExpr(const plan::Compute &c, const plan::AccessExpr &e,
+            llvm::SmallVectorImpl<bool> &used, int64_t &offset,
+            llvm::SmallVectorImpl<std::pair<unsigned, int64_t>> &coefs) {
+  for (unsigned d : e.dims())
+    if (d >= unsigned(c.iters_size()))
+      return "names iteration dim " + std::to_string(d) + " of " +
+             std::to_string(c.iters_size());
+  switch (e.kind()) {
+  case plan::AccessExpr::BROADCAST:
+    return "";
+  case plan::AccessExpr::FULL:
+    return "has a full access '*', which the generic kernel cannot walk";
+  case plan::AccessExpr::AFFINE:
+    if (e.dims_size() < 1 || e.dims_size() > 2)
+      return "has an affine access over " + std::to_string(e.dims_size()) +
+             " dims";
+    coefs.push_back({e.dims(0), e.stride()});
+    if (e.dims_size() == 2)
+      coefs.push_back({e.dims(1), e.dilation()});
+    offset = e.offset();
+    break;
+  case plan::AccessExpr::GROUP: {
+    if (e.dims_size() < 1)
+      return "has an empty group access";
+    int64_t scale = 1;
+    for (int i = e.dims_size() - 1; i >= 0; --i) {
+      coefs.push_back({e.dims(i), scale});
+      scale *= c.iters(int(e.dims(i))).extent();
+    }
+    break;
+  }
+  case plan::AccessExpr::LOOKUP:
+    if (e.dims_size() != 1)
+      return "has a lookup over " + std::to_string(e.dims_size()) + " dims";
+    break;
+  default:
+    return "has an unknown access kind " + std::to_string(int(e.kind()));
+  }
+  for (auto [d, k] : coefs)
+    used[d] = true;
+  return "";
+}
+
+llvm::Expected<AccessIndexer>
+AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
+                       llvm::ArrayRef<int64_t> shape,
+                       const IterationSpace &space, const llvm::Twine &what) {
+  auto fail = [&](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "compute '" + c.name() + "' (" + c.kind() +
+                                       "): " + what + " " + msg);
+  };
+  if (size_t(access.exprs_size()) != shape.size())
+    return fail("has " + llvm::Twine(access.exprs_size()) +
+                " access exprs for a tensor of rank " +
+                llvm::Twine(shape.size()));
+  AccessIndexer a;
+  size_t n = space.extents.size();
+  a.coef.assign(n, 0);
+  a.usedDims.assign(n, false);
+  a.terms.resize(shape.size());
+  int64_t stride = 1;
+  bool inRange = true;
+  for (size_t i = shape.size(); i-- > 0;) {
+    const plan::AccessExpr &e = access.exprs(int(i));
+    Term &t = a.terms[i];
+    t.size = shape[i];
+    t.stride = stride;
+    stride *= shape[i];
+    std::string err = compileExpr(c, e, a.usedDims, t.offset, t.coefs);
+    if (!err.empty())
+      return fail(err);
+    if (e.kind() == plan::AccessExpr::LOOKUP) {
+      t.lookup = a.lookup = true;
+      t.lookupOffset = space.globalOffsets[e.dims(0)];
+      continue;
+    }
+    // The index's range over the whole space decides the fast path.
+    int64_t lo = t.offset, hi = t.offset;
+    for (auto [d, k] : t.coefs) {
+      int64_t span = k * (space.extents[d] - 1);
+      lo += std::min<int64_t>(0, span);
+      hi += std::max<int64_t>(0, span);
+      a.coef[d] += k * t.stride;
+    }
+    a.base += t.offset * t.stride;
+    inRange &= lo >= 0 && hi < t.size;
+  }
+  a.linear = inRange && !a.lookup;
+  return a;
+}
+
+int64_t AccessIndexer::checkedIndex(llvm::ArrayRef<int64_t> point,
+                                    int64_t lookupValue) const {
+  int64_t flat = 0;
+  for (const Term &t : terms) {
+    int64_t idx = t.offset;
+    if (t.lookup) {
+      // Negative indices count from the end (of an unsplit dim); a split
+      // table holds rows [offset, offset + size) and masks the others.
+      idx = lookupValue < 0 && t.lookupOffset == 0
+                ? lookupValue + t.size
+                : lookupValue - t.lookupOffset;
+    } else {
+      for (auto [d, k] : t.coefs)
+        idx += k * point[d];
+    }
+    if (idx < 0 || idx >= t.size)
+      return -1;
+    flat += idx * t.stride;
+  }
+  return flat;
+}
+
+} // namespace pax::runtime::cpu

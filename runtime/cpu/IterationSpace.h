@@ -1,0 +1,93 @@
+//===- IterationSpace.h - Loop nests and compiled maps ---------*- C++ -*-===//
+#ifndef PAX_RUNTIME_CPU_ITERATIONSPACE_H
+#define PAX_RUNTIME_CPU_ITERATIONSPACE_H
+
+#include "codegen/plan/Plan.pb.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+
+namespace pax::runtime::cpu {
+
+/// A compute's iteration space split into outer dims (walked in parallel,
+/// one task per point) and inner dims (`red` and `seq`, walked in order
+/// inside each outer point, so a reduction accumulates in a fixed order).
+/// Lookup dims are not walked: their index comes from the indices operand.
+struct IterationSpace {
+  llvm::SmallVector<int64_t, 8> extents; // walked extent per dim (lookup: 1)
+  llvm::SmallVector<int64_t, 8> globalOffsets;
+  llvm::SmallVector<unsigned, 8> outer, inner;
+  int64_t outerPoints = 1, innerPoints = 1;
+
+  /// The space of \p c; lookup dims are those a Lookup access names.
+  static IterationSpace of(const plan::Compute &c);
+
+  /// Sets the outer dims of \p point to outer point number \p flat.
+  void setOuter(int64_t flat, llvm::MutableArrayRef<int64_t> point) const;
+  /// Advances the outer dims of \p point in row-major order.
+  void nextOuter(llvm::MutableArrayRef<int64_t> point) const;
+  /// Advances the inner dims of \p point; false once they wrap to zero.
+  bool nextInner(llvm::MutableArrayRef<int64_t> point) const;
+};
+
+/// An access map compiled against an iteration space: the row-major element
+/// index it addresses at each point. Maps provably inside the tensor over
+/// the whole space become one dot product.
+class AccessIndexer {
+public:
+  /// Compiles \p access for a tensor of \p shape; an error names \p what
+  /// when the map does not fit the tensor or the space.
+  static llvm::Expected<AccessIndexer> compile(const plan::Compute &c,
+                                               const plan::Access &access,
+                                               llvm::ArrayRef<int64_t> shape,
+                                               const IterationSpace &space,
+                                               const llvm::Twine &what);
+
+  /// The element index at \p point, or -1 when it falls outside the tensor
+  /// (padding, another concat input's range, a masked lookup).
+  /// \p lookupValue is the index the indices operand holds for the point.
+  int64_t index(llvm::ArrayRef<int64_t> point, int64_t lookupValue = 0) const {
+    if (linear) {
+      int64_t flat = base;
+      for (size_t d = 0; d < coef.size(); ++d)
+        flat += coef[d] * point[d];
+      return flat;
+    }
+    return checkedIndex(point, lookupValue);
+  }
+
+  /// True when the index is one dot product over the whole space (never
+  /// outside the tensor, no lookup).
+  bool isLinear() const { return linear; }
+  /// How far the index moves per step of iteration dim \p d (linear maps).
+  int64_t step(unsigned d) const { return coef[d]; }
+
+  /// True when one of the tensor dims is a Lookup.
+  bool hasLookup() const { return lookup; }
+  /// The iteration dims that index this tensor (not through a lookup).
+  bool usesDim(unsigned d) const { return usedDims[d]; }
+
+private:
+  /// One tensor dim: offset + sum(coef * point), or a lookup.
+  struct Term {
+    int64_t offset = 0, size = 1, stride = 1;
+    llvm::SmallVector<std::pair<unsigned, int64_t>, 2> coefs;
+    bool lookup = false;
+    int64_t lookupOffset = 0; // the lookup dim's global offset
+  };
+  int64_t checkedIndex(llvm::ArrayRef<int64_t> point,
+                       int64_t lookupValue) const;
+
+  llvm::SmallVector<Term, 6> terms;
+  llvm::SmallVector<int64_t, 8> coef; // flat coefficient per iteration dim
+  llvm::SmallVector<bool, 8> usedDims;
+  int64_t base = 0;
+  bool linear = false, lookup = false;
+};
+
+} // namespace pax::runtime::cpu
+
+#endif // PAX_RUNTIME_CPU_ITERATIONSPACE_H

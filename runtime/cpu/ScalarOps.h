@@ -1,0 +1,97 @@
+//===- ScalarOps.h - Per-element functions ---------------------*- C++ -*-===//
+#ifndef PAX_RUNTIME_CPU_SCALAROPS_H
+#define PAX_RUNTIME_CPU_SCALAROPS_H
+
+#include "codegen/plan/Plan.pb.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+
+namespace pax::runtime::cpu {
+
+/// The elementwise op kinds the generic kernel evaluates point by point.
+enum class ScalarOp {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Max,
+  Min,
+  Sum,
+  Mean,
+  Where,
+  Equal,
+  Less,
+  LessOrEqual,
+  Greater,
+  GreaterOrEqual,
+  And,
+  Or,
+  Xor,
+  Not,
+  Relu,
+  LeakyRelu,
+  PRelu,
+  Elu,
+  Selu,
+  Celu,
+  Sigmoid,
+  HardSigmoid,
+  HardSwish,
+  Softplus,
+  Softsign,
+  Gelu,
+  Mish,
+  Tanh,
+  Erf,
+  Exp,
+  Log,
+  Sqrt,
+  Reciprocal,
+  Neg,
+  Abs,
+  Sign,
+  Floor,
+  Ceil,
+  Round,
+  Cos,
+  Sin,
+  Clip,
+  Cast,
+  Trilu
+};
+
+/// The scalar op of an elementwise kind (`"leaky_relu"`), if it is one.
+std::optional<ScalarOp> parseScalarOp(llvm::StringRef kind);
+
+/// An op's attributes, resolved once per call rather than per element.
+struct ScalarParams {
+  double alpha = 0, beta = 0, gamma = 0;
+  double min = -INFINITY, max = INFINITY; // clip bounds given as attributes
+  bool tanhGelu = false;                  // gelu approximate = "tanh"
+  bool upper = true;                      // trilu
+  int64_t k = 0;                          // trilu diagonal
+};
+
+/// Reads the attributes \p op needs from \p c, with ONNX's defaults.
+ScalarParams scalarParams(ScalarOp op, const plan::Compute &c);
+
+/// Applies \p op to \p args in double precision (float tensors). Trilu
+/// returns its input; the kernel zeroes the dropped side.
+double applyReal(ScalarOp op, llvm::ArrayRef<double> args,
+                 const ScalarParams &p);
+
+/// Applies \p op to \p args in int64 (integer and bool tensors). Division
+/// truncates toward zero like C++ (ONNX's Div on integers), a zero divisor
+/// gives 0; ops with no integer meaning go through applyReal.
+int64_t applyInteger(ScalarOp op, llvm::ArrayRef<int64_t> args,
+                     const ScalarParams &p);
+
+} // namespace pax::runtime::cpu
+
+#endif // PAX_RUNTIME_CPU_SCALAROPS_H
