@@ -4,6 +4,8 @@
 //   paxc model.onnx --emit=ir -o model.pir
 //
 //===----------------------------------------------------------------------===//
+#include "codegen/EmitPlan.h"
+#include "codegen/plan/PlanFile.h"
 #include "frontend/OnnxImporter.h"
 #include "ir/Printer.h"
 #include "ir/Summary.h"
@@ -15,8 +17,11 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
+#include <google/protobuf/text_format.h>
 
 #include <chrono>
 
@@ -28,7 +33,7 @@ static cl::OptionCategory paxcCategory("paxc options");
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
                                       cl::cat(paxcCategory));
 
-enum class Emit { IR, Summary, Report, Strategy };
+enum class Emit { IR, Summary, Report, Strategy, Plan, PlanText };
 static cl::opt<Emit> emit(
     "emit",
     cl::desc("What to produce (default: summary, or report with --gpus)"),
@@ -41,7 +46,12 @@ static cl::opt<Emit> emit(
                           "time, memory, baselines, search statistics"),
                clEnumValN(Emit::Strategy, "strategy",
                           "the chosen strategy as JSON (reusable with "
-                          "--strategy)")),
+                          "--strategy)"),
+               clEnumValN(Emit::Plan, "plan",
+                          "the plan paxrun executes (binary; the default "
+                          "when -o ends in .paxplan)"),
+               clEnumValN(Emit::PlanText, "plan-text",
+                          "the plan as protobuf text")),
     cl::cat(paxcCategory));
 
 enum class Format { Text, Json };
@@ -164,8 +174,8 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m) {
   // Past 16 devices the full space grows faster than it pays: two split
   // dims per op keep the search in seconds at 1024 GPUs (docs/PERFORMANCE.md).
   o.configs.maxSplitDims = maxDims.getNumOccurrences() ? unsigned(maxDims)
-                           : theCluster->gpus > 16   ? 2u
-                                                     : 0u;
+                           : theCluster->gpus > 16     ? 2u
+                                                       : 0u;
   o.solver = *kind;
   o.maxStates = maxStates;
   o.threads = threads;
@@ -255,6 +265,29 @@ int main(int argc, char **argv) {
   llvm::ToolOutputFile out(outputPath, ec, llvm::sys::fs::OF_Text);
   if (ec)
     return fail("cannot write '" + outputPath + "': " + ec.message());
+  bool planning = emit == Emit::Plan || emit == Emit::PlanText ||
+                  (!emit.getNumOccurrences() &&
+                   llvm::StringRef(outputPath).ends_with(".paxplan"));
+  if (planning) {
+    if (gpus.getNumOccurrences() && gpus > 1)
+      return fail("partitioned plans are not supported yet; plans run on "
+                  "one device for now (--gpus=1)");
+    if (mode.getNumOccurrences() && mode == "train")
+      return fail("training plans are not supported yet (--mode=infer)");
+    // The plan reads its weights from the model, found by absolute path.
+    llvm::SmallString<256> source(inputPath);
+    llvm::sys::fs::make_absolute(source);
+    plan::Plan p = emitSingleDevicePlan(m, source);
+    if (emit == Emit::PlanText) {
+      std::string text;
+      google::protobuf::TextFormat::PrintToString(p, &text);
+      out.os() << text;
+    } else {
+      out.os() << encodePlan(p);
+    }
+    out.keep();
+    return 0;
+  }
   bool sharding =
       emit == Emit::Report || emit == Emit::Strategy ||
       (!emit.getNumOccurrences() &&
