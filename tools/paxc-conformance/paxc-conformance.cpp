@@ -12,7 +12,7 @@
 #include "frontend/OnnxImporter.h"
 #include "frontend/TensorProto.h"
 #include "runtime/Tensor.h"
-#include "runtime/cpu/GenericKernel.h"
+#include "runtime/cpu/Kernels.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -167,7 +167,7 @@ static Outcome runTest(const std::string &dir) {
       outIds.push_back(uint32_t(op->operands.size() + i));
     }
     plan::Compute c = emitCompute(*op, inIds, outIds);
-    if (auto err = runtime::runGeneric(c, ins, outPtrs))
+    if (auto err = runtime::runKernel(c, ins, outPtrs))
       return {Outcome::Skip, "kernel: " + llvm::toString(std::move(err))};
     for (size_t i = 0; i < op->results.size(); ++i)
       values[op->results[i].value.get()] = std::move(outs[i]);

@@ -12,7 +12,7 @@
 #include "codegen/plan/PlanFile.h"
 #include "frontend/TensorProto.h"
 #include "runtime/Tensor.h"
-#include "runtime/cpu/GenericKernel.h"
+#include "runtime/cpu/Kernels.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
       ins.push_back(&buffers[a.buffer()]);
     for (const plan::Access &a : c.outputs())
       outs.push_back(&buffers[a.buffer()]);
-    if (auto err = runtime::runGeneric(c, ins, outs))
+    if (auto err = runtime::runKernel(c, ins, outs))
       return fail(llvm::toString(std::move(err)));
   }
   if (!outputsDir.empty()) {

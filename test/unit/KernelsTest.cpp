@@ -1,0 +1,344 @@
+//===- KernelsTest.cpp - The specific CPU kernels behind runKernel --------===//
+#include "runtime/cpu/Kernels.h"
+
+#include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace pax;
+using namespace pax::runtime;
+
+namespace {
+
+/// One access expression: `stride*d + dilation*k + offset`, `(a, b)`, `_`.
+struct Expr {
+  plan::AccessExpr::Kind kind;
+  std::vector<uint32_t> dims;
+  int64_t stride = 1, dilation = 1, offset = 0;
+};
+Expr dim(uint32_t d) { return {plan::AccessExpr::AFFINE, {d}}; }
+Expr window(uint32_t o, uint32_t k, int64_t stride, int64_t dilation,
+            int64_t offset) {
+  return {plan::AccessExpr::AFFINE, {o, k}, stride, dilation, offset};
+}
+Expr bcast() { return {plan::AccessExpr::BROADCAST, {}}; }
+
+/// Builds a compute message by hand.
+struct ComputeBuilder {
+  plan::Compute c;
+  explicit ComputeBuilder(std::string kind) {
+    c.set_kind(std::move(kind));
+    c.set_name("n0");
+  }
+  ComputeBuilder &iter(std::string name, int64_t extent,
+                       plan::IterDim::Kind kind = plan::IterDim::PAR) {
+    plan::IterDim *d = c.add_iters();
+    d->set_name(std::move(name));
+    d->set_extent(extent);
+    d->set_kind(kind);
+    return *this;
+  }
+  ComputeBuilder &red(std::string name, int64_t extent) {
+    return iter(std::move(name), extent, plan::IterDim::RED);
+  }
+  static void fill(plan::Access *a, std::initializer_list<Expr> exprs) {
+    for (const Expr &e : exprs) {
+      plan::AccessExpr *x = a->add_exprs();
+      x->set_kind(e.kind);
+      for (uint32_t d : e.dims)
+        x->add_dims(d);
+      x->set_stride(e.stride);
+      x->set_dilation(e.dilation);
+      x->set_offset(e.offset);
+    }
+  }
+  ComputeBuilder &in(std::initializer_list<Expr> exprs) {
+    fill(c.add_inputs(), exprs);
+    return *this;
+  }
+  ComputeBuilder &out(std::initializer_list<Expr> exprs) {
+    fill(c.add_outputs(), exprs);
+    return *this;
+  }
+  ComputeBuilder &attr(std::string name, int64_t v) {
+    plan::Attr *a = c.add_attrs();
+    a->set_name(std::move(name));
+    a->set_i(v);
+    return *this;
+  }
+  ComputeBuilder &attrF(std::string name, float v) {
+    plan::Attr *a = c.add_attrs();
+    a->set_name(std::move(name));
+    a->set_f(v);
+    return *this;
+  }
+  ComputeBuilder &attrInts(std::string name, std::vector<int64_t> v) {
+    plan::Attr *a = c.add_attrs();
+    a->set_name(std::move(name));
+    for (int64_t x : v)
+      a->mutable_ints()->add_values(x);
+    return *this;
+  }
+};
+
+Tensor make(plan::DType dtype, std::vector<int64_t> shape,
+            std::vector<double> values = {}) {
+  Tensor t = Tensor::zeros(dtype, std::move(shape));
+  for (size_t i = 0; i < values.size(); ++i)
+    t.setReal(int64_t(i), values[i]);
+  return t;
+}
+
+std::vector<double> reals(const Tensor &t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    v.push_back(t.real(i));
+  return v;
+}
+
+/// Runs \p c and returns the error text ("" on success).
+std::string run(const plan::Compute &c, std::vector<const Tensor *> ins,
+                std::vector<Tensor *> outs) {
+  if (llvm::Error e = runKernel(c, ins, outs))
+    return llvm::toString(std::move(e));
+  return "";
+}
+
+void expectNear(const std::vector<double> &got, const std::vector<double> &want,
+                double tol = 1e-5) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_NEAR(got[i], want[i], tol) << "at " << i;
+}
+
+using V = std::vector<double>;
+
+TEST(KernelsTest, MatMul) {
+  auto b = ComputeBuilder("matmul").iter("m", 2).iter("n", 2).red("k", 3);
+  b.in({dim(0), dim(2)}).in({dim(2), dim(1)}).out({dim(0), dim(1)});
+  for (plan::DType dt : {plan::F32, plan::F64, plan::I32}) {
+    Tensor x = make(dt, {2, 3}, {1, 2, 3, 4, 5, 6});
+    Tensor y = make(dt, {3, 2}, {7, 8, 9, 10, 11, 12});
+    Tensor z = make(dt, {2, 2});
+    ASSERT_EQ(run(b.c, {&x, &y}, {&z}), "");
+    EXPECT_EQ(reals(z), V({58, 64, 139, 154}));
+  }
+}
+
+TEST(KernelsTest, MatMulDoesNotDependOnThreadCount) {
+  const int64_t m = 67, n = 129, k = 301;
+  auto b = ComputeBuilder("matmul").iter("m", m).iter("n", n).red("k", k);
+  b.in({dim(0), dim(2)}).in({dim(2), dim(1)}).out({dim(0), dim(1)});
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  Tensor x = make(plan::F32, {m, k}), y = make(plan::F32, {k, n});
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.setReal(i, dist(rng));
+  for (int64_t i = 0; i < y.numel(); ++i)
+    y.setReal(i, dist(rng));
+  Tensor one = make(plan::F32, {m, n}), many = make(plan::F32, {m, n});
+  tbb::task_arena single(1);
+  single.execute([&] { ASSERT_EQ(run(b.c, {&x, &y}, {&one}), ""); });
+  ASSERT_EQ(run(b.c, {&x, &y}, {&many}), "");
+  EXPECT_EQ(one.data, many.data);
+  for (int64_t i = 0; i < m; i += 11)
+    for (int64_t j = 0; j < n; j += 13) {
+      double want = 0;
+      for (int64_t q = 0; q < k; ++q)
+        want += x.real(i * k + q) * y.real(q * n + j);
+      EXPECT_NEAR(one.real(i * n + j), want, 1e-4);
+    }
+}
+
+TEST(KernelsTest, BatchedMatMulBroadcastsB) {
+  auto b = ComputeBuilder("matmul").iter("b", 2).iter("m", 1).iter("n", 2).red(
+      "k", 2);
+  b.in({dim(0), dim(1), dim(3)}).in({dim(3), dim(2)});
+  b.out({dim(0), dim(1), dim(2)});
+  Tensor x = make(plan::F32, {2, 1, 2}, {1, 2, 3, 4});
+  Tensor y = make(plan::F32, {2, 2}, {1, 0, 0, 1});
+  Tensor z = make(plan::F32, {2, 1, 2});
+  ASSERT_EQ(run(b.c, {&x, &y}, {&z}), "");
+  EXPECT_EQ(reals(z), V({1, 2, 3, 4}));
+}
+
+TEST(KernelsTest, GemmTransposedWithC) {
+  // Y = 2 * A^T * B^T + 0.5 * C, A stored [k, m], B stored [n, k].
+  auto b = ComputeBuilder("gemm").iter("m", 2).iter("n", 2).red("k", 2);
+  b.in({dim(2), dim(0)}).in({dim(1), dim(2)}).in({bcast(), dim(1)});
+  b.out({dim(0), dim(1)}).attrF("alpha", 2).attrF("beta", 0.5f);
+  Tensor a = make(plan::F32, {2, 2}, {1, 3, 2, 4});  // A = [[1, 2], [3, 4]]
+  Tensor bt = make(plan::F32, {2, 2}, {5, 7, 6, 8}); // B = [[5, 6], [7, 8]]
+  Tensor c = make(plan::F32, {1, 2}, {10, 20});
+  Tensor y = make(plan::F32, {2, 2});
+  ASSERT_EQ(run(b.c, {&a, &bt, &c}, {&y}), "");
+  EXPECT_EQ(reals(y), V({2 * 19 + 5, 2 * 22 + 10, 2 * 43 + 5, 2 * 50 + 10}));
+}
+
+TEST(KernelsTest, Conv1dPaddedWithBias) {
+  // x [1, 1, 4], w [1, 1, 3], pad 1 each side, bias 1.
+  auto b = ComputeBuilder("conv")
+               .iter("n", 1)
+               .iter("co", 1)
+               .iter("o", 4)
+               .red("ci", 1)
+               .red("k", 3);
+  b.in({dim(0), dim(3), window(2, 4, 1, 1, -1)});
+  b.in({dim(1), dim(3), dim(4)}).in({dim(1)});
+  b.out({dim(0), dim(1), dim(2)}).attr("group", 1);
+  Tensor x = make(plan::F32, {1, 1, 4}, {1, 2, 3, 4});
+  Tensor w = make(plan::F32, {1, 1, 3}, {1, 10, 100});
+  Tensor bias = make(plan::F32, {1}, {1});
+  Tensor y = make(plan::F32, {1, 1, 4});
+  ASSERT_EQ(run(b.c, {&x, &w, &bias}, {&y}), "");
+  EXPECT_EQ(reals(y), V({211, 322, 433, 44}));
+}
+
+TEST(KernelsTest, MaxPoolSkipsPadding) {
+  auto b = ComputeBuilder("max_pool")
+               .iter("n", 1)
+               .iter("c", 1)
+               .iter("o", 3)
+               .red("k", 2);
+  b.in({dim(0), dim(1), window(2, 3, 2, 1, -1)}).out({dim(0), dim(1), dim(2)});
+  b.attrInts("pads", {1, 1});
+  Tensor x = make(plan::F32, {1, 1, 4}, {-1, -2, -3, -4});
+  Tensor y = make(plan::F32, {1, 1, 3});
+  ASSERT_EQ(run(b.c, {&x}, {&y}), "");
+  EXPECT_EQ(reals(y), V({-1, -2, -4}));
+}
+
+TEST(KernelsTest, AveragePoolCountIncludePad) {
+  for (int include : {0, 1}) {
+    auto b = ComputeBuilder("average_pool")
+                 .iter("n", 1)
+                 .iter("c", 1)
+                 .iter("o", 3)
+                 .red("k", 2);
+    b.in({dim(0), dim(1), window(2, 3, 2, 1, -1)});
+    b.out({dim(0), dim(1), dim(2)});
+    b.attrInts("pads", {1, 1}).attr("count_include_pad", include);
+    Tensor x = make(plan::F32, {1, 1, 4}, {2, 4, 6, 8});
+    Tensor y = make(plan::F32, {1, 1, 3});
+    ASSERT_EQ(run(b.c, {&x}, {&y}), "");
+    if (include)
+      EXPECT_EQ(reals(y), V({1, 5, 4}));
+    else
+      EXPECT_EQ(reals(y), V({2, 5, 8}));
+  }
+}
+
+TEST(KernelsTest, Lrn) {
+  // size 3 over 2 channels: each sum covers both channels.
+  auto b = ComputeBuilder("lrn").iter("n", 1).iter("c", 2).red("j", 3);
+  b.in({dim(0), window(1, 2, 1, 1, -1)}).out({dim(0), dim(1)});
+  b.attr("size", 3).attrF("alpha", 3).attrF("beta", 1).attrF("bias", 1);
+  Tensor x = make(plan::F64, {1, 2}, {1, 2});
+  Tensor y = make(plan::F64, {1, 2});
+  ASSERT_EQ(run(b.c, {&x}, {&y}), "");
+  expectNear(reals(y), V({1.0 / 6, 2.0 / 6}));
+}
+
+TEST(KernelsTest, BatchNorm) {
+  auto b = ComputeBuilder("batch_norm").iter("n", 1).iter("c", 2);
+  b.in({dim(0), dim(1)});
+  for (int i = 0; i < 4; ++i)
+    b.in({dim(1)});
+  b.out({dim(0), dim(1)}).attrF("epsilon", 0);
+  Tensor x = make(plan::F32, {1, 2}, {3, 5});
+  Tensor scale = make(plan::F32, {2}, {2, 3});
+  Tensor bias = make(plan::F32, {2}, {1, -1});
+  Tensor mean = make(plan::F32, {2}, {1, 1});
+  Tensor var = make(plan::F32, {2}, {4, 16});
+  Tensor y = make(plan::F32, {1, 2});
+  ASSERT_EQ(run(b.c, {&x, &scale, &bias, &mean, &var}, {&y}), "");
+  EXPECT_EQ(reals(y), V({3, 2}));
+}
+
+TEST(KernelsTest, LayerNormAndRmsNorm) {
+  auto b = ComputeBuilder("layer_norm").iter("i", 1).red("j", 2);
+  b.in({dim(0), dim(1)}).in({bcast(), dim(1)}).in({bcast(), dim(1)});
+  b.out({dim(0), dim(1)}).attrF("epsilon", 0);
+  Tensor x = make(plan::F64, {1, 2}, {1, 3});
+  Tensor scale = make(plan::F64, {1, 2}, {2, 3});
+  Tensor bias = make(plan::F64, {1, 2}, {10, 20});
+  Tensor y = make(plan::F64, {1, 2});
+  ASSERT_EQ(run(b.c, {&x, &scale, &bias}, {&y}), "");
+  expectNear(reals(y), V({8, 23}));
+
+  auto r = ComputeBuilder("rms_norm").iter("i", 1).red("j", 2);
+  r.in({dim(0), dim(1)}).in({bcast(), dim(1)});
+  r.out({dim(0), dim(1)}).attrF("epsilon", 0);
+  Tensor x2 = make(plan::F64, {1, 2}, {3, 4}); // rms = sqrt(12.5)
+  ASSERT_EQ(run(r.c, {&x2, &scale}, {&y}), "");
+  expectNear(reals(y), V({6 / std::sqrt(12.5), 12 / std::sqrt(12.5)}));
+}
+
+TEST(KernelsTest, InstanceNorm) {
+  auto b =
+      ComputeBuilder("instance_norm").iter("n", 1).iter("c", 1).red("s", 2);
+  b.in({dim(0), dim(1), dim(2)}).in({dim(1)}).in({dim(1)});
+  b.out({dim(0), dim(1), dim(2)}).attrF("epsilon", 0);
+  Tensor x = make(plan::F32, {1, 1, 2}, {1, 3});
+  Tensor scale = make(plan::F32, {1}, {2});
+  Tensor bias = make(plan::F32, {1}, {1});
+  Tensor y = make(plan::F32, {1, 1, 2});
+  ASSERT_EQ(run(b.c, {&x, &scale, &bias}, {&y}), "");
+  EXPECT_EQ(reals(y), V({-1, 3}));
+}
+
+TEST(KernelsTest, SoftmaxIsStable) {
+  for (const char *kind : {"softmax", "log_softmax"}) {
+    auto b = ComputeBuilder(kind).iter("i", 2).red("j", 2);
+    b.in({dim(0), dim(1)}).out({dim(0), dim(1)});
+    Tensor x = make(plan::F32, {2, 2}, {1000, 1000, 0, std::log(3.0)});
+    Tensor y = make(plan::F32, {2, 2});
+    ASSERT_EQ(run(b.c, {&x}, {&y}), "");
+    if (std::string(kind) == "softmax")
+      expectNear(reals(y), V({0.5, 0.5, 0.25, 0.75}));
+    else
+      expectNear(reals(y), V({std::log(0.5), std::log(0.5), std::log(0.25),
+                              std::log(0.75)}));
+  }
+}
+
+TEST(KernelsTest, LstmOneStepWithInitialCell) {
+  // H = I = 1; only the cell gate's input weight is set, so i = o = f = 0.5
+  // and the candidate is tanh(1); initial_c = 2 (inputs bit 6).
+  auto b = ComputeBuilder("lstm").attr("inputs", 1 << 6).attr("hidden_size", 1);
+  Tensor x = make(plan::F64, {1, 1, 1}, {1});
+  Tensor w = make(plan::F64, {1, 4, 1}, {0, 0, 0, 1});
+  Tensor r = make(plan::F64, {1, 4, 1}, {0, 0, 0, 0});
+  Tensor c0 = make(plan::F64, {1, 1, 1}, {2});
+  Tensor y = make(plan::F64, {1, 1, 1, 1}), yh = make(plan::F64, {1, 1, 1}),
+         yc = make(plan::F64, {1, 1, 1});
+  ASSERT_EQ(run(b.c, {&x, &w, &r, &c0}, {&y, &yh, &yc}), "");
+  double cell = 0.5 * 2 + 0.5 * std::tanh(1.0);
+  double h = 0.5 * std::tanh(cell);
+  expectNear(reals(y), V({h}));
+  expectNear(reals(yh), V({h}));
+  expectNear(reals(yc), V({cell}));
+}
+
+TEST(KernelsTest, FallsBackToGeneric) {
+  auto b = ComputeBuilder("add").iter("i", 2);
+  b.in({dim(0)}).in({dim(0)}).out({dim(0)});
+  Tensor x = make(plan::F32, {2}, {1, 2});
+  Tensor z = make(plan::F32, {2});
+  ASSERT_EQ(run(b.c, {&x, &x}, {&z}), "");
+  EXPECT_EQ(reals(z), V({2, 4}));
+}
+
+TEST(KernelsTest, WrongInputCountIsAnError) {
+  auto b = ComputeBuilder("softmax").iter("i", 2);
+  b.in({dim(0)}).in({dim(0)}).out({dim(0)});
+  Tensor x = make(plan::F32, {2});
+  Tensor z = make(plan::F32, {2});
+  EXPECT_NE(run(b.c, {&x, &x}, {&z}).find("takes 1 to 1 inputs"),
+            std::string::npos);
+}
+
+} // namespace
