@@ -146,16 +146,6 @@ OpCost CostModel::opCost(const Op &op, const Config &c) const {
   return cost;
 }
 
-llvm::SmallVector<ReshardStep, 4>
-CostModel::edgePlan(const Op &producer, unsigned result, const Config &pc,
-                    const Op &consumer, unsigned operand,
-                    const Config &cc) const {
-  TensorLayout from = reducedLayout(resultLayout(producer, pc, result));
-  TensorLayout to = operandLayout(consumer, cc, operand);
-  return planReshard(from, to, producer.results[result].value->type,
-                     cluster.gpusPerNode);
-}
-
 double CostModel::memoryBytes(const Op &op, const Config &c) const {
   bool train = mode == CostMode::Train;
   double bytes = 0;

@@ -38,13 +38,6 @@ public:
   /// The cost of \p op in configuration \p c.
   OpCost opCost(const Op &op, const Config &c) const;
 
-  /// The plan that moves result \p result of \p producer (configuration
-  /// \p pc) to operand \p operand of \p consumer (configuration \p cc). The
-  /// producer's partial sums are reduced inside the producer (see opCost).
-  llvm::SmallVector<ReshardStep, 4>
-  edgePlan(const Op &producer, unsigned result, const Config &pc,
-           const Op &consumer, unsigned operand, const Config &cc) const;
-
   /// Seconds of a plan.
   double planSeconds(llvm::ArrayRef<ReshardStep> plan) const;
 

@@ -1,6 +1,8 @@
 //===- GenericKernelTest.cpp - The CPU generic kernel over plan computes --===//
 #include "runtime/cpu/GenericKernel.h"
 
+#include "PlanBuilder.h"
+
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
 
@@ -10,88 +12,9 @@
 
 using namespace pax;
 using namespace pax::runtime;
+using namespace pax::test;
 
 namespace {
-
-/// One access expression: `d`, `stride*d + offset`, `(a, b)`, `_`, `*`,
-/// `gather(v)`.
-struct Expr {
-  plan::AccessExpr::Kind kind;
-  std::vector<uint32_t> dims;
-  int64_t stride = 1, offset = 0;
-};
-Expr dim(uint32_t d, int64_t offset = 0, int64_t stride = 1) {
-  return {plan::AccessExpr::AFFINE, {d}, stride, offset};
-}
-Expr group(std::vector<uint32_t> dims) {
-  return {plan::AccessExpr::GROUP, std::move(dims)};
-}
-Expr bcast() { return {plan::AccessExpr::BROADCAST, {}}; }
-Expr full() { return {plan::AccessExpr::FULL, {}}; }
-Expr lookup(uint32_t d) { return {plan::AccessExpr::LOOKUP, {d}}; }
-
-/// Builds a compute message by hand.
-struct ComputeBuilder {
-  plan::Compute c;
-  explicit ComputeBuilder(std::string kind) {
-    c.set_kind(std::move(kind));
-    c.set_name("n0");
-  }
-  ComputeBuilder &iter(std::string name, int64_t extent,
-                       plan::IterDim::Kind kind = plan::IterDim::PAR) {
-    plan::IterDim *d = c.add_iters();
-    d->set_name(std::move(name));
-    d->set_extent(extent);
-    d->set_kind(kind);
-    return *this;
-  }
-  static void fill(plan::Access *a, std::initializer_list<Expr> exprs) {
-    for (const Expr &e : exprs) {
-      plan::AccessExpr *x = a->add_exprs();
-      x->set_kind(e.kind);
-      for (uint32_t d : e.dims)
-        x->add_dims(d);
-      x->set_stride(e.stride);
-      x->set_dilation(1);
-      x->set_offset(e.offset);
-    }
-  }
-  ComputeBuilder &in(std::initializer_list<Expr> exprs) {
-    fill(c.add_inputs(), exprs);
-    return *this;
-  }
-  ComputeBuilder &out(std::initializer_list<Expr> exprs) {
-    fill(c.add_outputs(), exprs);
-    return *this;
-  }
-  ComputeBuilder &attr(std::string name, int64_t v) {
-    plan::Attr *a = c.add_attrs();
-    a->set_name(std::move(name));
-    a->set_i(v);
-    return *this;
-  }
-  ComputeBuilder &attrF(std::string name, float v) {
-    plan::Attr *a = c.add_attrs();
-    a->set_name(std::move(name));
-    a->set_f(v);
-    return *this;
-  }
-};
-
-Tensor make(plan::DType dtype, std::vector<int64_t> shape,
-            std::vector<double> values = {}) {
-  Tensor t = Tensor::zeros(dtype, std::move(shape));
-  for (size_t i = 0; i < values.size(); ++i)
-    t.setReal(int64_t(i), values[i]);
-  return t;
-}
-
-std::vector<double> reals(const Tensor &t) {
-  std::vector<double> v;
-  for (int64_t i = 0; i < t.numel(); ++i)
-    v.push_back(t.real(i));
-  return v;
-}
 
 /// Runs \p c and returns the error text ("" on success).
 std::string run(const plan::Compute &c, std::vector<const Tensor *> ins,

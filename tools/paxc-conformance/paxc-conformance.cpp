@@ -13,6 +13,7 @@
 #include "frontend/TensorProto.h"
 #include "runtime/Tensor.h"
 #include "runtime/cpu/Kernels.h"
+#include "tools/common/TensorFiles.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
@@ -47,29 +48,6 @@ struct Outcome {
 };
 } // namespace
 
-/// Known values as a runtime tensor of the same type.
-static runtime::Tensor toTensor(const ConstTensor &c) {
-  runtime::Tensor t = runtime::Tensor::zeros(
-      toPlanDType(c.type.elem), {c.type.shape.begin(), c.type.shape.end()});
-  for (int64_t i = 0; i < c.numel(); ++i) {
-    if (c.isReal())
-      t.setReal(i, c.real(i));
-    else
-      t.setInteger(i, c.integer(i));
-  }
-  return t;
-}
-
-static llvm::Expected<ConstTensor> readPb(const std::string &path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, false, false);
-  if (!buf)
-    return llvm::createStringError("cannot read " + path);
-  onnx::TensorProto t;
-  if (!t.ParseFromArray((*buf)->getBufferStart(), int((*buf)->getBufferSize())))
-    return llvm::createStringError("cannot parse " + path);
-  return readTensorProto(t, llvm::sys::path::parent_path(path));
-}
-
 /// The tensor a global holds.
 static llvm::Expected<runtime::Tensor>
 globalTensor(const Global &g, const onnx::ModelProto &m, llvm::StringRef dir) {
@@ -78,7 +56,7 @@ globalTensor(const Global &g, const onnx::ModelProto &m, llvm::StringRef dir) {
     c = ConstTensor::zeros(g.value.type);
     for (int64_t i = 0; i < c.numel(); ++i)
       c.set(i, g.fill);
-    return toTensor(c);
+    return toRuntimeTensor(c);
   }
   if (g.source == DataSource::Dense) {
     runtime::Tensor t;
@@ -93,7 +71,7 @@ globalTensor(const Global &g, const onnx::ModelProto &m, llvm::StringRef dir) {
       if (!v)
         return v.takeError();
       v->type = g.value.type; // a reshape of the initializer
-      return toTensor(*v);
+      return toRuntimeTensor(*v);
     }
   return llvm::createStringError("no data for @" + g.name());
 }
@@ -131,7 +109,8 @@ static Outcome runTest(const std::string &dir) {
   for (const auto &vi : proto.graph().input()) {
     if (inits.count(vi.name()))
       continue;
-    auto c = readPb(data + "/input_" + std::to_string(index++) + ".pb");
+    auto c = readTensorFile(data + "/input_" + std::to_string(index++) + ".pb",
+                            "input");
     if (!c)
       return {Outcome::Skip, "inputs: " + llvm::toString(c.takeError())};
     const Value *v = byName.lookup(vi.name());
@@ -141,7 +120,7 @@ static Outcome runTest(const std::string &dir) {
                                  dtypeName(c->type.elem).str() + ", not " +
                                  dtypeName(v->type.elem).str()};
     if (v)
-      values[v] = toTensor(*c);
+      values[v] = toRuntimeTensor(*c);
   }
   for (const auto &g : m.globals) {
     if (g->source == DataSource::Input)
@@ -173,7 +152,8 @@ static Outcome runTest(const std::string &dir) {
       values[op->results[i].value.get()] = std::move(outs[i]);
   }
   for (size_t i = 0; i < m.main.returns.size(); ++i) {
-    auto want = readPb(data + "/output_" + std::to_string(i) + ".pb");
+    auto want =
+        readTensorFile(data + "/output_" + std::to_string(i) + ".pb", "output");
     if (!want)
       return {Outcome::Skip, "outputs: " + llvm::toString(want.takeError())};
     const runtime::Tensor &got = values[m.main.returns[i]];

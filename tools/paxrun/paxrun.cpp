@@ -13,6 +13,7 @@
 #include "frontend/TensorProto.h"
 #include "runtime/Tensor.h"
 #include "runtime/cpu/Kernels.h"
+#include "tools/common/TensorFiles.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -56,31 +57,23 @@ shapeOf(const google::protobuf::RepeatedField<int64_t> &s) {
   return std::vector<int64_t>(s.begin(), s.end());
 }
 
-/// Reads a TensorProto file into a tensor of the expected type and shape.
+/// Reads input file \p path into a tensor of the type and shape the plan
+/// expects.
 static llvm::Expected<runtime::Tensor> readInput(const std::string &path,
                                                  const plan::TensorInfo &info) {
-  auto buf = llvm::MemoryBuffer::getFile(path, false, false);
-  if (!buf)
-    return llvm::createStringError("cannot read input '" + path +
-                                   "': " + buf.getError().message());
-  onnx::TensorProto t;
-  if (!t.ParseFromArray((*buf)->getBufferStart(), int((*buf)->getBufferSize())))
-    return llvm::createStringError("'" + path + "' is not an ONNX TensorProto");
-  auto c = readTensorProto(t, llvm::sys::path::parent_path(path));
+  auto c = readTensorFile(path, "input");
   if (!c)
-    return llvm::createStringError("'" + path +
-                                   "': " + llvm::toString(c.takeError()));
+    return c.takeError();
   std::vector<int64_t> want = shapeOf(info.shape());
   if (std::vector<int64_t>(c->type.shape.begin(), c->type.shape.end()) != want)
     return llvm::createStringError("input '" + info.name() + "' (" + path +
                                    ") has shape " + shapeStr(c->type.shape) +
                                    ", the model expects " + shapeStr(want));
-  runtime::Tensor r = runtime::Tensor::zeros(info.dtype(), want);
   if (runtime::isFloatDType(info.dtype()) != c->isReal())
     return llvm::createStringError("input '" + info.name() + "' (" + path +
                                    ") has the wrong element type");
-  for (int64_t i = 0; i < c->numel(); ++i)
-    c->isReal() ? r.setReal(i, c->real(i)) : r.setInteger(i, c->integer(i));
+  runtime::Tensor r = runtime::Tensor::zeros(info.dtype(), want);
+  copyValues(*c, r);
   return r;
 }
 
@@ -120,9 +113,7 @@ static llvm::Error loadWeight(const plan::LoadWeight &load,
         auto c = readTensorProto(init, modelDir);
         if (!c)
           return c.takeError();
-        for (int64_t i = 0; i < out.numel(); ++i)
-          c->isReal() ? out.setReal(i, c->real(i))
-                      : out.setInteger(i, c->integer(i));
+        copyValues(*c, out);
         return llvm::Error::success();
       }
     return llvm::createStringError("the model has no initializer '" +

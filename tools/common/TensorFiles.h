@@ -1,0 +1,23 @@
+//===- TensorFiles.h - ONNX tensor files and runtime tensors for tools ----===//
+#pragma once
+
+#include "frontend/ConstTensor.h"
+#include "runtime/Tensor.h"
+
+#include "llvm/Support/Error.h"
+
+namespace pax {
+
+/// Reads a TensorProto file (ONNX's test-data layout); errors say
+/// "cannot read <what> 'path'" or what is wrong with the data.
+llvm::Expected<ConstTensor> readTensorFile(llvm::StringRef path,
+                                           llvm::StringRef what);
+
+/// Copies \p c's values into \p out (same element count), converting to
+/// out's element type.
+void copyValues(const ConstTensor &c, runtime::Tensor &out);
+
+/// \p c as a runtime tensor of the same type and shape.
+runtime::Tensor toRuntimeTensor(const ConstTensor &c);
+
+} // namespace pax
