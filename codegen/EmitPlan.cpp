@@ -1,40 +1,215 @@
-//===- EmitPlan.cpp - A whole module as a plan ----------------------------===//
+//===- EmitPlan.cpp - A module as per-device programs ---------------------===//
 #include "codegen/EmitPlan.h"
 
 #include "codegen/EmitCompute.h"
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <algorithm>
+#include <map>
+
 namespace pax {
 
 namespace {
-/// Assigns buffers to values, one after another in a device's arena.
-class BufferTable {
-public:
-  explicit BufferTable(plan::DeviceProgram &program) : program(program) {}
 
-  uint32_t of(const Value *v) {
-    auto [it, fresh] = ids.try_emplace(v, uint32_t(ids.size()));
-    if (!fresh)
-      return it->second;
-    plan::Buffer *b = program.add_buffers();
-    b->set_id(it->second);
-    b->set_dtype(toPlanDType(v->type.elem));
-    for (int64_t d : v->type.shape)
-      b->add_shape(d);
-    // 64-byte aligned, for vector loads.
-    b->set_offset(end);
-    end += (v->type.bytes() + 63) / 64 * 64;
-    program.set_arena_bytes(end);
-    return it->second;
+/// A box of a tensor: where a device's block starts and how far it reaches.
+struct Box {
+  llvm::SmallVector<int64_t, 4> lo, size;
+  bool empty = false; ///< the device holds nothing
+
+  static Box whole(const TensorType &t) {
+    Box b;
+    b.lo.assign(t.rank(), 0);
+    b.size.assign(t.shape.begin(), t.shape.end());
+    return b;
   }
-
-private:
-  plan::DeviceProgram &program;
-  llvm::DenseMap<const Value *, uint32_t> ids;
-  int64_t end = 0;
+  static Box none(size_t rank) {
+    Box b;
+    b.lo.assign(rank, 0);
+    b.size.assign(rank, 0);
+    b.empty = true;
+    return b;
+  }
+  bool contains(const Box &o) const {
+    if (empty || o.empty)
+      return o.empty;
+    for (size_t i = 0; i < lo.size(); ++i)
+      if (o.lo[i] < lo[i] || o.lo[i] + o.size[i] > lo[i] + size[i])
+        return false;
+    return true;
+  }
+  friend bool operator==(const Box &a, const Box &b) {
+    return a.empty == b.empty && a.lo == b.lo && a.size == b.size;
+  }
+  void toProto(plan::Box &out) const {
+    if (empty) {
+      out.set_empty(true);
+      return;
+    }
+    for (size_t i = 0; i < lo.size(); ++i) {
+      out.add_lo(lo[i]);
+      out.add_size(size[i]);
+    }
+  }
 };
-} // namespace
+
+/// One digit of a device id, as pax-insert-collectives encodes it.
+struct DigitInfo {
+  int64_t size = 1, role = 0, dim = -1, level = 0;
+};
+
+/// The value of digit \p pos of device \p d over digits of \p sizes.
+static int64_t digitValue(llvm::ArrayRef<int64_t> sizes, size_t pos,
+                          int64_t d) {
+  for (size_t i = 0; i < pos; ++i)
+    d /= sizes[i];
+  return d % sizes[pos];
+}
+
+/// The block device \p d holds in a layout of \p digits: whole along dims
+/// no digit splits; nothing past the layout's devices.
+static llvm::Expected<Box> digitBox(llvm::ArrayRef<DigitInfo> digits,
+                                    const TensorType &t, int64_t d) {
+  llvm::SmallVector<int64_t, 8> sizes;
+  int64_t devices = 1;
+  for (const DigitInfo &g : digits) {
+    sizes.push_back(g.size);
+    devices *= g.size;
+  }
+  if (d >= devices)
+    return Box::none(t.rank());
+  Box b = Box::whole(t);
+  for (size_t i = 0; i < t.rank(); ++i) {
+    // The dim's digits, deepest level (least significant) first.
+    llvm::SmallVector<std::pair<int64_t, size_t>, 4> on;
+    for (size_t p = 0; p < digits.size(); ++p)
+      if (digits[p].role == 1 && digits[p].dim == int64_t(i))
+        on.push_back({digits[p].level, p});
+    llvm::sort(on, [](auto a, auto b) { return a.first > b.first; });
+    int64_t idx = 0, parts = 1;
+    for (auto [level, p] : on) {
+      idx += digitValue(sizes, p, d) * parts;
+      parts *= digits[p].size;
+    }
+    if (t.shape[i] % parts)
+      return llvm::createStringError("internal: " + std::to_string(parts) +
+                                     " blocks do not divide dim " +
+                                     std::to_string(i) + " of " + t.str());
+    b.size[i] = t.shape[i] / parts;
+    b.lo[i] = idx * b.size[i];
+  }
+  return b;
+}
+
+/// A device's block of an op's iteration space.
+struct IterBlock {
+  llvm::SmallVector<int64_t, 6> offset, extent;
+};
+
+static IterBlock iterBlock(const Op &op, llvm::ArrayRef<int64_t> config,
+                           int64_t d) {
+  IterBlock b;
+  size_t n = op.iters.size();
+  b.offset.assign(n, 0);
+  b.extent.assign(n, 0);
+  int64_t place = 1;
+  for (size_t j = n; j-- > 0;) {
+    int64_t f = config[j];
+    b.extent[j] = op.iters[j].extent / f;
+    b.offset[j] = (d / place) % f * b.extent[j];
+    place *= f;
+  }
+  return b;
+}
+
+/// The box of a tensor of \p t that \p map reaches over block \p b.
+static Box reachedBox(const Op &op, const AccessMap &map, const TensorType &t,
+                      const IterBlock &b) {
+  Box box = Box::whole(t);
+  for (size_t i = 0; i < map.size(); ++i) {
+    const AccessExpr &e = map[i];
+    int64_t lo = 0, hi = t.shape[i] - 1;
+    switch (e.kind) {
+    case AccessExpr::Kind::Broadcast:
+    case AccessExpr::Kind::Full:
+      break;
+    case AccessExpr::Kind::Affine: {
+      lo = hi = e.offset;
+      int64_t coef[2] = {e.stride, e.dilation};
+      for (size_t k = 0; k < e.dims.size() && k < 2; ++k) {
+        unsigned d = e.dims[k];
+        int64_t a = coef[k] * b.offset[d],
+                z = coef[k] * (b.offset[d] + b.extent[d] - 1);
+        lo += std::min(a, z);
+        hi += std::max(a, z);
+      }
+      break;
+    }
+    case AccessExpr::Kind::Group: {
+      lo = hi = e.offset;
+      int64_t scale = 1;
+      for (size_t k = e.dims.size(); k-- > 0;) {
+        unsigned d = e.dims[k];
+        lo += b.offset[d] * scale;
+        hi += (b.offset[d] + b.extent[d] - 1) * scale;
+        scale *= op.iters[d].extent;
+      }
+      break;
+    }
+    case AccessExpr::Kind::Lookup:
+      lo = b.offset[e.dims[0]];
+      hi = lo + b.extent[e.dims[0]] - 1;
+      break;
+    }
+    lo = std::clamp<int64_t>(lo, 0, t.shape[i]);
+    hi = std::clamp<int64_t>(hi, -1, t.shape[i] - 1);
+    box.lo[i] = lo;
+    box.size[i] = std::max<int64_t>(0, hi - lo + 1);
+  }
+  return box;
+}
+
+/// Rebases \p access (one of \p op's maps, emitted for the whole space)
+/// onto block \p b and a buffer holding \p box.
+static llvm::Error rebase(const Op &op, const IterBlock &b, const Box &box,
+                         const TensorType &t, plan::Access &access) {
+  for (int i = 0; i < access.exprs_size(); ++i) {
+    plan::AccessExpr &e = *access.mutable_exprs(i);
+    switch (e.kind()) {
+    case plan::AccessExpr::AFFINE: {
+      int64_t off = e.offset() + e.stride() * b.offset[e.dims(0)] - box.lo[i];
+      if (e.dims_size() > 1)
+        off += e.dilation() * b.offset[e.dims(1)];
+      e.set_offset(off);
+      break;
+    }
+    case plan::AccessExpr::GROUP: {
+      int64_t off = e.offset() - box.lo[i], scale = 1;
+      for (int k = e.dims_size() - 1; k >= 0; --k) {
+        off += b.offset[e.dims(k)] * scale;
+        scale *= op.iters[e.dims(k)].extent;
+      }
+      e.set_offset(off);
+      break;
+    }
+    case plan::AccessExpr::LOOKUP:
+      if (box.lo[i] != b.offset[e.dims(0)])
+        return llvm::createStringError(
+            "op '" + op.name() + "': a lookup's table block starts at " +
+            std::to_string(box.lo[i]) + ", its dim at " +
+            std::to_string(b.offset[e.dims(0)]));
+      break;
+    case plan::AccessExpr::FULL:
+      if (box.lo[i] != 0 || box.size[i] != t.shape[i])
+        return llvm::createStringError("op '" + op.name() +
+                                       "': a full access reads a block");
+      break;
+    default:
+      break;
+    }
+  }
+  return llvm::Error::success();
+}
 
 static plan::TensorInfo tensorInfo(llvm::StringRef name, const TensorType &t) {
   plan::TensorInfo info;
@@ -45,7 +220,119 @@ static plan::TensorInfo tensorInfo(llvm::StringRef name, const TensorType &t) {
   return info;
 }
 
-static void emitLoad(const Global &g, uint32_t buffer, plan::LoadWeight &load) {
+static plan::Collective::Kind planKind(OpKind k) {
+  switch (k) {
+  case OpKind::AllReduce:
+    return plan::Collective::ALL_REDUCE;
+  case OpKind::ReduceScatter:
+    return plan::Collective::REDUCE_SCATTER;
+  case OpKind::AllToAll:
+    return plan::Collective::ALL_TO_ALL;
+  case OpKind::AllGather:
+    return plan::Collective::ALL_GATHER;
+  case OpKind::Broadcast:
+    return plan::Collective::BROADCAST;
+  case OpKind::HaloExchange:
+    return plan::Collective::HALO_EXCHANGE;
+  default:
+    return plan::Collective::SEND_RECV;
+  }
+}
+
+static std::vector<int64_t> intsAttr(const Op &op, llvm::StringRef key) {
+  auto it = op.attrs.find(key);
+  if (it == op.attrs.end())
+    return {};
+  if (const auto *l = std::get_if<std::vector<int64_t>>(&it->second))
+    return *l;
+  if (const auto *i = std::get_if<int64_t>(&it->second))
+    return {*i};
+  return {};
+}
+
+/// Builds the programs of one plan.
+class Emitter {
+public:
+  Emitter(const Module &m, plan::Plan &p, int64_t devices, bool reference)
+      : m(m), p(p), n(devices), reference(reference) {}
+
+  llvm::Error run(std::vector<plan::DeviceProgram> &programs);
+
+private:
+  struct Held {
+    uint32_t buffer;
+    Box box;
+  };
+  uint32_t newBuffer(int64_t d, const Value *v, const Box &box,
+                     bool persistent = false);
+  llvm::Expected<uint32_t> leaf(int64_t d, const Value *v, const Box &box);
+  llvm::Error emitCompute(const Op &op);
+  llvm::Error emitCollective(const Op &op);
+  uint32_t group(std::vector<uint32_t> devices);
+  std::string valueName(const Value *v) const;
+
+  const Module &m;
+  plan::Plan &p;
+  int64_t n;
+  bool reference;
+  std::vector<plan::DeviceProgram> *progs = nullptr;
+  std::vector<llvm::DenseMap<const Value *, Held>> held;
+  std::vector<std::map<std::pair<const Value *, std::vector<int64_t>>,
+                       uint32_t>>
+      leaves;
+  std::map<std::vector<uint32_t>, uint32_t> groups;
+  llvm::DenseMap<const Value *, std::string> names;
+};
+
+std::string Emitter::valueName(const Value *v) const {
+  if (!v->name.empty())
+    return v->name;
+  auto it = names.find(v);
+  return it == names.end() ? "" : it->second;
+}
+
+uint32_t Emitter::newBuffer(int64_t d, const Value *v, const Box &box,
+                            bool persistent) {
+  plan::DeviceProgram &prog = (*progs)[d];
+  plan::Buffer *b = prog.add_buffers();
+  b->set_id(uint32_t(prog.buffers_size() - 1));
+  b->set_dtype(toPlanDType(v->type.elem));
+  b->set_name(valueName(v));
+  b->set_persistent(persistent);
+  if (box.empty) {
+    b->add_shape(0);
+  } else {
+    for (size_t i = 0; i < box.size.size(); ++i) {
+      b->add_shape(box.size[i]);
+      b->add_origin(box.lo[i]);
+    }
+  }
+  return b->id();
+}
+
+llvm::Expected<uint32_t> Emitter::leaf(int64_t d, const Value *v,
+                                       const Box &box) {
+  std::vector<int64_t> key(box.lo.begin(), box.lo.end());
+  key.insert(key.end(), box.size.begin(), box.size.end());
+  auto [it, fresh] = leaves[d].try_emplace({v, key}, 0);
+  if (!fresh)
+    return it->second;
+  plan::DeviceProgram &prog = (*progs)[d];
+  if (v->kind == Value::Kind::Argument) {
+    uint32_t buf = newBuffer(d, v, box);
+    unsigned index = 0;
+    while (m.main.args[index].get() != v)
+      ++index;
+    plan::Binding *b = prog.add_inputs();
+    b->set_index(index);
+    b->set_buffer(buf);
+    for (int64_t lo : box.lo)
+      b->add_offset(lo);
+    return it->second = buf;
+  }
+  const Global &g = *v->global;
+  uint32_t buf = newBuffer(d, v, box, /*persistent=*/true);
+  plan::LoadWeight &load = *prog.add_instructions()->mutable_load();
   load.set_tensor(g.source == DataSource::Initializer ||
                           g.source == DataSource::Input
                       ? g.ref
@@ -64,59 +351,402 @@ static void emitLoad(const Global &g, uint32_t buffer, plan::LoadWeight &load) {
     load.set_source(plan::LoadWeight::DENSE);
     break;
   }
-  for (int64_t d : g.value.type.shape) {
-    load.add_global_shape(d);
-    load.add_offset(0);
-  }
-  load.set_buffer(buffer);
+  for (int64_t s : v->type.shape)
+    load.add_global_shape(s);
+  for (int64_t lo : box.lo)
+    load.add_offset(lo);
+  load.set_buffer(buf);
   load.set_fill(g.fill);
   if (g.source == DataSource::Dense)
     load.set_dense(std::string(g.bytes.begin(), g.bytes.end()));
+  return it->second = buf;
 }
 
-plan::Plan emitSingleDevicePlan(const Module &m, llvm::StringRef source) {
-  plan::Plan p;
-  p.set_model(m.name);
-  p.set_source(source.str());
-  p.set_devices(1);
-  p.set_devices_per_node(1);
-  plan::Group *all = p.add_groups();
-  all->set_id(0);
-  all->add_devices(0);
-  plan::DeviceProgram &program = *p.add_programs();
-  program.set_device(0);
-  BufferTable buffers(program);
-  const Func &f = m.main;
-  for (size_t i = 0; i < f.args.size(); ++i) {
-    *p.add_inputs() = tensorInfo(f.args[i]->name, f.args[i]->type);
-    plan::Binding *b = program.add_inputs();
-    b->set_index(uint32_t(i));
-    b->set_buffer(buffers.of(f.args[i].get()));
-    for (size_t d = 0; d < f.args[i]->type.rank(); ++d)
-      b->add_offset(0);
+uint32_t Emitter::group(std::vector<uint32_t> devices) {
+  auto [it, fresh] = groups.try_emplace(devices, uint32_t(p.groups_size()));
+  if (fresh) {
+    plan::Group *g = p.add_groups();
+    g->set_id(it->second);
+    for (uint32_t d : devices)
+      g->add_devices(d);
   }
-  for (const auto &g : m.globals)
-    emitLoad(*g, buffers.of(&g->value),
-             *program.add_instructions()->mutable_load());
-  for (const auto &op : f.ops) {
+  return it->second;
+}
+
+llvm::Error Emitter::emitCompute(const Op &op) {
+  std::vector<int64_t> config(op.iters.size(), 1);
+  bool everywhere = reference || !intsAttr(op, "everywhere").empty();
+  if (!everywhere) {
+    auto c = intsAttr(op, "config");
+    if (!c.empty())
+      config = c;
+  }
+  int64_t devs = 1;
+  for (int64_t f : config)
+    devs *= f;
+  if (everywhere)
+    devs = n;
+  for (int64_t d = 0; d < devs; ++d) {
+    IterBlock b = iterBlock(op, everywhere ? std::vector<int64_t>(
+                                                 op.iters.size(), 1)
+                                           : config,
+                            d);
     llvm::SmallVector<uint32_t, 4> ins, outs;
-    for (const Operand &o : op->operands)
-      ins.push_back(buffers.of(o.value));
-    for (const Result &r : op->results)
-      outs.push_back(buffers.of(r.value.get()));
-    *program.add_instructions()->mutable_compute() =
-        emitCompute(*op, ins, outs);
+    llvm::SmallVector<Box, 4> inBoxes, outBoxes;
+    // A contraction split along a reduction leaves partial sums that are
+    // added up afterwards: a bias (an operand no split reduction indexes)
+    // is added on the first block of the reduction only.
+    llvm::SmallVector<unsigned, 2> splitRed;
+    for (size_t j = 0; j < op.iters.size(); ++j)
+      if (!everywhere && config[j] > 1 &&
+          op.iters[j].kind == IterKind::Reduction)
+        splitRed.push_back(unsigned(j));
+    bool laterBlock =
+        opKindFamily(op.kind) == OpFamily::Contraction &&
+        llvm::any_of(splitRed, [&](unsigned j) { return b.offset[j] != 0; });
+    for (const Operand &o : op.operands) {
+      if (laterBlock && llvm::none_of(o.map, [&](const AccessExpr &e) {
+            return llvm::any_of(splitRed,
+                                [&](unsigned j) { return e.uses(j); });
+          })) {
+        Box box = reachedBox(op, o.map, o.value->type, b);
+        uint32_t zero = newBuffer(d, o.value, box);
+        plan::LoadWeight &load =
+            *(*progs)[d].add_instructions()->mutable_load();
+        load.set_tensor("(zero)");
+        load.set_source(plan::LoadWeight::FILL);
+        for (int64_t s : o.value->type.shape)
+          load.add_global_shape(s);
+        for (int64_t lo : box.lo)
+          load.add_offset(lo);
+        load.set_buffer(zero);
+        load.set_fill(0);
+        ins.push_back(zero);
+        inBoxes.push_back(box);
+        continue;
+      }
+      if (o.value->kind == Value::Kind::Result) {
+        auto it = held[d].find(o.value);
+        if (it == held[d].end())
+          return llvm::createStringError(
+              "internal: op '" + op.name() + "' on device " +
+              std::to_string(d) + " reads a value the device does not hold");
+        ins.push_back(it->second.buffer);
+        inBoxes.push_back(it->second.box);
+        continue;
+      }
+      Box box = reachedBox(op, o.map, o.value->type, b);
+      auto buf = leaf(d, o.value, box);
+      if (!buf)
+        return buf.takeError();
+      ins.push_back(*buf);
+      inBoxes.push_back(box);
+    }
+    for (const Result &r : op.results) {
+      Box box = reachedBox(op, r.map, r.value->type, b);
+      outs.push_back(newBuffer(d, r.value.get(), box));
+      outBoxes.push_back(box);
+    }
+    plan::Compute c = pax::emitCompute(op, ins, outs);
+    for (size_t j = 0; j < op.iters.size(); ++j) {
+      plan::IterDim &it = *c.mutable_iters(int(j));
+      it.set_extent(b.extent[j]);
+      it.set_global_offset(b.offset[j]);
+      it.set_global_extent(op.iters[j].extent);
+    }
+    for (size_t k = 0; k < op.operands.size(); ++k)
+      if (auto err = rebase(op, b, inBoxes[k], op.operands[k].value->type,
+                            *c.mutable_inputs(int(k))))
+        return err;
+    for (size_t k = 0; k < op.results.size(); ++k) {
+      if (auto err = rebase(op, b, outBoxes[k], op.results[k].value->type,
+                            *c.mutable_outputs(int(k))))
+        return err;
+      held[d][op.results[k].value.get()] = {outs[k], outBoxes[k]};
+    }
+    *(*progs)[d].add_instructions()->mutable_compute() = std::move(c);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error Emitter::emitCollective(const Op &op) {
+  const Value *in = op.operands[0].value, *out = op.results[0].value.get();
+  if (reference) { // the identity on one device
+    held[0][out] = held[0][in];
+    return llvm::Error::success();
+  }
+  const TensorType &t = in->type;
+  std::vector<int64_t> positions = intsAttr(op, "positions"),
+                       space = intsAttr(op, "space"),
+                       encoded = intsAttr(op, "layout"),
+                       halo = intsAttr(op, "halo");
+  auto bad = [&](const llvm::Twine &msg) {
+    return llvm::createStringError("collective '" + op.name() + "': " + msg);
+  };
+  if (encoded.size() % 4 || halo.size() != 2 * t.rank() || space.empty())
+    return bad("needs positions, space, layout (4 ints per digit) and halo "
+               "(2 ints per dim)");
+  std::vector<DigitInfo> digits;
+  for (size_t i = 0; i < encoded.size(); i += 4)
+    digits.push_back({encoded[i], encoded[i + 1], encoded[i + 2],
+                      encoded[i + 3]});
+  int64_t devs = 1;
+  for (int64_t s : space)
+    devs *= s;
+  if (devs > n)
+    return bad("runs on " + llvm::Twine(devs) + " devices, the plan has " +
+               llvm::Twine(n));
+  for (int64_t pos : positions)
+    if (pos < 0 || pos >= int64_t(space.size()))
+      return bad("position " + llvm::Twine(pos) + " is outside its space");
+  // Boxes before and after, per device.
+  std::vector<Box> before(n, Box::none(t.rank())), after = before;
+  for (int64_t d = 0; d < devs; ++d) {
+    if (auto it = held[d].find(in); it != held[d].end())
+      before[d] = it->second.box;
+    auto box = digitBox(digits, t, d);
+    if (!box)
+      return box.takeError();
+    if (!box->empty)
+      for (size_t i = 0; i < t.rank(); ++i) {
+        int64_t lo = std::max<int64_t>(0, box->lo[i] - halo[2 * i]);
+        int64_t hi = std::min(t.shape[i],
+                              box->lo[i] + box->size[i] + halo[2 * i + 1]);
+        box->lo[i] = lo;
+        box->size[i] = hi - lo;
+      }
+    after[d] = *box;
+  }
+  plan::Collective::Kind kind = planKind(op.kind);
+  if (op.kind == OpKind::LocalSlice) {
+    for (int64_t d = 0; d < devs; ++d) {
+      if (after[d].empty)
+        continue;
+      if (!before[d].contains(after[d]))
+        return bad("device " + llvm::Twine(d) +
+                   " slices a block it does not hold");
+      uint32_t o = newBuffer(d, out, after[d]);
+      plan::Slice &s = *(*progs)[d].add_instructions()->mutable_slice();
+      s.set_input(held[d][in].buffer);
+      s.set_output(o);
+      for (size_t i = 0; i < t.rank(); ++i)
+        s.add_offset(after[d].lo[i] - before[d].lo[i]);
+      held[d][out] = {o, after[d]};
+    }
+    return llvm::Error::success();
+  }
+  uint32_t exchange = uint32_t(p.exchanges_size());
+  plan::Exchange &x = *p.add_exchanges();
+  x.set_kind(kind);
+  x.set_reduce(op.kind == OpKind::AllReduce ||
+               op.kind == OpKind::ReduceScatter);
+  x.set_predicted_bytes(op.intAttr("bytes", 0));
+  x.set_what(op.name().str());
+  for (int64_t d = 0; d < n; ++d) {
+    before[d].toProto(*x.add_in());
+    after[d].toProto(*x.add_out());
+  }
+  // A group: the devices that differ from each other only in `positions`.
+  std::map<int64_t, std::vector<uint32_t>> members;
+  auto keyOf = [&](int64_t d) {
+    int64_t key = d, place = 1;
+    for (size_t i = 0; i < space.size(); ++i) {
+      if (llvm::is_contained(positions, int64_t(i)))
+        key -= digitValue(space, i, d) * place;
+      place *= space[i];
+    }
+    return key;
+  };
+  for (int64_t d = 0; d < devs; ++d)
+    members[keyOf(d)].push_back(uint32_t(d));
+  for (int64_t d = 0; d < devs; ++d) {
+    uint32_t g = group(members[keyOf(d)]);
+    auto it = held[d].find(in);
+    uint32_t i = it != held[d].end() ? it->second.buffer
+                                     : newBuffer(d, in, Box::none(t.rank()));
+    uint32_t o = newBuffer(d, out, after[d]);
+    plan::Collective &c = *(*progs)[d].add_instructions()->mutable_collective();
+    c.set_kind(kind);
+    c.set_group(g);
+    c.set_exchange(exchange);
+    c.set_input(i);
+    c.set_output(o);
+    if (!after[d].empty)
+      held[d][out] = {o, after[d]};
+  }
+  return llvm::Error::success();
+}
+
+/// Liveness of every buffer, then first-fit offsets in the device's arena;
+/// weights live for the whole program.
+static void planBuffers(plan::DeviceProgram &prog) {
+  size_t nb = size_t(prog.buffers_size());
+  int64_t end = prog.instructions_size();
+  std::vector<int64_t> first(nb, end), last(nb, -1);
+  auto def = [&](uint32_t b, int64_t i) { first[b] = std::min(first[b], i); };
+  auto use = [&](uint32_t b, int64_t i) { last[b] = std::max(last[b], i); };
+  for (int64_t i = 0; i < end; ++i) {
+    const plan::Instruction &inst = prog.instructions(int(i));
+    if (inst.has_load()) {
+      def(inst.load().buffer(), i);
+    } else if (inst.has_compute()) {
+      for (const plan::Access &a : inst.compute().inputs())
+        use(a.buffer(), i);
+      for (const plan::Access &a : inst.compute().outputs())
+        def(a.buffer(), i), use(a.buffer(), i);
+    } else if (inst.has_collective()) {
+      use(inst.collective().input(), i);
+      def(inst.collective().input(), i);
+      def(inst.collective().output(), i), use(inst.collective().output(), i);
+    } else if (inst.has_slice()) {
+      use(inst.slice().input(), i);
+      def(inst.slice().output(), i), use(inst.slice().output(), i);
+    }
+  }
+  for (const plan::Binding &b : prog.inputs())
+    first[b.buffer()] = -1;
+  for (const plan::Binding &b : prog.outputs())
+    last[b.buffer()] = end;
+  for (size_t b = 0; b < nb; ++b) {
+    if (prog.buffers(int(b)).persistent())
+      first[b] = -1, last[b] = end;
+    if (last[b] < first[b])
+      last[b] = first[b];
+  }
+  auto bytes = [&](size_t b) {
+    const plan::Buffer &buf = prog.buffers(int(b));
+    int64_t elems = 1;
+    for (int64_t s : buf.shape())
+      elems *= s;
+    int64_t eb = buf.dtype() == plan::F64 || buf.dtype() == plan::I64 ||
+                         buf.dtype() == plan::U64
+                     ? 8
+                 : buf.dtype() == plan::F32 || buf.dtype() == plan::I32 ||
+                         buf.dtype() == plan::U32
+                     ? 4
+                 : buf.dtype() == plan::F16 || buf.dtype() == plan::BF16 ||
+                         buf.dtype() == plan::I16 || buf.dtype() == plan::U16
+                     ? 2
+                     : 1;
+    return (elems * eb + 63) / 64 * 64;
+  };
+  std::vector<size_t> order(nb);
+  for (size_t b = 0; b < nb; ++b)
+    order[b] = b;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return first[a] < first[b]; });
+  // Live buffers by offset: (offset, size, last use).
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> live;
+  int64_t peak = 0;
+  for (size_t b : order) {
+    llvm::erase_if(live, [&](auto &l) { return std::get<2>(l) < first[b]; });
+    llvm::sort(live);
+    int64_t size = bytes(b), at = 0;
+    for (auto &[off, sz, lu] : live) {
+      if (off - at >= size)
+        break;
+      at = std::max(at, off + sz);
+    }
+    live.push_back({at, size, last[b]});
+    prog.mutable_buffers(int(b))->set_offset(at);
+    peak = std::max(peak, at + size);
+  }
+  prog.set_arena_bytes(peak);
+}
+
+llvm::Error Emitter::run(std::vector<plan::DeviceProgram> &programs) {
+  programs.assign(size_t(n), plan::DeviceProgram());
+  progs = &programs;
+  held.clear();
+  held.resize(size_t(n));
+  leaves.clear();
+  leaves.resize(size_t(n));
+  for (int64_t d = 0; d < n; ++d)
+    programs[d].set_device(uint32_t(d));
+  const Func &f = m.main;
+  for (const auto &op : f.ops) {
+    for (size_t r = 0; r < op->results.size(); ++r)
+      names[op->results[r].value.get()] =
+          op->name().str() + (op->results.size() > 1
+                                  ? ":" + std::to_string(r)
+                                  : std::string());
+    llvm::Error err = opKindFamily(op->kind) == OpFamily::Collective
+                          ? emitCollective(*op)
+                          : emitCompute(*op);
+    if (err)
+      return err;
   }
   for (size_t i = 0; i < f.returns.size(); ++i) {
-    *p.add_outputs() = tensorInfo(f.returnNames[i], f.returns[i]->type);
-    plan::Binding *b = program.add_outputs();
-    b->set_index(uint32_t(i));
-    b->set_buffer(buffers.of(f.returns[i]));
-    b->set_owner(true);
-    for (size_t d = 0; d < f.returns[i]->type.rank(); ++d)
-      b->add_offset(0);
+    const Value *v = f.returns[i];
+    if (v->kind != Value::Kind::Result) {
+      auto buf = leaf(0, v, Box::whole(v->type));
+      if (!buf)
+        return buf.takeError();
+      plan::Binding *b = programs[0].add_outputs();
+      b->set_index(uint32_t(i));
+      b->set_buffer(*buf);
+      b->set_owner(true);
+      for (size_t k = 0; k < v->type.rank(); ++k)
+        b->add_offset(0);
+      continue;
+    }
+    // Each block once: the first device that holds it owns it.
+    std::vector<Box> owned;
+    for (int64_t d = 0; d < n; ++d) {
+      auto it = held[d].find(v);
+      if (it == held[d].end() || llvm::is_contained(owned, it->second.box))
+        continue;
+      owned.push_back(it->second.box);
+      plan::Binding *b = programs[d].add_outputs();
+      b->set_index(uint32_t(i));
+      b->set_buffer(it->second.buffer);
+      b->set_owner(true);
+      for (int64_t lo : it->second.box.lo)
+        b->add_offset(lo);
+    }
   }
-  program.set_predicted_peak_bytes(program.arena_bytes());
+  for (plan::DeviceProgram &prog : programs)
+    planBuffers(prog);
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<plan::Plan> emitPlan(const Module &m, const PlanOptions &o) {
+  plan::Plan p;
+  p.set_model(m.name);
+  p.set_source(o.source);
+  auto attr = [&](llvm::StringRef key) -> int64_t {
+    auto it = m.attrs.find(key);
+    if (it == m.attrs.end())
+      return 1;
+    const auto *i = std::get_if<int64_t>(&it->second);
+    return i ? *i : 1;
+  };
+  int64_t devices = attr("devices"), perNode = attr("devices_per_node");
+  if (devices < 1)
+    return llvm::createStringError("the module's devices attribute must be "
+                                   "positive");
+  p.set_devices(uint32_t(devices));
+  p.set_devices_per_node(uint32_t(std::max<int64_t>(1, perNode)));
+  p.set_predicted_step_s(o.predictedStepSeconds);
+  for (const auto &a : m.main.args)
+    *p.add_inputs() = tensorInfo(a->name, a->type);
+  for (size_t i = 0; i < m.main.returns.size(); ++i)
+    *p.add_outputs() =
+        tensorInfo(m.main.returnNames[i], m.main.returns[i]->type);
+  std::vector<plan::DeviceProgram> programs;
+  if (auto err = Emitter(m, p, devices, false).run(programs))
+    return err;
+  for (plan::DeviceProgram &prog : programs) {
+    prog.set_predicted_peak_bytes(int64_t(o.predictedBytes));
+    *p.add_programs() = std::move(prog);
+  }
+  // The reference: the same module on one device, collectives as identity.
+  plan::Plan scratch;
+  if (auto err = Emitter(m, scratch, 1, true).run(programs))
+    return err;
+  *p.mutable_reference() = std::move(programs[0]);
   return p;
 }
 

@@ -1,4 +1,17 @@
-//===- EmitPlan.h - A whole module as a plan ------------------------------===//
+//===- EmitPlan.h - A module as per-device programs -----------------------===//
+//
+// Codegen's partition-devices: one program per device. Every compute op runs
+// on the devices of its `config` (mixed radix over its split dims, the last
+// dim fastest, as passes/sharding/Layout.h numbers them) over its block of
+// the iteration space, with local shapes and access maps rebased onto the
+// boxes its buffers hold. Every collective op (pax-insert-collectives)
+// becomes a plan Exchange (what each device holds before and after, as boxes
+// of the global tensor) and a Collective instruction on each device of its
+// groups. Weights and inputs are loaded as the boxes their readers need,
+// referenced in the source model, not copied. Buffers are planned by
+// liveness, weights kept for the whole program.
+//
+//===----------------------------------------------------------------------===//
 #pragma once
 
 #include "codegen/plan/Plan.pb.h"
@@ -8,11 +21,17 @@
 
 namespace pax {
 
-/// A plan that runs \p m unpartitioned on one device: a buffer per value
-/// (laid out one after another; buffer reuse comes with buffer planning),
-/// a load per global, a compute per op in order, and bindings of the
-/// function's arguments and results. \p source is the ONNX model the
-/// weights are read from, relative to where the plan will be written.
-plan::Plan emitSingleDevicePlan(const Module &m, llvm::StringRef source);
+struct PlanOptions {
+  /// The ONNX model the weights are read from.
+  std::string source;
+  /// Per-device memory the cost model predicts (0: unknown).
+  double predictedBytes = 0;
+  double predictedStepSeconds = 0;
+};
+
+/// The plan of \p m. A module with collectives (a `devices` attribute) gives
+/// one program per device; any other module one program for one device.
+/// Either way the plan also holds the unpartitioned reference program.
+llvm::Expected<plan::Plan> emitPlan(const Module &m, const PlanOptions &o);
 
 } // namespace pax

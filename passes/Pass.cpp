@@ -2,6 +2,7 @@
 #include "passes/Pass.h"
 
 #include "passes/BasicPasses.h"
+#include "passes/sharding/InsertCollectives.h"
 #include "passes/sharding/ShardingPasses.h"
 
 #include "llvm/ADT/StringExtras.h"

@@ -24,7 +24,7 @@
 namespace pax {
 
 /// The plan format this paxc writes and reads.
-inline constexpr uint32_t kPlanVersion = 1;
+inline constexpr uint32_t kPlanVersion = 2;
 
 /// The bytes of a plan file for \p plan.
 std::string encodePlan(const plan::Plan &plan);

@@ -5,7 +5,28 @@
 
 namespace pax {
 
-llvm::SmallVector<bool, 6> splittableDims(const Op &op) {
+bool executableSplit(const Op &op, unsigned d) {
+  if (op.iters[d].kind != IterKind::Reduction)
+    return true;
+  for (const Result &r : op.results)
+    for (const AccessExpr &e : r.map)
+      if (e.uses(d))
+        return false; // a normalized dim
+  switch (op.kind) {
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMin:
+  case OpKind::ReduceProd:
+  case OpKind::ReduceL2:
+  case OpKind::ReduceLogSumExp:
+  case OpKind::ArgMax:
+  case OpKind::ArgMin:
+    return false;
+  default:
+    return true;
+  }
+}
+
+llvm::SmallVector<bool, 6> splittableDims(const Op &op, bool executable) {
   llvm::SmallVector<bool, 6> ok(op.iters.size(), false);
   for (size_t d = 0; d < op.iters.size(); ++d)
     ok[d] = op.iters[d].kind != IterKind::Sequential && op.iters[d].extent > 1;
@@ -31,6 +52,9 @@ llvm::SmallVector<bool, 6> splittableDims(const Op &op) {
   if (recurrent)
     for (size_t d = 0; d < op.iters.size(); ++d)
       ok[d] = ok[d] && op.iters[d].kind == IterKind::Parallel;
+  if (executable)
+    for (size_t d = 0; d < op.iters.size(); ++d)
+      ok[d] = ok[d] && executableSplit(op, unsigned(d));
   return ok;
 }
 
@@ -51,7 +75,7 @@ static llvm::SmallVector<int64_t, 16> factorsOf(int64_t extent,
 
 std::vector<Config> enumerateConfigs(const Op &op,
                                      const ConfigOptions &options) {
-  auto split = splittableDims(op);
+  auto split = splittableDims(op, options.executable);
   llvm::SmallVector<llvm::SmallVector<int64_t, 16>, 6> choices;
   for (size_t d = 0; d < op.iters.size(); ++d)
     choices.push_back(split[d] ? factorsOf(op.iters[d].extent, options)

@@ -24,13 +24,23 @@ struct ConfigOptions {
   bool exact = false;        ///< only configurations using every device
   int64_t maxPerDim = 0;     ///< cap on any one factor (0: none)
   unsigned maxSplitDims = 0; ///< most dims split at once (0: any number)
+  /// Only splits a plan can run (see executableSplit).
+  bool executable = false;
 };
 
 /// Which iteration dims of \p op may be split at all: `par` and `red` dims,
 /// except a window's kernel dim, a minor dim of a row-major group (its
 /// blocks are not contiguous), and, in an op with a `seq` dim, anything but
 /// parallel dims that index no weight (the recurrence needs the rest whole).
-llvm::SmallVector<bool, 6> splittableDims(const Op &op);
+llvm::SmallVector<bool, 6> splittableDims(const Op &op,
+                                          bool executable = false);
+
+/// True when a plan can run \p op with iteration dim \p d split: the cost
+/// model prices more than plans run. Not yet runnable: a reduction the
+/// result keeps (a normalized dim, whose statistics would cross devices),
+/// and a dropped reduction whose partial results do not combine by a sum
+/// (max, min, prod, L2, log-sum-exp, arg max/min).
+bool executableSplit(const Op &op, unsigned d);
 
 /// Every configuration of \p op under \p options, in a deterministic order
 /// (lexicographic in the factors); the unsplit configuration is always

@@ -83,15 +83,69 @@ private:
 };
 } // namespace
 
-/// Point-to-point fallback: every consumer device fetches its whole block.
-static llvm::SmallVector<ReshardStep, 4>
-pointToPoint(const TensorLayout &to, const TensorType &t, int64_t gpusPerNode) {
+/// The most halo rows one device of \p to receives along dim \p d: with
+/// two blocks each has one neighbour; with more, an inner block has two.
+static int64_t haloRows(const TensorLayout &to, size_t d) {
+  if (to.parts[d] < 2)
+    return 0;
+  return to.parts[d] == 2 ? std::max(to.haloLo[d], to.haloHi[d])
+                          : to.haloLo[d] + to.haloHi[d];
+}
+
+int64_t neededElements(const TensorLayout &to, const TensorType &t) {
+  if (to.irregular)
+    return t.numel();
+  int64_t n = 1;
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    int64_t block = (t.shape[d] + to.parts[d] - 1) / to.parts[d];
+    n *= std::min(t.shape[d], block + haloRows(to, d));
+  }
+  return n;
+}
+
+/// Point-to-point fallback: every consumer device fetches what it reads.
+static llvm::SmallVector<ReshardStep, 4> pointToPoint(const TensorLayout &to,
+                                                      const TensorType &t,
+                                                      int64_t gpusPerNode,
+                                                      ReshardTrace *trace) {
   ReshardStep s;
   s.kind = ReshardStep::Kind::SendRecv;
   s.groupSize = to.devices();
   s.groupPerNode = std::min(s.groupSize, gpusPerNode);
-  s.bytes = to.blockElements(t) * dtypeBytes(t.elem);
+  s.bytes = neededElements(to, t) * dtypeBytes(t.elem);
+  if (trace) {
+    *trace = ReshardTrace();
+    trace->pointToPoint = true;
+  }
   return {s};
+}
+
+/// True when the split digits of tensor dim \p dim in \p cur are exactly
+/// the coarsest levels of that dim's split in \p src (same positions,
+/// sizes and levels): then every device's block is contiguous.
+static bool coarsestOf(llvm::ArrayRef<Digit> cur, llvm::ArrayRef<Digit> src,
+                       int dim) {
+  auto on = [&](const Digit &d) {
+    return d.role == Digit::Role::Split && d.tensorDim == dim;
+  };
+  int m = int(llvm::count_if(cur, on));
+  for (size_t p = 0; p < cur.size(); ++p) {
+    bool inCur = on(cur[p]);
+    bool inSrc = p < src.size() && on(src[p]) && src[p].level < m;
+    if (inCur != inSrc || (inCur && !(cur[p] == src[p])))
+      return false;
+  }
+  return true;
+}
+
+/// True when every device's block under \p cur is one contiguous box.
+static bool contiguous(llvm::ArrayRef<Digit> cur, llvm::ArrayRef<Digit> a,
+                       llvm::ArrayRef<Digit> b) {
+  for (const Digit &d : cur)
+    if (d.role == Digit::Role::Split && !coarsestOf(cur, a, d.tensorDim) &&
+        !coarsestOf(cur, b, d.tensorDim))
+      return false;
+  return true;
 }
 
 /// True when the shorter digit list is a prefix (in sizes) of the longer.
@@ -107,9 +161,10 @@ llvm::SmallVector<ReshardStep, 4> planReshard(const TensorLayout &from,
                                               const TensorLayout &to,
                                               const TensorType &t,
                                               int64_t gpusPerNode,
-                                              bool fromReplicatedIsPartial) {
+                                              bool fromReplicatedIsPartial,
+                                              ReshardTrace *trace) {
   if (!prefixLinesUp(from, to))
-    return pointToPoint(to, t, gpusPerNode);
+    return pointToPoint(to, t, gpusPerNode, trace);
   using Role = Digit::Role;
   // A consumer on fewer devices is treated as replicated on the rest (it
   // gathers like the others); a producer on fewer devices broadcasts its
@@ -128,13 +183,25 @@ llvm::SmallVector<ReshardStep, 4> planReshard(const TensorLayout &from,
                    Role::Replicated, -1, 0};
     return to.digits[i];
   };
+  // What the consumer's devices end up holding, position by position.
+  auto target = [&](size_t i) {
+    Digit b = i < to.digits.size()
+                  ? to.digits[i]
+                  : Digit{fromDigit(i).size, Role::Replicated, -1, 0};
+    if (to.irregular && b.role == Role::Split)
+      b = Digit{b.size, Role::Replicated, -1, 0}; // needs the whole dim
+    return b;
+  };
   llvm::SmallVector<int64_t, 8> sizes;
+  llvm::SmallVector<Digit, 8> a, b;
   llvm::SmallVector<unsigned, 4> broadcast, sliceAfter;
   for (size_t i = 0; i < n; ++i) {
     sizes.push_back(fromDigit(i).size);
+    a.push_back(fromDigit(i));
+    b.push_back(target(i));
     if (i >= own) {
       broadcast.push_back(unsigned(i));
-      if (to.digits[i].role == Role::Split)
+      if (b[i].role == Role::Split)
         sliceAfter.push_back(unsigned(i));
     }
   }
@@ -143,18 +210,17 @@ llvm::SmallVector<ReshardStep, 4> planReshard(const TensorLayout &from,
   p.add(ReshardStep::Kind::Slice, sliceAfter);
   llvm::SmallVector<unsigned, 4> allReduce, reduceScatter, allToAll, gather,
       slice;
-  for (unsigned i = 0; i < n; ++i) {
-    Digit a = fromDigit(i);
-    Digit b = toDigit(i);
-    if (to.irregular && b.role == Role::Split)
-      b.role = Role::Replicated; // an irregular reader needs the whole dim
-    if (a == b)
+  for (unsigned i = 0; i < own && i < n; ++i) {
+    Digit x = a[i], y = toDigit(i);
+    if (to.irregular && y.role == Role::Split)
+      y.role = Role::Replicated; // an irregular reader needs the whole dim
+    if (x == y)
       continue;
-    if (a.role == Role::Partial)
-      (b.role == Role::Split ? reduceScatter : allReduce).push_back(i);
-    else if (a.role == Role::Split)
-      (b.role == Role::Split ? allToAll : gather).push_back(i);
-    else if (b.role == Role::Split)
+    if (x.role == Role::Partial)
+      (y.role == Role::Split ? reduceScatter : allReduce).push_back(i);
+    else if (x.role == Role::Split)
+      (y.role == Role::Split ? allToAll : gather).push_back(i);
+    else if (y.role == Role::Split)
       slice.push_back(i);
   }
   p.add(ReshardStep::Kind::AllReduce, allReduce);
@@ -162,6 +228,18 @@ llvm::SmallVector<ReshardStep, 4> planReshard(const TensorLayout &from,
   p.add(ReshardStep::Kind::AllToAll, allToAll);
   p.add(ReshardStep::Kind::AllGather, gather);
   p.add(ReshardStep::Kind::Slice, slice);
+  // The layouts the steps pass through; a non-contiguous one falls back.
+  llvm::SmallVector<llvm::SmallVector<Digit, 8>, 4> after;
+  llvm::SmallVector<Digit, 8> cur = a;
+  for (const ReshardStep &s : p.steps) {
+    for (unsigned i : s.digits)
+      cur[i] = s.kind == ReshardStep::Kind::Broadcast
+                   ? Digit{cur[i].size, Role::Replicated, -1, 0}
+                   : b[i];
+    if (!contiguous(cur, a, b))
+      return pointToPoint(to, t, gpusPerNode, trace);
+    after.push_back(cur);
+  }
   // Window reads past the block: neighbours exchange halos.
   if (!to.irregular)
     for (size_t d = 0; d < to.parts.size(); ++d) {
@@ -176,12 +254,24 @@ llvm::SmallVector<ReshardStep, 4> planReshard(const TensorLayout &from,
           s.digits.push_back(i);
       s.groupSize = 2; // each device trades with its neighbours
       s.groupPerNode = 2;
-      int64_t cross =
-          to.blockElements(t) /
-          std::max<int64_t>(1, (t.shape[d] + to.parts[d] - 1) / to.parts[d]);
-      s.bytes = halo * cross * dtypeBytes(t.elem);
+      // What crosses: the block's other dims, with the halos of the dims
+      // exchanged before this one (so corners arrive too).
+      int64_t cross = 1;
+      for (size_t e = 0; e < t.shape.size(); ++e)
+        if (e != d)
+          cross *= std::min(t.shape[e],
+                            (t.shape[e] + to.parts[e] - 1) / to.parts[e] +
+                                (e < d ? haloRows(to, e) : 0));
+      s.bytes = haloRows(to, d) * cross * dtypeBytes(t.elem);
       p.steps.push_back(s);
+      after.push_back(cur);
     }
+  if (trace) {
+    trace->start = a;
+    trace->own = unsigned(own);
+    trace->after = std::move(after);
+    trace->pointToPoint = false;
+  }
   return p.steps;
 }
 

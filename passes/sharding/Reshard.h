@@ -46,14 +46,37 @@ struct ReshardStep {
 
 llvm::StringRef reshardStepName(ReshardStep::Kind k);
 
+/// The layouts a plan of planReshard passes through, over the positions of
+/// the common device numbering (what insert-collectives needs to place each
+/// device's block before and after every step).
+struct ReshardTrace {
+  /// Where the moves start: the producer's digits, and replicated digits
+  /// past its own (positions >= own), which hold nothing before a broadcast.
+  llvm::SmallVector<Digit, 8> start;
+  unsigned own = 0;
+  /// The digits after each step (a halo step leaves them as they are).
+  llvm::SmallVector<llvm::SmallVector<Digit, 8>, 4> after;
+  /// True for the point-to-point fallback: one send_recv from the
+  /// producer's layout straight to the consumer's.
+  bool pointToPoint = false;
+};
+
 /// The moves from \p from to \p to of a tensor of type \p t. Devices are
 /// grouped into nodes of \p gpusPerNode consecutive ids. With
 /// \p fromReplicatedIsPartial, \p from's replicated digits hold partial sums
 /// (a consumer's gradient on its way back to the producer).
+/// Plans that would pass through a layout whose blocks are not contiguous
+/// (a dim that loses its coarse split before its fine one) take the
+/// point-to-point fallback. With \p trace, also records the layouts.
 llvm::SmallVector<ReshardStep, 4>
 planReshard(const TensorLayout &from, const TensorLayout &to,
             const TensorType &t, int64_t gpusPerNode,
-            bool fromReplicatedIsPartial = false);
+            bool fromReplicatedIsPartial = false,
+            ReshardTrace *trace = nullptr);
+
+/// Elements one device of \p to reads: its block plus halos, clipped to the
+/// tensor; the whole tensor when the reader is irregular.
+int64_t neededElements(const TensorLayout &to, const TensorType &t);
 
 /// A layout with its partial digits reduced (what a producer hands on after
 /// reducing its partial sums inside the op).

@@ -98,11 +98,24 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
       {"peak_memory_bytes", r.peakMemoryBytes}};
   llvm::json::Array ops;
   const Func &f = m.main;
-  for (size_t i = 0; i < f.ops.size(); ++i)
+  for (size_t i = 0; i < f.ops.size(); ++i) {
+    // Every dim with its extent and role, so strategies can be edited.
+    const Op &op = *f.ops[i];
+    auto split = splittableDims(op), runs = splittableDims(op, true);
+    llvm::json::Array dims;
+    for (size_t d = 0; d < op.iters.size(); ++d)
+      dims.push_back(llvm::json::Object{
+          {"name", op.iters[d].name},
+          {"extent", op.iters[d].extent},
+          {"kind", iterKindName(op.iters[d].kind)},
+          {"splittable", split[d] ? (runs[d] ? "yes" : "cost-model-only")
+                                  : "no"}});
     ops.push_back(llvm::json::Object{
-        {"name", f.ops[i]->name()},
-        {"kind", opKindName(f.ops[i]->kind)},
-        {"config", configJson(*f.ops[i], r.strategy.configs[i])}});
+        {"name", op.name()},
+        {"kind", opKindName(op.kind)},
+        {"config", configJson(op, r.strategy.configs[i])},
+        {"dims", std::move(dims)}});
+  }
   out["ops"] = std::move(ops);
   return out;
 }
@@ -118,7 +131,7 @@ static llvm::Expected<Config> readConfig(const Op &op,
   };
   if (!obj)
     return fail("'config' must be an object of {dim: factor}");
-  auto split = splittableDims(op);
+  auto split = splittableDims(op, o.executable);
   for (const auto &[key, value] : *obj) {
     int d = op.findIter(key.str());
     if (d < 0)
@@ -131,7 +144,11 @@ static llvm::Expected<Config> readConfig(const Op &op,
       return fail(llvm::formatv("{0} does not divide the extent {1} of '{2}'",
                                 *f, op.iters[d].extent, key.str()));
     if (*f > 1 && !split[d])
-      return fail("dim '" + key.str() + "' cannot be split");
+      return fail("dim '" + key.str() + "' cannot be split" +
+                  (o.executable && splittableDims(op)[d]
+                       ? " in a plan (its statistics or partial results "
+                         "would cross devices; plans cannot run that yet)"
+                       : ""));
     c[d] = *f;
   }
   if (configDevices(c) > o.devices)

@@ -20,6 +20,8 @@ IterationSpace IterationSpace::of(const plan::Compute &c) {
     const plan::IterDim &it = c.iters(d);
     s.extents.push_back(isLookup[d] ? 1 : std::max<int64_t>(it.extent(), 0));
     s.globalOffsets.push_back(it.global_offset());
+    s.globalExtents.push_back(it.global_extent() > 0 ? it.global_extent()
+                                                     : it.extent());
     if (isLookup[d])
       continue;
     bool isInner = it.kind() != plan::IterDim::PAR;
@@ -87,6 +89,7 @@ compileExpr(const plan::Compute &c, const plan::AccessExpr &e,
       coefs.push_back({e.dims(i), scale});
       scale *= c.iters(int(e.dims(i))).extent();
     }
+    offset = e.offset();
     break;
   }
   case plan::AccessExpr::LOOKUP:
@@ -133,6 +136,7 @@ AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
     if (e.kind() == plan::AccessExpr::LOOKUP) {
       t.lookup = a.lookup = true;
       t.lookupOffset = space.globalOffsets[e.dims(0)];
+      t.lookupExtent = space.globalExtents[e.dims(0)];
       continue;
     }
     // The index's range over the whole space decides the fast path.
@@ -156,11 +160,10 @@ int64_t AccessIndexer::checkedIndex(llvm::ArrayRef<int64_t> point,
   for (const Term &t : terms) {
     int64_t idx = t.offset;
     if (t.lookup) {
-      // Negative indices count from the end (of an unsplit dim); a split
+      // Negative indices count from the end of the whole table; a split
       // table holds rows [offset, offset + size) and masks the others.
-      idx = lookupValue < 0 && t.lookupOffset == 0
-                ? lookupValue + t.size
-                : lookupValue - t.lookupOffset;
+      idx = (lookupValue < 0 ? lookupValue + t.lookupExtent : lookupValue) -
+            t.lookupOffset;
     } else {
       for (auto [d, k] : t.coefs)
         idx += k * point[d];

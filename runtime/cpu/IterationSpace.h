@@ -19,6 +19,15 @@ namespace pax::runtime::cpu {
 struct IterationSpace {
   llvm::SmallVector<int64_t, 8> extents; // walked extent per dim (lookup: 1)
   llvm::SmallVector<int64_t, 8> globalOffsets;
+  llvm::SmallVector<int64_t, 8> globalExtents; // unsplit extent per dim
+  /// Points of the inner dims over the whole (unsplit) space: what a mean
+  /// divides by when this device holds part of a split reduction.
+  int64_t globalInnerPoints() const {
+    int64_t n = 1;
+    for (unsigned d : inner)
+      n *= globalExtents[d];
+    return n;
+  }
   llvm::SmallVector<unsigned, 8> outer, inner;
   int64_t outerPoints = 1, innerPoints = 1;
 
@@ -77,6 +86,7 @@ private:
     llvm::SmallVector<std::pair<unsigned, int64_t>, 2> coefs;
     bool lookup = false;
     int64_t lookupOffset = 0; // the lookup dim's global offset
+    int64_t lookupExtent = 0; // the lookup dim's unsplit extent
   };
   int64_t checkedIndex(llvm::ArrayRef<int64_t> point,
                        int64_t lookupValue) const;

@@ -153,10 +153,11 @@ static void reducePoint(const Prepared &p, ReduceOp op, bool selectLast,
     if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin)
       p.outs[r]->setInteger(o, std::max<int64_t>(a.best, 0));
     else if (std::is_same_v<T, double>)
-      p.outs[r]->setReal(o, a.finishReal(p.space.innerPoints));
+      p.outs[r]->setReal(o, a.finishReal(p.space.globalInnerPoints()));
     else if (op == ReduceOp::Mean)
       p.outs[r]->setInteger(o, int64_t(a.acc) /
-                                   std::max<int64_t>(1, p.space.innerPoints));
+                                   std::max<int64_t>(
+                                       1, p.space.globalInnerPoints()));
     else
       p.outs[r]->setInteger(o, int64_t(a.acc));
   }

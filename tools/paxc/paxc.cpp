@@ -10,6 +10,7 @@
 #include "ir/Printer.h"
 #include "ir/Summary.h"
 #include "ir/Verifier.h"
+#include "passes/sharding/InsertCollectives.h"
 #include "passes/sharding/StrategyIO.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -147,7 +148,8 @@ static int fail(const llvm::Twine &msg) {
 static std::optional<Cluster> theCluster;
 
 /// Searches (or reads with --strategy) the strategy of \p m.
-static llvm::Expected<StrategyReport> shardModel(const Module &m) {
+static llvm::Expected<StrategyReport> shardModel(const Module &m,
+                                                 bool forPlan) {
   auto cluster = makeCluster(
       clusterName,
       gpus.getNumOccurrences() ? std::optional<unsigned>(gpus) : std::nullopt,
@@ -171,6 +173,7 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m) {
   o.configs.powersOfTwo = pow2;
   o.configs.exact = exact;
   o.configs.maxPerDim = maxSplit;
+  o.configs.executable = forPlan;
   // Past 16 devices the full space grows faster than it pays: two split
   // dims per op keep the search in seconds at 1024 GPUs (docs/PERFORMANCE.md).
   o.configs.maxSplitDims = maxDims.getNumOccurrences() ? unsigned(maxDims)
@@ -269,23 +272,55 @@ int main(int argc, char **argv) {
                   (!emit.getNumOccurrences() &&
                    llvm::StringRef(outputPath).ends_with(".paxplan"));
   if (planning) {
-    if (gpus.getNumOccurrences() && gpus > 1)
-      return fail("partitioned plans are not supported yet; plans run on "
-                  "one device for now (--gpus=1)");
     if (mode.getNumOccurrences() && mode == "train")
       return fail("training plans are not supported yet (--mode=infer)");
+    mode = "infer";
+    PlanOptions po;
     // The plan reads its weights from the model, found by absolute path.
     llvm::SmallString<256> source(inputPath);
     llvm::sys::fs::make_absolute(source);
-    plan::Plan p = emitSingleDevicePlan(m, source);
+    po.source = source.str().str();
+    bool partitioned = (gpus.getNumOccurrences() && gpus > 1) ||
+                       strategyPath.getNumOccurrences() ||
+                       clusterName.getNumOccurrences();
+    if (partitioned) {
+      auto report = shardModel(m, /*forPlan=*/true);
+      if (!report)
+        return fail(llvm::toString(report.takeError()));
+      const Strategy &s = report->strategy;
+      for (size_t i = 0; i < m.main.ops.size(); ++i)
+        m.main.ops[i]->attrs["config"] =
+            std::vector<int64_t>(s.configs[i].begin(), s.configs[i].end());
+      if (auto err =
+              insertCollectives(m, theCluster->gpus, theCluster->gpusPerNode))
+        return fail(llvm::toString(std::move(err)));
+      po.predictedBytes = s.cost.memoryBytes;
+      po.predictedStepSeconds = s.cost.seconds;
+    }
+    auto p = emitPlan(m, po);
+    if (!p)
+      return fail(llvm::toString(p.takeError()));
     if (emit == Emit::PlanText) {
       std::string text;
-      google::protobuf::TextFormat::PrintToString(p, &text);
+      google::protobuf::TextFormat::PrintToString(*p, &text);
       out.os() << text;
     } else {
-      out.os() << encodePlan(p);
+      out.os() << encodePlan(*p);
     }
     out.keep();
+    if (!quiet && emit != Emit::PlanText && outputPath != "-") {
+      int64_t peak = 0, collectives = 0;
+      for (const plan::DeviceProgram &prog : p->programs()) {
+        peak = std::max(peak, prog.arena_bytes());
+        for (const plan::Instruction &inst : prog.instructions())
+          collectives += inst.has_collective();
+      }
+      llvm::errs() << llvm::formatv(
+          "paxc: wrote {0}: {1} device(s), {2} collective call(s), peak "
+          "buffers {3:F1} MiB per device (cost model: {4:F1} MiB)\n",
+          outputPath, p->devices(), collectives, double(peak) / (1 << 20),
+          po.predictedBytes / (1 << 20));
+    }
     return 0;
   }
   bool sharding =
@@ -305,7 +340,7 @@ int main(int argc, char **argv) {
     out.keep();
     return 0;
   }
-  auto report = shardModel(m);
+  auto report = shardModel(m, /*forPlan=*/false);
   if (!report)
     return fail(llvm::toString(report.takeError()));
   if (emit == Emit::Strategy || format == Format::Json)

@@ -1,22 +1,26 @@
 //===- paxrun.cpp - Runs a paxc plan --------------------------------------===//
 //
 //   paxrun model.paxplan [--inputs DIR | --random-inputs --seed=S]
-//          [--outputs DIR]
+//          [--outputs DIR] [--devices=N] [--verify] [--comm-stats]
 //
-// Reads the plan, loads each weight from the model it names, feeds the
-// inputs (ONNX test-data layout: DIR/input_0.pb, ... in graph-input order),
-// runs every instruction on the CPU kernels, and writes the outputs
-// (DIR/output_0.pb, ...). Plans run on one device for now.
+// Reads the plan, runs every device's program (as threads of this process,
+// or one device per MPI rank under mpirun), loads each weight block from
+// the model the plan names, feeds the inputs (ONNX test-data layout:
+// DIR/input_0.pb, ... in graph-input order), and writes the outputs
+// (DIR/output_0.pb, ...), assembled from the devices' blocks. --verify also
+// runs the plan's unpartitioned reference program on one device and
+// reports the largest errors.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/plan/PlanFile.h"
 #include "frontend/TensorProto.h"
-#include "runtime/Tensor.h"
-#include "runtime/cpu/Kernels.h"
+#include "runtime/Device.h"
+#include "runtime/Exchange.h"
 #include "tools/common/TensorFiles.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -25,8 +29,11 @@
 #include <google/protobuf/text_format.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <thread>
 
 using namespace pax;
 namespace cl = llvm::cl;
@@ -46,6 +53,25 @@ static cl::opt<unsigned> seed("seed", cl::desc("Seed of --random-inputs"),
 static cl::opt<std::string>
     outputsDir("outputs", cl::desc("Folder that receives output_0.pb, ..."),
                cl::value_desc("DIR"), cl::cat(runCategory));
+static cl::opt<unsigned>
+    devicesOpt("devices",
+               cl::desc("The number of devices to run on (must match the "
+                        "plan)"),
+               cl::cat(runCategory));
+static cl::opt<bool>
+    verify("verify",
+           cl::desc("Also run the unpartitioned model on one device and "
+                    "report the largest errors"),
+           cl::cat(runCategory));
+static cl::opt<double> tolerance(
+    "tolerance",
+    cl::desc("--verify fails above this relative L2 error (default 1e-4)"),
+    cl::init(1e-4), cl::cat(runCategory));
+static cl::opt<bool> commStats(
+    "comm-stats",
+    cl::desc("Print the bytes each collective moved per device next to the "
+             "cost model's prediction; fail where they differ"),
+    cl::cat(runCategory));
 
 static int fail(const llvm::Twine &msg) {
   llvm::WithColor::error(llvm::errs(), "paxrun") << msg << "\n";
@@ -90,39 +116,200 @@ static runtime::Tensor randomTensor(const plan::TensorInfo &info,
   return t;
 }
 
-/// Loads one weight of the model the plan names.
-static llvm::Error loadWeight(const plan::LoadWeight &load,
-                              const onnx::ModelProto &model,
-                              llvm::StringRef modelDir, runtime::Tensor &out) {
-  switch (load.source()) {
-  case plan::LoadWeight::FILL:
-    for (int64_t i = 0; i < out.numel(); ++i)
-      runtime::isFloatDType(out.dtype)
-          ? out.setReal(i, load.fill())
-          : out.setInteger(i, int64_t(load.fill()));
+namespace {
+/// Weights from the source model and the whole graph inputs, shared by
+/// every device of the process; each device copies out its box.
+class Feed : public runtime::DataFeed {
+public:
+  Feed(const onnx::ModelProto &model, std::string modelDir,
+       const std::vector<runtime::Tensor> &inputs)
+      : model(model), modelDir(std::move(modelDir)), inputs(inputs) {}
+
+  llvm::Error loadWeight(const plan::LoadWeight &load,
+                         runtime::Tensor &out) override {
+    std::vector<int64_t> lo(load.offset().begin(), load.offset().end());
+    if (lo.size() != out.shape.size())
+      return llvm::createStringError("weight '" + load.tensor() +
+                                     "': the load's offset has the wrong rank");
+    switch (load.source()) {
+    case plan::LoadWeight::FILL:
+      for (int64_t i = 0; i < out.numel(); ++i)
+        runtime::isFloatDType(out.dtype)
+            ? out.setReal(i, load.fill())
+            : out.setInteger(i, int64_t(load.fill()));
+      return llvm::Error::success();
+    case plan::LoadWeight::DENSE: {
+      runtime::Tensor whole =
+          runtime::Tensor::zeros(out.dtype, shapeOf(load.global_shape()));
+      if (int64_t(load.dense().size()) != whole.bytes())
+        return llvm::createStringError("dense weight '" + load.tensor() +
+                                       "' has the wrong size");
+      std::memcpy(whole.data.data(), load.dense().data(), load.dense().size());
+      runtime::moveOverlap(whole, std::vector<int64_t>(lo.size(), 0), out, lo,
+                           false);
+      return llvm::Error::success();
+    }
+    case plan::LoadWeight::INITIALIZER:
+    case plan::LoadWeight::INPUT: {
+      auto whole = initializer(load, out.dtype);
+      if (!whole)
+        return whole.takeError();
+      runtime::moveOverlap(**whole, std::vector<int64_t>(lo.size(), 0), out,
+                           lo, false);
+      return llvm::Error::success();
+    }
+    default:
+      return llvm::createStringError("weight '" + load.tensor() +
+                                     "' has an unknown source");
+    }
+  }
+
+  llvm::Error input(const plan::Binding &b, runtime::Tensor &out) override {
+    if (b.index() >= inputs.size())
+      return llvm::createStringError("a binding names input " +
+                                     llvm::Twine(b.index()));
+    std::vector<int64_t> lo(b.offset().begin(), b.offset().end());
+    if (lo.size() != out.shape.size())
+      return llvm::createStringError("an input binding has the wrong rank");
+    runtime::moveOverlap(inputs[b.index()], std::vector<int64_t>(lo.size(), 0),
+                         out, lo, false);
     return llvm::Error::success();
-  case plan::LoadWeight::DENSE:
-    if (int64_t(load.dense().size()) != out.bytes())
-      return llvm::createStringError("dense weight '" + load.tensor() +
-                                     "' has the wrong size");
-    std::memcpy(out.data.data(), load.dense().data(), load.dense().size());
-    return llvm::Error::success();
-  case plan::LoadWeight::INITIALIZER:
+  }
+
+private:
+  /// The whole initializer, read once for all devices.
+  llvm::Expected<const runtime::Tensor *>
+  initializer(const plan::LoadWeight &load, plan::DType dtype) {
+    std::lock_guard<std::mutex> lock(m);
+    auto it = cache.find(load.tensor());
+    if (it != cache.end())
+      return &it->second;
     for (const auto &init : model.graph().initializer())
       if (init.name() == load.tensor()) {
         auto c = readTensorProto(init, modelDir);
         if (!c)
           return c.takeError();
-        copyValues(*c, out);
-        return llvm::Error::success();
+        runtime::Tensor t =
+            runtime::Tensor::zeros(dtype, shapeOf(load.global_shape()));
+        if (t.numel() != int64_t(c->numel()))
+          return llvm::createStringError("initializer '" + load.tensor() +
+                                         "' has the wrong size");
+        copyValues(*c, t);
+        return &cache.emplace(load.tensor(), std::move(t)).first->second;
       }
-    return llvm::createStringError("the model has no initializer '" +
-                                   load.tensor() + "'");
-  default:
-    return llvm::createStringError("weight '" + load.tensor() +
-                                   "' is a graph input; feeding weights at run "
-                                   "time is not supported yet");
+    return llvm::createStringError(
+        "the model has no initializer '" + load.tensor() + "'" +
+        (load.source() == plan::LoadWeight::INPUT
+             ? " (a weight fed as a graph input needs one, or must be given "
+               "as an input)"
+             : ""));
   }
+
+  const onnx::ModelProto &model;
+  std::string modelDir;
+  const std::vector<runtime::Tensor> &inputs;
+  std::mutex m;
+  std::map<std::string, runtime::Tensor> cache;
+};
+} // namespace
+
+/// Runs \p programs of \p plan as threads; fills \p outputs (whole tensors).
+static llvm::Error runThreads(const plan::Plan &plan,
+                              llvm::ArrayRef<const plan::DeviceProgram *> progs,
+                              Feed &feed, std::vector<runtime::Tensor> &outputs,
+                              std::vector<runtime::DeviceStats> &stats) {
+  auto comm = runtime::makeThreadCommunicator(plan);
+  size_t n = progs.size();
+  std::vector<std::vector<runtime::Tensor>> buffers(n);
+  std::vector<std::string> errors(n);
+  stats.assign(n, {});
+  auto work = [&](size_t d) {
+    if (auto err = runtime::runDevice(plan, *progs[d], feed, comm.get(),
+                                      buffers[d], stats[d])) {
+      errors[d] = llvm::toString(std::move(err));
+      comm->abort("device " + std::to_string(progs[d]->device()) + " failed");
+    }
+  };
+  if (n == 1) {
+    work(0);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t d = 0; d < n; ++d)
+      threads.emplace_back(work, d);
+    for (std::thread &t : threads)
+      t.join();
+  }
+  // The first device's own error, not the aborts it caused.
+  for (const std::string &e : errors)
+    if (!e.empty() && e.find("stopped: ") == std::string::npos)
+      return llvm::createStringError(e);
+  for (const std::string &e : errors)
+    if (!e.empty())
+      return llvm::createStringError(e);
+  outputs.clear();
+  for (const plan::TensorInfo &info : plan.outputs())
+    outputs.push_back(
+        runtime::Tensor::zeros(info.dtype(), shapeOf(info.shape())));
+  for (size_t d = 0; d < n; ++d)
+    for (const plan::Binding &b : progs[d]->outputs()) {
+      if (!b.owner())
+        continue;
+      if (b.index() >= outputs.size())
+        return llvm::createStringError("an output binding names output " +
+                                       llvm::Twine(b.index()));
+      std::vector<int64_t> lo(b.offset().begin(), b.offset().end());
+      runtime::moveOverlap(buffers[d][b.buffer()], lo, outputs[b.index()],
+                           std::vector<int64_t>(lo.size(), 0), false);
+    }
+  return llvm::Error::success();
+}
+
+static void writeOutputs(const plan::Plan &plan,
+                         const std::vector<runtime::Tensor> &outputs) {
+  llvm::sys::fs::create_directories(outputsDir);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const runtime::Tensor &t = outputs[i];
+    onnx::TensorProto proto;
+    proto.set_name(plan.outputs(int(i)).name());
+    for (int64_t d : t.shape)
+      proto.add_dims(d);
+    proto.set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t k = 0; k < t.numel(); ++k)
+      proto.add_float_data(float(t.real(k)));
+    std::ofstream f(outputsDir + "/output_" + std::to_string(i) + ".pb",
+                    std::ios::binary);
+    proto.SerializeToOstream(&f);
+  }
+}
+
+/// Compares each output with the reference's; false above the tolerance.
+static bool compare(const plan::Plan &plan,
+                    const std::vector<runtime::Tensor> &got,
+                    const std::vector<runtime::Tensor> &want) {
+  bool ok = true;
+  for (size_t i = 0; i < got.size(); ++i) {
+    double maxAbs = 0, maxRel = 0, diff2 = 0, ref2 = 0;
+    for (int64_t k = 0; k < got[i].numel(); ++k) {
+      double a = got[i].real(k), b = want[i].real(k), e = std::fabs(a - b);
+      if (std::isnan(a) != std::isnan(b))
+        e = INFINITY;
+      else if (std::isnan(a))
+        e = 0;
+      maxAbs = std::max(maxAbs, e);
+      maxRel = std::max(maxRel, e / std::max(std::fabs(b), 1e-6));
+      diff2 += e * e;
+      ref2 += b * b;
+    }
+    double relL2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+    bool pass = relL2 <= tolerance;
+    ok &= pass;
+    llvm::outs() << llvm::formatv(
+        "verify: output '{0}': max abs error {1:e2}, max rel error {2:e2}, "
+        "rel L2 error {3:e2}: {4}\n",
+        plan.outputs(int(i)).name(), maxAbs, maxRel, relL2,
+        pass ? "ok" : "FAILED");
+  }
+  return ok;
 }
 
 int main(int argc, char **argv) {
@@ -134,12 +321,17 @@ int main(int argc, char **argv) {
   auto plan = readPlanFile(planPath);
   if (!plan)
     return fail(llvm::toString(plan.takeError()));
-  if (plan->devices() != 1 || plan->programs_size() != 1)
-    return fail(planPath + ": plans for " + llvm::Twine(plan->devices()) +
-                " devices are not supported yet");
+  if (plan->devices() < 1 || plan->programs_size() != int(plan->devices()))
+    return fail(planPath + ": the plan has " +
+                llvm::Twine(plan->programs_size()) + " programs for " +
+                llvm::Twine(plan->devices()) + " devices");
+  if (devicesOpt.getNumOccurrences() && devicesOpt != plan->devices())
+    return fail("--devices=" + llvm::Twine(unsigned(devicesOpt)) +
+                ", but the plan was compiled for " +
+                llvm::Twine(plan->devices()) +
+                " devices (paxc --gpus=N compiles for N)");
   if (inputsDir.empty() == !randomInputs)
     return fail("give exactly one of --inputs DIR and --random-inputs");
-  const plan::DeviceProgram &program = plan->programs(0);
 
   onnx::ModelProto model;
   {
@@ -154,62 +346,73 @@ int main(int argc, char **argv) {
       return fail("cannot read the model '" + plan->source() +
                   "' the plan names");
   }
-  std::vector<runtime::Tensor> buffers;
-  for (const plan::Buffer &b : program.buffers())
-    buffers.push_back(runtime::Tensor::zeros(b.dtype(), shapeOf(b.shape())));
-
+  std::vector<runtime::Tensor> inputs;
   std::mt19937 rng(seed);
-  for (const plan::Binding &b : program.inputs()) {
-    const plan::TensorInfo &info = plan->inputs(int(b.index()));
+  for (int i = 0; i < plan->inputs_size(); ++i) {
+    const plan::TensorInfo &info = plan->inputs(i);
     if (randomInputs) {
-      buffers[b.buffer()] = randomTensor(info, rng);
+      inputs.push_back(randomTensor(info, rng));
       continue;
     }
-    auto t = readInput(
-        inputsDir + "/input_" + std::to_string(b.index()) + ".pb", info);
+    auto t = readInput(inputsDir + "/input_" + std::to_string(i) + ".pb", info);
     if (!t)
       return fail(llvm::toString(t.takeError()));
-    buffers[b.buffer()] = std::move(*t);
+    inputs.push_back(std::move(*t));
   }
-  std::string modelDir = llvm::sys::path::parent_path(plan->source()).str();
-  for (const plan::Instruction &inst : program.instructions()) {
-    if (inst.has_load()) {
-      if (auto err = loadWeight(inst.load(), model, modelDir,
-                                buffers[inst.load().buffer()]))
-        return fail(llvm::toString(std::move(err)));
-      continue;
+  Feed feed(model, llvm::sys::path::parent_path(plan->source()).str(), inputs);
+
+  std::vector<const plan::DeviceProgram *> progs;
+  for (const plan::DeviceProgram &p : plan->programs())
+    progs.push_back(&p);
+  std::vector<runtime::Tensor> outputs;
+  std::vector<runtime::DeviceStats> stats;
+  if (auto err = runThreads(*plan, progs, feed, outputs, stats))
+    return fail(llvm::toString(std::move(err)));
+  int64_t instructions = 0, peak = 0;
+  for (const runtime::DeviceStats &s : stats) {
+    instructions += s.instructions;
+    peak = std::max(peak, s.peakBytes);
+  }
+  llvm::outs() << llvm::formatv(
+      "paxrun: ran {0} instructions on {1} device(s); peak buffers {2:F2} "
+      "MiB per device\n",
+      instructions, plan->devices(), double(peak) / (1 << 20));
+  int status = 0;
+  if (commStats) {
+    int64_t predicted = 0, performed = 0;
+    for (int x = 0; x < plan->exchanges_size(); ++x) {
+      const plan::Exchange &e = plan->exchanges(x);
+      int64_t most = 0;
+      for (const runtime::DeviceStats &s : stats)
+        if (auto it = s.exchangeBytes.find(uint32_t(x));
+            it != s.exchangeBytes.end())
+          most = std::max(most, it->second);
+      predicted += e.predicted_bytes();
+      performed += most;
+      bool same = most == e.predicted_bytes();
+      if (!same)
+        status = 1;
+      llvm::outs() << llvm::formatv(
+          "comm: {0,-16} {1,12} B predicted {2,12} B performed  {3}{4}\n",
+          plan::Collective::Kind_Name(e.kind()), e.predicted_bytes(), most,
+          e.what(), same ? "" : "  MISMATCH");
     }
-    if (!inst.has_compute())
-      return fail("collectives and slices need a partitioned runtime, which "
-                  "is not built yet");
-    const plan::Compute &c = inst.compute();
-    llvm::SmallVector<const runtime::Tensor *, 4> ins;
-    llvm::SmallVector<runtime::Tensor *, 2> outs;
-    for (const plan::Access &a : c.inputs())
-      ins.push_back(&buffers[a.buffer()]);
-    for (const plan::Access &a : c.outputs())
-      outs.push_back(&buffers[a.buffer()]);
-    if (auto err = runtime::runKernel(c, ins, outs))
-      return fail(llvm::toString(std::move(err)));
+    llvm::outs() << llvm::formatv(
+        "comm: total {0} B predicted, {1} B performed (per device, the most "
+        "of any device per collective)\n",
+        predicted, performed);
   }
-  if (!outputsDir.empty()) {
-    llvm::sys::fs::create_directories(outputsDir);
-    for (const plan::Binding &b : program.outputs()) {
-      const runtime::Tensor &t = buffers[b.buffer()];
-      onnx::TensorProto proto;
-      proto.set_name(plan->outputs(int(b.index())).name());
-      for (int64_t d : t.shape)
-        proto.add_dims(d);
-      proto.set_data_type(onnx::TensorProto::FLOAT);
-      for (int64_t i = 0; i < t.numel(); ++i)
-        proto.add_float_data(float(t.real(i)));
-      std::ofstream f(outputsDir + "/output_" + std::to_string(b.index()) +
-                          ".pb",
-                      std::ios::binary);
-      proto.SerializeToOstream(&f);
-    }
+  if (!outputsDir.empty())
+    writeOutputs(*plan, outputs);
+  if (verify) {
+    std::vector<runtime::Tensor> reference;
+    std::vector<runtime::DeviceStats> refStats;
+    const plan::DeviceProgram *ref = &plan->reference();
+    if (auto err = runThreads(*plan, {ref}, feed, reference, refStats))
+      return fail("the reference run failed: " +
+                  llvm::toString(std::move(err)));
+    if (!compare(*plan, outputs, reference))
+      return fail("the partitioned run differs from the reference");
   }
-  llvm::outs() << "paxrun: ran " << program.instructions_size()
-               << " instructions on 1 device\n";
-  return 0;
+  return status;
 }

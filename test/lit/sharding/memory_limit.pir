@@ -6,7 +6,7 @@
 // under 0.1 GiB per device it shards the weight four ways instead.
 
 // FREE: {config = [2, 2, 2], name = "fc"}
-// LIMIT: {config = [1, 4, 2], name = "fc"}
+// LIMIT: {config = [2, 4, 1], name = "fc"}
 module @mem {
   param @w : tensor<4096x4096xf32> = fill(0.1)
   func @main(%x: tensor<8192x4096xf32>) -> (y: tensor<8192x4096xf32>) {

@@ -1,0 +1,248 @@
+//===- InsertCollectives.cpp - A strategy's moves as collective ops -------===//
+#include "passes/sharding/InsertCollectives.h"
+
+#include "passes/cost/Cluster.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+namespace pax {
+
+llvm::Expected<Config> configOf(const Op &op) {
+  auto it = op.attrs.find("config");
+  if (it == op.attrs.end())
+    return Config(op.iters.size(), 1);
+  const auto *list = std::get_if<std::vector<int64_t>>(&it->second);
+  if (!list || list->size() != op.iters.size())
+    return llvm::createStringError(
+        "op '" + op.name() + "': its config must list one factor per "
+        "iteration dim (" + std::to_string(op.iters.size()) + ")");
+  Config c(list->begin(), list->end());
+  for (size_t d = 0; d < c.size(); ++d)
+    if (c[d] < 1 || op.iters[d].extent % c[d])
+      return llvm::createStringError(
+          "op '" + op.name() + "': config factor " + std::to_string(c[d]) +
+          " does not divide the extent " +
+          std::to_string(op.iters[d].extent) + " of '" + op.iters[d].name +
+          "'");
+  return c;
+}
+
+static std::vector<int64_t> encodeDigits(llvm::ArrayRef<Digit> digits) {
+  std::vector<int64_t> out;
+  for (const Digit &d : digits) {
+    out.push_back(d.size);
+    out.push_back(d.role == Digit::Role::Split     ? 1
+                  : d.role == Digit::Role::Partial ? 2
+                                                   : 0);
+    out.push_back(d.tensorDim);
+    out.push_back(d.level);
+  }
+  return out;
+}
+
+static OpKind collectiveKind(ReshardStep::Kind k) {
+  switch (k) {
+  case ReshardStep::Kind::AllReduce:
+    return OpKind::AllReduce;
+  case ReshardStep::Kind::ReduceScatter:
+    return OpKind::ReduceScatter;
+  case ReshardStep::Kind::AllToAll:
+    return OpKind::AllToAll;
+  case ReshardStep::Kind::AllGather:
+    return OpKind::AllGather;
+  case ReshardStep::Kind::Slice:
+    return OpKind::LocalSlice;
+  case ReshardStep::Kind::Halo:
+    return OpKind::HaloExchange;
+  case ReshardStep::Kind::Broadcast:
+    return OpKind::Broadcast;
+  case ReshardStep::Kind::SendRecv:
+    return OpKind::SendRecv;
+  }
+  llvm_unreachable("unknown step kind");
+}
+
+namespace {
+/// Builds the collective ops of one module.
+class Inserter {
+public:
+  Inserter(Module &m, int64_t devices, int64_t perNode)
+      : m(m), devices(devices), perNode(perNode) {}
+
+  llvm::Error run();
+
+private:
+  /// A new collective op of \p kind reading \p in, an identity on its type.
+  Op *collective(OpKind kind, Value *in, llvm::StringRef name,
+                 llvm::ArrayRef<unsigned> positions,
+                 llvm::ArrayRef<int64_t> space, llvm::ArrayRef<Digit> layout,
+                 llvm::ArrayRef<int64_t> halo, int64_t bytes);
+
+  Module &m;
+  int64_t devices, perNode;
+  std::vector<std::unique_ptr<Op>> out;
+  /// Where each value came from: its compute op, result and config.
+  struct Source {
+    const Op *op;
+    unsigned result;
+    Config config;
+  };
+  llvm::DenseMap<const Value *, Source> sources;
+};
+} // namespace
+
+Op *Inserter::collective(OpKind kind, Value *in, llvm::StringRef name,
+                         llvm::ArrayRef<unsigned> positions,
+                         llvm::ArrayRef<int64_t> space,
+                         llvm::ArrayRef<Digit> layout,
+                         llvm::ArrayRef<int64_t> halo, int64_t bytes) {
+  auto op = std::make_unique<Op>(kind);
+  AccessMap identity;
+  for (size_t d = 0; d < in->type.rank(); ++d) {
+    op->iters.push_back(
+        {"d" + std::to_string(d), in->type.shape[d], IterKind::Parallel});
+    identity.push_back(AccessExpr::dim(unsigned(d)));
+  }
+  op->operands.push_back({in, identity});
+  op->addResult(in->type, identity);
+  op->attrs["name"] = name.str();
+  op->attrs["positions"] = std::vector<int64_t>(positions.begin(),
+                                                positions.end());
+  op->attrs["space"] = std::vector<int64_t>(space.begin(), space.end());
+  op->attrs["layout"] = encodeDigits(layout);
+  op->attrs["halo"] = std::vector<int64_t>(halo.begin(), halo.end());
+  op->attrs["bytes"] = bytes;
+  out.push_back(std::move(op));
+  return out.back().get();
+}
+
+llvm::Error Inserter::run() {
+  Func &f = m.main;
+  llvm::DenseSet<const Op *> constants = constantOps(m);
+  // Values replaced by their reduced form (after an op's all_reduce).
+  llvm::DenseMap<Value *, Value *> reduced;
+  for (auto &owned : f.ops) {
+    Op &q = *owned;
+    if (opKindFamily(q.kind) == OpFamily::Collective)
+      return llvm::createStringError("op '" + q.name() +
+                                     "': the module already has collectives");
+    auto cq = configOf(q);
+    if (!cq)
+      return cq.takeError();
+    if (constants.count(&q)) {
+      *cq = Config(q.iters.size(), 1);
+      q.attrs["config"] = std::vector<int64_t>(cq->begin(), cq->end());
+      q.attrs["everywhere"] = int64_t(1);
+    }
+    if (configDevices(*cq) > devices)
+      return llvm::createStringError(
+          "op '" + q.name() + "': its config uses " +
+          std::to_string(configDevices(*cq)) + " devices, more than the " +
+          std::to_string(devices) + " of the plan");
+    for (unsigned k = 0; k < q.operands.size(); ++k) {
+      Operand &o = q.operands[k];
+      if (auto it = reduced.find(o.value); it != reduced.end())
+        o.value = it->second;
+      auto src = sources.find(o.value);
+      if (src == sources.end() || constants.count(src->second.op))
+        continue; // an input, a weight, or computed everywhere
+      const Source &s = src->second;
+      const TensorType &t = o.value->type;
+      TensorLayout from =
+          reducedLayout(resultLayout(*s.op, s.config, s.result));
+      TensorLayout to = operandLayout(q, *cq, k);
+      ReshardTrace trace;
+      auto steps = planReshard(from, to, t, perNode, false, &trace);
+      std::string base = q.name().str() + ".in" + std::to_string(k) + ".";
+      Value *cur = o.value;
+      if (trace.pointToPoint) {
+        TensorLayout target = to;
+        std::vector<int64_t> halo(2 * t.rank(), 0);
+        for (Digit &d : target.digits)
+          if (to.irregular && d.role == Digit::Role::Split)
+            d = Digit{d.size, Digit::Role::Replicated, -1, 0};
+        if (!to.irregular)
+          for (size_t d = 0; d < t.rank(); ++d)
+            halo[2 * d] = to.haloLo[d], halo[2 * d + 1] = to.haloHi[d];
+        int64_t space = std::max(from.devices(), to.devices());
+        cur = collective(OpKind::SendRecv, cur, base + "send_recv", {0},
+                         {space}, target.digits, halo, steps[0].bytes)
+                  ->results[0]
+                  .value.get();
+      } else {
+        llvm::SmallVector<int64_t, 8> space;
+        for (const Digit &d : trace.start)
+          space.push_back(d.size);
+        std::vector<int64_t> halo(2 * t.rank(), 0);
+        for (size_t i = 0; i < steps.size(); ++i) {
+          const ReshardStep &st = steps[i];
+          if (st.kind == ReshardStep::Kind::Halo) {
+            int dim = to.digits[st.digits[0]].tensorDim;
+            halo[2 * dim] = to.haloLo[dim];
+            halo[2 * dim + 1] = to.haloHi[dim];
+          }
+          std::string name =
+              base + reshardStepName(st.kind).str() + std::to_string(i);
+          cur = collective(collectiveKind(st.kind), cur, name, st.digits,
+                           space, trace.after[i], halo, st.bytes)
+                    ->results[0]
+                    .value.get();
+        }
+      }
+      o.value = cur;
+    }
+    out.push_back(std::move(owned));
+    for (unsigned r = 0; r < q.results.size(); ++r) {
+      Value *v = q.results[r].value.get();
+      sources[v] = {&q, r, *cq};
+      TensorLayout l = resultLayout(q, *cq, r);
+      llvm::SmallVector<unsigned, 4> partial;
+      llvm::SmallVector<int64_t, 8> space;
+      for (unsigned i = 0; i < l.digits.size(); ++i) {
+        space.push_back(l.digits[i].size);
+        if (l.digits[i].role == Digit::Role::Partial)
+          partial.push_back(i);
+      }
+      if (partial.empty() || constants.count(&q))
+        continue;
+      // Partial sums are reduced inside the op (CostModel::reduceInside).
+      Op *ar = collective(
+          OpKind::AllReduce, v, q.name().str() + ".all_reduce", partial, space,
+          reducedLayout(l).digits, std::vector<int64_t>(2 * v->type.rank(), 0),
+          l.blockElements(v->type) * dtypeBytes(v->type.elem));
+      Value *rv = ar->results[0].value.get();
+      reduced[v] = rv;
+      sources[rv] = {&q, r, *cq};
+    }
+  }
+  for (Value *&v : f.returns)
+    if (auto it = reduced.find(v); it != reduced.end())
+      v = it->second;
+  f.ops = std::move(out);
+  m.attrs["devices"] = devices;
+  m.attrs["devices_per_node"] = perNode;
+  return llvm::Error::success();
+}
+
+llvm::Error insertCollectives(Module &m, int64_t devices,
+                              int64_t devicesPerNode) {
+  return Inserter(m, devices, devicesPerNode).run();
+}
+
+llvm::Expected<std::unique_ptr<Pass>>
+InsertCollectivesPass::create(const PassOptions &o) {
+  auto opts = ShardingPassOptions::parse("pax-insert-collectives", o, false);
+  if (!opts)
+    return opts.takeError();
+  return std::make_unique<InsertCollectivesPass>(std::move(*opts));
+}
+
+llvm::Error InsertCollectivesPass::run(Module &m, PassContext &) {
+  auto cluster =
+      makeCluster(options.cluster, options.gpus, options.gpusPerNode);
+  if (!cluster)
+    return cluster.takeError();
+  return insertCollectives(m, cluster->gpus, cluster->gpusPerNode);
+}
+
+} // namespace pax

@@ -1,0 +1,48 @@
+//===- Communicator.h - How the devices of a plan exchange blocks ---------===//
+//
+// One exchange call per Collective instruction, made by every member of its
+// group in program order. Two transports: threads (every device of the plan
+// in one process, ThreadCommunicator) and MPI ranks (runtime/mpi). Each
+// fills a device's output from the overlaps of its group's inputs with the
+// output's box (runtime/Exchange.h), summing in rank order for partial
+// sums, so every transport computes bit-identical results.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PAX_RUNTIME_COMMUNICATOR_H
+#define PAX_RUNTIME_COMMUNICATOR_H
+
+#include "runtime/Tensor.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace pax::runtime {
+
+class Communicator {
+public:
+  virtual ~Communicator() = default;
+
+  /// Runs collective \p c of \p plan on \p device: \p out receives the box
+  /// its Exchange names, from the inputs of the members of its group.
+  virtual llvm::Error exchange(const plan::Plan &plan, uint32_t device,
+                               const plan::Collective &c, const Tensor &in,
+                               Tensor &out) = 0;
+
+  /// A device failed: every device waiting in (or later entering) a
+  /// collective returns an error instead of waiting for it.
+  virtual void abort(const std::string &why) = 0;
+};
+
+/// The devices of a plan as threads of one process.
+std::unique_ptr<Communicator> makeThreadCommunicator(const plan::Plan &plan);
+
+/// Checks a collective against its plan: group, exchange, the device's
+/// membership and its buffers' shapes. Every communicator calls it first.
+llvm::Error checkCollective(const plan::Plan &plan, uint32_t device,
+                            const plan::Collective &c, const Tensor &in,
+                            const Tensor &out);
+
+} // namespace pax::runtime
+
+#endif // PAX_RUNTIME_COMMUNICATOR_H

@@ -1,0 +1,42 @@
+//===- Device.h - One device's program on the CPU -------------------------===//
+#ifndef PAX_RUNTIME_DEVICE_H
+#define PAX_RUNTIME_DEVICE_H
+
+#include "runtime/Communicator.h"
+
+#include <map>
+
+namespace pax::runtime {
+
+/// Where a device's weights and inputs come from: the tool that runs a
+/// plan knows the source model and the input files.
+class DataFeed {
+public:
+  virtual ~DataFeed() = default;
+  /// Fills \p out, the box of the weight starting at `load.offset`.
+  virtual llvm::Error loadWeight(const plan::LoadWeight &load,
+                                 Tensor &out) = 0;
+  /// Fills \p out, the box of graph input `b.index` starting at `b.offset`.
+  virtual llvm::Error input(const plan::Binding &b, Tensor &out) = 0;
+};
+
+/// What one device did.
+struct DeviceStats {
+  /// Per exchange: the bytes this device counted (Exchange.h).
+  std::map<uint32_t, int64_t> exchangeBytes;
+  /// Most bytes of buffers alive at once.
+  int64_t peakBytes = 0;
+  int64_t instructions = 0;
+};
+
+/// Runs \p prog, a program of \p plan, on the CPU kernels: buffers are
+/// allocated when first written and freed after their last use, except the
+/// output bindings' buffers, which \p buffers keeps (indexed by buffer id).
+/// \p comm may be null for a program without collectives.
+llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
+                      DataFeed &feed, Communicator *comm,
+                      std::vector<Tensor> &buffers, DeviceStats &stats);
+
+} // namespace pax::runtime
+
+#endif // PAX_RUNTIME_DEVICE_H

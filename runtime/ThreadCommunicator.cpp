@@ -1,0 +1,151 @@
+//===- ThreadCommunicator.cpp - A plan's devices as threads ---------------===//
+#include "runtime/Communicator.h"
+#include "runtime/Exchange.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+
+namespace pax::runtime {
+
+llvm::Error checkCollective(const plan::Plan &plan, uint32_t device,
+                            const plan::Collective &c, const Tensor &in,
+                            const Tensor &out) {
+  auto bad = [&](const llvm::Twine &msg) {
+    return llvm::createStringError("device " + llvm::Twine(device) +
+                                   ": collective on exchange " +
+                                   llvm::Twine(c.exchange()) + ": " + msg);
+  };
+  if (c.group() >= uint32_t(plan.groups_size()))
+    return bad("no group " + llvm::Twine(c.group()));
+  if (c.exchange() >= uint32_t(plan.exchanges_size()))
+    return bad("no such exchange");
+  const plan::Group &g = plan.groups(int(c.group()));
+  if (!llvm::is_contained(g.devices(), device))
+    return bad("the device is not in group " + llvm::Twine(c.group()));
+  const plan::Exchange &x = plan.exchanges(int(c.exchange()));
+  if (x.in_size() != int(plan.devices()) || x.out_size() != int(plan.devices()))
+    return bad("the exchange does not list a box per device");
+  for (uint32_t d : g.devices())
+    if (d >= plan.devices())
+      return bad("group member " + llvm::Twine(d) + " is not a device");
+  auto fits = [&](const plan::Box &b, const Tensor &t) {
+    if (b.empty())
+      return t.numel() == 0;
+    if (size_t(b.size_size()) != t.shape.size() ||
+        size_t(b.lo_size()) != t.shape.size())
+      return false;
+    for (size_t i = 0; i < t.shape.size(); ++i)
+      if (b.size(int(i)) != t.shape[i])
+        return false;
+    return true;
+  };
+  if (!fits(x.in(int(device)), in) || !fits(x.out(int(device)), out))
+    return bad("a buffer does not match its box");
+  if (in.dtype != out.dtype)
+    return bad("input and output types differ");
+  return llvm::Error::success();
+}
+
+namespace {
+/// A reusable barrier that an abort releases.
+class Barrier {
+public:
+  explicit Barrier(size_t size) : size(size) {}
+  /// False when aborted.
+  bool wait(std::mutex &m, std::condition_variable &cv, bool &aborted,
+            std::unique_lock<std::mutex> &lock) {
+    if (aborted)
+      return false;
+    uint64_t phase = generation;
+    if (++count == size) {
+      count = 0;
+      ++generation;
+      cv.notify_all();
+      return true;
+    }
+    cv.wait(lock, [&] { return generation != phase || aborted; });
+    return !aborted;
+  }
+
+private:
+  size_t size, count = 0;
+  uint64_t generation = 0;
+};
+
+class ThreadCommunicator : public Communicator {
+public:
+  explicit ThreadCommunicator(const plan::Plan &plan) {
+    for (const plan::Group &g : plan.groups())
+      groups.emplace(g.id(), std::make_unique<GroupState>(g.devices_size()));
+  }
+
+  llvm::Error exchange(const plan::Plan &plan, uint32_t device,
+                       const plan::Collective &c, const Tensor &in,
+                       Tensor &out) override {
+    if (auto err = checkCollective(plan, device, c, in, out))
+      return err;
+    const plan::Group &g = plan.groups(int(c.group()));
+    const plan::Exchange &x = plan.exchanges(int(c.exchange()));
+    auto it = groups.find(c.group());
+    if (it == groups.end())
+      return llvm::createStringError("no state for group " +
+                                     llvm::Twine(c.group()));
+    GroupState &s = *it->second;
+    size_t rank = size_t(llvm::find(g.devices(), device) - g.devices().begin());
+    std::unique_lock<std::mutex> lock(m);
+    s.inputs[rank] = &in;
+    if (!s.barrier.wait(m, cv, aborted, lock))
+      return abortedError();
+    lock.unlock();
+    // Every member's input is in place and nobody writes one until all
+    // have passed the second barrier.
+    size_t r = out.shape.size();
+    std::fill(out.data.begin(), out.data.end(), 0);
+    std::vector<int64_t> outLo = boxLo(x.out(int(device)), r);
+    if (!x.out(int(device)).empty())
+      for (size_t k = 0; k < s.inputs.size(); ++k) {
+        const plan::Box &b = x.in(int(g.devices(int(k))));
+        if (b.empty())
+          continue;
+        moveOverlap(*s.inputs[k], boxLo(b, r), out, outLo, x.reduce());
+      }
+    lock.lock();
+    if (!s.barrier.wait(m, cv, aborted, lock))
+      return abortedError();
+    return llvm::Error::success();
+  }
+
+  void abort(const std::string &why) override {
+    std::lock_guard<std::mutex> lock(m);
+    if (!aborted)
+      reason = why;
+    aborted = true;
+    cv.notify_all();
+  }
+
+private:
+  struct GroupState {
+    explicit GroupState(size_t n) : barrier(n), inputs(n, nullptr) {}
+    Barrier barrier;
+    std::vector<const Tensor *> inputs;
+  };
+  llvm::Error abortedError() {
+    return llvm::createStringError("stopped: " + reason);
+  }
+
+  std::mutex m;
+  std::condition_variable cv;
+  bool aborted = false;
+  std::string reason;
+  std::map<uint32_t, std::unique_ptr<GroupState>> groups;
+};
+} // namespace
+
+std::unique_ptr<Communicator> makeThreadCommunicator(const plan::Plan &plan) {
+  return std::make_unique<ThreadCommunicator>(plan);
+}
+
+} // namespace pax::runtime
