@@ -431,6 +431,13 @@ llvm::Error Emitter::emitCompute(const Op &op) {
           return llvm::createStringError(
               "internal: op '" + op.name() + "' on device " +
               std::to_string(d) + " reads a value the device does not hold");
+        // What the op reads must be what the moves left on the device.
+        Box need = reachedBox(op, o.map, o.value->type, b);
+        bool reads = llvm::all_of(need.size, [](int64_t s) { return s > 0; });
+        if (reads && !it->second.box.contains(need))
+          return llvm::createStringError(
+              "internal: op '" + op.name() + "' on device " +
+              std::to_string(d) + " reads past the block it holds");
         ins.push_back(it->second.buffer);
         inBoxes.push_back(it->second.box);
         continue;

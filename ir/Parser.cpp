@@ -140,7 +140,7 @@ Token Lexer::next() {
     // `%"0"` (an argument called "0") is not the op result `%0`.
     bool quotedNumber = c == '%' && buf[start + 1] == '"' && !t.str.empty() &&
                         llvm::all_of(t.str, llvm::isDigit);
-    r.str = (quotedNumber ? "\"" : "") + std::move(t.str);
+    r.str = quotedNumber ? "\"" + t.str : std::move(t.str);
     return r;
   }
   if (c == '"') {
@@ -384,8 +384,8 @@ bool Parser::parseAttrValue(AttrValue &v) {
   std::vector<float> floats;
   bool anyFloat = false;
   while (!tok.is(']')) {
-    double d;
-    bool isF;
+    double d = 0;
+    bool isF = false;
     if (tok.kind == Token::Int)
       ints.push_back(tok.i);
     if (!parseNumber(d, isF))

@@ -6,6 +6,16 @@
 namespace pax {
 
 bool executableSplit(const Op &op, unsigned d) {
+  // A result written through an offset or stride (one output of a split,
+  // a strided slice) has no block per device that a layout can name.
+  for (const Result &r : op.results)
+    for (size_t i = 0; i < r.map.size(); ++i) {
+      const AccessExpr &e = r.map[i];
+      if (e.kind == AccessExpr::Kind::Affine && e.uses(d) &&
+          (e.dims.size() != 1 || e.stride != 1 || e.offset != 0 ||
+           op.iters[d].extent != r.value->type.shape[i]))
+        return false;
+    }
   if (op.iters[d].kind != IterKind::Reduction)
     return true;
   for (const Result &r : op.results)
