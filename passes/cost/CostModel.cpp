@@ -111,6 +111,19 @@ double CostModel::reduceInside(const Op &op, const Config &c) const {
   return t;
 }
 
+double CostModel::partialBytes(const Op &op, const Config &c) const {
+  double bytes = 0;
+  for (unsigned r = 0; r < op.results.size(); ++r) {
+    TensorLayout l = resultLayout(op, c, r);
+    if (llvm::any_of(l.digits, [](const Digit &d) {
+          return d.role == Digit::Role::Partial;
+        }))
+      bytes += double(l.blockElements(op.results[r].value->type)) *
+               dtypeBytes(op.results[r].value->type.elem);
+  }
+  return bytes;
+}
+
 /// Training: the gradient of a weight replicated across some of the op's
 /// devices is summed across them (Parallax's dense aggregation).
 double CostModel::gradientSync(const Op &op, const Config &c) const {

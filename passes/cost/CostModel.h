@@ -63,6 +63,10 @@ public:
   /// training) and of its results (kept for the backward pass in training).
   double memoryBytes(const Op &op, const Config &c) const;
 
+  /// Bytes one device all-reduces inside \p op in configuration \p c to
+  /// sum the partial results of split reductions the result drops.
+  double partialBytes(const Op &op, const Config &c) const;
+
   const Cluster &getCluster() const { return cluster; }
   CostMode getMode() const { return mode; }
 

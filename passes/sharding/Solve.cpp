@@ -231,13 +231,15 @@ StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
                               llvm::ArrayRef<Config> configs) {
   const Func &f = m.main;
   StrategyCost cost;
+  llvm::DenseSet<const Op *> constants = constantOps(m);
   for (unsigned i = 0; i < f.ops.size(); ++i) {
     OpCost oc = model.opCost(*f.ops[i], configs[i]);
     cost.computeSeconds += oc.compute;
     cost.commSeconds += oc.communication;
     cost.memoryBytes += model.memoryBytes(*f.ops[i], configs[i]);
+    if (!constants.count(f.ops[i].get()))
+      cost.commBytes += model.partialBytes(*f.ops[i], configs[i]);
   }
-  llvm::DenseSet<const Op *> constants = constantOps(m);
   for (const Use &u : usesOf(f)) {
     const Op &p = *f.ops[u.producer], &q = *f.ops[u.consumer];
     if (constants.count(&p))

@@ -100,9 +100,9 @@ static cl::opt<bool> listClusters("list-clusters",
                                   cl::cat(searchCategory));
 static cl::opt<std::string>
     mode("mode",
-         cl::desc("What a step is: train (forward, backward, gradient "
-                  "synchronization) or infer (forward)"),
-         cl::value_desc("train|infer"), cl::init("train"),
+         cl::desc("What a step is: infer (forward; the default) or train "
+                  "(forward, backward, gradient synchronization)"),
+         cl::value_desc("train|infer"), cl::init("infer"),
          cl::cat(searchCategory));
 static cl::opt<std::string> solver(
     "solver",
