@@ -479,7 +479,9 @@ llvm::Error Emitter::emitCompute(const Op &op) {
 llvm::Error Emitter::emitCollective(const Op &op) {
   const Value *in = op.operands[0].value, *out = op.results[0].value.get();
   if (reference) { // the identity on one device
-    held[0][out] = held[0][in];
+    // A copy: inserting `out` may grow the map and move `in`'s entry.
+    Held h = held[0][in];
+    held[0][out] = std::move(h);
     return llvm::Error::success();
   }
   const TensorType &t = in->type;
