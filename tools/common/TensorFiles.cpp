@@ -6,6 +6,10 @@
 
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+#include <optional>
 
 #include <onnx/onnx_pb.h>
 
@@ -26,6 +30,116 @@ llvm::Expected<ConstTensor> readTensorFile(llvm::StringRef path,
     return llvm::createStringError("'" + path +
                                    "': " + llvm::toString(c.takeError()));
   return c;
+}
+
+/// The `.npy` descr of each plan dtype ('<' little-endian, '|' one byte).
+static const std::pair<plan::DType, const char *> kNpyTypes[] = {
+    {plan::F32, "<f4"}, {plan::F64, "<f8"}, {plan::F16, "<f2"},
+    {plan::I8, "|i1"},  {plan::I16, "<i2"}, {plan::I32, "<i4"},
+    {plan::I64, "<i8"}, {plan::U8, "|u1"},  {plan::U16, "<u2"},
+    {plan::U32, "<u4"}, {plan::U64, "<u8"}, {plan::I1, "|b1"},
+};
+
+llvm::Expected<runtime::Tensor> readNpyFile(llvm::StringRef path,
+                                            llvm::StringRef what) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return llvm::createStringError("cannot read " + what + " '" + path +
+                                   "': " + buf.getError().message());
+  llvm::StringRef data = (*buf)->getBuffer();
+  auto bad = [&](const llvm::Twine &msg) {
+    return llvm::createStringError("'" + path + "' is not a .npy file paxrun "
+                                   "reads: " + msg);
+  };
+  if (data.size() < 10 || !data.starts_with("\x93NUMPY"))
+    return bad("no .npy magic");
+  unsigned major = uint8_t(data[6]);
+  size_t headerLen, at;
+  if (major == 1) {
+    headerLen = uint8_t(data[8]) | size_t(uint8_t(data[9])) << 8;
+    at = 10;
+  } else if ((major == 2 || major == 3) && data.size() >= 12) {
+    headerLen = 0;
+    for (int i = 0; i < 4; ++i)
+      headerLen |= size_t(uint8_t(data[8 + i])) << (8 * i);
+    at = 12;
+  } else {
+    return bad("format version " + llvm::Twine(major));
+  }
+  if (data.size() < at + headerLen)
+    return bad("the header is truncated");
+  llvm::StringRef header = data.substr(at, headerLen);
+  auto field = [&](llvm::StringRef key) -> llvm::StringRef {
+    size_t k = header.find("'" + key.str() + "'");
+    if (k == llvm::StringRef::npos)
+      return "";
+    llvm::StringRef rest = header.substr(k + key.size() + 2).ltrim();
+    return rest.consume_front(":") ? rest.ltrim() : "";
+  };
+  llvm::StringRef descr = field("descr");
+  if (!descr.consume_front("'"))
+    return bad("no descr");
+  descr = descr.take_until([](char c) { return c == '\''; });
+  if (field("fortran_order").starts_with("True"))
+    return bad("Fortran order");
+  llvm::StringRef shapeText = field("shape");
+  if (!shapeText.consume_front("("))
+    return bad("no shape");
+  shapeText = shapeText.take_until([](char c) { return c == ')'; });
+  std::vector<int64_t> shape;
+  llvm::SmallVector<llvm::StringRef, 4> parts;
+  shapeText.split(parts, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef p : parts) {
+    int64_t d;
+    if (p.trim().getAsInteger(10, d) || d < 0)
+      return bad("shape '(" + shapeText + ")'");
+    shape.push_back(d);
+  }
+  std::optional<plan::DType> dtype;
+  for (auto [t, name] : kNpyTypes)
+    if (descr == name || (descr.size() == 3 && descr[0] == '=' &&
+                          descr.substr(1) == llvm::StringRef(name).substr(1)))
+      dtype = t;
+  if (!dtype)
+    return bad("element type '" + descr + "'");
+  runtime::Tensor t = runtime::Tensor::zeros(*dtype, shape);
+  size_t body = at + headerLen;
+  if (data.size() - body != size_t(t.bytes()))
+    return bad("it holds " + llvm::Twine(data.size() - body) +
+               " bytes of data for " + llvm::Twine(t.bytes()));
+  std::memcpy(t.data.data(), data.data() + body, size_t(t.bytes()));
+  return t;
+}
+
+llvm::Error writeNpyFile(llvm::StringRef path, const runtime::Tensor &t) {
+  const char *descr = nullptr;
+  for (auto [d, name] : kNpyTypes)
+    if (d == t.dtype)
+      descr = name;
+  if (!descr)
+    return llvm::createStringError("cannot write '" + path +
+                                   "': no .npy element type for it");
+  std::string shape;
+  for (int64_t d : t.shape)
+    shape += std::to_string(d) + ", ";
+  if (t.shape.size() > 1)
+    shape.resize(shape.size() - 1);
+  std::string header = "{'descr': '" + std::string(descr) +
+                       "', 'fortran_order': False, 'shape': (" + shape + "), }";
+  // Magic, version and length take 10 bytes; the header ends in '\n' and
+  // pads the data to 64 bytes.
+  header.append(63 - (10 + header.size()) % 64, ' ');
+  header += '\n';
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return llvm::createStringError("cannot write '" + path +
+                                   "': " + ec.message());
+  os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff)
+     << char(header.size() >> 8) << header;
+  os.write(reinterpret_cast<const char *>(t.data.data()), t.data.size());
+  return llvm::Error::success();
 }
 
 void copyValues(const ConstTensor &c, runtime::Tensor &out) {

@@ -13,6 +13,14 @@ namespace pax {
 llvm::Expected<ConstTensor> readTensorFile(llvm::StringRef path,
                                            llvm::StringRef what);
 
+/// Reads a NumPy `.npy` file (format 1.0-3.0, little-endian bool, int8-64,
+/// uint8-64, float16/32/64, C order); errors name \p what and the path.
+llvm::Expected<runtime::Tensor> readNpyFile(llvm::StringRef path,
+                                            llvm::StringRef what);
+
+/// Writes \p t as a `.npy` file (format 1.0).
+llvm::Error writeNpyFile(llvm::StringRef path, const runtime::Tensor &t);
+
 /// Copies \p c's values into \p out (same element count), converting to
 /// out's element type.
 void copyValues(const ConstTensor &c, runtime::Tensor &out);
