@@ -22,6 +22,10 @@ bool executableSplit(const Op &op, unsigned d) {
     for (const AccessExpr &e : r.map)
       if (e.uses(d))
         return false; // a normalized dim
+  // A pool's window (max, or an average over the valid points) does not
+  // combine by a sum either.
+  if (opKindFamily(op.kind) == OpFamily::Window)
+    return false;
   switch (op.kind) {
   case OpKind::ReduceMax:
   case OpKind::ReduceMin:

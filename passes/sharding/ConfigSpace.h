@@ -38,8 +38,9 @@ llvm::SmallVector<bool, 6> splittableDims(const Op &op,
 /// True when a plan can run \p op with iteration dim \p d split: the cost
 /// model prices more than plans run. Not yet runnable: a reduction the
 /// result keeps (a normalized dim, whose statistics would cross devices),
-/// and a dropped reduction whose partial results do not combine by a sum
-/// (max, min, prod, L2, log-sum-exp, arg max/min).
+/// a dropped reduction whose partial results do not combine by a sum
+/// (max, min, prod, L2, log-sum-exp, arg max/min, a pool's window), and a
+/// dim a result is written through with an offset or stride.
 bool executableSplit(const Op &op, unsigned d);
 
 /// Every configuration of \p op under \p options, in a deterministic order
