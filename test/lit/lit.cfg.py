@@ -1,5 +1,7 @@
 # lit configuration for paxc's FileCheck tests.
 import os
+import subprocess
+
 import lit.formats
 
 config.name = "paxc"
@@ -18,3 +20,24 @@ config.substitutions.append(("%gen", config.python_executable + " " +
                              os.path.join(config.pax_src_root, "tools", "models", "paxmodels.py")))
 config.substitutions.append(("%check-summary", config.python_executable + " " +
                              os.path.join(config.pax_src_root, "test", "models", "check_summary.py")))
+config.substitutions.append(("%force-strategy", config.python_executable + " " +
+                             os.path.join(config.pax_src_root, "tools", "models", "force_strategy.py")))
+
+# Built with -fsanitize=address,undefined (PAX_SANITIZE). The MPI tests are
+# unsupported there: Open MPI leaves allocations behind at MPI_Finalize
+# (in MPI_Init, its progress thread and its plugins), which LeakSanitizer
+# reports as leaks of every rank.
+if config.pax_sanitize:
+    config.available_features.add("sanitizer")
+
+# paxrun built with MPI: "paxrun-mpi"; and an MPI launcher to start it:
+# "mpi", and %mpirun (Open MPI's needs leave to run as root, as in
+# containers, and to start more ranks than there are cores).
+if config.pax_have_mpi:
+    config.available_features.add("paxrun-mpi")
+if config.pax_have_mpi and config.mpiexec and os.path.exists(config.mpiexec):
+    version = subprocess.run([config.mpiexec, "--version"], capture_output=True, text=True)
+    openmpi = "Open MPI" in version.stdout or "OpenRTE" in version.stdout
+    flags = " --allow-run-as-root --oversubscribe" if openmpi else ""
+    config.available_features.add("mpi")
+    config.substitutions.append(("%mpirun", config.mpiexec + flags))

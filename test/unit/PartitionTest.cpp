@@ -255,3 +255,95 @@ TEST(PartitionTest, OverlapsMoveAndAdd) {
   runtime::unpackOverlap(packed, {2, 0}, {4, 6}, back, {4, 3}, false);
   EXPECT_EQ(back.real(1 * 6 + 2), src.real(3 * 6 + 5));
 }
+
+TEST(PartitionTest, BadProgramsAreErrorsNotCrashesOrHangs) {
+  // Two devices, one group, one all_reduce exchange of a 2-element buffer.
+  plan::Plan p;
+  p.set_devices(2);
+  plan::Group *g = p.add_groups();
+  g->set_id(0);
+  g->add_devices(0);
+  g->add_devices(1);
+  plan::Exchange *x = p.add_exchanges();
+  x->set_kind(plan::Collective::ALL_REDUCE);
+  x->set_reduce(true);
+  for (int d = 0; d < 2; ++d) {
+    for (plan::Box *b : {x->add_in(), x->add_out()}) {
+      b->add_lo(0);
+      b->add_size(2);
+    }
+    plan::DeviceProgram *prog = p.add_programs();
+    prog->set_device(uint32_t(d));
+    for (uint32_t id = 0; id < 2; ++id) {
+      plan::Buffer *b = prog->add_buffers();
+      b->set_id(id);
+      b->add_shape(2);
+    }
+    plan::LoadWeight *load = prog->add_instructions()->mutable_load();
+    load->set_source(plan::LoadWeight::FILL);
+    load->set_fill(d + 1);
+    load->add_global_shape(2);
+    load->add_offset(0);
+    load->set_buffer(0);
+    plan::Collective *c = prog->add_instructions()->mutable_collective();
+    c->set_kind(plan::Collective::ALL_REDUCE);
+    c->set_input(0);
+    c->set_output(1);
+    plan::Binding *o = prog->add_outputs();
+    o->set_buffer(1);
+    o->set_owner(d == 0);
+    o->add_offset(0);
+  }
+  p.add_outputs()->add_shape(2);
+  TestFeed feed({});
+  auto run = [&](const plan::Plan &plan) {
+    std::vector<std::string> errors(2);
+    std::vector<std::vector<runtime::Tensor>> buffers(2);
+    auto comm = runtime::makeThreadCommunicator(plan);
+    std::vector<std::thread> threads;
+    for (int d = 0; d < 2; ++d)
+      threads.emplace_back([&, d] {
+        runtime::DeviceStats stats;
+        if (auto err = runtime::runDevice(plan, plan.programs(d), feed,
+                                          comm.get(), buffers[d], stats)) {
+          errors[d] = llvm::toString(std::move(err));
+          comm->abort("device " + std::to_string(d) + " failed");
+        }
+      });
+    for (auto &t : threads)
+      t.join();
+    if (errors[0].empty() && errors[1].empty()) {
+      EXPECT_EQ(buffers[0][1].real(0), 3.0); // 1 + 2
+    }
+    return errors;
+  };
+  auto ok = run(p);
+  EXPECT_EQ(ok[0] + ok[1], "");
+
+  // A buffer id past the table: device 1 fails, device 0 is released.
+  plan::Plan bad = p;
+  bad.mutable_programs(1)->mutable_instructions(1)->mutable_collective()
+      ->set_output(7);
+  auto e = run(bad);
+  EXPECT_NE(e[1].find("names buffer 7 of 2"), std::string::npos) << e[1];
+  EXPECT_NE(e[0].find("stopped: device 1 failed"), std::string::npos) << e[0];
+
+  // A collective on an exchange that does not exist.
+  bad = p;
+  bad.mutable_programs(0)->mutable_instructions(1)->mutable_collective()
+      ->set_exchange(3);
+  e = run(bad);
+  EXPECT_NE(e[0].find("no such exchange"), std::string::npos) << e[0];
+
+  // A device outside the collective's group.
+  bad = p;
+  bad.mutable_groups(0)->mutable_devices()->RemoveLast();
+  e = run(bad);
+  EXPECT_NE(e[1].find("not in group 0"), std::string::npos) << e[1];
+
+  // Reading a buffer nothing wrote.
+  bad = p;
+  bad.mutable_programs(0)->mutable_instructions()->DeleteSubrange(0, 1);
+  e = run(bad);
+  EXPECT_NE(e[0].find("before anything writes it"), std::string::npos) << e[0];
+}

@@ -2,6 +2,8 @@
 //
 //   paxrun model.paxplan [--inputs DIR | --random-inputs --seed=S]
 //          [--outputs DIR] [--devices=N] [--verify] [--comm-stats]
+//          [--repeat=N] [--time]
+//   mpirun -np N paxrun model.paxplan [same options]
 //
 // Reads the plan, runs every device's program (as threads of this process,
 // or one device per MPI rank under mpirun), loads each weight block from
@@ -9,14 +11,20 @@
 // DIR/input_0.pb, ... in graph-input order), and writes the outputs
 // (DIR/output_0.pb, ...), assembled from the devices' blocks. --verify also
 // runs the plan's unpartitioned reference program on one device and
-// reports the largest errors.
+// reports the largest errors. Under mpirun (or with --mpi), rank r runs
+// device r, and rank 0 gathers the outputs and statistics and reports.
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/plan/PlanFile.h"
 #include "frontend/TensorProto.h"
 #include "runtime/Device.h"
 #include "runtime/Exchange.h"
+#include "runtime/cpu/Kernels.h"
 #include "tools/common/TensorFiles.h"
+#ifdef PAX_HAVE_MPI
+#include "runtime/mpi/MpiCommunicator.h"
+#include "runtime/mpi/MpiWorld.h"
+#endif
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -30,6 +38,8 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <mutex>
 #include <random>
@@ -72,6 +82,20 @@ static cl::opt<bool> commStats(
     cl::desc("Print the bytes each collective moved per device next to the "
              "cost model's prediction; fail where they differ"),
     cl::cat(runCategory));
+static cl::opt<bool>
+    mpiOpt("mpi",
+           cl::desc("Run one device per MPI rank (the default when mpirun "
+                    "or another MPI launcher started paxrun)"),
+           cl::cat(runCategory));
+
+static cl::opt<unsigned>
+    repeat("repeat",
+           cl::desc("Run the plan N times (the outputs are the last run's)"),
+           cl::init(1), cl::value_desc("N"), cl::cat(runCategory));
+static cl::opt<bool>
+    timeKernels("time",
+                cl::desc("Print each run's seconds in compute instructions"),
+                cl::cat(runCategory));
 
 static int fail(const llvm::Twine &msg) {
   llvm::WithColor::error(llvm::errs(), "paxrun") << msg << "\n";
@@ -264,6 +288,173 @@ static llvm::Error runThreads(const plan::Plan &plan,
   return llvm::Error::success();
 }
 
+/// Whether to run one device per MPI rank: --mpi, or an MPI launcher
+/// started this process (Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE; PMI
+/// launchers such as MPICH's mpiexec set PMI_SIZE).
+static bool launchedByMpi() {
+  return mpiOpt || std::getenv("OMPI_COMM_WORLD_SIZE") ||
+         std::getenv("PMI_SIZE");
+}
+
+#ifndef PAX_HAVE_MPI
+/// Under an MPI launcher without MPI: says so once (on the launcher's rank
+/// 0) and fails on every rank.
+static int failWithoutMpi() {
+  const char *rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (!rank)
+    rank = std::getenv("PMI_RANK");
+  if (rank && llvm::StringRef(rank) != "0")
+    return 1;
+  return fail("built without MPI: cannot run one device per MPI rank; "
+              "rebuild paxrun with an MPI library installed (Debian: "
+              "libopenmpi-dev), or run it without mpirun to run every "
+              "device as a thread");
+}
+#else
+/// What a rank sends rank 0 after its run: its statistics as int64s
+/// (instructions, peak bytes, then the bytes it counted for every exchange
+/// of the plan, -1 where it took no part), then the elements of the output
+/// blocks it owns, in binding order.
+static std::vector<uint8_t>
+packRankResults(const plan::Plan &plan, const plan::DeviceProgram &prog,
+                const std::vector<runtime::Tensor> &buffers,
+                const runtime::DeviceStats &stats) {
+  std::vector<int64_t> header = {stats.instructions, stats.peakBytes};
+  for (int x = 0; x < plan.exchanges_size(); ++x) {
+    auto it = stats.exchangeBytes.find(uint32_t(x));
+    header.push_back(it == stats.exchangeBytes.end() ? -1 : it->second);
+  }
+  std::vector<uint8_t> bytes(header.size() * sizeof(int64_t));
+  std::memcpy(bytes.data(), header.data(), bytes.size());
+  for (const plan::Binding &b : prog.outputs())
+    if (b.owner())
+      llvm::append_range(bytes, buffers[b.buffer()].data);
+  return bytes;
+}
+
+/// On rank 0, the inverse of packRankResults for \p prog's rank: fills
+/// \p stats and moves the blocks into \p outputs.
+static llvm::Error unpackRankResults(const plan::Plan &plan,
+                                     const plan::DeviceProgram &prog,
+                                     llvm::ArrayRef<uint8_t> bytes,
+                                     std::vector<runtime::Tensor> &outputs,
+                                     runtime::DeviceStats &stats) {
+  auto bad = [&] {
+    return llvm::createStringError("rank " + llvm::Twine(prog.device()) +
+                                   " sent results that do not match its "
+                                   "program");
+  };
+  std::vector<int64_t> header(2 + size_t(plan.exchanges_size()));
+  size_t at = header.size() * sizeof(int64_t);
+  if (bytes.size() < at)
+    return bad();
+  std::memcpy(header.data(), bytes.data(), at);
+  stats.instructions = header[0];
+  stats.peakBytes = header[1];
+  for (size_t x = 2; x < header.size(); ++x)
+    if (header[x] >= 0)
+      stats.exchangeBytes[uint32_t(x - 2)] = header[x];
+  for (const plan::Binding &b : prog.outputs()) {
+    if (!b.owner())
+      continue;
+    std::vector<int64_t> lo(b.offset().begin(), b.offset().end());
+    if (b.index() >= outputs.size() ||
+        b.buffer() >= uint32_t(prog.buffers_size()) ||
+        lo.size() != outputs[b.index()].shape.size())
+      return llvm::createStringError("device " + llvm::Twine(prog.device()) +
+                                     ": an output binding does not match "
+                                     "the plan's outputs");
+    const plan::Buffer &buf = prog.buffers(int(b.buffer()));
+    runtime::Tensor block =
+        runtime::Tensor::zeros(buf.dtype(), shapeOf(buf.shape()));
+    if (block.shape.size() != lo.size() ||
+        bytes.size() - at < block.data.size())
+      return bad();
+    std::memcpy(block.data.data(), bytes.data() + at, block.data.size());
+    at += block.data.size();
+    runtime::moveOverlap(block, lo, outputs[b.index()],
+                         std::vector<int64_t>(lo.size(), 0), false);
+  }
+  if (at != bytes.size())
+    return bad();
+  return llvm::Error::success();
+}
+
+/// Under MPI: runs this rank's program on the MPI transport and gathers
+/// every rank's output blocks and statistics on rank 0, which fills
+/// \p outputs and \p stats as runThreads does. False when some rank could
+/// not start (it said why; rank 0 names it) and none ran. Once the ranks
+/// run, a failure on any of them ends them all (MPI_Abort), so that none
+/// waits for another.
+static llvm::Expected<bool> runRank(const plan::Plan &plan,
+                                    runtime::MpiWorld &world, Feed &feed,
+                                    std::vector<runtime::Tensor> &outputs,
+                                    std::vector<runtime::DeviceStats> &stats) {
+  const plan::DeviceProgram *prog = nullptr;
+  for (const plan::DeviceProgram &p : plan.programs())
+    if (p.device() == uint32_t(world.rank()))
+      prog = &p;
+  if (!prog)
+    return llvm::createStringError("the plan has no program for device " +
+                                   llvm::Twine(world.rank()));
+  auto first = world.startTogether(true);
+  if (!first)
+    return first.takeError();
+  if (*first != world.size()) {
+    if (world.rank() == 0)
+      fail("rank " + llvm::Twine(*first) + " could not start, so no rank ran");
+    return false;
+  }
+  auto comm = runtime::makeMpiCommunicator(plan);
+  if (!comm)
+    runtime::abortMpiWorld(llvm::toString(comm.takeError()));
+  std::vector<runtime::Tensor> buffers;
+  runtime::DeviceStats mine;
+  if (auto err =
+          runtime::runDevice(plan, *prog, feed, comm->get(), buffers, mine))
+    (*comm)->abort(llvm::toString(std::move(err)));
+  auto all = world.gatherOnRoot(packRankResults(plan, *prog, buffers, mine));
+  if (!all)
+    runtime::abortMpiWorld(llvm::toString(all.takeError()));
+  if (world.rank() != 0)
+    return true;
+  outputs.clear();
+  for (const plan::TensorInfo &info : plan.outputs())
+    outputs.push_back(
+        runtime::Tensor::zeros(info.dtype(), shapeOf(info.shape())));
+  stats.assign(plan.devices(), {});
+  for (const plan::DeviceProgram &p : plan.programs()) {
+    if (p.device() >= all->size())
+      return llvm::createStringError("the plan has a program for device " +
+                                     llvm::Twine(p.device()));
+    if (auto err = unpackRankResults(plan, p, (*all)[p.device()], outputs,
+                                     stats[p.device()]))
+      return err;
+  }
+  return true;
+}
+#endif
+
+/// runThreads --repeat times; with --time, prints each run's seconds in
+/// compute instructions (summed over devices; loading weights, buffers and
+/// collectives are not counted).
+static llvm::Error runTimed(const plan::Plan &plan,
+                            llvm::ArrayRef<const plan::DeviceProgram *> progs,
+                            Feed &feed, std::vector<runtime::Tensor> &outputs,
+                            std::vector<runtime::DeviceStats> &stats) {
+  runtime::setKernelTiming(timeKernels);
+  for (unsigned run = 1; run <= std::max(1u, unsigned(repeat)); ++run) {
+    runtime::resetKernelSeconds();
+    if (auto err = runThreads(plan, progs, feed, outputs, stats))
+      return err;
+    if (timeKernels)
+      llvm::errs() << llvm::formatv(
+          "paxrun: run {0}: {1:F6} s in compute instructions\n", run,
+          runtime::kernelSeconds());
+  }
+  return llvm::Error::success();
+}
+
 static void writeOutputs(const plan::Plan &plan,
                          const std::vector<runtime::Tensor> &outputs) {
   llvm::sys::fs::create_directories(outputsDir);
@@ -318,6 +509,19 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, "paxrun: runs a paxc plan\n");
   if (planPath.empty())
     return fail("no plan given (paxrun MODEL.paxplan [options])");
+#ifdef PAX_HAVE_MPI
+  // Under an MPI launcher every rank runs one device (runRank).
+  std::unique_ptr<runtime::MpiWorld> world;
+  if (launchedByMpi()) {
+    auto started = runtime::MpiWorld::start(argc, argv);
+    if (!started)
+      return fail(llvm::toString(started.takeError()));
+    world = std::move(*started);
+  }
+#else
+  if (launchedByMpi())
+    return failWithoutMpi();
+#endif
   auto plan = readPlanFile(planPath);
   if (!plan)
     return fail(llvm::toString(plan.takeError()));
@@ -330,6 +534,17 @@ int main(int argc, char **argv) {
                 ", but the plan was compiled for " +
                 llvm::Twine(plan->devices()) +
                 " devices (paxc --gpus=N compiles for N)");
+#ifdef PAX_HAVE_MPI
+  if (world && world->size() != int(plan->devices()))
+    return world->rank() == 0
+               ? fail("the plan was compiled for " +
+                      llvm::Twine(plan->devices()) +
+                      " devices, but mpirun started " +
+                      llvm::Twine(world->size()) +
+                      (world->size() == 1 ? " rank" : " ranks") +
+                      " (run mpirun -np " + llvm::Twine(plan->devices()) + ")")
+               : 1;
+#endif
   if (inputsDir.empty() == !randomInputs)
     return fail("give exactly one of --inputs DIR and --random-inputs");
 
@@ -366,8 +581,22 @@ int main(int argc, char **argv) {
     progs.push_back(&p);
   std::vector<runtime::Tensor> outputs;
   std::vector<runtime::DeviceStats> stats;
-  if (auto err = runThreads(*plan, progs, feed, outputs, stats))
+#ifdef PAX_HAVE_MPI
+  if (world) {
+    auto ran = runRank(*plan, *world, feed, outputs, stats);
+    if (!ran)
+      return fail(llvm::toString(ran.takeError()));
+    if (!*ran)
+      return 1;
+    if (world->rank() != 0)
+      return 0; // rank 0 reports for every rank
+  } else if (auto err = runTimed(*plan, progs, feed, outputs, stats)) {
     return fail(llvm::toString(std::move(err)));
+  }
+#else
+  if (auto err = runTimed(*plan, progs, feed, outputs, stats))
+    return fail(llvm::toString(std::move(err)));
+#endif
   int64_t instructions = 0, peak = 0;
   for (const runtime::DeviceStats &s : stats) {
     instructions += s.instructions;

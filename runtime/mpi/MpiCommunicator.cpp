@@ -1,0 +1,153 @@
+//===- MpiCommunicator.cpp - A plan's devices as MPI ranks ----------------===//
+#include "runtime/mpi/MpiCommunicator.h"
+
+#include "runtime/Exchange.h"
+#include "runtime/mpi/MpiCalls.h"
+#include "runtime/mpi/MpiWorld.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+
+namespace pax::runtime {
+
+namespace {
+std::vector<int64_t> boxSize(const plan::Box &b) {
+  return std::vector<int64_t>(b.size().begin(), b.size().end());
+}
+
+/// The rank of the tensor an exchange moves: that of its first non-empty
+/// box (a device that holds or receives nothing may have a buffer of
+/// another rank).
+size_t tensorRank(const plan::Exchange &x) {
+  for (const plan::Box &b : llvm::concat<const plan::Box>(x.in(), x.out()))
+    if (!b.empty())
+      return size_t(b.lo_size());
+  return 0;
+}
+
+class MpiCommunicator : public Communicator {
+public:
+  MpiCommunicator(MPI_Comm comm, int rank, int tagBound)
+      : comm(comm), rank(rank), tagBound(tagBound) {}
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized)
+      MPI_Comm_free(&comm);
+  }
+
+  llvm::Error exchange(const plan::Plan &plan, uint32_t device,
+                       const plan::Collective &c, const Tensor &in,
+                       Tensor &out) override;
+
+  void abort(const std::string &why) override { abortMpiWorld(why); }
+
+private:
+  /// Every member's boxes must have the tensor's rank \p r.
+  static llvm::Error checkPeerBoxes(const plan::Exchange &x,
+                                    const plan::Group &g, size_t r);
+
+  MPI_Comm comm;
+  int rank, tagBound;
+};
+
+llvm::Error MpiCommunicator::checkPeerBoxes(const plan::Exchange &x,
+                                            const plan::Group &g, size_t r) {
+  auto fits = [&](const plan::Box &b) {
+    return b.empty() ||
+           (size_t(b.lo_size()) == r && size_t(b.size_size()) == r);
+  };
+  for (uint32_t d : g.devices())
+    if (!fits(x.in(int(d))) || !fits(x.out(int(d))))
+      return llvm::createStringError("a box of device " + llvm::Twine(d) +
+                                     " in exchange '" + x.what() +
+                                     "' does not have rank " + llvm::Twine(r));
+  return llvm::Error::success();
+}
+
+// A member sends each other member the overlap of its input with that
+// member's output box, and receives from each the overlap of that
+// member's input with its own output box. Both sides compute the same
+// overlaps from the plan, so an empty one is skipped on both and no
+// receive waits for a message that never comes.
+llvm::Error MpiCommunicator::exchange(const plan::Plan &plan, uint32_t device,
+                                      const plan::Collective &c,
+                                      const Tensor &in, Tensor &out) {
+  if (auto err = checkCollective(plan, device, c, in, out))
+    return err;
+  if (device != uint32_t(rank))
+    return llvm::createStringError("device " + llvm::Twine(device) +
+                                   " runs on rank " + llvm::Twine(rank));
+  const plan::Group &g = plan.groups(int(c.group()));
+  const plan::Exchange &x = plan.exchanges(int(c.exchange()));
+  size_t r = tensorRank(x);
+  if (auto err = checkPeerBoxes(x, g, r))
+    return err;
+  const plan::Box &myIn = x.in(int(device)), &myOut = x.out(int(device));
+  int tag = int(c.exchange() % (uint32_t(tagBound) + 1));
+  int64_t elementBytes = dtypeBytes(out.dtype);
+  size_t n = size_t(g.devices_size());
+  std::vector<std::vector<uint8_t>> received(n), sent(n);
+  std::vector<MPI_Request> requests;
+  for (size_t k = 0; k < n; ++k) {
+    int peer = int(g.devices(int(k)));
+    if (peer == rank)
+      continue;
+    const plan::Box &peerIn = x.in(peer), &peerOut = x.out(peer);
+    if (int64_t e = overlapElements(peerIn, myOut, r); e > 0) {
+      received[k].resize(size_t(e * elementBytes));
+      if (auto err =
+              postBytes(false, received[k].data(), int64_t(received[k].size()),
+                        peer, tag, comm, requests))
+        return err;
+    }
+    if (overlapElements(myIn, peerOut, r) > 0) {
+      sent[k] =
+          packOverlap(in, boxLo(myIn, r), boxLo(peerOut, r), boxSize(peerOut));
+      if (auto err = postBytes(true, sent[k].data(), int64_t(sent[k].size()),
+                               peer, tag, comm, requests))
+        return err;
+    }
+  }
+  PAX_MPI_TRY(
+      MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+  // Assemble in group order, as ThreadCommunicator does.
+  std::fill(out.data.begin(), out.data.end(), 0);
+  if (myOut.empty())
+    return llvm::Error::success();
+  std::vector<int64_t> outLo = boxLo(myOut, r);
+  for (size_t k = 0; k < n; ++k) {
+    int peer = int(g.devices(int(k)));
+    const plan::Box &peerIn = x.in(peer);
+    if (peer == rank) {
+      if (!myIn.empty())
+        moveOverlap(in, boxLo(myIn, r), out, outLo, x.reduce());
+    } else if (!received[k].empty()) {
+      unpackOverlap(received[k], boxLo(peerIn, r), boxSize(peerIn), out, outLo,
+                    x.reduce());
+    }
+  }
+  return llvm::Error::success();
+}
+} // namespace
+
+llvm::Expected<std::unique_ptr<Communicator>>
+makeMpiCommunicator(const plan::Plan &plan) {
+  int rank = 0, size = 0;
+  PAX_MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  PAX_MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  if (uint32_t(size) != plan.devices())
+    return llvm::createStringError(
+        "the plan was compiled for " + llvm::Twine(plan.devices()) +
+        " devices, but MPI runs " + llvm::Twine(size) + " ranks");
+  // MPI guarantees tags up to at least 32767; libraries allow more.
+  int *bound = nullptr, found = 0;
+  PAX_MPI_TRY(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &bound, &found));
+  int tagBound = found && bound ? *bound : 32767;
+  MPI_Comm comm;
+  PAX_MPI_TRY(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
+  return std::make_unique<MpiCommunicator>(comm, rank, tagBound);
+}
+
+} // namespace pax::runtime
