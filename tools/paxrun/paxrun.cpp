@@ -41,6 +41,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <set>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -63,6 +65,12 @@ static cl::opt<unsigned> seed("seed", cl::desc("Seed of --random-inputs"),
 static cl::opt<std::string>
     outputsDir("outputs", cl::desc("Folder that receives output_0.pb, ..."),
                cl::value_desc("DIR"), cl::cat(runCategory));
+enum class OutFormat { Pb, Npy };
+static cl::opt<OutFormat> outputFormat(
+    "output-format", cl::desc("What --outputs writes"),
+    cl::values(clEnumValN(OutFormat::Pb, "pb", "output_N.pb TensorProtos"),
+               clEnumValN(OutFormat::Npy, "npy", "output_N.npy NumPy files")),
+    cl::init(OutFormat::Pb), cl::cat(runCategory));
 static cl::opt<unsigned>
     devicesOpt("devices",
                cl::desc("The number of devices to run on (must match the "
@@ -107,24 +115,64 @@ shapeOf(const google::protobuf::RepeatedField<int64_t> &s) {
   return std::vector<int64_t>(s.begin(), s.end());
 }
 
-/// Reads input file \p path into a tensor of the type and shape the plan
-/// expects.
-static llvm::Expected<runtime::Tensor> readInput(const std::string &path,
+/// Reads graph input number \p index of the test-data folder
+/// (DIR/input_N.pb, or DIR/input_N.npy) into a tensor of the type and shape
+/// the plan expects.
+static llvm::Expected<runtime::Tensor> readInput(unsigned index,
                                                  const plan::TensorInfo &info) {
-  auto c = readTensorFile(path, "input");
-  if (!c)
-    return c.takeError();
+  std::string base = inputsDir + "/input_" + std::to_string(index);
+  std::string path = base + ".pb";
   std::vector<int64_t> want = shapeOf(info.shape());
-  if (std::vector<int64_t>(c->type.shape.begin(), c->type.shape.end()) != want)
+  runtime::Tensor r = runtime::Tensor::zeros(info.dtype(), want);
+  std::vector<int64_t> got;
+  bool real;
+  if (!llvm::sys::fs::exists(path) && llvm::sys::fs::exists(base + ".npy")) {
+    path = base + ".npy";
+    auto t = readNpyFile(path, "input");
+    if (!t)
+      return t.takeError();
+    got = t->shape;
+    real = runtime::isFloatDType(t->dtype);
+    if (got == want && real == runtime::isFloatDType(info.dtype()))
+      for (int64_t i = 0; i < r.numel(); ++i)
+        real ? r.setReal(i, t->real(i)) : r.setInteger(i, t->integer(i));
+  } else {
+    auto c = readTensorFile(path, "input");
+    if (!c)
+      return c.takeError();
+    got.assign(c->type.shape.begin(), c->type.shape.end());
+    real = c->isReal();
+    if (got == want && real == runtime::isFloatDType(info.dtype()))
+      copyValues(*c, r);
+  }
+  if (got != want)
     return llvm::createStringError("input '" + info.name() + "' (" + path +
-                                   ") has shape " + shapeStr(c->type.shape) +
+                                   ") has shape " + shapeStr(got) +
                                    ", the model expects " + shapeStr(want));
-  if (runtime::isFloatDType(info.dtype()) != c->isReal())
+  if (runtime::isFloatDType(info.dtype()) != real)
     return llvm::createStringError("input '" + info.name() + "' (" + path +
                                    ") has the wrong element type");
-  runtime::Tensor r = runtime::Tensor::zeros(info.dtype(), want);
-  copyValues(*c, r);
   return r;
+}
+
+/// The graph inputs of ONNX's test-data layout: those without an
+/// initializer, in graph order (input_0 is the first of them).
+static std::vector<std::string> dataInputs(const onnx::ModelProto &model) {
+  std::set<std::string> inits;
+  for (const auto &t : model.graph().initializer())
+    inits.insert(t.name());
+  std::vector<std::string> out;
+  for (const auto &in : model.graph().input())
+    if (!inits.count(in.name()))
+      out.push_back(in.name());
+  return out;
+}
+
+/// The test-data index of graph input \p name (\p fallback if unlisted).
+static unsigned dataIndex(const std::vector<std::string> &names,
+                          llvm::StringRef name, unsigned fallback) {
+  auto it = llvm::find(names, name);
+  return it == names.end() ? fallback : unsigned(it - names.begin());
 }
 
 /// Seeded random values: floats in [-1, 1), integers in [0, 10).
@@ -145,9 +193,14 @@ namespace {
 /// every device of the process; each device copies out its box.
 class Feed : public runtime::DataFeed {
 public:
+  /// Reads a weight the model takes as a graph input (no initializer).
+  using InputWeight = std::function<llvm::Expected<runtime::Tensor>(
+      const plan::LoadWeight &, plan::DType)>;
+
   Feed(const onnx::ModelProto &model, std::string modelDir,
-       const std::vector<runtime::Tensor> &inputs)
-      : model(model), modelDir(std::move(modelDir)), inputs(inputs) {}
+       const std::vector<runtime::Tensor> &inputs, InputWeight inputWeight)
+      : model(model), modelDir(std::move(modelDir)), inputs(inputs),
+        inputWeight(std::move(inputWeight)) {}
 
   llvm::Error loadWeight(const plan::LoadWeight &load,
                          runtime::Tensor &out) override {
@@ -221,17 +274,21 @@ private:
         copyValues(*c, t);
         return &cache.emplace(load.tensor(), std::move(t)).first->second;
       }
-    return llvm::createStringError(
-        "the model has no initializer '" + load.tensor() + "'" +
-        (load.source() == plan::LoadWeight::INPUT
-             ? " (a weight fed as a graph input needs one, or must be given "
-               "as an input)"
-             : ""));
+    if (load.source() == plan::LoadWeight::INPUT) {
+      // A weight fed at run time, like any other graph input.
+      auto t = inputWeight(load, dtype);
+      if (!t)
+        return t.takeError();
+      return &cache.emplace(load.tensor(), std::move(*t)).first->second;
+    }
+    return llvm::createStringError("the model has no initializer '" +
+                                   load.tensor() + "'");
   }
 
   const onnx::ModelProto &model;
   std::string modelDir;
   const std::vector<runtime::Tensor> &inputs;
+  InputWeight inputWeight;
   std::mutex m;
   std::map<std::string, runtime::Tensor> cache;
 };
@@ -460,6 +517,13 @@ static void writeOutputs(const plan::Plan &plan,
   llvm::sys::fs::create_directories(outputsDir);
   for (size_t i = 0; i < outputs.size(); ++i) {
     const runtime::Tensor &t = outputs[i];
+    if (outputFormat == OutFormat::Npy) {
+      if (auto err = writeNpyFile(
+              outputsDir + "/output_" + std::to_string(i) + ".npy", t))
+        llvm::WithColor::error(llvm::errs(), "paxrun")
+            << llvm::toString(std::move(err)) << "\n";
+      continue;
+    }
     onnx::TensorProto proto;
     proto.set_name(plan.outputs(int(i)).name());
     for (int64_t d : t.shape)
@@ -563,18 +627,39 @@ int main(int argc, char **argv) {
   }
   std::vector<runtime::Tensor> inputs;
   std::mt19937 rng(seed);
+  std::vector<std::string> names = dataInputs(model);
   for (int i = 0; i < plan->inputs_size(); ++i) {
     const plan::TensorInfo &info = plan->inputs(i);
     if (randomInputs) {
       inputs.push_back(randomTensor(info, rng));
       continue;
     }
-    auto t = readInput(inputsDir + "/input_" + std::to_string(i) + ".pb", info);
+    auto t = readInput(dataIndex(names, info.name(), unsigned(i)), info);
     if (!t)
       return fail(llvm::toString(t.takeError()));
     inputs.push_back(std::move(*t));
   }
-  Feed feed(model, llvm::sys::path::parent_path(plan->source()).str(), inputs);
+  // Weights the model takes as graph inputs: from the same folder, or
+  // seeded random values (seeded by name, so every device agrees).
+  auto inputWeight = [&](const plan::LoadWeight &load, plan::DType dtype)
+      -> llvm::Expected<runtime::Tensor> {
+    plan::TensorInfo info;
+    info.set_name(load.tensor());
+    info.set_dtype(dtype);
+    *info.mutable_shape() = load.global_shape();
+    if (randomInputs) {
+      std::mt19937 r(seed + unsigned(std::hash<std::string>()(load.tensor())));
+      return randomTensor(info, r);
+    }
+    auto it = llvm::find(names, load.tensor());
+    if (it == names.end())
+      return llvm::createStringError("weight '" + load.tensor() +
+                                     "' is neither an initializer nor a "
+                                     "graph input of the model");
+    return readInput(unsigned(it - names.begin()), info);
+  };
+  Feed feed(model, llvm::sys::path::parent_path(plan->source()).str(), inputs,
+            inputWeight);
 
   std::vector<const plan::DeviceProgram *> progs;
   for (const plan::DeviceProgram &p : plan->programs())
