@@ -1,14 +1,20 @@
 //===- Kernels.cpp - Contraction, window and normalization CPU kernels ----===//
 #include "runtime/cpu/Kernels.h"
 
+#include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/GenericKernel.h"
 #include "runtime/cpu/KernelContext.h"
+#include "runtime/cpu/Pointwise.h"
+#include "runtime/cpu/Rows.h"
+#include "runtime/cpu/Window2D.h"
 
 #include "llvm/ADT/StringSwitch.h"
 
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -177,221 +183,93 @@ void contractRuns(const Prepared &p, double alpha, double beta) {
   });
 }
 
-/// The shape of a 2-D f32 NCHW conv whose maps are the standard ones built by
-/// the importer: iteration space [n, (g), co, oh, ow, ci, kh, kw].
-struct Conv2DShape {
-  int64_t n, g, co, oh, ow, ci, kh, kw, h, w;
-  int64_t sh, sw, dh, dw, ph, pw;
+/// An f32 matmul or gemm as one GEMM per batch point: an outer dim that
+/// only A (and the output) uses is the GEMM's rows, one that only B uses its
+/// columns; the other outer dims are batch dims.
+struct MatmulDims {
+  std::optional<unsigned> m, n;
+  unsigned k = 0;
+  llvm::SmallVector<unsigned, 4> batch;
+  int64_t batchPoints = 1;
 };
 
-/// True when \p e is `d` (stride 1, no offset).
-bool isPlainDim(const plan::AccessExpr &e, unsigned d) {
-  return e.kind() == plan::AccessExpr::AFFINE && e.dims_size() == 1 &&
-         e.dims(0) == d && e.stride() == 1 && e.offset() == 0;
-}
-
-/// True when \p e is the channel expr of dim \p d: `d` or the group `(g, d)`.
-bool isChannel(const plan::AccessExpr &e, int g, unsigned d) {
-  if (g < 0)
-    return isPlainDim(e, d);
-  return e.kind() == plan::AccessExpr::GROUP && e.dims_size() == 2 &&
-         e.dims(0) == unsigned(g) && e.dims(1) == d;
-}
-
-/// The shape of \p p when it is a conv the im2col path handles.
-std::optional<Conv2DShape> matchConv2D(const Prepared &p) {
-  const plan::Compute &c = p.c;
-  if (p.outs[0]->dtype != plan::F32 ||
-      !llvm::all_of(p.ins,
-                    [](const Tensor *t) {
-                      return t->dtype == plan::F32 &&
-                             int64_t(t->data.size()) == t->bytes();
-                    }) ||
-      int64_t(p.outs[0]->data.size()) != p.outs[0]->bytes())
+/// The dims of \p p when every tensor is f32, every map linear, k the one
+/// inner dim, and the output written once per outer point.
+std::optional<MatmulDims> matchMatmul(const Prepared &p) {
+  const IterationSpace &s = p.space;
+  auto f32 = [](const Tensor *t) { return t->dtype == plan::F32; };
+  auto linear = [](const AccessIndexer &m) { return m.isLinear(); };
+  if (s.inner.size() != 1 || !llvm::all_of(p.ins, f32) || !f32(p.outs[0]) ||
+      !llvm::all_of(p.inMaps, linear) || !p.outMaps[0].isLinear())
     return std::nullopt;
-  bool grouped = attrInt(c, "group", 1) > 1;
-  int nIters = grouped ? 8 : 7;
-  if (c.iters_size() != nIters || c.inputs_size() != int(p.ins.size()) ||
-      c.outputs_size() != 1)
+  const AccessIndexer &a = p.inMaps[0], &b = p.inMaps[1], &y = p.outMaps[0];
+  MatmulDims d;
+  d.k = s.inner[0];
+  if (y.usesDim(d.k))
     return std::nullopt;
-  int g = grouped ? 1 : -1;
-  unsigned dn = 0, dco = grouped ? 2 : 1, doh = dco + 1, dow = dco + 2,
-           dci = dco + 3, dkh = dco + 4, dkw = dco + 5;
-  const plan::Access &xa = c.inputs(0), &wa = c.inputs(1), &ya = c.outputs(0);
-  const Tensor &x = *p.ins[0], &w = *p.ins[1], &y = *p.outs[0];
-  if (x.shape.size() != 4 || w.shape.size() != 4 || y.shape.size() != 4 ||
-      xa.exprs_size() != 4 || wa.exprs_size() != 4 || ya.exprs_size() != 4)
-    return std::nullopt;
-  if (!isPlainDim(xa.exprs(0), dn) || !isChannel(xa.exprs(1), g, dci) ||
-      !isChannel(wa.exprs(0), g, dco) || !isPlainDim(wa.exprs(1), dci) ||
-      !isPlainDim(wa.exprs(2), dkh) || !isPlainDim(wa.exprs(3), dkw) ||
-      !isPlainDim(ya.exprs(0), dn) || !isChannel(ya.exprs(1), g, dco) ||
-      !isPlainDim(ya.exprs(2), doh) || !isPlainDim(ya.exprs(3), dow))
-    return std::nullopt;
-  auto isWindow = [](const plan::AccessExpr &e, unsigned o, unsigned k) {
-    return e.kind() == plan::AccessExpr::AFFINE && e.dims_size() == 2 &&
-           e.dims(0) == o && e.dims(1) == k && e.stride() >= 1 &&
-           e.dilation() >= 1 && e.offset() <= 0;
-  };
-  if (!isWindow(xa.exprs(2), doh, dkh) || !isWindow(xa.exprs(3), dow, dkw))
-    return std::nullopt;
-  if (p.ins.size() > 2) {
-    const plan::Access &ba = c.inputs(2);
-    if (ba.exprs_size() != 1 || p.ins[2]->shape.size() != 1 ||
-        !isChannel(ba.exprs(0), g, dco))
+  // Rows and columns are the largest dims of A only and of B only; any
+  // other outer dim is a batch dim (each batch point is one GEMM).
+  for (unsigned dim : s.outer) {
+    if (!y.usesDim(dim))
       return std::nullopt;
+    bool inA = a.usesDim(dim), inB = b.usesDim(dim);
+    std::optional<unsigned> &side = inA ? d.m : d.n;
+    if (inA != inB && (!side || s.extents[dim] >= s.extents[*side]))
+      side = dim;
   }
-  auto ext = [&](unsigned d) { return int64_t(c.iters(int(d)).extent()); };
-  Conv2DShape s;
-  s.n = ext(dn);
-  s.g = grouped ? ext(1) : 1;
-  s.co = ext(dco);
-  s.oh = ext(doh);
-  s.ow = ext(dow);
-  s.ci = ext(dci);
-  s.kh = ext(dkh);
-  s.kw = ext(dkw);
-  s.h = x.shape[2];
-  s.w = x.shape[3];
-  s.sh = xa.exprs(2).stride();
-  s.sw = xa.exprs(3).stride();
-  s.dh = xa.exprs(2).dilation();
-  s.dw = xa.exprs(3).dilation();
-  s.ph = -xa.exprs(2).offset();
-  s.pw = -xa.exprs(3).offset();
-  if (x.shape[0] != s.n || x.shape[1] != s.g * s.ci ||
-      w.shape[0] != s.g * s.co || w.shape[1] != s.ci || w.shape[2] != s.kh ||
-      w.shape[3] != s.kw || y.shape[0] != s.n || y.shape[1] != s.g * s.co ||
-      y.shape[2] != s.oh || y.shape[3] != s.ow ||
-      (p.ins.size() > 2 && p.ins[2]->shape[0] != s.g * s.co))
-    return std::nullopt;
-  if (s.n < 1 || s.g < 1 || s.co < 1 || s.oh < 1 || s.ow < 1 || s.ci < 1 ||
-      s.kh < 1 || s.kw < 1)
-    return std::nullopt;
-  return s;
-}
-
-/// Output channels and output positions one GEMM tile covers.
-constexpr int64_t ConvRowBlock = 4, ConvColBlock = 256;
-
-/// Reduction steps one pass over a GEMM tile takes, so that its panel of
-/// the unrolled input stays in cache.
-constexpr int64_t ConvKBlock = 256;
-
-/// Four floats, for the micro-kernel's registers.
-typedef float ConvVec __attribute__((vector_size(16)));
-
-ConvVec loadVec(const float *p) {
-  ConvVec v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-
-void storeVec(float *p, ConvVec v) { std::memcpy(p, &v, sizeof(v)); }
-
-/// Adds the products of \p kn rows of packed weights \p wp and \p kn rows
-/// of 8 columns of \p b (rows \p ld apart) to columns [j, j + 8) of \p acc,
-/// in k order, holding the 4 x 8 sums in registers.
-void convMicroTile(const float *b, int64_t ld, int64_t kn,
-                   const float (*wp)[ConvRowBlock], float (*acc)[ConvColBlock],
-                   int64_t j) {
-  ConvVec c[ConvRowBlock][2];
-  for (int64_t i = 0; i < ConvRowBlock; ++i) {
-    c[i][0] = loadVec(acc[i] + j);
-    c[i][1] = loadVec(acc[i] + j + 4);
-  }
-  for (int64_t k = 0; k < kn; ++k) {
-    ConvVec b0 = loadVec(b + k * ld), b1 = loadVec(b + k * ld + 4);
-    for (int64_t i = 0; i < ConvRowBlock; ++i) {
-      float a = wp[k][i];
-      ConvVec av = {a, a, a, a};
-      c[i][0] += av * b0;
-      c[i][1] += av * b1;
+  for (unsigned dim : s.outer)
+    if (dim != d.m && dim != d.n) {
+      d.batch.push_back(dim);
+      d.batchPoints *= s.extents[dim];
     }
-  }
-  for (int64_t i = 0; i < ConvRowBlock; ++i) {
-    storeVec(acc[i] + j, c[i][0]);
-    storeVec(acc[i] + j + 4, c[i][1]);
-  }
+  return d;
 }
 
-/// 2-D f32 conv as im2col plus GEMM: for each image and group the input
-/// windows are unrolled into a [ci*kh*kw, oh*ow] buffer (zeros for padding),
-/// then tiles of [ConvRowBlock output channels, ConvColBlock positions] run in
-/// parallel, each output summing over ci, kh, kw in that order.
-void runConv2DF32(const Prepared &p, const Conv2DShape &s) {
-  const float *x = reinterpret_cast<const float *>(p.ins[0]->data.data());
-  const float *wt = reinterpret_cast<const float *>(p.ins[1]->data.data());
-  const float *bias =
-      p.ins.size() > 2 ? reinterpret_cast<const float *>(p.ins[2]->data.data())
-                       : nullptr;
+/// The strided matrix \p map reads at \p point over dims (\p rows, \p
+/// cols); a missing dim is one row or column.
+template <typename T>
+MatrixView<T> matrixAt(T *data, const AccessIndexer &map,
+                       llvm::ArrayRef<int64_t> point, const IterationSpace &s,
+                       std::optional<unsigned> rows,
+                       std::optional<unsigned> cols) {
+  return {data + map.index(point), rows ? s.extents[*rows] : 1,
+          cols ? s.extents[*cols] : 1, rows ? map.step(*rows) : 0,
+          cols ? map.step(*cols) : 1};
+}
+
+/// Matmul and gemm on the blocked GEMM, every batch point's blocks in
+/// parallel; gemm adds beta times C to each block after its product.
+void runMatmulF32(const Prepared &p, const MatmulDims &d, float alpha,
+                  float beta) {
+  const IterationSpace &s = p.space;
+  auto in = [&](size_t k) {
+    return reinterpret_cast<const float *>(p.ins[k]->data.data());
+  };
   float *y = reinterpret_cast<float *>(p.outs[0]->data.data());
-  int64_t kk = s.ci * s.kh * s.kw, np = s.oh * s.ow;
-  bool direct = s.kh == 1 && s.kw == 1 && s.sh == 1 && s.sw == 1 && s.ph == 0 &&
-                s.pw == 0 && s.oh == s.h && s.ow == s.w;
-  std::vector<float> col(direct ? 0 : size_t(kk * np));
-  int64_t rowBlocks = (s.co + ConvRowBlock - 1) / ConvRowBlock;
-  int64_t colBlocks = (np + ConvColBlock - 1) / ConvColBlock;
-  for (int64_t n = 0; n < s.n; ++n)
-    for (int64_t g = 0; g < s.g; ++g) {
-      const float *xg = x + (n * s.g + g) * s.ci * s.h * s.w;
-      const float *src = xg;
-      if (!direct) {
-        tbb::parallel_for(int64_t(0), kk, [&](int64_t r) {
-          int64_t ci = r / (s.kh * s.kw), k = r % (s.kh * s.kw);
-          int64_t kh = k / s.kw, kw = k % s.kw;
-          const float *plane = xg + ci * s.h * s.w;
-          float *dst = col.data() + r * np;
-          for (int64_t oh = 0; oh < s.oh; ++oh) {
-            int64_t ih = oh * s.sh + kh * s.dh - s.ph;
-            float *row = dst + oh * s.ow;
-            if (ih < 0 || ih >= s.h) {
-              std::fill(row, row + s.ow, 0.0f);
-              continue;
-            }
-            const float *in = plane + ih * s.w;
-            for (int64_t ow = 0; ow < s.ow; ++ow) {
-              int64_t iw = ow * s.sw + kw * s.dw - s.pw;
-              row[ow] = iw >= 0 && iw < s.w ? in[iw] : 0.0f;
-            }
-          }
-        });
-        src = col.data();
-      }
-      const float *wg = wt + g * s.co * kk;
-      float *yg = y + (n * s.g + g) * s.co * np;
-      tbb::parallel_for(int64_t(0), rowBlocks * colBlocks, [&](int64_t t) {
-        int64_t r0 = (t / colBlocks) * ConvRowBlock;
-        int64_t c0 = (t % colBlocks) * ConvColBlock;
-        int64_t rows = std::min(ConvRowBlock, s.co - r0);
-        int64_t cols = std::min(ConvColBlock, np - c0);
-        alignas(64) float acc[ConvRowBlock][ConvColBlock] = {};
-        alignas(64) float wp[ConvKBlock][ConvRowBlock];
-        const float *w0 = wg + r0 * kk;
-        for (int64_t k0 = 0; k0 < kk; k0 += ConvKBlock) {
-          int64_t kn = std::min(ConvKBlock, kk - k0);
-          for (int64_t k = 0; k < kn; ++k)
-            for (int64_t i = 0; i < ConvRowBlock; ++i)
-              wp[k][i] = i < rows ? w0[i * kk + k0 + k] : 0.0f;
-          const float *panel = src + k0 * np + c0;
-          int64_t j = 0;
-          for (; j + 8 <= cols; j += 8)
-            convMicroTile(panel + j, np, kn, wp, acc, j);
-          for (; j < cols; ++j)
-            for (int64_t k = 0; k < kn; ++k) {
-              float bv = panel[k * np + j];
-              for (int64_t i = 0; i < ConvRowBlock; ++i)
-                acc[i][j] += wp[k][i] * bv;
-            }
-        }
-        for (int64_t i = 0; i < rows; ++i) {
-          float bv = bias ? bias[g * s.co + r0 + i] : 0.0f;
-          float *out = yg + (r0 + i) * np + c0;
-          for (int64_t j = 0; j < cols; ++j)
-            out[j] = acc[i][j] + bv;
-        }
-      });
+  int64_t rows = d.m ? s.extents[*d.m] : 1, cols = d.n ? s.extents[*d.n] : 1;
+  GemmBlocking blocking = GemmBlocking::of(rows, cols, s.extents[d.k]);
+  int64_t blocks = blocking.count();
+  tbb::parallel_for(int64_t(0), d.batchPoints * blocks, [&](int64_t t) {
+    llvm::SmallVector<int64_t, 8> point(s.extents.size(), 0);
+    int64_t rest = t / blocks;
+    for (size_t i = d.batch.size(); i-- > 0;) {
+      point[d.batch[i]] = rest % s.extents[d.batch[i]];
+      rest /= s.extents[d.batch[i]];
     }
+    ConstMatrixF32 a = matrixAt(in(0), p.inMaps[0], point, s, d.m, d.k);
+    ConstMatrixF32 b = matrixAt(in(1), p.inMaps[1], point, s, d.k, d.n);
+    MatrixF32 out = matrixAt(y, p.outMaps[0], point, s, d.m, d.n);
+    gemmBlockF32(a, b, out, alpha, blocking, t % blocks);
+    if (p.ins.size() < 3)
+      return;
+    ConstMatrixF32 c = matrixAt(in(2), p.inMaps[2], point, s, d.m, d.n);
+    auto [r0, r1] = blocking.rows(t % blocks);
+    auto [c0, c1] = blocking.cols(t % blocks);
+    for (int64_t i = r0; i < r1; ++i)
+      for (int64_t j = c0; j < c1; ++j)
+        out.data[i * out.rowStride + j * out.colStride] +=
+            beta * c.data[i * c.rowStride + j * c.colStride];
+  });
 }
 
 /// Sum over the inner dims of input 0 times input 1 (a point outside either
@@ -407,9 +285,11 @@ llvm::Error runContraction(const Prepared &p, Kernel k) {
   bool linear =
       llvm::all_of(p.inMaps, [](const auto &m) { return m.isLinear(); }) &&
       p.outMaps[0].isLinear();
-  if (k == Kernel::Conv) {
-    if (std::optional<Conv2DShape> cs = matchConv2D(p)) {
-      runConv2DF32(p, *cs);
+  if (k == Kernel::Conv && runConv2DF32(p, attrInt(p.c, "group", 1)))
+    return llvm::Error::success();
+  if (k != Kernel::Conv) {
+    if (std::optional<MatmulDims> d = matchMatmul(p)) {
+      runMatmulF32(p, *d, float(alpha), float(beta));
       return llvm::Error::success();
     }
   }
@@ -467,6 +347,8 @@ bool insidePadded(const Prepared &p, llvm::ArrayRef<int64_t> pads,
 /// Max or average over the window; padding is skipped by max and counted by
 /// average only with count_include_pad.
 llvm::Error runPool(const Prepared &p, bool isMax) {
+  if (isMax && runMaxPool2DF32(p))
+    return llvm::Error::success();
   bool includePad = !isMax && attrInt(p.c, "count_include_pad", 0) != 0;
   std::vector<int64_t> pads = attrInts(p.c, "pads");
   if (pads.size() % 2)
@@ -503,19 +385,22 @@ llvm::Error runLrn(const Prepared &p) {
   double alpha = attrReal(p.c, "alpha", 1e-4),
          beta = attrReal(p.c, "beta", 0.75);
   double bias = attrReal(p.c, "bias", 1.0);
-  if (p.ins[0]->shape != p.outs[0]->shape)
-    return computeError(p.c, "input and output shapes differ");
+  // The window's step (size-1)/2 reads the output's own channel (the
+  // input may be a block with halo channels, so not at the output's index).
+  int64_t center = (int64_t(size) - 1) / 2;
   const IterationSpace &s = p.space;
   forEachOuter(s, [&](llvm::MutableArrayRef<int64_t> point) {
-    double sum = 0;
+    double sum = 0, x = 0;
+    int64_t step = 0;
     forEachInner(s, point, [&] {
       double v = readIn(p, 0, point);
+      if (step++ == center)
+        x = v;
       sum += v * v;
     });
     int64_t o = p.outMaps[0].index(point);
     if (o >= 0)
-      p.outs[0]->setReal(o, p.ins[0]->real(o) /
-                                std::pow(bias + alpha / size * sum, beta));
+      p.outs[0]->setReal(o, x / std::pow(bias + alpha / size * sum, beta));
   });
   return llvm::Error::success();
 }
@@ -527,6 +412,8 @@ llvm::Error runLrn(const Prepared &p) {
 /// Inference batch norm: (x - mean) / sqrt(var + epsilon) * scale + bias.
 llvm::Error runBatchNorm(const Prepared &p) {
   double eps = attrReal(p.c, "epsilon", 1e-5);
+  if (runBatchNormF32(p, eps))
+    return llvm::Error::success();
   const IterationSpace &s = p.space;
   forEachOuter(s, [&](llvm::MutableArrayRef<int64_t> point) {
     forEachInner(s, point, [&] {
@@ -543,6 +430,11 @@ llvm::Error runBatchNorm(const Prepared &p) {
 /// outer point, then every inner point normalized, scaled and shifted.
 llvm::Error runNorm(const Prepared &p, Kernel k) {
   double eps = attrReal(p.c, "epsilon", 1e-5);
+  RowOp op = k == Kernel::LayerNorm ? RowOp::LayerNorm
+             : k == Kernel::RmsNorm ? RowOp::RmsNorm
+                                    : RowOp::InstanceNorm;
+  if (runRowsF32(p, op, eps))
+    return llvm::Error::success();
   const IterationSpace &s = p.space;
   bool rms = k == Kernel::RmsNorm;
   bool hasScale = p.ins.size() > 1, hasBias = p.ins.size() > 2;
@@ -572,6 +464,8 @@ llvm::Error runNorm(const Prepared &p, Kernel k) {
 
 /// Softmax and log-softmax over the inner dims, shifted by the maximum.
 llvm::Error runSoftmax(const Prepared &p, bool isLog) {
+  if (runRowsF32(p, isLog ? RowOp::LogSoftmax : RowOp::Softmax, 0))
+    return llvm::Error::success();
   const IterationSpace &s = p.space;
   forEachOuter(s, [&](llvm::MutableArrayRef<int64_t> point) {
     double mx = -std::numeric_limits<double>::infinity();
@@ -720,18 +614,37 @@ llvm::Error runLstm(const plan::Compute &c, llvm::ArrayRef<const Tensor *> ins,
   return llvm::Error::success();
 }
 
+/// Elementwise kinds on their f32 fast path when it applies; every other
+/// kind, and every case the fast path leaves, on the generic kernel.
+llvm::Error runPointwise(const plan::Compute &c,
+                         llvm::ArrayRef<const Tensor *> inputs,
+                         llvm::ArrayRef<Tensor *> outputs) {
+  if (std::optional<ScalarOp> op = parseScalarOp(c.kind())) {
+    auto p = prepare(c, inputs, outputs);
+    if (!p)
+      llvm::consumeError(p.takeError()); // runGeneric reports it
+    else if (runElementwiseF32(*p, *op, scalarParams(*op, c)))
+      return llvm::Error::success();
+  }
+  return runGeneric(c, inputs, outputs);
+}
+
 } // namespace
 } // namespace cpu
 
-llvm::Error runKernel(const plan::Compute &c,
-                      llvm::ArrayRef<const Tensor *> inputs,
-                      llvm::ArrayRef<Tensor *> outputs) {
+namespace {
+std::atomic<bool> timing{false};
+std::atomic<int64_t> timedNanoseconds{0};
+
+llvm::Error dispatch(const plan::Compute &c,
+                     llvm::ArrayRef<const Tensor *> inputs,
+                     llvm::ArrayRef<Tensor *> outputs) {
   using namespace cpu;
   if (c.kind() == "lstm")
     return runLstm(c, inputs, outputs);
   std::optional<Kernel> k = parseKernel(c.kind());
   if (!k)
-    return runGeneric(c, inputs, outputs);
+    return runPointwise(c, inputs, outputs);
   auto [lo, hi] = inputCounts(*k);
   if (inputs.size() < lo || inputs.size() > hi || outputs.size() != 1)
     return computeError(c, "takes " + llvm::Twine(lo) + " to " +
@@ -764,5 +677,25 @@ llvm::Error runKernel(const plan::Compute &c,
   }
   return computeError(c, "no cpu kernel for kind '" + c.kind() + "'");
 }
+} // namespace
+
+llvm::Error runKernel(const plan::Compute &c,
+                      llvm::ArrayRef<const Tensor *> inputs,
+                      llvm::ArrayRef<Tensor *> outputs) {
+  if (!timing.load(std::memory_order_relaxed))
+    return dispatch(c, inputs, outputs);
+  auto start = std::chrono::steady_clock::now();
+  llvm::Error err = dispatch(c, inputs, outputs);
+  timedNanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+  return err;
+}
+
+void setKernelTiming(bool on) { timing = on; }
+
+double kernelSeconds() { return double(timedNanoseconds.load()) * 1e-9; }
+
+void resetKernelSeconds() { timedNanoseconds = 0; }
 
 } // namespace pax::runtime

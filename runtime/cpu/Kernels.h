@@ -13,13 +13,27 @@ namespace pax::runtime {
 /// Executes \p c on the CPU. Kinds with a specific kernel run it (matmul,
 /// gemm, conv, max_pool, average_pool, lrn, batch_norm, instance_norm,
 /// layer_norm, rms_norm, softmax, log_softmax, lstm); every other kind goes to
-/// runGeneric. The contract is runGeneric's: \p inputs and \p outputs follow
-/// `c.inputs` and `c.outputs`, outputs already have their dtype and shape,
-/// and each output element is computed in a fixed order, so results do not
-/// depend on the thread count.
+/// runGeneric. On f32 tensors whose maps allow it, fast paths run instead:
+/// the blocked GEMM for matmul, gemm and 2-D conv (cpu/Gemm.h,
+/// cpu/Window2D.h), vectorized elementwise ops and batch norm
+/// (cpu/Pointwise.h), row-wise norms and softmax (cpu/Rows.h), 2-D max pool.
+/// The contract is runGeneric's: \p inputs and \p outputs follow `c.inputs`
+/// and `c.outputs`, outputs already have their dtype and shape, and each
+/// output element is computed in a fixed order, so results do not depend on
+/// the thread count.
 llvm::Error runKernel(const plan::Compute &c,
                       llvm::ArrayRef<const Tensor *> inputs,
                       llvm::ArrayRef<Tensor *> outputs);
+
+/// Starts (\p on) or stops adding up the wall time of runKernel calls, for
+/// benchmarks; calls on several threads at once each add their own time.
+void setKernelTiming(bool on);
+
+/// Seconds runKernel has taken while timing was on, since the last reset.
+double kernelSeconds();
+
+/// Sets kernelSeconds back to zero.
+void resetKernelSeconds();
 
 } // namespace pax::runtime
 

@@ -1,0 +1,351 @@
+//===- Pointwise.cpp - f32 fast paths of the pointwise kernels ------------===//
+#include "runtime/cpu/Pointwise.h"
+
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace pax::runtime::cpu {
+namespace {
+
+/// Points of a run one task piece holds at most.
+constexpr int64_t kPiece = 16384;
+/// Points the kernels below hold in their stack buffers.
+constexpr int64_t kLanes = 1024;
+/// Inputs an elementwise fast path takes at most.
+constexpr size_t kMaxArgs = 4;
+
+/// Four floats: the lanes the fast paths compute at once.
+typedef float V4 __attribute__((vector_size(16)));
+
+V4 splat(float v) { return V4{v, v, v, v}; }
+
+/// Applies \p f to \p n lanes of \p a into \p o, four at a time; the last
+/// partial vector is padded with zeros, which never reach \p o.
+template <typename F> void map1(const float *a, float *o, int64_t n, F f) {
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    V4 x;
+    std::memcpy(&x, a + j, sizeof(x));
+    V4 r = f(x);
+    std::memcpy(o + j, &r, sizeof(r));
+  }
+  if (j < n) {
+    V4 x = {};
+    std::memcpy(&x, a + j, size_t(n - j) * sizeof(float));
+    V4 r = f(x);
+    std::memcpy(o + j, &r, size_t(n - j) * sizeof(float));
+  }
+}
+
+/// Like map1 over two operands.
+template <typename F>
+void map2(const float *a, const float *b, float *o, int64_t n, F f) {
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    V4 x, y;
+    std::memcpy(&x, a + j, sizeof(x));
+    std::memcpy(&y, b + j, sizeof(y));
+    V4 r = f(x, y);
+    std::memcpy(o + j, &r, sizeof(r));
+  }
+  if (j < n) {
+    V4 x = {}, y = {};
+    std::memcpy(&x, a + j, size_t(n - j) * sizeof(float));
+    std::memcpy(&y, b + j, size_t(n - j) * sizeof(float));
+    V4 r = f(x, y);
+    std::memcpy(o + j, &r, size_t(n - j) * sizeof(float));
+  }
+}
+
+/// erf as the rational approximation Eigen and XLA use for f32: x * P(x^2)
+/// / Q(x^2) on x clamped to [-4, 4], within 5e-7 of erf.
+V4 fastErf(V4 v) {
+  V4 lo = splat(-4.0f), hi = splat(4.0f);
+  V4 x = v < lo ? lo : v; // NaN compares false and stays NaN
+  x = x > hi ? hi : x;
+  V4 x2 = x * x;
+  V4 p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
+  p = x2 * p + -2.10102402082508e-06f;
+  p = x2 * p + -5.69250639462346e-05f;
+  p = x2 * p + -7.34990630326855e-04f;
+  p = x2 * p + -2.95459980854025e-03f;
+  p = x2 * p + -1.60960333262415e-02f;
+  V4 q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
+  q = x2 * q + -1.68282697438203e-03f;
+  q = x2 * q + -7.37332916720468e-03f;
+  q = x2 * q + -1.42647390514189e-02f;
+  return x * p / q;
+}
+
+/// \p n points of an operand stepping by \p step from \p p, contiguous:
+/// the tensor itself when it is, otherwise a copy in \p buf.
+const float *contiguous(const float *p, int64_t step, int64_t n, float *buf) {
+  if (step == 1)
+    return p;
+  for (int64_t j = 0; j < n; ++j)
+    buf[j] = p[j * step];
+  return buf;
+}
+
+/// Stores \p n contiguous values to \p o stepping by \p step, unless they
+/// are already there.
+void scatter(const float *v, float *o, int64_t step, int64_t n) {
+  if (v == o)
+    return;
+  for (int64_t j = 0; j < n; ++j)
+    o[j * step] = v[j];
+}
+
+/// The vectorized ops; false for the others. Each gives what the generic
+/// kernel gives (the f32 result of the double one), but erf and gelu.
+bool applyVector(ScalarOp op, const ScalarParams &params,
+                 llvm::ArrayRef<const float *> a, float *o, int64_t n) {
+  V4 zero = {};
+  switch (op) {
+  case ScalarOp::Add:
+    map2(a[0], a[1], o, n, [](V4 x, V4 y) { return x + y; });
+    return true;
+  case ScalarOp::Sub:
+    map2(a[0], a[1], o, n, [](V4 x, V4 y) { return x - y; });
+    return true;
+  case ScalarOp::Mul:
+    map2(a[0], a[1], o, n, [](V4 x, V4 y) { return x * y; });
+    return true;
+  case ScalarOp::Div:
+    map2(a[0], a[1], o, n, [](V4 x, V4 y) { return x / y; });
+    return true;
+  case ScalarOp::Sum:
+    // 0 + x + y in double, rounded once, is x + y rounded once.
+    if (a.size() > 2)
+      return false;
+    if (a.size() == 1)
+      map1(a[0], o, n, [](V4 x) { return x; });
+    else
+      map2(a[0], a[1], o, n, [](V4 x, V4 y) { return x + y; });
+    return true;
+  case ScalarOp::Max:
+  case ScalarOp::Min: {
+    // std::max and std::min, folded left: NaN wins only from the left.
+    bool isMax = op == ScalarOp::Max;
+    map1(a[0], o, n, [](V4 x) { return x; });
+    for (size_t k = 1; k < a.size(); ++k)
+      map2(o, a[k], o, n, [&](V4 r, V4 v) {
+        return isMax ? (r < v ? v : r) : (v < r ? v : r);
+      });
+    return true;
+  }
+  case ScalarOp::Relu:
+    map1(a[0], o, n, [&](V4 x) { return x > zero ? x : zero; });
+    return true;
+  case ScalarOp::Neg:
+    map1(a[0], o, n, [](V4 x) { return -x; });
+    return true;
+  case ScalarOp::Reciprocal:
+    map1(a[0], o, n, [](V4 x) { return 1.0f / x; });
+    return true;
+  case ScalarOp::Erf:
+    map1(a[0], o, n, fastErf);
+    return true;
+  case ScalarOp::Gelu:
+    if (params.tanhGelu)
+      return false;
+    map1(a[0], o, n, [](V4 x) {
+      return 0.5f * x * (1.0f + fastErf(x * 0.70710678118654752f));
+    });
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Every op, point by point through applyReal, as the generic kernel.
+void applyScalar(ScalarOp op, const ScalarParams &params,
+                 llvm::ArrayRef<const float *> a, float *o, int64_t n) {
+  double args[kMaxArgs];
+  for (int64_t j = 0; j < n; ++j) {
+    for (size_t k = 0; k < a.size(); ++k)
+      args[k] = a[k][j];
+    o[j] = float(applyReal(op, llvm::ArrayRef(args, a.size()), params));
+  }
+}
+
+/// True when every tensor of \p p is f32 and every map linear.
+bool linearF32(const Prepared &p) {
+  auto f32 = [](const Tensor *t) { return t->dtype == plan::F32; };
+  auto linear = [](const AccessIndexer &m) { return m.isLinear(); };
+  return llvm::all_of(p.ins, f32) && llvm::all_of(p.outs, f32) &&
+         llvm::all_of(p.inMaps, linear) && llvm::all_of(p.outMaps, linear);
+}
+
+/// True when \p a and \p b index the same element at every point.
+bool sameIndex(const AccessIndexer &a, const AccessIndexer &b, size_t rank) {
+  llvm::SmallVector<int64_t, 8> origin(rank, 0);
+  if (a.index(origin) != b.index(origin))
+    return false;
+  for (unsigned d = 0; d < rank; ++d)
+    if (a.step(d) != b.step(d))
+      return false;
+  return true;
+}
+
+const float *dataF32(const Tensor *t) {
+  return reinterpret_cast<const float *>(t->data.data());
+}
+
+float *dataF32(Tensor *t) { return reinterpret_cast<float *>(t->data.data()); }
+
+} // namespace
+
+RunPlan RunPlan::of(const IterationSpace &s, llvm::ArrayRef<unsigned> dims,
+                    llvm::ArrayRef<const AccessIndexer *> maps) {
+  RunPlan r;
+  r.steps.assign(maps.size(), 0);
+  int i = int(dims.size()) - 1;
+  bool started = false;
+  for (; i >= 0; --i) {
+    unsigned d = dims[i];
+    int64_t e = s.extents[d];
+    if (e == 1)
+      continue;
+    if (!started) {
+      for (size_t m = 0; m < maps.size(); ++m)
+        r.steps[m] = maps[m]->step(d);
+      r.length = e;
+      started = true;
+      continue;
+    }
+    bool even = true;
+    for (size_t m = 0; m < maps.size(); ++m)
+      even &= maps[m]->step(d) == r.steps[m] * r.length;
+    if (!even)
+      break;
+    r.length *= e;
+  }
+  for (int j = 0; j <= i; ++j) {
+    unsigned d = dims[j];
+    if (s.extents[d] != 1) {
+      r.rowDims.push_back(d);
+      r.rows *= s.extents[d];
+    }
+  }
+  return r;
+}
+
+void forEachRunPiece(
+    const IterationSpace &s, const RunPlan &plan,
+    llvm::ArrayRef<const AccessIndexer *> maps,
+    llvm::function_ref<void(llvm::ArrayRef<int64_t>, int64_t)> fn) {
+  if (plan.length <= 0 || plan.rows <= 0)
+    return;
+  int64_t perRow = (plan.length + kPiece - 1) / kPiece;
+  int64_t pieceLength = (plan.length + perRow - 1) / perRow;
+  int64_t grain = std::max<int64_t>(1, kPiece / pieceLength);
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, plan.rows * perRow, grain),
+                    [&](const tbb::blocked_range<int64_t> &range) {
+                      llvm::SmallVector<int64_t, 8> point(s.extents.size(), 0);
+                      llvm::SmallVector<int64_t, 6> starts(maps.size());
+                      for (int64_t t = range.begin(); t < range.end(); ++t) {
+                        int64_t row = t / perRow,
+                                first = (t % perRow) * pieceLength;
+                        for (size_t j = plan.rowDims.size(); j-- > 0;) {
+                          unsigned d = plan.rowDims[j];
+                          point[d] = row % s.extents[d];
+                          row /= s.extents[d];
+                        }
+                        for (size_t m = 0; m < maps.size(); ++m)
+                          starts[m] =
+                              maps[m]->index(point) + first * plan.steps[m];
+                        fn(starts, std::min(pieceLength, plan.length - first));
+                      }
+                    });
+}
+
+bool runElementwiseF32(const Prepared &p, ScalarOp op,
+                       const ScalarParams &params) {
+  if (op == ScalarOp::Trilu || p.ins.empty() || p.ins.size() > kMaxArgs ||
+      p.outs.size() != 1 || !p.space.inner.empty() || p.space.outer.empty() ||
+      !linearF32(p))
+    return false;
+  llvm::SmallVector<const AccessIndexer *, 5> maps;
+  for (const AccessIndexer &m : p.inMaps)
+    maps.push_back(&m);
+  maps.push_back(&p.outMaps[0]);
+  RunPlan plan = RunPlan::of(p.space, p.space.outer, maps);
+  size_t nIn = p.ins.size();
+  float *out = dataF32(p.outs[0]);
+  int64_t outStep = plan.steps[nIn];
+  forEachRunPiece(p.space, plan, maps,
+                  [&](llvm::ArrayRef<int64_t> starts, int64_t count) {
+                    float bufs[kMaxArgs][kLanes], obuf[kLanes];
+                    const float *args[kMaxArgs];
+                    for (int64_t j0 = 0; j0 < count; j0 += kLanes) {
+                      int64_t n = std::min(kLanes, count - j0);
+                      for (size_t k = 0; k < nIn; ++k) {
+                        const float *in =
+                            dataF32(p.ins[k]) + starts[k] + j0 * plan.steps[k];
+                        args[k] = contiguous(in, plan.steps[k], n, bufs[k]);
+                      }
+                      float *o = out + starts[nIn] + j0 * outStep;
+                      float *dst = outStep == 1 ? o : obuf;
+                      llvm::ArrayRef<const float *> a(args, nIn);
+                      if (!applyVector(op, params, a, dst, n))
+                        applyScalar(op, params, a, dst, n);
+                      scatter(dst, o, outStep, n);
+                    }
+                  });
+  return true;
+}
+
+bool runBatchNormF32(const Prepared &p, double epsilon) {
+  if (p.ins.size() != 5 || p.outs.size() != 1 || !p.space.inner.empty() ||
+      p.space.outer.empty() || !linearF32(p))
+    return false;
+  size_t rank = p.space.extents.size();
+  for (size_t k = 2; k < 5; ++k)
+    if (p.ins[k]->shape != p.ins[1]->shape ||
+        !sameIndex(p.inMaps[k], p.inMaps[1], rank))
+      return false;
+  // Per parameter element: y = x * a + b.
+  int64_t channels = p.ins[1]->numel();
+  const float *scale = dataF32(p.ins[1]), *bias = dataF32(p.ins[2]);
+  const float *mean = dataF32(p.ins[3]), *var = dataF32(p.ins[4]);
+  std::vector<float> a(static_cast<size_t>(channels)),
+      b(static_cast<size_t>(channels));
+  for (int64_t i = 0; i < channels; ++i) {
+    double ai = double(scale[i]) / std::sqrt(double(var[i]) + epsilon);
+    a[i] = float(ai);
+    b[i] = float(double(bias[i]) - double(mean[i]) * ai);
+  }
+  const AccessIndexer *maps[] = {&p.inMaps[0], &p.outMaps[0], &p.inMaps[1]};
+  RunPlan plan = RunPlan::of(p.space, p.space.outer, maps);
+  const float *x = dataF32(p.ins[0]);
+  float *y = dataF32(p.outs[0]);
+  forEachRunPiece(
+      p.space, plan, maps, [&](llvm::ArrayRef<int64_t> starts, int64_t count) {
+        float xbuf[kLanes], ybuf[kLanes];
+        int64_t xs = plan.steps[0], ys = plan.steps[1], cs = plan.steps[2];
+        for (int64_t j0 = 0; j0 < count; j0 += kLanes) {
+          int64_t n = std::min(kLanes, count - j0);
+          const float *in = contiguous(x + starts[0] + j0 * xs, xs, n, xbuf);
+          float *o = y + starts[1] + j0 * ys;
+          float *dst = ys == 1 ? o : ybuf;
+          int64_t c = starts[2] + j0 * cs;
+          if (cs == 0) {
+            V4 av = splat(a[c]), bv = splat(b[c]);
+            map1(in, dst, n, [&](V4 v) { return v * av + bv; });
+          } else {
+            for (int64_t j = 0; j < n; ++j)
+              dst[j] = in[j] * a[c + j * cs] + b[c + j * cs];
+          }
+          scatter(dst, o, ys, n);
+        }
+      });
+  return true;
+}
+
+} // namespace pax::runtime::cpu

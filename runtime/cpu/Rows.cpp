@@ -1,0 +1,107 @@
+//===- Rows.cpp - f32 fast paths of the row-wise kernels ------------------===//
+#include "runtime/cpu/Rows.h"
+
+#include "runtime/cpu/Pointwise.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace pax::runtime::cpu {
+namespace {
+
+/// One row: where each map starts and how far it steps per point.
+struct Row {
+  const float *x;
+  float *y;
+  const float *scale, *bias; // null when absent
+  int64_t xs, ys, ss, bs, n;
+};
+
+/// Layer, RMS and instance norm of one row, as the generic runNorm.
+void normRow(const Row &r, bool rms, double eps) {
+  double n = double(std::max<int64_t>(1, r.n));
+  double mean = 0, var = 0;
+  if (!rms) {
+    for (int64_t j = 0; j < r.n; ++j)
+      mean += r.x[j * r.xs];
+    mean /= n;
+  }
+  for (int64_t j = 0; j < r.n; ++j) {
+    double d = r.x[j * r.xs] - mean;
+    var += d * d;
+  }
+  double inv = 1.0 / std::sqrt(var / n + eps);
+  for (int64_t j = 0; j < r.n; ++j) {
+    double v = (r.x[j * r.xs] - mean) * inv;
+    if (r.scale)
+      v *= r.scale[j * r.ss];
+    if (r.bias)
+      v += r.bias[j * r.bs];
+    r.y[j * r.ys] = float(v);
+  }
+}
+
+/// Softmax or log-softmax of one row, as the generic runSoftmax, each
+/// exponential computed once into \p e.
+void softmaxRow(const Row &r, bool isLog, std::vector<double> &e) {
+  double mx = -std::numeric_limits<double>::infinity();
+  for (int64_t j = 0; j < r.n; ++j)
+    mx = std::max(mx, double(r.x[j * r.xs]));
+  e.resize(size_t(r.n));
+  double sum = 0;
+  for (int64_t j = 0; j < r.n; ++j) {
+    e[j] = std::exp(r.x[j * r.xs] - mx);
+    sum += e[j];
+  }
+  double logSum = std::log(sum);
+  for (int64_t j = 0; j < r.n; ++j)
+    r.y[j * r.ys] = float(isLog ? (r.x[j * r.xs] - mx) - logSum : e[j] / sum);
+}
+
+} // namespace
+
+bool runRowsF32(const Prepared &p, RowOp op, double epsilon) {
+  const IterationSpace &s = p.space;
+  bool norm = op != RowOp::Softmax && op != RowOp::LogSoftmax;
+  size_t extra = p.ins.size() - 1; // scale and bias
+  if (p.outs.size() != 1 || s.inner.empty() || (!norm && extra > 0) ||
+      extra > 2)
+    return false;
+  auto f32 = [](const Tensor *t) { return t->dtype == plan::F32; };
+  auto linear = [](const AccessIndexer &m) { return m.isLinear(); };
+  if (!llvm::all_of(p.ins, f32) || !f32(p.outs[0]) ||
+      !llvm::all_of(p.inMaps, linear) || !p.outMaps[0].isLinear())
+    return false;
+  llvm::SmallVector<const AccessIndexer *, 4> maps{&p.inMaps[0], &p.outMaps[0]};
+  for (size_t k = 1; k < p.ins.size(); ++k)
+    maps.push_back(&p.inMaps[k]);
+  RunPlan row = RunPlan::of(s, s.inner, maps);
+  if (!row.rowDims.empty())
+    return false;
+  auto data = [&](size_t k) {
+    return reinterpret_cast<const float *>(p.ins[k]->data.data());
+  };
+  float *y = reinterpret_cast<float *>(p.outs[0]->data.data());
+  forEachOuter(s, [&](llvm::MutableArrayRef<int64_t> point) {
+    Row r{data(0) + maps[0]->index(point),
+          y + maps[1]->index(point),
+          extra > 0 ? data(1) + maps[2]->index(point) : nullptr,
+          extra > 1 ? data(2) + maps[3]->index(point) : nullptr,
+          row.steps[0],
+          row.steps[1],
+          extra > 0 ? row.steps[2] : 0,
+          extra > 1 ? row.steps[3] : 0,
+          s.innerPoints};
+    if (norm) {
+      normRow(r, op == RowOp::RmsNorm, epsilon);
+      return;
+    }
+    thread_local std::vector<double> e;
+    softmaxRow(r, op == RowOp::LogSoftmax, e);
+  });
+  return true;
+}
+
+} // namespace pax::runtime::cpu

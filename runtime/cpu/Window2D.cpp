@@ -1,0 +1,346 @@
+//===- Window2D.cpp - f32 NCHW convolution and pooling --------------------===//
+#include "runtime/cpu/Window2D.h"
+
+#include "runtime/cpu/Gemm.h"
+
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <vector>
+
+namespace pax::runtime::cpu {
+namespace {
+
+/// One spatial dim of a window: output position o and kernel position k
+/// read input row `stride * o + dilation * k + offset` of `size` rows (a
+/// row outside [0, size) is padding).
+struct WindowDim {
+  int64_t out = 1, kernel = 1, stride = 1, dilation = 1, offset = 0;
+  int64_t size = 1;
+
+  /// The input row of (o, k).
+  int64_t at(int64_t o, int64_t k) const {
+    return stride * o + dilation * k + offset;
+  }
+  /// The kernel positions [lo, hi) that read inside the input at \p o.
+  std::pair<int64_t, int64_t> inside(int64_t o) const {
+    int64_t lo = 0, hi = kernel;
+    while (lo < hi && at(o, lo) < 0)
+      ++lo;
+    while (hi > lo && at(o, hi - 1) >= size)
+      --hi;
+    return {lo, hi};
+  }
+};
+
+/// A 2-D NCHW window op: n images of channels, windows over rows and
+/// columns.
+struct Window2DShape {
+  int64_t n = 1, g = 1, co = 1, ci = 1;
+  WindowDim rows, cols;
+};
+
+/// True when \p e is `d` (stride 1, no offset).
+bool isPlainDim(const plan::AccessExpr &e, unsigned d) {
+  return e.kind() == plan::AccessExpr::AFFINE && e.dims_size() == 1 &&
+         e.dims(0) == d && e.stride() == 1 && e.offset() == 0;
+}
+
+/// True when \p e is the channel expr of dim \p d: `d`, or the group `(g,
+/// d)` when \p g is not negative.
+bool isChannel(const plan::AccessExpr &e, int g, unsigned d) {
+  if (g < 0)
+    return isPlainDim(e, d);
+  return e.kind() == plan::AccessExpr::GROUP && e.dims_size() == 2 &&
+         e.dims(0) == unsigned(g) && e.dims(1) == d && e.offset() == 0;
+}
+
+/// The window `s*o + d*k + offset` of \p e over dims (o, k) of \p c.
+std::optional<WindowDim> matchWindow(const plan::Compute &c,
+                                     const plan::AccessExpr &e, unsigned o,
+                                     unsigned k, int64_t size) {
+  if (e.kind() != plan::AccessExpr::AFFINE || e.dims_size() != 2 ||
+      e.dims(0) != o || e.dims(1) != k || e.stride() < 1 || e.dilation() < 1)
+    return std::nullopt;
+  WindowDim w;
+  w.out = c.iters(int(o)).extent();
+  w.kernel = c.iters(int(k)).extent();
+  w.stride = e.stride();
+  w.dilation = e.dilation();
+  w.offset = e.offset();
+  w.size = size;
+  if (w.out < 1 || w.kernel < 1 || w.size < 1)
+    return std::nullopt;
+  return w;
+}
+
+/// True when every tensor of \p p is f32 and holds exactly its elements.
+bool allDenseF32(const Prepared &p) {
+  auto ok = [](const Tensor *t) {
+    return t->dtype == plan::F32 && int64_t(t->data.size()) == t->bytes();
+  };
+  return llvm::all_of(p.ins, ok) && llvm::all_of(p.outs, ok);
+}
+
+/// The shape of \p p when it is a conv the fast paths handle.
+std::optional<Window2DShape> matchConv2D(const Prepared &p, int64_t group) {
+  const plan::Compute &c = p.c;
+  bool grouped = group > 1;
+  if (!allDenseF32(p) || c.iters_size() != (grouped ? 8 : 7) ||
+      p.ins.size() < 2 || p.outs.size() != 1)
+    return std::nullopt;
+  int g = grouped ? 1 : -1;
+  unsigned dn = 0, dco = grouped ? 2 : 1, doh = dco + 1, dow = dco + 2,
+           dci = dco + 3, dkh = dco + 4, dkw = dco + 5;
+  const plan::Access &xa = c.inputs(0), &wa = c.inputs(1), &ya = c.outputs(0);
+  const Tensor &x = *p.ins[0], &w = *p.ins[1], &y = *p.outs[0];
+  if (x.shape.size() != 4 || w.shape.size() != 4 || y.shape.size() != 4)
+    return std::nullopt;
+  if (!isPlainDim(xa.exprs(0), dn) || !isChannel(xa.exprs(1), g, dci) ||
+      !isChannel(wa.exprs(0), g, dco) || !isPlainDim(wa.exprs(1), dci) ||
+      !isPlainDim(wa.exprs(2), dkh) || !isPlainDim(wa.exprs(3), dkw) ||
+      !isPlainDim(ya.exprs(0), dn) || !isChannel(ya.exprs(1), g, dco) ||
+      !isPlainDim(ya.exprs(2), doh) || !isPlainDim(ya.exprs(3), dow))
+    return std::nullopt;
+  auto rows = matchWindow(c, xa.exprs(2), doh, dkh, x.shape[2]);
+  auto cols = matchWindow(c, xa.exprs(3), dow, dkw, x.shape[3]);
+  if (!rows || !cols)
+    return std::nullopt;
+  if (p.ins.size() > 2) {
+    const plan::Access &ba = c.inputs(2);
+    if (p.ins[2]->shape.size() != 1 || !isChannel(ba.exprs(0), g, dco))
+      return std::nullopt;
+  }
+  auto ext = [&](unsigned d) { return int64_t(c.iters(int(d)).extent()); };
+  Window2DShape s;
+  s.n = ext(dn);
+  s.g = grouped ? ext(1) : 1;
+  s.co = ext(dco);
+  s.ci = ext(dci);
+  s.rows = *rows;
+  s.cols = *cols;
+  if (s.n < 1 || s.g < 1 || s.co < 1 || s.ci < 1 || x.shape[0] != s.n ||
+      x.shape[1] != s.g * s.ci || w.shape[0] != s.g * s.co ||
+      w.shape[1] != s.ci || w.shape[2] != s.rows.kernel ||
+      w.shape[3] != s.cols.kernel || y.shape[0] != s.n ||
+      y.shape[1] != s.g * s.co || y.shape[2] != s.rows.out ||
+      y.shape[3] != s.cols.out ||
+      (p.ins.size() > 2 && p.ins[2]->shape[0] != s.g * s.co))
+    return std::nullopt;
+  return s;
+}
+
+/// Depthwise convolution (one input channel per group): each output plane
+/// sums its window directly, over kh then kw, skipping padding.
+void runDepthwise(const Prepared &p, const Window2DShape &s) {
+  const float *x = reinterpret_cast<const float *>(p.ins[0]->data.data());
+  const float *wt = reinterpret_cast<const float *>(p.ins[1]->data.data());
+  const float *bias =
+      p.ins.size() > 2 ? reinterpret_cast<const float *>(p.ins[2]->data.data())
+                       : nullptr;
+  float *y = reinterpret_cast<float *>(p.outs[0]->data.data());
+  const WindowDim &r = s.rows, &c = s.cols;
+  int64_t planes = s.n * s.g * s.co;
+  tbb::parallel_for(int64_t(0), planes, [&](int64_t plane) {
+    int64_t n = plane / (s.g * s.co), gc = plane % (s.g * s.co);
+    const float *in = x + (n * s.g + gc / s.co) * r.size * c.size;
+    const float *k = wt + gc * r.kernel * c.kernel;
+    float b = bias ? bias[gc] : 0.0f;
+    float *out = y + plane * r.out * c.out;
+    for (int64_t oh = 0; oh < r.out; ++oh) {
+      auto [kh0, kh1] = r.inside(oh);
+      for (int64_t ow = 0; ow < c.out; ++ow) {
+        auto [kw0, kw1] = c.inside(ow);
+        float acc = 0.0f;
+        for (int64_t kh = kh0; kh < kh1; ++kh) {
+          const float *row = in + r.at(oh, kh) * c.size;
+          for (int64_t kw = kw0; kw < kw1; ++kw)
+            acc += row[c.at(ow, kw)] * k[kh * c.kernel + kw];
+        }
+        out[oh * c.out + ow] = acc + b;
+      }
+    }
+  });
+}
+
+/// Unrolls the windows of one image's group \p x into \p col: row (ci, kh,
+/// kw) holds the input each output position reads there (0 for padding).
+void unrollRows(const float *x, const Window2DShape &s, int64_t r0, int64_t r1,
+                float *col) {
+  const WindowDim &r = s.rows, &c = s.cols;
+  int64_t np = r.out * c.out, kk = r.kernel * c.kernel;
+  for (int64_t row = r0; row < r1; ++row) {
+    int64_t ci = row / kk, kh = (row % kk) / c.kernel, kw = row % c.kernel;
+    const float *plane = x + ci * r.size * c.size;
+    float *dst = col + row * np;
+    int64_t owLo = 0, owHi = c.out;
+    while (owLo < owHi && c.at(owLo, kw) < 0)
+      ++owLo;
+    while (owHi > owLo && c.at(owHi - 1, kw) >= c.size)
+      --owHi;
+    for (int64_t oh = 0; oh < r.out; ++oh) {
+      int64_t ih = r.at(oh, kh);
+      float *out = dst + oh * c.out;
+      if (ih < 0 || ih >= r.size) {
+        std::fill(out, out + c.out, 0.0f);
+        continue;
+      }
+      const float *in = plane + ih * c.size;
+      std::fill(out, out + owLo, 0.0f);
+      for (int64_t ow = owLo; ow < owHi; ++ow)
+        out[ow] = in[c.at(ow, kw)];
+      std::fill(out + owHi, out + c.out, 0.0f);
+    }
+  }
+}
+
+/// Groups (images times groups) per thread from which each group runs on
+/// one thread rather than all threads sharing each group's blocks. Either
+/// way every block is computed alike, so this choice changes no result.
+constexpr int64_t kGroupsPerThread = 2;
+
+/// Convolution as im2col plus the blocked GEMM: for each image and group,
+/// [co, ci*kh*kw] weights times the [ci*kh*kw, oh*ow] unrolled input, then
+/// the bias. A 1x1 stride-1 window over whole rows reads the input as it is.
+void runGemmConv(const Prepared &p, const Window2DShape &s) {
+  const float *x = reinterpret_cast<const float *>(p.ins[0]->data.data());
+  const float *wt = reinterpret_cast<const float *>(p.ins[1]->data.data());
+  const float *bias =
+      p.ins.size() > 2 ? reinterpret_cast<const float *>(p.ins[2]->data.data())
+                       : nullptr;
+  float *y = reinterpret_cast<float *>(p.outs[0]->data.data());
+  const WindowDim &r = s.rows, &c = s.cols;
+  int64_t kk = s.ci * r.kernel * c.kernel, np = r.out * c.out;
+  int64_t planeSize = r.size * c.size;
+  bool direct = r.kernel == 1 && c.kernel == 1 && r.stride == 1 &&
+                c.stride == 1 && c.offset == 0 && c.out == c.size &&
+                r.offset >= 0 && r.offset + r.out <= r.size;
+  GemmBlocking blocking = GemmBlocking::of(s.co, np, kk);
+  auto input = [&](int64_t n, int64_t g) {
+    return x + (n * s.g + g) * s.ci * planeSize;
+  };
+  // One block of one image's group: the product, then the bias.
+  auto multiply = [&](int64_t n, int64_t g, const float *col, int64_t block) {
+    ConstMatrixF32 a{wt + g * s.co * kk, s.co, kk, kk, 1};
+    ConstMatrixF32 b{col, kk, np, np, 1};
+    if (direct)
+      b = {input(n, g) + r.offset * c.size, kk, np, planeSize, 1};
+    MatrixF32 out{y + (n * s.g + g) * s.co * np, s.co, np, np, 1};
+    gemmBlockF32(a, b, out, 1.0f, blocking, block);
+    if (!bias)
+      return;
+    auto [r0, r1] = blocking.rows(block);
+    auto [c0, c1] = blocking.cols(block);
+    for (int64_t i = r0; i < r1; ++i) {
+      float bv = bias[g * s.co + i];
+      float *row = out.data + i * np;
+      for (int64_t j = c0; j < c1; ++j)
+        row[j] += bv;
+    }
+  };
+  if (s.n * s.g >= kGroupsPerThread * tbb::this_task_arena::max_concurrency()) {
+    tbb::enumerable_thread_specific<std::vector<float>> cols;
+    tbb::parallel_for(int64_t(0), s.n * s.g, [&](int64_t ng) {
+      int64_t n = ng / s.g, g = ng % s.g;
+      std::vector<float> &col = cols.local();
+      if (!direct) {
+        col.resize(size_t(kk * np));
+        unrollRows(input(n, g), s, 0, kk, col.data());
+      }
+      for (int64_t b = 0; b < blocking.count(); ++b)
+        multiply(n, g, col.data(), b);
+    });
+    return;
+  }
+  std::vector<float> col(direct ? 0 : size_t(kk * np));
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t g = 0; g < s.g; ++g) {
+      if (!direct)
+        tbb::parallel_for(int64_t(0), kk, [&](int64_t row) {
+          unrollRows(input(n, g), s, row, row + 1, col.data());
+        });
+      tbb::parallel_for(int64_t(0), blocking.count(),
+                        [&](int64_t b) { multiply(n, g, col.data(), b); });
+    }
+}
+
+/// The shape of \p p when it is a max pool the fast path handles.
+std::optional<Window2DShape> matchPool2D(const Prepared &p) {
+  const plan::Compute &c = p.c;
+  if (!allDenseF32(p) || c.iters_size() != 6 || p.ins.size() != 1 ||
+      p.outs.size() != 1)
+    return std::nullopt;
+  const plan::Access &xa = c.inputs(0), &ya = c.outputs(0);
+  const Tensor &x = *p.ins[0], &y = *p.outs[0];
+  if (x.shape.size() != 4 || y.shape.size() != 4 ||
+      !isPlainDim(xa.exprs(0), 0) || !isPlainDim(xa.exprs(1), 1) ||
+      !isPlainDim(ya.exprs(0), 0) || !isPlainDim(ya.exprs(1), 1) ||
+      !isPlainDim(ya.exprs(2), 2) || !isPlainDim(ya.exprs(3), 3))
+    return std::nullopt;
+  auto rows = matchWindow(c, xa.exprs(2), 2, 4, x.shape[2]);
+  auto cols = matchWindow(c, xa.exprs(3), 3, 5, x.shape[3]);
+  if (!rows || !cols)
+    return std::nullopt;
+  Window2DShape s;
+  s.n = c.iters(0).extent();
+  s.ci = s.co = c.iters(1).extent();
+  s.rows = *rows;
+  s.cols = *cols;
+  if (x.shape[0] != s.n || x.shape[1] != s.ci || y.shape[0] != s.n ||
+      y.shape[1] != s.co || y.shape[2] != s.rows.out ||
+      y.shape[3] != s.cols.out)
+    return std::nullopt;
+  return s;
+}
+
+} // namespace
+
+bool runConv2DF32(const Prepared &p, int64_t group) {
+  std::optional<Window2DShape> s = matchConv2D(p, group);
+  if (!s)
+    return false;
+  if (s->g > 1 && s->ci == 1)
+    runDepthwise(p, *s);
+  else
+    runGemmConv(p, *s);
+  return true;
+}
+
+bool runMaxPool2DF32(const Prepared &p) {
+  std::optional<Window2DShape> s = matchPool2D(p);
+  if (!s)
+    return false;
+  const float *x = reinterpret_cast<const float *>(p.ins[0]->data.data());
+  float *y = reinterpret_cast<float *>(p.outs[0]->data.data());
+  const WindowDim &r = s->rows, &c = s->cols;
+  // As the generic pool: NaN wins, and a window with nothing inside is NaN.
+  tbb::parallel_for(int64_t(0), s->n * s->ci, [&](int64_t plane) {
+    const float *in = x + plane * r.size * c.size;
+    float *out = y + plane * r.out * c.out;
+    for (int64_t oh = 0; oh < r.out; ++oh) {
+      auto [kh0, kh1] = r.inside(oh);
+      for (int64_t ow = 0; ow < c.out; ++ow) {
+        auto [kw0, kw1] = c.inside(ow);
+        float best = -std::numeric_limits<float>::infinity();
+        for (int64_t kh = kh0; kh < kh1; ++kh) {
+          const float *row = in + r.at(oh, kh) * c.size;
+          for (int64_t kw = kw0; kw < kw1; ++kw) {
+            float v = row[c.at(ow, kw)];
+            best = std::isnan(v) || v > best ? v : best;
+          }
+        }
+        bool empty = kh0 >= kh1 || kw0 >= kw1;
+        out[oh * c.out + ow] =
+            empty ? std::numeric_limits<float>::quiet_NaN() : best;
+      }
+    }
+  });
+  return true;
+}
+
+} // namespace pax::runtime::cpu

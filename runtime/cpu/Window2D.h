@@ -1,0 +1,24 @@
+//===- Window2D.h - f32 NCHW convolution and pooling -----------*- C++ -*-===//
+#ifndef PAX_RUNTIME_CPU_WINDOW2D_H
+#define PAX_RUNTIME_CPU_WINDOW2D_H
+
+#include "runtime/cpu/KernelContext.h"
+
+namespace pax::runtime::cpu {
+
+/// Runs \p p as a 2-D f32 NCHW convolution with \p group groups when its
+/// maps are the importer's (iteration space [n, (g), co, oh, ow, ci, kh,
+/// kw], windows `s*o + d*k + offset` of any offset, so that padding, halo
+/// rows and blocks of a larger input all work): depthwise convolutions
+/// directly, the others as im2col and the blocked GEMM. Returns false,
+/// having written nothing, when \p p is not such a convolution.
+bool runConv2DF32(const Prepared &p, int64_t group);
+
+/// Runs \p p as a 2-D f32 NCHW max pool (iteration space [n, c, oh, ow, kh,
+/// kw], windows as for runConv2DF32). Returns false, having written
+/// nothing, when \p p is not one.
+bool runMaxPool2DF32(const Prepared &p);
+
+} // namespace pax::runtime::cpu
+
+#endif // PAX_RUNTIME_CPU_WINDOW2D_H

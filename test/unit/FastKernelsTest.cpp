@@ -1,0 +1,494 @@
+//===- FastKernelsTest.cpp - f32 fast paths against the reference kernels -===//
+//
+// runKernel takes f32 fast paths (the blocked GEMM for conv and matmul,
+// vectorized elementwise ops, batch norm, row-wise norms and softmax, max
+// pool) when a compute's maps allow. The same computes on f64 tensors run
+// the reference kernels, and elementwise ops also run on the generic kernel:
+// both are the yardsticks here, on whole tensors and on blocks of larger
+// ones (offsets, halo rows), as a partitioned plan gives them.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/GenericKernel.h"
+#include "runtime/cpu/Kernels.h"
+
+#include "PlanBuilder.h"
+
+#include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace pax;
+using namespace pax::runtime;
+using namespace pax::test;
+
+namespace {
+
+std::string run(const plan::Compute &c, std::vector<const Tensor *> ins,
+                std::vector<Tensor *> outs) {
+  if (llvm::Error e = runKernel(c, ins, outs))
+    return llvm::toString(std::move(e));
+  return "";
+}
+
+/// Seeded random values in [lo, hi).
+Tensor random(plan::DType dt, std::vector<int64_t> shape, unsigned seed,
+              double lo = -1, double hi = 1) {
+  Tensor t = Tensor::zeros(dt, std::move(shape));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    t.setReal(i, dist(rng));
+  return t;
+}
+
+/// \p t's values in another dtype.
+Tensor as(plan::DType dt, const Tensor &t) {
+  Tensor r = Tensor::zeros(dt, t.shape);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    r.setReal(i, t.real(i));
+  return r;
+}
+
+/// Runs \p c on \p ins as given (f32: the fast paths) and as f64 copies
+/// (the reference kernels); returns both outputs, as f64.
+std::pair<Tensor, Tensor> runBoth(const plan::Compute &c,
+                                  const std::vector<Tensor> &ins,
+                                  std::vector<int64_t> outShape) {
+  std::vector<Tensor> wide;
+  std::vector<const Tensor *> fast, slow;
+  for (const Tensor &t : ins)
+    wide.push_back(as(plan::F64, t));
+  for (size_t i = 0; i < ins.size(); ++i) {
+    fast.push_back(&ins[i]);
+    slow.push_back(&wide[i]);
+  }
+  Tensor y = Tensor::zeros(plan::F32, outShape);
+  Tensor ref = Tensor::zeros(plan::F64, outShape);
+  EXPECT_EQ(run(c, fast, {&y}), "");
+  EXPECT_EQ(run(c, slow, {&ref}), "");
+  return {as(plan::F64, y), std::move(ref)};
+}
+
+/// Every element within \p tol of the reference, relative to its size.
+void expectClose(const Tensor &got, const Tensor &want, double tol) {
+  ASSERT_EQ(got.shape, want.shape);
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double g = got.real(i), w = want.real(i);
+    if (std::isnan(w)) {
+      EXPECT_TRUE(std::isnan(g)) << "at " << i;
+      continue;
+    }
+    ASSERT_NEAR(g, w, tol * (1 + std::fabs(w))) << "at " << i;
+  }
+}
+
+/// Runs \p c on one thread and on three; the outputs must be identical.
+void expectSameOnAnyThreadCount(const plan::Compute &c,
+                                const std::vector<Tensor> &ins,
+                                std::vector<int64_t> outShape) {
+  std::vector<const Tensor *> in;
+  for (const Tensor &t : ins)
+    in.push_back(&t);
+  Tensor one = Tensor::zeros(plan::F32, outShape), many = one;
+  tbb::task_arena single(1), three(3);
+  single.execute([&] { EXPECT_EQ(run(c, in, {&one}), ""); });
+  three.execute([&] { EXPECT_EQ(run(c, in, {&many}), ""); });
+  EXPECT_EQ(one.data, many.data);
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution.
+//===----------------------------------------------------------------------===//
+
+struct ConvCase {
+  int64_t n, g, ci, co, h, w, kh, kw, sh, sw, dh, dw, offH, offW, oh, ow;
+  bool bias;
+};
+
+/// A conv compute in the importer's form for \p k.
+plan::Compute convCompute(const ConvCase &k) {
+  if (k.g == 1) {
+    auto b = ComputeBuilder("conv")
+                 .iter("n", k.n)
+                 .iter("co", k.co)
+                 .iter("oh", k.oh)
+                 .iter("ow", k.ow)
+                 .red("ci", k.ci)
+                 .red("kh", k.kh)
+                 .red("kw", k.kw);
+    b.in({dim(0), dim(4), window(2, 5, k.sh, k.dh, k.offH),
+          window(3, 6, k.sw, k.dw, k.offW)});
+    b.in({dim(1), dim(4), dim(5), dim(6)});
+    if (k.bias)
+      b.in({dim(1)});
+    b.out({dim(0), dim(1), dim(2), dim(3)}).attr("group", 1);
+    return b.c;
+  }
+  auto b = ComputeBuilder("conv")
+               .iter("n", k.n)
+               .iter("g", k.g)
+               .iter("co", k.co)
+               .iter("oh", k.oh)
+               .iter("ow", k.ow)
+               .red("ci", k.ci)
+               .red("kh", k.kh)
+               .red("kw", k.kw);
+  b.in({dim(0), group({1, 5}), window(3, 6, k.sh, k.dh, k.offH),
+        window(4, 7, k.sw, k.dw, k.offW)});
+  b.in({group({1, 2}), dim(5), dim(6), dim(7)});
+  if (k.bias)
+    b.in({group({1, 2})});
+  b.out({dim(0), group({1, 2}), dim(3), dim(4)}).attr("group", k.g);
+  return b.c;
+}
+
+std::vector<Tensor> convInputs(const ConvCase &k, unsigned seed) {
+  std::vector<Tensor> ins{
+      random(plan::F32, {k.n, k.g * k.ci, k.h, k.w}, seed),
+      random(plan::F32, {k.g * k.co, k.ci, k.kh, k.kw}, seed + 1)};
+  if (k.bias)
+    ins.push_back(random(plan::F32, {k.g * k.co}, seed + 2));
+  return ins;
+}
+
+TEST(FastKernelsTest, Conv2DMatchesReference) {
+  const ConvCase cases[] = {
+      // n  g ci co  h  w kh kw sh sw dh dw offH offW oh ow bias
+      {2, 1, 3, 5, 9, 8, 3, 3, 1, 1, 1, 1, -1, -1, 9, 8, true},   // padded
+      {1, 1, 4, 6, 9, 9, 3, 3, 2, 2, 1, 1, -1, -1, 5, 5, false},  // stride 2
+      {1, 1, 2, 3, 10, 9, 3, 2, 1, 1, 2, 2, -2, -1, 8, 8, true},  // dilated
+      {1, 1, 20, 33, 7, 6, 1, 1, 1, 1, 1, 1, 0, 0, 7, 6, true},   // 1x1
+      {1, 1, 8, 16, 9, 9, 1, 1, 2, 2, 1, 1, 0, 0, 5, 5, false},   // 1x1 s2
+      {2, 2, 2, 3, 6, 7, 3, 3, 1, 1, 1, 1, -1, -1, 6, 7, true},   // grouped
+      {1, 4, 1, 2, 8, 8, 3, 3, 1, 1, 1, 1, -1, -1, 8, 8, true},   // depthwise
+      {1, 3, 1, 1, 7, 7, 5, 5, 2, 2, 1, 1, -2, -2, 4, 4, false},  // depthwise
+      {1, 1, 1, 4, 12, 12, 7, 7, 2, 2, 1, 1, -3, -3, 6, 6, true}, // one channel
+  };
+  unsigned seed = 10;
+  for (const ConvCase &k : cases) {
+    auto [got, want] = runBoth(convCompute(k), convInputs(k, seed += 3),
+                               {k.n, k.g * k.co, k.oh, k.ow});
+    SCOPED_TRACE("case with ci=" + std::to_string(k.ci) +
+                 " co=" + std::to_string(k.co) + " g=" + std::to_string(k.g));
+    expectClose(got, want, 1e-5);
+  }
+}
+
+TEST(FastKernelsTest, Conv2DOnBlocksOfALargerTensor) {
+  // The whole conv: x [1, 3, 10, 9], w [4, 3, 3, 3], padding 1.
+  ConvCase whole{1, 1, 3, 4, 10, 9, 3, 3, 1, 1, 1, 1, -1, -1, 10, 9, true};
+  std::vector<Tensor> ins = convInputs(whole, 40);
+  auto [unused, full] = runBoth(convCompute(whole), ins, {1, 4, 10, 9});
+  (void)unused;
+  // Output rows [r0, r1) from input rows [i0, i1): the block holds halo
+  // rows, or padding where the whole tensor ends, or more rows than needed.
+  struct Block {
+    int64_t r0, r1, i0, i1, co0, co1;
+  };
+  for (Block blk : {Block{0, 4, 0, 5, 0, 4}, Block{4, 8, 3, 9, 0, 4},
+                    Block{8, 10, 7, 10, 0, 4}, Block{4, 8, 0, 10, 0, 4},
+                    Block{2, 7, 1, 8, 2, 4}}) {
+    ConvCase k = whole;
+    k.h = blk.i1 - blk.i0;
+    k.oh = blk.r1 - blk.r0;
+    k.co = blk.co1 - blk.co0;
+    k.offH = blk.r0 - 1 - blk.i0; // global row r0 + oh + kh - 1, shifted
+    plan::Compute c = convCompute(k);
+    c.mutable_iters(1)->set_global_offset(blk.co0);
+    c.mutable_iters(2)->set_global_offset(blk.r0);
+    Tensor x = Tensor::zeros(plan::F32, {1, 3, k.h, 9});
+    for (int64_t ci = 0; ci < 3; ++ci)
+      for (int64_t r = 0; r < k.h; ++r)
+        for (int64_t col = 0; col < 9; ++col)
+          x.setReal((ci * k.h + r) * 9 + col,
+                    ins[0].real((ci * 10 + blk.i0 + r) * 9 + col));
+    Tensor w = Tensor::zeros(plan::F32, {k.co, 3, 3, 3});
+    for (int64_t i = 0; i < w.numel(); ++i)
+      w.setReal(i, ins[1].real(blk.co0 * 27 + i));
+    Tensor bias = Tensor::zeros(plan::F32, {k.co});
+    for (int64_t i = 0; i < k.co; ++i)
+      bias.setReal(i, ins[2].real(blk.co0 + i));
+    Tensor y = Tensor::zeros(plan::F32, {1, k.co, k.oh, 9});
+    ASSERT_EQ(run(c, {&x, &w, &bias}, {&y}), "");
+    for (int64_t co = 0; co < k.co; ++co)
+      for (int64_t r = 0; r < k.oh; ++r)
+        for (int64_t col = 0; col < 9; ++col)
+          ASSERT_NEAR(y.real((co * k.oh + r) * 9 + col),
+                      full.real(((blk.co0 + co) * 10 + blk.r0 + r) * 9 + col),
+                      1e-5)
+              << "block rows " << blk.r0 << ".." << blk.r1 << " at " << co
+              << "," << r << "," << col;
+  }
+}
+
+TEST(FastKernelsTest, Conv2DDoesNotDependOnThreadCount) {
+  ConvCase big{1, 1, 32, 48, 30, 30, 3, 3, 1, 1, 1, 1, -1, -1, 30, 30, true};
+  expectSameOnAnyThreadCount(convCompute(big), convInputs(big, 50),
+                             {1, 48, 30, 30});
+  // Four groups: one thread runs each group whole, three share each
+  // group's blocks; the results must not differ.
+  ConvCase grouped{1, 4, 8, 40, 30, 30, 3, 3, 1, 1, 1, 1, -1, -1, 30, 30, true};
+  expectSameOnAnyThreadCount(convCompute(grouped), convInputs(grouped, 60),
+                             {1, 160, 30, 30});
+}
+
+TEST(FastKernelsTest, Conv1x1ReadsRowsOfALargerInput) {
+  // A 1x1 conv over rows [3, 7) of a 10-row input, whole rows: the GEMM
+  // reads the input where it lies.
+  ConvCase k{1, 1, 5, 6, 10, 8, 1, 1, 1, 1, 1, 1, 3, 0, 4, 8, false};
+  auto [got, want] = runBoth(convCompute(k), convInputs(k, 70), {1, 6, 4, 8});
+  expectClose(got, want, 1e-5);
+}
+
+//===----------------------------------------------------------------------===//
+// Matmul and gemm.
+//===----------------------------------------------------------------------===//
+
+TEST(FastKernelsTest, MatmulMatchesReference) {
+  // Batched, with B shared by the batch.
+  auto bat =
+      ComputeBuilder("matmul").iter("b", 3).iter("m", 5).iter("n", 70).red("k",
+                                                                           33);
+  bat.in({dim(0), dim(1), dim(3)}).in({dim(3), dim(2)});
+  bat.out({dim(0), dim(1), dim(2)});
+  auto [y1, r1] = runBoth(
+      bat.c, {random(plan::F32, {3, 5, 33}, 1), random(plan::F32, {33, 70}, 2)},
+      {3, 5, 70});
+  expectClose(y1, r1, 1e-5);
+
+  // B stored transposed ([n, k]) and A a block of a larger tensor: rows
+  // [4, 12) of a [20, k] tensor.
+  auto blk = ComputeBuilder("matmul").iter("m", 8).iter("n", 40).red("k", 65);
+  blk.c.mutable_iters(0)->set_global_offset(4);
+  blk.in({dim(0, 4), dim(2)}).in({dim(1), dim(2)}).out({dim(0), dim(1)});
+  auto [y2, r2] = runBoth(
+      blk.c, {random(plan::F32, {20, 65}, 3), random(plan::F32, {40, 65}, 4)},
+      {8, 40});
+  expectClose(y2, r2, 1e-5);
+
+  // A vector times a matrix: no row dim.
+  auto vec = ComputeBuilder("matmul").iter("n", 50).red("k", 20);
+  vec.in({dim(1)}).in({dim(1), dim(0)}).out({dim(0)});
+  auto [y3, r3] = runBoth(
+      vec.c, {random(plan::F32, {20}, 5), random(plan::F32, {20, 50}, 6)},
+      {50});
+  expectClose(y3, r3, 1e-5);
+}
+
+TEST(FastKernelsTest, GemmWithAlphaBetaAndBroadcastC) {
+  auto b = ComputeBuilder("gemm").iter("m", 9).iter("n", 130).red("k", 40);
+  b.in({dim(2), dim(0)}).in({dim(1), dim(2)}).in({bcast(), dim(1)});
+  b.out({dim(0), dim(1)}).attrF("alpha", 2).attrF("beta", 0.5f);
+  auto [y, r] =
+      runBoth(b.c,
+              {random(plan::F32, {40, 9}, 7), random(plan::F32, {130, 40}, 8),
+               random(plan::F32, {1, 130}, 9)},
+              {9, 130});
+  expectClose(y, r, 1e-5);
+}
+
+TEST(FastKernelsTest, MatmulDoesNotDependOnThreadCount) {
+  auto b =
+      ComputeBuilder("matmul").iter("b", 2).iter("m", 130).iter("n", 300).red(
+          "k", 200);
+  b.in({dim(0), dim(1), dim(3)}).in({dim(0), dim(3), dim(2)});
+  b.out({dim(0), dim(1), dim(2)});
+  expectSameOnAnyThreadCount(b.c,
+                             {random(plan::F32, {2, 130, 200}, 10),
+                              random(plan::F32, {2, 200, 300}, 11)},
+                             {2, 130, 300});
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops and batch norm.
+//===----------------------------------------------------------------------===//
+
+/// Runs \p c with runKernel and with runGeneric on the same f32 inputs.
+std::pair<Tensor, Tensor> runFastAndGeneric(const plan::Compute &c,
+                                            const std::vector<Tensor> &ins,
+                                            std::vector<int64_t> outShape) {
+  std::vector<const Tensor *> in;
+  for (const Tensor &t : ins)
+    in.push_back(&t);
+  Tensor fast = Tensor::zeros(plan::F32, outShape), slow = fast;
+  EXPECT_EQ(run(c, in, {&fast}), "");
+  llvm::Error e = runGeneric(c, in, {&slow});
+  EXPECT_FALSE(bool(e)) << llvm::toString(std::move(e));
+  return {std::move(fast), std::move(slow)};
+}
+
+TEST(FastKernelsTest, ElementwiseMatchesGenericKernel) {
+  // x [3, 5, 70] read whole, or as rows [2, 5) of a [6, 5, 70] tensor; y a
+  // broadcast [1, 5, 1]; z [3, 5, 70]; the result written as given or
+  // transposed to [70, 3, 5].
+  Tensor x = random(plan::F32, {3, 5, 70}, 20, -3, 3);
+  Tensor big = random(plan::F32, {6, 5, 70}, 21, -3, 3);
+  Tensor y = random(plan::F32, {1, 5, 1}, 22, 0.5, 2);
+  Tensor z = random(plan::F32, {3, 5, 70}, 23, -3, 3);
+  x.setReal(7, NAN);
+  z.setReal(8, NAN);
+  z.setReal(100, INFINITY);
+  struct Op {
+    const char *kind;
+    int arity;
+    bool exact;
+  };
+  for (Op op : {Op{"add", 2, true},        Op{"sub", 2, true},
+                Op{"mul", 2, true},        Op{"div", 2, true},
+                Op{"sum", 2, true},        Op{"sum", 3, true},
+                Op{"mean", 3, true},       Op{"max", 3, true},
+                Op{"min", 2, true},        Op{"pow", 2, true},
+                Op{"relu", 1, true},       Op{"neg", 1, true},
+                Op{"reciprocal", 1, true}, Op{"leaky_relu", 1, true},
+                Op{"sigmoid", 1, true},    Op{"exp", 1, true},
+                Op{"tanh", 1, true},       Op{"abs", 1, true},
+                Op{"erf", 1, false},       Op{"gelu", 1, false}})
+    for (bool block : {false, true})
+      for (bool transposed : {false, true}) {
+        SCOPED_TRACE(std::string(op.kind) + "/" + std::to_string(op.arity) +
+                     (block ? " block" : "") +
+                     (transposed ? " transposed" : ""));
+        auto b =
+            ComputeBuilder(op.kind).iter("i", 3).iter("j", 5).iter("k", 70);
+        std::vector<Tensor> ins{block ? big : x};
+        b.in({dim(0, block ? 2 : 0), dim(1), dim(2)});
+        if (op.arity > 1) {
+          b.in({bcast(), dim(1), bcast()});
+          ins.push_back(y);
+        }
+        if (op.arity > 2) {
+          b.in({dim(0), dim(1), dim(2)});
+          ins.push_back(z);
+        }
+        std::vector<int64_t> shape{3, 5, 70};
+        if (transposed) {
+          b.out({dim(2), dim(0), dim(1)});
+          shape = {70, 3, 5};
+        } else {
+          b.out({dim(0), dim(1), dim(2)});
+        }
+        auto [fast, slow] = runFastAndGeneric(b.c, ins, shape);
+        if (op.exact)
+          EXPECT_EQ(fast.data, slow.data);
+        else
+          expectClose(as(plan::F64, fast), as(plan::F64, slow), 1e-6);
+      }
+}
+
+TEST(FastKernelsTest, FastErfIsCloseToErf) {
+  std::vector<double> values{-INFINITY, -10, -4, -3.6, -1, -1e-3, -0.0,    0,
+                             1e-30,     0.3, 1,  2.5,  4,  9,     INFINITY};
+  for (int i = -600; i <= 600; ++i)
+    values.push_back(i / 100.0);
+  auto b = ComputeBuilder("erf").iter("i", int64_t(values.size()));
+  b.in({dim(0)}).out({dim(0)});
+  Tensor x = make(plan::F32, {int64_t(values.size())}, values);
+  Tensor y = make(plan::F32, {int64_t(values.size())});
+  ASSERT_EQ(run(b.c, {&x}, {&y}), "");
+  for (size_t i = 0; i < values.size(); ++i)
+    EXPECT_NEAR(y.real(int64_t(i)), std::erf(float(values[i])), 5e-7)
+        << "erf(" << values[i] << ")";
+  Tensor nan = make(plan::F32, {1}, {NAN}), out = make(plan::F32, {1});
+  auto one = ComputeBuilder("erf").iter("i", 1);
+  one.in({dim(0)}).out({dim(0)});
+  ASSERT_EQ(run(one.c, {&nan}, {&out}), "");
+  EXPECT_TRUE(std::isnan(out.real(0)));
+}
+
+TEST(FastKernelsTest, BatchNormMatchesReference) {
+  // NCHW, and a block: channels [2, 5) of a 7-channel input and parameters.
+  for (bool block : {false, true}) {
+    int64_t c0 = block ? 2 : 0, channels = block ? 7 : 3;
+    auto b = ComputeBuilder("batch_norm")
+                 .iter("n", 2)
+                 .iter("c", 3)
+                 .iter("h", 4)
+                 .iter("w", 5);
+    b.c.mutable_iters(1)->set_global_offset(c0);
+    b.in({dim(0), dim(1, c0), dim(2), dim(3)});
+    for (int i = 0; i < 4; ++i)
+      b.in({dim(1, c0)});
+    b.out({dim(0), dim(1), dim(2), dim(3)}).attrF("epsilon", 1e-5f);
+    auto [y, r] = runBoth(b.c,
+                          {random(plan::F32, {2, channels, 4, 5}, 30),
+                           random(plan::F32, {channels}, 31),
+                           random(plan::F32, {channels}, 32),
+                           random(plan::F32, {channels}, 33),
+                           random(plan::F32, {channels}, 34, 0.5, 2)},
+                          {2, 3, 4, 5});
+    expectClose(y, r, 1e-5);
+  }
+  // [n, c]: the channel steps along the run.
+  auto b = ComputeBuilder("batch_norm").iter("n", 3).iter("c", 6);
+  b.in({dim(0), dim(1)});
+  for (int i = 0; i < 4; ++i)
+    b.in({dim(1)});
+  b.out({dim(0), dim(1)});
+  auto [y, r] =
+      runBoth(b.c,
+              {random(plan::F32, {3, 6}, 35), random(plan::F32, {6}, 36),
+               random(plan::F32, {6}, 37), random(plan::F32, {6}, 38),
+               random(plan::F32, {6}, 39, 0.5, 2)},
+              {3, 6});
+  expectClose(y, r, 1e-5);
+}
+
+//===----------------------------------------------------------------------===//
+// Norms, softmax and max pool.
+//===----------------------------------------------------------------------===//
+
+TEST(FastKernelsTest, RowKernelsMatchReference) {
+  // Layer norm over the last dim, rows read from a block of a larger input.
+  auto ln = ComputeBuilder("layer_norm").iter("i", 6).red("j", 50);
+  ln.in({dim(0, 3), dim(1)}).in({bcast(), dim(1)}).in({bcast(), dim(1)});
+  ln.out({dim(0), dim(1)}).attrF("epsilon", 1e-5f);
+  auto [y1, r1] =
+      runBoth(ln.c,
+              {random(plan::F32, {10, 50}, 40), random(plan::F32, {1, 50}, 41),
+               random(plan::F32, {1, 50}, 42)},
+              {6, 50});
+  expectClose(y1, r1, 1e-6);
+  // Instance norm: scale and bias per channel (an outer dim).
+  auto in =
+      ComputeBuilder("instance_norm").iter("n", 2).iter("c", 3).red("s", 40);
+  in.in({dim(0), dim(1), dim(2)}).in({dim(1)}).in({dim(1)});
+  in.out({dim(0), dim(1), dim(2)});
+  auto [y2, r2] =
+      runBoth(in.c,
+              {random(plan::F32, {2, 3, 40}, 43), random(plan::F32, {3}, 44),
+               random(plan::F32, {3}, 45)},
+              {2, 3, 40});
+  expectClose(y2, r2, 1e-6);
+  // Softmax and log-softmax over a middle dim (strided rows).
+  for (const char *kind : {"softmax", "log_softmax"}) {
+    auto sm = ComputeBuilder(kind).iter("a", 4).iter("c", 7).red("b", 30);
+    sm.in({dim(0), dim(2), dim(1)}).out({dim(0), dim(2), dim(1)});
+    auto [y3, r3] =
+        runBoth(sm.c, {random(plan::F32, {4, 30, 7}, 46, -20, 20)}, {4, 30, 7});
+    expectClose(y3, r3, 1e-6);
+  }
+}
+
+TEST(FastKernelsTest, MaxPoolMatchesReference) {
+  // 3x3 stride 2 padding 1, a NaN inside; then a block of rows with halo.
+  for (int64_t off : {-1, 0}) {
+    auto b = ComputeBuilder("max_pool")
+                 .iter("n", 2)
+                 .iter("c", 3)
+                 .iter("oh", 4)
+                 .iter("ow", 4)
+                 .red("kh", 3)
+                 .red("kw", 3);
+    b.in({dim(0), dim(1), window(2, 4, 2, 1, off), window(3, 5, 2, 1, -1)});
+    b.out({dim(0), dim(1), dim(2), dim(3)}).attrInts("pads", {1, 1, 1, 1});
+    Tensor x = random(plan::F32, {2, 3, 8, 8}, 50);
+    x.setReal(20, NAN);
+    auto [y, r] = runBoth(b.c, {x}, {2, 3, 4, 4});
+    expectClose(y, r, 0);
+  }
+}
+
+} // namespace
