@@ -106,6 +106,10 @@ void scatter(const float *v, float *o, int64_t step, int64_t n) {
 bool applyVector(ScalarOp op, const ScalarParams &params,
                  llvm::ArrayRef<const float *> a, float *o, int64_t n) {
   V4 zero = {};
+  bool binary = op == ScalarOp::Add || op == ScalarOp::Sub ||
+                op == ScalarOp::Mul || op == ScalarOp::Div;
+  if (binary ? a.size() != 2 : a.empty())
+    return false; // as the generic kernel, through applyReal
   switch (op) {
   case ScalarOp::Add:
     map2(a[0], a[1], o, n, [](V4 x, V4 y) { return x + y; });
