@@ -5,7 +5,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 "$root/tools/dev/setup.sh"
-(cd "$root/build" && ctest --output-on-failure -j2)
+(cd "$root/build" && ctest --output-on-failure -j2 -LE long)
 
 if [ "${PAX_SANITIZE:-1}" != 0 ]; then
   asan=$root/build-asan
@@ -15,5 +15,5 @@ if [ "${PAX_SANITIZE:-1}" != 0 ]; then
   fi
   ninja -C "$asan" >/dev/null
   echo "test: the same suite under AddressSanitizer and UndefinedBehaviorSanitizer"
-  (cd "$asan" && ctest --output-on-failure -j2)
+  (cd "$asan" && ctest --output-on-failure -j2 -LE long)
 fi
