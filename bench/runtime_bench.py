@@ -38,39 +38,12 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "test", "models"))
+from randomize_weights import random_weights  # noqa: E402
 LIGHT = os.path.join(ROOT, "test", "models", "onnx-light")
 GEN = os.path.join(ROOT, "tools", "models", "paxmodels.py")
 MODELS = ["resnet50", "bert"]
 TOLERANCE = 1e-4
-
-
-def random_weights(model, rng):
-    """Replaces the ConstantOfShape weights of \\p model with seeded random
-    initializers scaled by fan-in (1-D ones uniform in [0.5, 1.5))."""
-    inits = {t.name: t for t in model.graph.initializer}
-    keep = []
-    for node in model.graph.node:
-        if node.op_type != "ConstantOfShape" or node.input[0] not in inits:
-            keep.append(node)
-            continue
-        shape = numpy_helper.to_array(inits[node.input[0]]).astype(int)
-        fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-        if len(shape) == 1:
-            values = rng.uniform(0.5, 1.5, shape)
-        else:
-            values = rng.standard_normal(shape) / np.sqrt(fan_in)
-        model.graph.initializer.append(
-            numpy_helper.from_array(values.astype(np.float32), node.output[0]))
-    del model.graph.node[:]
-    model.graph.node.extend(keep)
-    used = {i for n in model.graph.node for i in n.input}
-    kept = [t for t in model.graph.initializer if t.name in used]
-    del model.graph.initializer[:]
-    model.graph.initializer.extend(kept)
-    names = {t.name for t in kept}
-    inputs = [v for v in model.graph.input if v.name in used and v.name not in names]
-    del model.graph.input[:]
-    model.graph.input.extend(inputs)
 
 
 def input_values(model, rng):

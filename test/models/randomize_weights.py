@@ -31,9 +31,11 @@ def compare(out):
     return 0 if i and worst <= 1e-4 else 1
 
 
-def randomize(path, out, seed):
-    rng = np.random.default_rng(seed)
-    model = onnx.load(path)
+def random_weights(model, rng):
+    """Replaces the ConstantOfShape weights of \\p model, in place, with
+    seeded random initializers scaled by fan-in (1-D ones, biases and
+    batch-norm parameters and statistics, uniform in [0.5, 1.5))."""
+    original_inputs = list(model.graph.input)
     inits = {t.name: t for t in model.graph.initializer}
     keep = []
     for node in model.graph.node:
@@ -42,7 +44,7 @@ def randomize(path, out, seed):
             continue
         shape = numpy_helper.to_array(inits[node.input[0]]).astype(int)
         fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-        if len(shape) == 1:  # biases, batch-norm parameters and statistics
+        if len(shape) == 1:
             values = rng.uniform(0.5, 1.5, shape)
         else:
             values = rng.standard_normal(shape) / np.sqrt(fan_in)
@@ -58,8 +60,14 @@ def randomize(path, out, seed):
     model.graph.initializer.extend(kept)
     del model.graph.input[:]  # IR 3 lists initializers as inputs; rebuild
     model.graph.input.extend(
-        v for v in onnx.load(path).graph.input
+        v for v in original_inputs
         if v.name in used and v.name not in {t.name for t in kept})
+    return model
+
+
+def randomize(path, out, seed):
+    rng = np.random.default_rng(seed)
+    model = random_weights(onnx.load(path), rng)
     os.makedirs(f"{out}/in", exist_ok=True)
     os.makedirs(f"{out}/ort", exist_ok=True)
     onnx.save(model, f"{out}/model.onnx")

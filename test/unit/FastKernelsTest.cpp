@@ -28,9 +28,7 @@ namespace {
 
 std::string run(const plan::Compute &c, std::vector<const Tensor *> ins,
                 std::vector<Tensor *> outs) {
-  if (llvm::Error e = runKernel(c, ins, outs))
-    return llvm::toString(std::move(e));
-  return "";
+  return runWith(runKernel, c, std::move(ins), std::move(outs));
 }
 
 /// Seeded random values in [lo, hi).

@@ -16,12 +16,9 @@ using namespace pax::test;
 
 namespace {
 
-/// Runs \p c and returns the error text ("" on success).
 std::string run(const plan::Compute &c, std::vector<const Tensor *> ins,
                 std::vector<Tensor *> outs) {
-  if (llvm::Error e = runGeneric(c, ins, outs))
-    return llvm::toString(std::move(e));
-  return "";
+  return runWith(runGeneric, c, std::move(ins), std::move(outs));
 }
 
 using V = std::vector<double>;

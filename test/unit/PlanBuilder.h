@@ -3,6 +3,8 @@
 
 #include "codegen/plan/Plan.pb.h"
 #include "runtime/Tensor.h"
+#include "runtime/cpu/GenericKernel.h"
+#include "runtime/cpu/Kernels.h"
 
 #include <initializer_list>
 #include <string>
@@ -104,6 +106,17 @@ inline std::vector<double> reals(const runtime::Tensor &t) {
   for (int64_t i = 0; i < t.numel(); ++i)
     v.push_back(t.real(i));
   return v;
+}
+
+/// Runs \p c on \p kernel (runtime::runKernel, or runtime::cpu::runGeneric)
+/// and returns the error text ("" on success).
+template <typename Kernel>
+std::string runWith(Kernel kernel, const plan::Compute &c,
+                    std::vector<const runtime::Tensor *> ins,
+                    std::vector<runtime::Tensor *> outs) {
+  if (llvm::Error e = kernel(c, ins, outs))
+    return llvm::toString(std::move(e));
+  return "";
 }
 
 } // namespace pax::test
