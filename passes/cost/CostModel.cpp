@@ -51,7 +51,7 @@ CostModel::edgePlans(const TensorLayout &from, const TensorLayout &to,
   auto forward = planReshard(from, to, t, cluster.gpusPerNode);
   llvm::SmallVector<ReshardStep, 4> backward;
   if (mode == CostMode::Train && isFloat(t.elem))
-    backward = planReshard(to, from, t, cluster.gpusPerNode,
+    backward = planReshard(to, reducedLayout(from), t, cluster.gpusPerNode,
                            /*fromReplicatedIsPartial=*/true);
   return {forward, backward};
 }
@@ -67,36 +67,33 @@ static double pointsPerDevice(const Op &op, const Config &c) {
   return op.flops() / double(configDevices(c));
 }
 
-/// Reducing partial sums (red dims the result does not index) and the
-/// statistics of normalizations (red dims the result keeps) inside the op.
+/// The statistics of normalizations (red dims the result keeps) inside the
+/// op. Partial sums (red dims the result drops) are handed on: each
+/// consumer's plan reduces them where it needs them (all_reduce, or
+/// reduce_scatter into a split reader), and a returned result is reduced
+/// by returnStep.
 double CostModel::reduceInside(const Op &op, const Config &c) const {
   double t = 0;
   for (unsigned r = 0; r < op.results.size(); ++r) {
     TensorLayout l = resultLayout(op, c, r);
     const AccessMap &map = op.results[r].map;
     const TensorType &type = op.results[r].value->type;
-    // Two groups, from the digits: the partial sums of split reductions the
-    // result drops, and the split normalized dims (reductions it keeps).
+    // The split normalized dims (reductions the result keeps).
     auto normalized = [&](int dim) {
       return !map[dim].dims.empty() &&
              op.iters[map[dim].dims[0]].kind == IterKind::Reduction;
     };
-    int64_t partial = 1, partialNode = 1, stats = 1, statsNode = 1, pos = 1;
+    int64_t stats = 1, statsNode = 1, pos = 1;
     for (const Digit &d : l.digits) {
       int64_t inNode =
           pos * d.size <= int64_t(cluster.gpusPerNode) ? d.size : 1;
-      if (d.role == Digit::Role::Partial) {
-        partial *= d.size;
-        partialNode *= inNode;
-      } else if (d.role == Digit::Role::Split && normalized(d.tensorDim)) {
+      if (d.role == Digit::Role::Split && normalized(d.tensorDim)) {
         stats *= d.size;
         statsNode *= inNode;
       }
       pos *= d.size;
     }
     double block = double(l.blockElements(type));
-    t += collective(ReshardStep::Kind::AllReduce, partial, partialNode,
-                    block * dtypeBytes(type.elem));
     if (stats == 1)
       continue;
     // A split normalized dim: its statistics (max and sum, or mean and
@@ -111,17 +108,10 @@ double CostModel::reduceInside(const Op &op, const Config &c) const {
   return t;
 }
 
-double CostModel::partialBytes(const Op &op, const Config &c) const {
-  double bytes = 0;
-  for (unsigned r = 0; r < op.results.size(); ++r) {
-    TensorLayout l = resultLayout(op, c, r);
-    if (llvm::any_of(l.digits, [](const Digit &d) {
-          return d.role == Digit::Role::Partial;
-        }))
-      bytes += double(l.blockElements(op.results[r].value->type)) *
-               dtypeBytes(op.results[r].value->type.elem);
-  }
-  return bytes;
+ReshardStep CostModel::returnStep(const Op &op, const Config &c,
+                                  unsigned result) const {
+  return reducePartials(resultLayout(op, c, result),
+                        op.results[result].value->type, cluster.gpusPerNode);
 }
 
 /// Training: the gradient of a weight replicated across some of the op's

@@ -2,12 +2,13 @@
 //
 // PaSE's cost (eq. 1), extended: the cost of a strategy is the sum over ops
 // of the op's cost in its configuration (compute of the largest part at the
-// device's rate, plus the communication inside the op: reducing partial
-// sums, normalization statistics, and in training the gradient
-// synchronization of replicated weights) plus the sum over edges of the
-// resharding cost between producer and consumer (the plan of
-// planReshard, priced with the alpha-beta collective model; in training also
-// its transpose for the gradient going back).
+// device's rate, plus the communication inside the op: normalization
+// statistics, and in training the gradient synchronization of replicated
+// weights) plus the sum over edges of the resharding cost between producer
+// and consumer (the plan of planReshard, priced with the alpha-beta
+// collective model, which reduces partial sums where the consumer needs
+// them; in training also its transpose for the gradient going back), plus
+// the all_reduce of a returned result's partial sums.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -63,9 +64,11 @@ public:
   /// training) and of its results (kept for the backward pass in training).
   double memoryBytes(const Op &op, const Config &c) const;
 
-  /// Bytes one device all-reduces inside \p op in configuration \p c to
-  /// sum the partial results of split reductions the result drops.
-  double partialBytes(const Op &op, const Config &c) const;
+  /// What a returned result of \p op in configuration \p c needs before it
+  /// leaves: the all_reduce of the partial sums of split reductions it
+  /// drops (bytes 0 and no digits when it has none). Other partial sums are
+  /// reduced on the edges, where the consumer needs them.
+  ReshardStep returnStep(const Op &op, const Config &c, unsigned result) const;
 
   const Cluster &getCluster() const { return cluster; }
   CostMode getMode() const { return mode; }

@@ -119,8 +119,6 @@ Op *Inserter::collective(OpKind kind, Value *in, llvm::StringRef name,
 llvm::Error Inserter::run() {
   Func &f = m.main;
   llvm::DenseSet<const Op *> constants = constantOps(m);
-  // Values replaced by their reduced form (after an op's all_reduce).
-  llvm::DenseMap<Value *, Value *> reduced;
   for (auto &owned : f.ops) {
     Op &q = *owned;
     if (opKindFamily(q.kind) == OpFamily::Collective)
@@ -141,21 +139,31 @@ llvm::Error Inserter::run() {
           std::to_string(devices) + " of the plan");
     for (unsigned k = 0; k < q.operands.size(); ++k) {
       Operand &o = q.operands[k];
-      if (auto it = reduced.find(o.value); it != reduced.end())
-        o.value = it->second;
       auto src = sources.find(o.value);
       if (src == sources.end() || constants.count(src->second.op))
         continue; // an input, a weight, or computed everywhere
       const Source &s = src->second;
       const TensorType &t = o.value->type;
-      TensorLayout from =
-          reducedLayout(resultLayout(*s.op, s.config, s.result));
+      // Partial sums travel as they are: the plan reduces them where this
+      // consumer needs them (all_reduce, or reduce_scatter into a block).
+      TensorLayout from = resultLayout(*s.op, s.config, s.result);
       TensorLayout to = operandLayout(q, *cq, k);
       ReshardTrace trace;
       auto steps = planReshard(from, to, t, perNode, false, &trace);
       std::string base = q.name().str() + ".in" + std::to_string(k) + ".";
       Value *cur = o.value;
       if (trace.pointToPoint) {
+        if (steps.size() == 2) { // partial sums are reduced first
+          llvm::SmallVector<int64_t, 8> space;
+          for (const Digit &d : from.digits)
+            space.push_back(d.size);
+          cur = collective(OpKind::AllReduce, cur, base + "all_reduce",
+                           steps[0].digits, space, reducedLayout(from).digits,
+                           std::vector<int64_t>(2 * t.rank(), 0),
+                           steps[0].bytes)
+                    ->results[0]
+                    .value.get();
+        }
         TensorLayout target = to;
         std::vector<int64_t> halo(2 * t.rank(), 0);
         for (Digit &d : target.digits)
@@ -166,7 +174,7 @@ llvm::Error Inserter::run() {
             halo[2 * d] = to.haloLo[d], halo[2 * d + 1] = to.haloHi[d];
         int64_t space = std::max(from.devices(), to.devices());
         cur = collective(OpKind::SendRecv, cur, base + "send_recv", {0},
-                         {space}, target.digits, halo, steps[0].bytes)
+                         {space}, target.digits, halo, steps.back().bytes)
                   ->results[0]
                   .value.get();
       } else {
@@ -192,32 +200,34 @@ llvm::Error Inserter::run() {
       o.value = cur;
     }
     out.push_back(std::move(owned));
-    for (unsigned r = 0; r < q.results.size(); ++r) {
-      Value *v = q.results[r].value.get();
-      sources[v] = {&q, r, *cq};
-      TensorLayout l = resultLayout(q, *cq, r);
-      llvm::SmallVector<unsigned, 4> partial;
-      llvm::SmallVector<int64_t, 8> space;
-      for (unsigned i = 0; i < l.digits.size(); ++i) {
-        space.push_back(l.digits[i].size);
-        if (l.digits[i].role == Digit::Role::Partial)
-          partial.push_back(i);
-      }
-      if (partial.empty() || constants.count(&q))
-        continue;
-      // Partial sums are reduced inside the op (CostModel::reduceInside).
-      Op *ar = collective(
-          OpKind::AllReduce, v, q.name().str() + ".all_reduce", partial, space,
-          reducedLayout(l).digits, std::vector<int64_t>(2 * v->type.rank(), 0),
-          l.blockElements(v->type) * dtypeBytes(v->type.elem));
-      Value *rv = ar->results[0].value.get();
-      reduced[v] = rv;
-      sources[rv] = {&q, r, *cq};
-    }
+    for (unsigned r = 0; r < q.results.size(); ++r)
+      sources[q.results[r].value.get()] = {&q, r, *cq};
   }
-  for (Value *&v : f.returns)
-    if (auto it = reduced.find(v); it != reduced.end())
+  // A returned result leaves reduced (CostModel::returnStep).
+  llvm::DenseMap<Value *, Value *> reduced;
+  for (Value *&v : f.returns) {
+    auto src = sources.find(v);
+    if (src == sources.end() || constants.count(src->second.op))
+      continue;
+    if (auto it = reduced.find(v); it != reduced.end()) {
       v = it->second;
+      continue;
+    }
+    const Source &s = src->second;
+    TensorLayout l = resultLayout(*s.op, s.config, s.result);
+    ReshardStep step = reducePartials(l, v->type, perNode);
+    if (step.digits.empty())
+      continue;
+    llvm::SmallVector<int64_t, 8> space;
+    for (const Digit &d : l.digits)
+      space.push_back(d.size);
+    Op *ar = collective(OpKind::AllReduce, v, s.op->name().str() + ".all_reduce",
+                        step.digits, space, reducedLayout(l).digits,
+                        std::vector<int64_t>(2 * v->type.rank(), 0),
+                        step.bytes);
+    reduced[v] = ar->results[0].value.get();
+    v = reduced[v];
+  }
   f.ops = std::move(out);
   m.attrs["devices"] = devices;
   m.attrs["devices_per_node"] = perNode;

@@ -2,9 +2,10 @@
 //
 // After pax-solve-sharding (or --strategy) has given every op a `config`,
 // insert-collectives makes every move the cost model priced an op of the
-// IR: an `all_reduce` after an op that leaves partial sums, and before each
-// consumer the steps of planReshard from the producer's layout to the one
-// the consumer reads. Each collective is the identity on the whole tensor
+// IR: before each consumer the steps of planReshard from the producer's
+// layout to the one the consumer reads (partial sums reduced there: an
+// all_reduce, or a reduce_scatter into a split reader), and an `all_reduce`
+// of a returned result's partial sums. Each collective is the identity on the whole tensor
 // and records how it moves blocks between devices:
 //
 //   positions  the device-id digits the step runs across

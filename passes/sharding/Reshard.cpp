@@ -27,6 +27,26 @@ llvm::StringRef reshardStepName(ReshardStep::Kind k) {
   llvm_unreachable("unknown step kind");
 }
 
+ReshardStep reducePartials(const TensorLayout &l, const TensorType &t,
+                           int64_t gpusPerNode) {
+  ReshardStep s;
+  s.kind = ReshardStep::Kind::AllReduce;
+  int64_t pos = 1;
+  for (unsigned i = 0; i < l.digits.size(); ++i) {
+    const Digit &d = l.digits[i];
+    if (d.role == Digit::Role::Partial) {
+      s.digits.push_back(i);
+      s.groupSize *= d.size;
+      if (pos * d.size <= gpusPerNode)
+        s.groupPerNode *= d.size;
+    }
+    pos *= d.size;
+  }
+  if (!s.digits.empty())
+    s.bytes = l.blockElements(t) * dtypeBytes(t.elem);
+  return s;
+}
+
 TensorLayout reducedLayout(TensorLayout l) {
   for (Digit &d : l.digits)
     if (d.role == Digit::Role::Partial)
@@ -103,11 +123,15 @@ int64_t neededElements(const TensorLayout &to, const TensorType &t) {
   return n;
 }
 
-/// Point-to-point fallback: every consumer device fetches what it reads.
-static llvm::SmallVector<ReshardStep, 4> pointToPoint(const TensorLayout &to,
-                                                      const TensorType &t,
-                                                      int64_t gpusPerNode,
-                                                      ReshardTrace *trace) {
+/// Point-to-point fallback: every consumer device fetches what it reads,
+/// after partial sums (if any) are all-reduced where they lie.
+static llvm::SmallVector<ReshardStep, 4>
+pointToPoint(const TensorLayout &from, const TensorLayout &to,
+             const TensorType &t, int64_t gpusPerNode, ReshardTrace *trace) {
+  llvm::SmallVector<ReshardStep, 4> steps;
+  ReshardStep reduce = reducePartials(from, t, gpusPerNode);
+  if (!reduce.digits.empty())
+    steps.push_back(reduce);
   ReshardStep s;
   s.kind = ReshardStep::Kind::SendRecv;
   s.groupSize = to.devices();
@@ -117,7 +141,8 @@ static llvm::SmallVector<ReshardStep, 4> pointToPoint(const TensorLayout &to,
     *trace = ReshardTrace();
     trace->pointToPoint = true;
   }
-  return {s};
+  steps.push_back(s);
+  return steps;
 }
 
 /// True when the split digits of tensor dim \p dim in \p cur are exactly
@@ -164,7 +189,7 @@ llvm::SmallVector<ReshardStep, 4> planReshard(const TensorLayout &from,
                                               bool fromReplicatedIsPartial,
                                               ReshardTrace *trace) {
   if (!prefixLinesUp(from, to))
-    return pointToPoint(to, t, gpusPerNode, trace);
+    return pointToPoint(from, to, t, gpusPerNode, trace);
   using Role = Digit::Role;
   // A consumer on fewer devices is treated as replicated on the rest (it
   // gathers like the others); a producer on fewer devices broadcasts its
@@ -237,7 +262,7 @@ llvm::SmallVector<ReshardStep, 4> planReshard(const TensorLayout &from,
                    ? Digit{cur[i].size, Role::Replicated, -1, 0}
                    : b[i];
     if (!contiguous(cur, a, b))
-      return pointToPoint(to, t, gpusPerNode, trace);
+      return pointToPoint(from, to, t, gpusPerNode, trace);
     after.push_back(cur);
   }
   // Window reads past the block: neighbours exchange halos.

@@ -57,7 +57,8 @@ struct ReshardTrace {
   /// The digits after each step (a halo step leaves them as they are).
   llvm::SmallVector<llvm::SmallVector<Digit, 8>, 4> after;
   /// True for the point-to-point fallback: one send_recv from the
-  /// producer's layout straight to the consumer's.
+  /// producer's layout straight to the consumer's, after an all_reduce
+  /// where the producer's layout is partial.
   bool pointToPoint = false;
 };
 
@@ -78,8 +79,12 @@ planReshard(const TensorLayout &from, const TensorLayout &to,
 /// tensor; the whole tensor when the reader is irregular.
 int64_t neededElements(const TensorLayout &to, const TensorType &t);
 
-/// A layout with its partial digits reduced (what a producer hands on after
-/// reducing its partial sums inside the op).
+/// The all_reduce that sums the partial digits of \p l (a tensor of type
+/// \p t leaving the program); no digits and 0 bytes when it has none.
+ReshardStep reducePartials(const TensorLayout &l, const TensorType &t,
+                           int64_t gpusPerNode);
+
+/// A layout with its partial digits reduced (replicated).
 TensorLayout reducedLayout(TensorLayout l);
 
 } // namespace pax

@@ -146,7 +146,8 @@ static std::vector<Config> baselineConfigs(const Op &op,
 /// Everything an op's costs depend on: kind, iteration space, accesses,
 /// types, which operands are weights. Repeated layers share signatures,
 /// so their cost tables are computed once.
-static std::string signature(const Op &op, llvm::ArrayRef<Config> configs) {
+static std::string signature(const Op &op, llvm::ArrayRef<Config> configs,
+                             const llvm::DenseSet<const Value *> &returned) {
   std::string s = opKindName(op.kind).str() + "[";
   for (const IterDim &d : op.iters)
     s += std::to_string(d.extent) + iterKindName(d.kind).str() + ",";
@@ -154,7 +155,8 @@ static std::string signature(const Op &op, llvm::ArrayRef<Config> configs) {
     s += "|" + o.value->type.str() + accessMapStr(o.map, op.iters) +
          (o.value->global && o.value->global->isParameter ? "w" : "");
   for (const Result &r : op.results)
-    s += "->" + r.value->type.str() + accessMapStr(r.map, op.iters);
+    s += "->" + r.value->type.str() + accessMapStr(r.map, op.iters) +
+         (returned.count(r.value.get()) ? "ret" : "");
   s += "#" + std::to_string(configs.size());
   return s;
 }
@@ -166,9 +168,10 @@ static CostGraph buildGraph(const Func &f, const CostModel &model,
                             const std::vector<Use> &uses, double lambda,
                             const llvm::DenseSet<const Op *> &constants) {
   CostGraph g;
+  llvm::DenseSet<const Value *> returned(f.returns.begin(), f.returns.end());
   std::vector<std::string> sigs;
   for (const Vertex &v : vertices)
-    sigs.push_back(signature(*v.op, v.configs));
+    sigs.push_back(signature(*v.op, v.configs, returned));
   llvm::StringMap<unsigned> vertexTable;
   for (unsigned i = 0; i < vertices.size(); ++i) {
     const Vertex &v = vertices[i];
@@ -179,9 +182,16 @@ static CostGraph buildGraph(const Func &f, const CostModel &model,
       continue;
     }
     std::vector<int64_t> costs;
-    for (const Config &c : v.configs)
-      costs.push_back(toPicos(model.opCost(*v.op, c).total() +
-                              lambda * model.memoryBytes(*v.op, c)));
+    for (const Config &c : v.configs) {
+      double seconds = model.opCost(*v.op, c).total() +
+                       lambda * model.memoryBytes(*v.op, c);
+      // A returned result leaves reduced.
+      for (unsigned r = 0; r < v.op->results.size(); ++r)
+        if (returned.count(v.op->results[r].value.get()) &&
+            !constants.count(v.op))
+          seconds += model.stepSeconds(model.returnStep(*v.op, c, r));
+      costs.push_back(toPicos(seconds));
+    }
     g.vertexCost.push_back(std::move(costs));
   }
   // One table per distinct (producer, result, consumer, operand) signature.
@@ -208,7 +218,7 @@ static CostGraph buildGraph(const Func &f, const CostModel &model,
     }
     std::vector<TensorLayout> from, to;
     for (const Config &c : p.configs)
-      from.push_back(reducedLayout(resultLayout(*p.op, c, u.result)));
+      from.push_back(resultLayout(*p.op, c, u.result));
     for (const Config &c : q.configs)
       to.push_back(operandLayout(*q.op, c, u.operand));
     const TensorType &t = p.op->results[u.result].value->type;
@@ -232,20 +242,26 @@ StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
   const Func &f = m.main;
   StrategyCost cost;
   llvm::DenseSet<const Op *> constants = constantOps(m);
+  llvm::DenseSet<const Value *> returned(f.returns.begin(), f.returns.end());
   for (unsigned i = 0; i < f.ops.size(); ++i) {
-    OpCost oc = model.opCost(*f.ops[i], configs[i]);
+    const Op &op = *f.ops[i];
+    OpCost oc = model.opCost(op, configs[i]);
     cost.computeSeconds += oc.compute;
     cost.commSeconds += oc.communication;
-    cost.memoryBytes += model.memoryBytes(*f.ops[i], configs[i]);
-    if (!constants.count(f.ops[i].get()))
-      cost.commBytes += model.partialBytes(*f.ops[i], configs[i]);
+    cost.memoryBytes += model.memoryBytes(op, configs[i]);
+    for (unsigned r = 0; r < op.results.size(); ++r)
+      if (returned.count(op.results[r].value.get()) && !constants.count(&op)) {
+        ReshardStep s = model.returnStep(op, configs[i], r);
+        cost.commSeconds += model.stepSeconds(s);
+        cost.commBytes += double(s.bytes);
+      }
   }
   for (const Use &u : usesOf(f)) {
     const Op &p = *f.ops[u.producer], &q = *f.ops[u.consumer];
     if (constants.count(&p))
       continue; // computed on every device; no gradient
     auto [forward, backward] = model.edgePlans(
-        reducedLayout(resultLayout(p, configs[u.producer], u.result)),
+        resultLayout(p, configs[u.producer], u.result),
         operandLayout(q, configs[u.consumer], u.operand),
         p.results[u.result].value->type);
     cost.commSeconds +=

@@ -14,6 +14,7 @@
 #include "passes/sharding/Solve.h"
 #include "runtime/Device.h"
 #include "runtime/Exchange.h"
+#include "IrText.h"
 
 #include <gtest/gtest.h>
 
@@ -221,7 +222,7 @@ TEST(PartitionTest, RandomStrategiesEqualTheReference) {
       err = std::max(err, std::fabs(got.real(i) - want.real(i)));
       norm = std::max(norm, std::fabs(want.real(i)));
     }
-    EXPECT_LE(err, 1e-5 * std::max(1.0, norm));
+    EXPECT_LE(err, 1e-5 * std::max(1.0, norm)) << test::print(*m);
     int64_t performed = 0;
     for (int x = 0; x < p->exchanges_size(); ++x) {
       EXPECT_EQ(bytes[uint32_t(x)], p->exchanges(x).predicted_bytes())

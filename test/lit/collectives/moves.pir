@@ -5,37 +5,42 @@
 // the whole tensor, with its digits (positions of the device id), the
 // layout after it and the bytes the cost model counts per device.
 
-// A reduction split four ways leaves partial sums: all_reduce inside the op.
+// A reduction split four ways leaves partial sums, reduced where they are
+// needed: all_reduce for a reader on one device, and before they leave.
 // CHECK-LABEL: module @partial
 // CHECK: compute "matmul"
 // CHECK: compute "all_reduce"
-// CHECK: bytes = 512
-// CHECK: name = "fc.all_reduce", positions = [0, 1], space = [2, 2]
-// CHECK: return %1
+// CHECK: bytes = 512, {{.*}}name = "act.in0.all_reduce0", positions = [0, 1], space = [2, 2]
+// CHECK: compute "relu"
+// CHECK: compute "all_reduce"
+// CHECK: bytes = 512, {{.*}}name = "fc.all_reduce", positions = [0, 1], space = [2, 2]
+// CHECK: return %2, %3
 module @partial {
   param @w : tensor<64x16xf32> = fill(0.1)
-  func @main(%x: tensor<8x64xf32>) -> (y: tensor<8x16xf32>) {
+  func @main(%x: tensor<8x64xf32>) -> (y: tensor<8x16xf32>, z: tensor<8x16xf32>) {
     %0 = compute "matmul" iter [m: 8 par, n: 16 par, k: 64 red]
         ins(%x[m, k], @w[k, n])
         outs([m, n] : tensor<8x16xf32>) {config = [1, 1, 4], name = "fc"}
-    return %0
+    %1 = compute "relu" iter [d0: 8 par, d1: 16 par]
+        ins(%0[d0, d1])
+        outs([d0, d1] : tensor<8x16xf32>) {config = [1, 1], name = "act"}
+    return %1, %0
   }
 }
 
 // -----
 
 // Rows split four ways, read by an op on one device: all_gather; that
-// op's result read by four: broadcast, then a slice; the replicated
-// result of a split reduction read split: a local slice.
+// op's result read by four: broadcast, then a slice; the partial sums of
+// a split reduction read split: reduce_scatter.
 // CHECK-LABEL: module @gather_slice
 // CHECK: compute "all_gather"
 // CHECK: bytes = 512, {{.*}}name = "b.in0.all_gather0", positions = [0, 1]
 // CHECK: compute "broadcast"
 // CHECK: compute "local_slice"
 // CHECK: compute "matmul"
-// CHECK: compute "all_reduce"
-// CHECK: compute "local_slice"
-// CHECK: bytes = 0, {{.*}}name = "d.in0.slice0", positions = [0, 1]
+// CHECK: compute "reduce_scatter"
+// CHECK: bytes = 512, {{.*}}name = "d.in0.reduce_scatter0", positions = [0, 1]
 module @gather_slice {
   param @w : tensor<16x16xf32> = fill(0.1)
   func @main(%x: tensor<8x16xf32>) -> (y: tensor<8x16xf32>) {
