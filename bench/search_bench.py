@@ -32,7 +32,8 @@ def run(paxc, model, gpus, extra):
         rss, out = os.path.join(tmp, "rss"), os.path.join(tmp, "strategy.json")
         start = time.perf_counter()
         proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss, paxc, model,
-                               f"--gpus={gpus}", "--emit=strategy", "--quiet", "-o", out]
+                               f"--gpus={gpus}", "--mode=train", "--emit=strategy", "--quiet",
+                               "-o", out]
                               + extra, stderr=subprocess.PIPE, text=True)
         wall = time.perf_counter() - start
         mem = int(open(rss).read().split()[-1]) / 1024

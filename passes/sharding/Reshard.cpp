@@ -166,10 +166,17 @@ static bool coarsestOf(llvm::ArrayRef<Digit> cur, llvm::ArrayRef<Digit> src,
 /// True when every device's block under \p cur is one contiguous box.
 static bool contiguous(llvm::ArrayRef<Digit> cur, llvm::ArrayRef<Digit> a,
                        llvm::ArrayRef<Digit> b) {
-  for (const Digit &d : cur)
-    if (d.role == Digit::Role::Split && !coarsestOf(cur, a, d.tensorDim) &&
-        !coarsestOf(cur, b, d.tensorDim))
+  uint64_t seen = 0; // tensor dims checked
+  for (const Digit &d : cur) {
+    if (d.role != Digit::Role::Split)
+      continue;
+    uint64_t bit = uint64_t(1) << (d.tensorDim & 63);
+    if (seen & bit)
+      continue;
+    seen |= bit;
+    if (!coarsestOf(cur, a, d.tensorDim) && !coarsestOf(cur, b, d.tensorDim))
       return false;
+  }
   return true;
 }
 
@@ -256,14 +263,17 @@ llvm::SmallVector<ReshardStep, 4> planReshard(const TensorLayout &from,
   // The layouts the steps pass through; a non-contiguous one falls back.
   llvm::SmallVector<llvm::SmallVector<Digit, 8>, 4> after;
   llvm::SmallVector<Digit, 8> cur = a;
-  for (const ReshardStep &s : p.steps) {
+  for (size_t k = 0; k < p.steps.size(); ++k) {
+    const ReshardStep &s = p.steps[k];
     for (unsigned i : s.digits)
       cur[i] = s.kind == ReshardStep::Kind::Broadcast
                    ? Digit{cur[i].size, Role::Replicated, -1, 0}
                    : b[i];
-    if (!contiguous(cur, a, b))
+    // The last step reaches the consumer's layout, contiguous by making.
+    if (k + 1 < p.steps.size() && !contiguous(cur, a, b))
       return pointToPoint(from, to, t, gpusPerNode, trace);
-    after.push_back(cur);
+    if (trace)
+      after.push_back(cur);
   }
   // Window reads past the block: neighbours exchange halos.
   if (!to.irregular)
@@ -289,7 +299,8 @@ llvm::SmallVector<ReshardStep, 4> planReshard(const TensorLayout &from,
                                 (e < d ? haloRows(to, e) : 0));
       s.bytes = haloRows(to, d) * cross * dtypeBytes(t.elem);
       p.steps.push_back(s);
-      after.push_back(cur);
+      if (trace)
+        after.push_back(cur);
     }
   if (trace) {
     trace->start = a;
