@@ -3,7 +3,6 @@
 #include "runtime/mpi/MpiCalls.h"
 
 #include "llvm/Support/Path.h"
-#include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -60,8 +59,11 @@ llvm::Error postBytes(bool send, uint8_t *data, int64_t size, int peer, int tag,
 }
 
 void abortMpiWorld(llvm::StringRef why) {
-  llvm::WithColor::error(llvm::errs(), programName)
-      << "rank " << worldRank() << ": " << why << " (stopping every rank)\n";
+  // One write, so ranks sharing a stderr do not interleave their lines.
+  llvm::errs() << (llvm::Twine(programName) + ": error: rank " +
+                   llvm::Twine(worldRank()) + ": " + why +
+                   " (stopping every rank)\n")
+                      .str();
   llvm::errs().flush();
   MPI_Abort(MPI_COMM_WORLD, 1);
   // MPI_Abort does not return in practice; the standard allows it to.

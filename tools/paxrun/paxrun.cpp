@@ -106,7 +106,9 @@ static cl::opt<bool>
                 cl::cat(runCategory));
 
 static int fail(const llvm::Twine &msg) {
-  llvm::WithColor::error(llvm::errs(), "paxrun") << msg << "\n";
+  // One write, so the lines of several MPI ranks sharing a stderr do not
+  // interleave.
+  llvm::errs() << ("paxrun: error: " + msg + "\n").str();
   return 1;
 }
 
