@@ -10,9 +10,11 @@ struct OpKindInfo {
   const char *text;
   OpFamily family;
   unsigned flops;
+  PartialCombine partials;
 };
 constexpr OpKindInfo kOpKinds[] = {
-#define PAX_OP(Enum, Text, Family, Flops) {Text, OpFamily::Family, Flops},
+#define PAX_OP(Enum, Text, Family, Flops, Partials)                            \
+  {Text, OpFamily::Family, Flops, PartialCombine::Partials},
 #include "ir/OpKinds.def"
 };
 } // namespace
@@ -20,6 +22,9 @@ constexpr OpKindInfo kOpKinds[] = {
 llvm::StringRef opKindName(OpKind k) { return kOpKinds[unsigned(k)].text; }
 OpFamily opKindFamily(OpKind k) { return kOpKinds[unsigned(k)].family; }
 unsigned opKindFlopsPerPoint(OpKind k) { return kOpKinds[unsigned(k)].flops; }
+PartialCombine opKindPartials(OpKind k) {
+  return kOpKinds[unsigned(k)].partials;
+}
 
 std::optional<OpKind> parseOpKind(llvm::StringRef text) {
   for (unsigned i = 0; i < std::size(kOpKinds); ++i)

@@ -17,7 +17,7 @@ namespace pax {
 
 /// Kinds of compute op (see OpKinds.def).
 enum class OpKind : uint16_t {
-#define PAX_OP(Enum, Text, Family, Flops) Enum,
+#define PAX_OP(Enum, Text, Family, Flops, Partials) Enum,
 #include "ir/OpKinds.def"
 };
 
@@ -35,7 +35,12 @@ enum class OpFamily : uint8_t {
   Opaque,
 };
 
+/// How an op's results over blocks of a reduction dim the result drops
+/// combine (OpKinds.def): by a sum, or not at all.
+enum class PartialCombine : uint8_t { Sum, None };
+
 llvm::StringRef opKindName(OpKind k);
+PartialCombine opKindPartials(OpKind k);
 OpFamily opKindFamily(OpKind k);
 /// Flops per point of the iteration space (a multiply-add counts 2).
 unsigned opKindFlopsPerPoint(OpKind k);

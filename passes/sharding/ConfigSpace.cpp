@@ -22,22 +22,8 @@ bool executableSplit(const Op &op, unsigned d) {
     for (const AccessExpr &e : r.map)
       if (e.uses(d))
         return false; // a normalized dim
-  // A pool's window (max, or an average over the valid points) does not
-  // combine by a sum either.
-  if (opKindFamily(op.kind) == OpFamily::Window)
-    return false;
-  switch (op.kind) {
-  case OpKind::ReduceMax:
-  case OpKind::ReduceMin:
-  case OpKind::ReduceProd:
-  case OpKind::ReduceL2:
-  case OpKind::ReduceLogSumExp:
-  case OpKind::ArgMax:
-  case OpKind::ArgMin:
-    return false;
-  default:
-    return true;
-  }
+  // Partial results must add up (OpKinds.def says which kinds' do).
+  return opKindPartials(op.kind) == PartialCombine::Sum;
 }
 
 llvm::SmallVector<bool, 6> splittableDims(const Op &op, bool executable) {

@@ -157,7 +157,7 @@ TEST(OpKindTest, EveryKindRoundTrips) {
     unsigned flops;
   };
   const Row rows[] = {
-#define PAX_OP(Enum, Text, Family, Flops)                                      \
+#define PAX_OP(Enum, Text, Family, Flops, Partials)                                      \
   {OpKind::Enum, Text, OpFamily::Family, Flops},
 #include "ir/OpKinds.def"
   };
