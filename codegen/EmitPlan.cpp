@@ -2,6 +2,7 @@
 #include "codegen/EmitPlan.h"
 
 #include "codegen/EmitCompute.h"
+#include "codegen/plan/PlanFile.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -627,16 +628,7 @@ static void planBuffers(plan::DeviceProgram &prog) {
     int64_t elems = 1;
     for (int64_t s : buf.shape())
       elems *= s;
-    int64_t eb = buf.dtype() == plan::F64 || buf.dtype() == plan::I64 ||
-                         buf.dtype() == plan::U64
-                     ? 8
-                 : buf.dtype() == plan::F32 || buf.dtype() == plan::I32 ||
-                         buf.dtype() == plan::U32
-                     ? 4
-                 : buf.dtype() == plan::F16 || buf.dtype() == plan::BF16 ||
-                         buf.dtype() == plan::I16 || buf.dtype() == plan::U16
-                     ? 2
-                     : 1;
+    int64_t eb = planDTypeBytes(buf.dtype());
     return (elems * eb + 63) / 64 * 64;
   };
   std::vector<size_t> order(nb);

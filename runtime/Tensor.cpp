@@ -1,6 +1,8 @@
 //===- Tensor.cpp - A host tensor the CPU kernels read and write ----------===//
 #include "runtime/Tensor.h"
 
+#include "codegen/plan/PlanFile.h"
+
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -8,25 +10,7 @@
 
 namespace pax::runtime {
 
-int64_t dtypeBytes(plan::DType dtype) {
-  switch (dtype) {
-  case plan::F64:
-  case plan::I64:
-  case plan::U64:
-    return 8;
-  case plan::F32:
-  case plan::I32:
-  case plan::U32:
-    return 4;
-  case plan::F16:
-  case plan::BF16:
-  case plan::I16:
-  case plan::U16:
-    return 2;
-  default:
-    return 1;
-  }
-}
+int64_t dtypeBytes(plan::DType dtype) { return planDTypeBytes(dtype); }
 
 bool isFloatDType(plan::DType dtype) {
   return dtype == plan::F32 || dtype == plan::F64 || dtype == plan::F16 ||

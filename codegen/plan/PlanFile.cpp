@@ -19,6 +19,26 @@ static uint64_t checksum(llvm::StringRef payload) {
       reinterpret_cast<const uint8_t *>(payload.data()), payload.size()));
 }
 
+int64_t planDTypeBytes(plan::DType dtype) {
+  switch (dtype) {
+  case plan::F64:
+  case plan::I64:
+  case plan::U64:
+    return 8;
+  case plan::F32:
+  case plan::I32:
+  case plan::U32:
+    return 4;
+  case plan::F16:
+  case plan::BF16:
+  case plan::I16:
+  case plan::U16:
+    return 2;
+  default:
+    return 1;
+  }
+}
+
 std::string encodePlan(const plan::Plan &plan) {
   std::string payload;
   plan.SerializeToString(&payload);

@@ -27,6 +27,9 @@ namespace pax {
 inline constexpr uint32_t kPlanVersion = 2;
 
 /// The bytes of a plan file for \p plan.
+/// Bytes one element of \p dtype takes in a buffer (I1 takes a byte).
+int64_t planDTypeBytes(plan::DType dtype);
+
 std::string encodePlan(const plan::Plan &plan);
 
 /// Decodes a plan file; errors name \p origin and say what is wrong.

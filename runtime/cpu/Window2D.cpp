@@ -135,15 +135,23 @@ std::optional<Window2DShape> matchConv2D(const Prepared &p, int64_t group) {
   return s;
 }
 
+/// A conv's input, weights, bias (or null) and output.
+struct ConvData {
+  const float *x, *wt, *bias;
+  float *y;
+};
+static ConvData convData(const Prepared &p) {
+  auto in = [&](size_t i) {
+    return reinterpret_cast<const float *>(p.ins[i]->data.data());
+  };
+  return {in(0), in(1), p.ins.size() > 2 ? in(2) : nullptr,
+          reinterpret_cast<float *>(p.outs[0]->data.data())};
+}
+
 /// Depthwise convolution (one input channel per group): each output plane
 /// sums its window directly, over kh then kw, skipping padding.
 void runDepthwise(const Prepared &p, const Window2DShape &s) {
-  const float *x = reinterpret_cast<const float *>(p.ins[0]->data.data());
-  const float *wt = reinterpret_cast<const float *>(p.ins[1]->data.data());
-  const float *bias =
-      p.ins.size() > 2 ? reinterpret_cast<const float *>(p.ins[2]->data.data())
-                       : nullptr;
-  float *y = reinterpret_cast<float *>(p.outs[0]->data.data());
+  auto [x, wt, bias, y] = convData(p);
   const WindowDim &r = s.rows, &c = s.cols;
   int64_t planes = s.n * s.g * s.co;
   tbb::parallel_for(int64_t(0), planes, [&](int64_t plane) {
@@ -208,12 +216,7 @@ constexpr int64_t kGroupsPerThread = 2;
 /// [co, ci*kh*kw] weights times the [ci*kh*kw, oh*ow] unrolled input, then
 /// the bias. A 1x1 stride-1 window over whole rows reads the input as it is.
 void runGemmConv(const Prepared &p, const Window2DShape &s) {
-  const float *x = reinterpret_cast<const float *>(p.ins[0]->data.data());
-  const float *wt = reinterpret_cast<const float *>(p.ins[1]->data.data());
-  const float *bias =
-      p.ins.size() > 2 ? reinterpret_cast<const float *>(p.ins[2]->data.data())
-                       : nullptr;
-  float *y = reinterpret_cast<float *>(p.outs[0]->data.data());
+  auto [x, wt, bias, y] = convData(p);
   const WindowDim &r = s.rows, &c = s.cols;
   int64_t kk = s.ci * r.kernel * c.kernel, np = r.out * c.out;
   int64_t planeSize = r.size * c.size;
