@@ -1,6 +1,10 @@
 //===- ConstantFolder.cpp - Evaluates ops whose operands are all known ----===//
 #include "frontend/ConstantFolder.h"
 
+#include "runtime/cpu/ScalarOps.h"
+
+#include "llvm/ADT/STLExtras.h"
+
 #include <cmath>
 
 namespace pax {
@@ -21,117 +25,66 @@ static float attrF(const Op &op, llvm::StringRef key, float dflt) {
   return dflt;
 }
 
-double applyElementwise(const Op &op, llvm::ArrayRef<double> a) {
-  auto x = a.empty() ? 0.0 : a[0];
-  auto y = a.size() > 1 ? a[1] : 0.0;
-  switch (op.kind) {
-  case OpKind::Add:
-    return x + y;
-  case OpKind::Sub:
-    return x - y;
-  case OpKind::Mul:
-    return x * y;
-  case OpKind::Div:
-    return x / y;
-  case OpKind::Pow:
-    return std::pow(x, y);
-  case OpKind::Max: {
-    double m = x;
-    for (double v : a)
-      m = std::max(m, v);
-    return m;
+ElementwiseFn::ElementwiseFn(const Op &op)
+    : scalar(runtime::cpu::parseScalarOp(opKindName(op.kind))) {
+  if (!scalar)
+    return;
+  params = runtime::cpu::scalarParams(
+      *scalar,
+      [&](llvm::StringRef name) -> std::optional<double> {
+        auto it = op.attrs.find(name);
+        if (it == op.attrs.end())
+          return std::nullopt;
+        if (auto *f = std::get_if<float>(&it->second))
+          return double(*f);
+        if (auto *i = std::get_if<int64_t>(&it->second))
+          return double(*i);
+        return std::nullopt;
+      },
+      [&](llvm::StringRef name) -> std::optional<std::string> {
+        auto it = op.attrs.find(name);
+        if (it == op.attrs.end())
+          return std::nullopt;
+        if (auto *t = std::get_if<std::string>(&it->second))
+          return *t;
+        return std::nullopt;
+      });
+}
+
+double ElementwiseFn::real(llvm::ArrayRef<double> args) const {
+  return scalar ? runtime::cpu::applyReal(*scalar, args, params) : NAN;
+}
+
+int64_t ElementwiseFn::integer(llvm::ArrayRef<int64_t> args) const {
+  return scalar ? runtime::cpu::applyInteger(*scalar, args, params) : 0;
+}
+
+/// Applies \p fn to the elements \p idx of \p in and stores the result at
+/// \p o of \p t: in double when an operand is a float (or, with none, the
+/// result is), else in int64, as the kernels do.
+static void storeElementwise(const ElementwiseFn &fn,
+                             llvm::ArrayRef<const ConstTensor *> in,
+                             llvm::ArrayRef<int64_t> idx, ConstTensor &t,
+                             int64_t o) {
+  bool real = in.empty() ? t.isReal()
+                         : llvm::any_of(in, [](const ConstTensor *c) {
+                             return c->isReal();
+                           });
+  if (!real) {
+    llvm::SmallVector<int64_t, 3> args;
+    for (size_t k = 0; k < in.size(); ++k)
+      args.push_back(in[k]->integer(idx[k]));
+    int64_t v = fn.integer(args);
+    if (t.isReal())
+      t.set(o, double(v));
+    else
+      t.ints[o] = v;
+    return;
   }
-  case OpKind::Min: {
-    double m = x;
-    for (double v : a)
-      m = std::min(m, v);
-    return m;
-  }
-  case OpKind::Sum: {
-    double s = 0;
-    for (double v : a)
-      s += v;
-    return s;
-  }
-  case OpKind::Mean: {
-    double s = 0;
-    for (double v : a)
-      s += v;
-    return s / a.size();
-  }
-  case OpKind::Where:
-    return x != 0 ? y : a[2];
-  case OpKind::Equal:
-    return x == y;
-  case OpKind::Less:
-    return x < y;
-  case OpKind::LessOrEqual:
-    return x <= y;
-  case OpKind::Greater:
-    return x > y;
-  case OpKind::GreaterOrEqual:
-    return x >= y;
-  case OpKind::And:
-    return (x != 0) && (y != 0);
-  case OpKind::Or:
-    return (x != 0) || (y != 0);
-  case OpKind::Xor:
-    return (x != 0) != (y != 0);
-  case OpKind::Not:
-    return x == 0;
-  case OpKind::Relu:
-    return x > 0 ? x : 0;
-  case OpKind::LeakyRelu:
-    return x >= 0 ? x : x * attrF(op, "alpha", 0.01f);
-  case OpKind::PRelu:
-    return x >= 0 ? x : x * y;
-  case OpKind::Elu:
-    return x >= 0 ? x : attrF(op, "alpha", 1) * (std::exp(x) - 1);
-  case OpKind::Sigmoid:
-    return 1 / (1 + std::exp(-x));
-  case OpKind::Tanh:
-    return std::tanh(x);
-  case OpKind::Erf:
-    return std::erf(x);
-  case OpKind::Exp:
-    return std::exp(x);
-  case OpKind::Log:
-    return std::log(x);
-  case OpKind::Sqrt:
-    return std::sqrt(x);
-  case OpKind::Reciprocal:
-    return 1 / x;
-  case OpKind::Neg:
-    return -x;
-  case OpKind::Abs:
-    return std::fabs(x);
-  case OpKind::Sign:
-    return x > 0 ? 1 : (x < 0 ? -1 : 0);
-  case OpKind::Floor:
-    return std::floor(x);
-  case OpKind::Ceil:
-    return std::ceil(x);
-  case OpKind::Round:
-    return std::nearbyint(x);
-  case OpKind::Cos:
-    return std::cos(x);
-  case OpKind::Sin:
-    return std::sin(x);
-  case OpKind::Softplus:
-    return std::log1p(std::exp(x));
-  case OpKind::Softsign:
-    return x / (1 + std::fabs(x));
-  case OpKind::Clip: {
-    // Bounds are operands from opset 11, attributes `min` and `max` before.
-    double lo = a.size() > 1 ? a[1] : attrF(op, "min", -INFINITY);
-    double hi = a.size() > 2 ? a[2] : attrF(op, "max", INFINITY);
-    return std::min(std::max(x, lo), hi);
-  }
-  case OpKind::Cast:
-    return x;
-  default:
-    return NAN;
-  }
+  llvm::SmallVector<double, 3> args;
+  for (size_t k = 0; k < in.size(); ++k)
+    args.push_back(in[k]->real(idx[k]));
+  t.set(o, fn.real(args));
 }
 
 namespace {
@@ -215,17 +168,20 @@ foldOp(const Op &op, llvm::ArrayRef<const ConstTensor *> in) {
                     llvm::all_of(in, [&](const ConstTensor *c) {
                       return c->real(0) == in[0]->real(0);
                     }));
+  ElementwiseFn fn(op);
+  if (elementwise && !fn.valid())
+    return std::nullopt;
   if (allSplat && splatSafe) {
-    llvm::SmallVector<double, 3> args;
-    for (const ConstTensor *c : in)
-      args.push_back(c->real(0));
     bool copy = layout || lookup;
+    llvm::SmallVector<int64_t, 3> zeros(in.size(), 0);
     for (const Result &r : op.results) {
       ConstTensor t = ConstTensor::splat(r.value->type, 0);
-      if (copy && !t.isReal() && !in[0]->isReal())
+      if (!copy)
+        storeElementwise(fn, in, zeros, t, 0);
+      else if (!t.isReal() && !in[0]->isReal())
         t.ints[0] = in[0]->ints[0]; // exact for int64 extremes
       else
-        t.set(0, copy ? args[0] : applyElementwise(op, args));
+        t.set(0, in[0]->real(0));
       out.push_back(std::move(t));
     }
     return out;
@@ -333,10 +289,7 @@ foldOp(const Op &op, llvm::ArrayRef<const ConstTensor *> in) {
         t.set(o, acc);
         continue;
       }
-      llvm::SmallVector<double, 3> args;
-      for (size_t k = 0; k < in.size(); ++k)
-        args.push_back(in[k]->real(idx[k]));
-      double v = applyElementwise(op, args);
+      storeElementwise(fn, in, idx, t, o);
       if (op.kind == OpKind::Trilu) {
         // Keep the element when its (row, col) lies on the kept side.
         const AccessMap &m = op.results[r].map;
@@ -344,9 +297,9 @@ foldOp(const Op &op, llvm::ArrayRef<const ConstTensor *> in) {
         int64_t col = it.point[m[m.size() - 1].dims[0]];
         int64_t k = int64_t(attrF(op, "k", 0));
         bool keep = op.intAttr("upper", 1) ? col - row >= k : col - row <= k;
-        v = keep ? args[0] : 0;
+        if (!keep)
+          t.set(o, 0);
       }
-      t.set(o, v);
     }
   } while (it.next());
   if (op.kind == OpKind::ReduceL2)

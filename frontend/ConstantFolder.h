@@ -4,6 +4,7 @@
 #include "frontend/ConstTensor.h"
 
 #include "ir/Module.h"
+#include "runtime/cpu/ScalarOps.h"
 
 #include <optional>
 
@@ -16,7 +17,22 @@ namespace pax {
 std::optional<std::vector<ConstTensor>>
 foldOp(const Op &op, llvm::ArrayRef<const ConstTensor *> operands);
 
-/// The scalar function of an elementwise op kind, in double precision.
-double applyElementwise(const Op &op, llvm::ArrayRef<double> args);
+/// The scalar function of an elementwise op: the CPU kernels' own
+/// (runtime/cpu/ScalarOps.h), so a folded constant equals what the plan
+/// would have computed.
+class ElementwiseFn {
+public:
+  explicit ElementwiseFn(const Op &op);
+  /// False for ops that are not elementwise.
+  bool valid() const { return scalar.has_value(); }
+  /// In double precision (float operands).
+  double real(llvm::ArrayRef<double> args) const;
+  /// In int64 (integer and bool operands and result).
+  int64_t integer(llvm::ArrayRef<int64_t> args) const;
+
+private:
+  std::optional<runtime::cpu::ScalarOp> scalar;
+  runtime::cpu::ScalarParams params;
+};
 
 } // namespace pax

@@ -351,7 +351,20 @@ static llvm::Error runCopy(const Prepared &p) {
   return llvm::Error::success();
 }
 
+/// The data-movement kinds runCopy handles.
+static bool isCopyKind(llvm::StringRef kind) {
+  return llvm::StringSwitch<bool>(kind)
+      .Cases("reshape", "transpose", "concat", "split", "slice", true)
+      .Cases("expand", "pad", "tile", "gather", true)
+      .Default(false);
+}
+
 } // namespace cpu
+
+bool genericHasKernel(llvm::StringRef kind) {
+  using namespace cpu;
+  return parseScalarOp(kind) || parseReduceOp(kind) || isCopyKind(kind);
+}
 
 llvm::Error runGeneric(const plan::Compute &c,
                        llvm::ArrayRef<const Tensor *> inputs,
@@ -359,12 +372,7 @@ llvm::Error runGeneric(const plan::Compute &c,
   using namespace cpu;
   std::optional<ScalarOp> scalar = parseScalarOp(c.kind());
   std::optional<ReduceOp> reduce = parseReduceOp(c.kind());
-  bool copy =
-      llvm::StringSwitch<bool>(c.kind())
-          .Cases("reshape", "transpose", "concat", "split", "slice", true)
-          .Cases("expand", "pad", "tile", "gather", true)
-          .Default(false);
-  if (!scalar && !reduce && !copy)
+  if (!scalar && !reduce && !isCopyKind(c.kind()))
     return computeError(c, "no generic cpu kernel for kind '" + c.kind() + "'");
   auto p = prepare(c, inputs, outputs);
   if (!p)

@@ -27,6 +27,9 @@ llvm::Error runGeneric(const plan::Compute &c,
                        llvm::ArrayRef<const Tensor *> inputs,
                        llvm::ArrayRef<Tensor *> outputs);
 
+/// True when runGeneric handles computes of \p kind.
+bool genericHasKernel(llvm::StringRef kind);
+
 } // namespace pax::runtime
 
 #endif // PAX_RUNTIME_CPU_GENERICKERNEL_H

@@ -692,6 +692,10 @@ llvm::Error runKernel(const plan::Compute &c,
   return err;
 }
 
+bool hasKernel(llvm::StringRef kind) {
+  return kind == "lstm" || cpu::parseKernel(kind) || genericHasKernel(kind);
+}
+
 void setKernelTiming(bool on) { timing = on; }
 
 double kernelSeconds() { return double(timedNanoseconds.load()) * 1e-9; }

@@ -25,6 +25,11 @@ llvm::Error runKernel(const plan::Compute &c,
                       llvm::ArrayRef<const Tensor *> inputs,
                       llvm::ArrayRef<Tensor *> outputs);
 
+/// True when runKernel has a kernel for computes of \p kind (`"matmul"`).
+/// Plans are checked against it when they are compiled, so a plan never
+/// holds a compute the CPU backend cannot run.
+bool hasKernel(llvm::StringRef kind);
+
 /// Starts (\p on) or stops adding up the wall time of runKernel calls, for
 /// benchmarks; calls on several threads at once each add their own time.
 void setKernelTiming(bool on);

@@ -61,6 +61,9 @@ std::optional<ScalarOp> parseScalarOp(llvm::StringRef kind) {
       .Case("clip", S::Clip)
       .Case("cast", S::Cast)
       .Case("trilu", S::Trilu)
+      .Case("is_nan", S::IsNaN)
+      .Case("is_inf", S::IsInf)
+      .Case("mod", S::Mod)
       .Default(std::nullopt);
 }
 
@@ -72,43 +75,55 @@ static const plan::Attr *findAttr(const plan::Compute &c,
   return nullptr;
 }
 
-static double attrReal(const plan::Compute &c, llvm::StringRef name,
-                       double dflt) {
-  const plan::Attr *a = findAttr(c, name);
-  if (!a)
-    return dflt;
-  if (a->has_f())
-    return a->f();
-  if (a->has_i())
-    return double(a->i());
-  return dflt;
-}
-
-ScalarParams scalarParams(ScalarOp op, const plan::Compute &c) {
+ScalarParams scalarParams(ScalarOp op, NumberAttr number, StringAttr text) {
+  auto real = [&](llvm::StringRef name, double dflt) {
+    return number(name).value_or(dflt);
+  };
   ScalarParams p;
   switch (op) {
   case ScalarOp::LeakyRelu:
-    p.alpha = attrReal(c, "alpha", 0.01);
+    p.alpha = real("alpha", 0.01);
     break;
   case ScalarOp::Selu:
-    p.alpha = attrReal(c, "alpha", 1.67326319217681884765625);
-    p.gamma = attrReal(c, "gamma", 1.05070102214813232421875);
+    p.alpha = real("alpha", 1.67326319217681884765625);
+    p.gamma = real("gamma", 1.05070102214813232421875);
     break;
   case ScalarOp::HardSigmoid:
-    p.alpha = attrReal(c, "alpha", 0.2);
-    p.beta = attrReal(c, "beta", 0.5);
+    p.alpha = real("alpha", 0.2);
+    p.beta = real("beta", 0.5);
     break;
   default:
-    p.alpha = attrReal(c, "alpha", 1.0);
+    p.alpha = real("alpha", 1.0);
     break;
   }
-  p.min = attrReal(c, "min", -INFINITY);
-  p.max = attrReal(c, "max", INFINITY);
-  if (const plan::Attr *a = findAttr(c, "approximate"))
-    p.tanhGelu = a->s() == "tanh";
-  p.upper = attrReal(c, "upper", 1) != 0;
-  p.k = int64_t(attrReal(c, "k", 0));
+  p.min = real("min", -INFINITY);
+  p.max = real("max", INFINITY);
+  p.tanhGelu = text("approximate").value_or("none") == "tanh";
+  p.upper = real("upper", 1) != 0;
+  p.k = int64_t(real("k", 0));
+  p.fmod = real("fmod", 0) != 0;
+  p.detectPositive = real("detect_positive", 1) != 0;
+  p.detectNegative = real("detect_negative", 1) != 0;
   return p;
+}
+
+ScalarParams scalarParams(ScalarOp op, const plan::Compute &c) {
+  return scalarParams(
+      op,
+      [&](llvm::StringRef name) -> std::optional<double> {
+        const plan::Attr *a = findAttr(c, name);
+        if (a && a->has_f())
+          return a->f();
+        if (a && a->has_i())
+          return double(a->i());
+        return std::nullopt;
+      },
+      [&](llvm::StringRef name) -> std::optional<std::string> {
+        const plan::Attr *a = findAttr(c, name);
+        if (a && a->has_s())
+          return a->s();
+        return std::nullopt;
+      });
 }
 
 /// Ops of one or more operands that fold over all of them.
@@ -243,6 +258,17 @@ double applyReal(ScalarOp op, llvm::ArrayRef<double> a, const ScalarParams &p) {
     return x / y;
   case ScalarOp::Pow:
     return std::pow(x, y);
+  case ScalarOp::Mod: {
+    // fmod keeps the dividend's sign; Python's % (fmod = 0) the divisor's.
+    double r = std::fmod(x, y);
+    if (!p.fmod && r != 0 && ((r < 0) != (y < 0)))
+      r += y;
+    return r;
+  }
+  case ScalarOp::IsNaN:
+    return std::isnan(x);
+  case ScalarOp::IsInf:
+    return std::isinf(x) && (x > 0 ? p.detectPositive : p.detectNegative);
   case ScalarOp::Max:
   case ScalarOp::Min:
   case ScalarOp::Sum:
@@ -301,6 +327,17 @@ int64_t applyInteger(ScalarOp op, llvm::ArrayRef<int64_t> a,
     return wrap(uint64_t(x) * uint64_t(y));
   case ScalarOp::Div:
     return divInteger(x, y);
+  case ScalarOp::Mod: {
+    if (y == 0 || y == -1)
+      return 0;
+    int64_t r = x % y;
+    if (!p.fmod && r != 0 && ((r < 0) != (y < 0)))
+      r += y;
+    return r;
+  }
+  case ScalarOp::IsNaN:
+  case ScalarOp::IsInf:
+    return 0;
   case ScalarOp::Max:
     return *std::max_element(a.begin(), a.end());
   case ScalarOp::Min:

@@ -5,11 +5,13 @@
 #include "codegen/plan/Plan.pb.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace pax::runtime::cpu {
 
@@ -63,7 +65,10 @@ enum class ScalarOp {
   Sin,
   Clip,
   Cast,
-  Trilu
+  Trilu,
+  IsNaN,
+  IsInf,
+  Mod
 };
 
 /// The scalar op of an elementwise kind (`"leaky_relu"`), if it is one.
@@ -76,7 +81,20 @@ struct ScalarParams {
   bool tanhGelu = false;                  // gelu approximate = "tanh"
   bool upper = true;                      // trilu
   int64_t k = 0;                          // trilu diagonal
+  bool fmod = false;                      // mod: C's fmod, else Python's %
+  bool detectPositive = true, detectNegative = true; // is_inf
 };
+
+/// Looks up a numeric attribute by name (ints and floats alike).
+using NumberAttr = llvm::function_ref<std::optional<double>(llvm::StringRef)>;
+/// Looks up a string attribute by name.
+using StringAttr =
+    llvm::function_ref<std::optional<std::string>(llvm::StringRef)>;
+
+/// Reads the attributes \p op needs through \p number and \p text, with
+/// ONNX's defaults. The constant folder reads IR attributes through it, the
+/// kernels a plan's, so folding and running agree.
+ScalarParams scalarParams(ScalarOp op, NumberAttr number, StringAttr text);
 
 /// Reads the attributes \p op needs from \p c, with ONNX's defaults.
 ScalarParams scalarParams(ScalarOp op, const plan::Compute &c);

@@ -12,6 +12,7 @@
 #include "ir/Verifier.h"
 #include "passes/sharding/InsertCollectives.h"
 #include "passes/sharding/StrategyIO.h"
+#include "tools/common/Runnable.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -275,6 +276,8 @@ int main(int argc, char **argv) {
     if (mode.getNumOccurrences() && mode == "train")
       return fail("training plans are not supported yet (--mode=infer)");
     mode = "infer";
+    if (auto err = checkRunnable(m))
+      return fail(llvm::toString(std::move(err)));
     PlanOptions po;
     // The plan reads its weights from the model, found by absolute path.
     llvm::SmallString<256> source(inputPath);
