@@ -20,6 +20,8 @@ static std::optional<OpKind> elementwiseKind(llvm::StringRef t) {
       .Case("Gelu", OpKind::Gelu)
       .Case("HardSigmoid", OpKind::HardSigmoid)
       .Case("HardSwish", OpKind::HardSwish)
+      .Case("IsInf", OpKind::IsInf)
+      .Case("IsNaN", OpKind::IsNaN)
       .Case("LeakyRelu", OpKind::LeakyRelu)
       .Case("Log", OpKind::Log)
       .Case("Mish", OpKind::Mish)
@@ -47,6 +49,7 @@ static std::optional<OpKind> elementwiseKind(llvm::StringRef t) {
       .Case("Max", OpKind::Max)
       .Case("Mean", OpKind::Mean)
       .Case("Min", OpKind::Min)
+      .Case("Mod", OpKind::Mod)
       .Case("Mul", OpKind::Mul)
       .Case("Or", OpKind::Or)
       .Case("Pow", OpKind::Pow)
@@ -69,6 +72,8 @@ static bool isComparison(OpKind k) {
   case OpKind::Or:
   case OpKind::Xor:
   case OpKind::Not:
+  case OpKind::IsNaN:
+  case OpKind::IsInf:
     return true;
   default:
     return false;
