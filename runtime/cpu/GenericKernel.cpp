@@ -27,6 +27,32 @@ llvm::Error computeError(const plan::Compute &c, const llvm::Twine &msg) {
                                      "): " + msg);
 }
 
+const plan::Attr *findAttr(const plan::Compute &c, llvm::StringRef name) {
+  for (const plan::Attr &a : c.attrs())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+double attrReal(const plan::Compute &c, llvm::StringRef name, double def) {
+  const plan::Attr *a = findAttr(c, name);
+  if (!a)
+    return def;
+  return a->has_f() ? double(a->f()) : a->has_i() ? double(a->i()) : def;
+}
+
+int64_t attrInt(const plan::Compute &c, llvm::StringRef name, int64_t def) {
+  const plan::Attr *a = findAttr(c, name);
+  return a && a->has_i() ? a->i() : def;
+}
+
+std::vector<int64_t> attrInts(const plan::Compute &c, llvm::StringRef name) {
+  const plan::Attr *a = findAttr(c, name);
+  if (!a || !a->has_ints())
+    return {};
+  return {a->ints().values().begin(), a->ints().values().end()};
+}
+
 /// Checks one tensor against the bytes its shape needs.
 static llvm::Error checkTensor(const plan::Compute &c, const Tensor *t,
                                const llvm::Twine &what) {

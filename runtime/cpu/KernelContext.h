@@ -7,6 +7,8 @@
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <vector>
+
 namespace pax::runtime::cpu {
 
 /// A compute checked against its tensors, with its maps compiled.
@@ -20,6 +22,15 @@ struct Prepared {
 
 /// An error about \p c: `compute 'name' (kind): msg`.
 llvm::Error computeError(const plan::Compute &c, const llvm::Twine &msg);
+
+/// The attribute \p name of \p c, or nullptr.
+const plan::Attr *findAttr(const plan::Compute &c, llvm::StringRef name);
+/// A numeric attribute (int or float), or \p def.
+double attrReal(const plan::Compute &c, llvm::StringRef name, double def);
+/// An int attribute, or \p def.
+int64_t attrInt(const plan::Compute &c, llvm::StringRef name, int64_t def);
+/// An ints attribute, or empty.
+std::vector<int64_t> attrInts(const plan::Compute &c, llvm::StringRef name);
 
 /// Checks \p inputs and \p outputs against \p c and compiles its maps.
 llvm::Expected<Prepared> prepare(const plan::Compute &c,

@@ -1,6 +1,8 @@
 //===- ScalarOps.cpp - Per-element functions of the generic kernel --------===//
 #include "runtime/cpu/ScalarOps.h"
 
+#include "runtime/cpu/KernelContext.h"
+
 #include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
@@ -65,14 +67,6 @@ std::optional<ScalarOp> parseScalarOp(llvm::StringRef kind) {
       .Case("is_inf", S::IsInf)
       .Case("mod", S::Mod)
       .Default(std::nullopt);
-}
-
-static const plan::Attr *findAttr(const plan::Compute &c,
-                                  llvm::StringRef name) {
-  for (const plan::Attr &a : c.attrs())
-    if (a.name() == name)
-      return &a;
-  return nullptr;
 }
 
 ScalarParams scalarParams(ScalarOp op, NumberAttr number, StringAttr text) {
