@@ -1,4 +1,4 @@
-//===- Sources.cpp - Constants, shapes, Gather and LSTM -------------------===//
+//===- Sources.cpp - Constants, shapes, Gather, LSTM and GRU ------------===//
 #include "frontend/OnnxOps.h"
 
 #include "frontend/TensorProto.h"
@@ -174,9 +174,12 @@ llvm::Error importGather(NodeContext &ctx) {
   return ctx.finish(std::move(op));
 }
 
-/// One LSTM layer as one op. Gates are computed over k = [x_t, h_{t-1}]
-/// (I + H values): W reads k in [0, I), R reads k in [I, I + H).
-llvm::Error importLstm(NodeContext &ctx) {
+/// One LSTM or GRU layer as one op. Gates (LSTM: i, o, f, c; GRU: z, r, h)
+/// are computed over k = [x_t, h_{t-1}] (I + H values): W reads k in
+/// [0, I), R reads k in [I, I + H).
+static llvm::Error importRecurrent(NodeContext &ctx, OpKind kind,
+                                   int64_t gates) {
+  bool lstm = kind == OpKind::Lstm;
   llvm::ArrayRef<int64_t> x = ctx.shape(0), w = ctx.shape(1), r = ctx.shape(2);
   int64_t h = ctx.attrInt("hidden_size", 0);
   if (x.size() != 3 || w.size() != 3 || r.size() != 3)
@@ -192,14 +195,15 @@ llvm::Error importLstm(NodeContext &ctx) {
     h = r.back();
   if (h > kMaxExtent)
     return ctx.error("hidden_size " + llvm::Twine(h) + " is larger than 2^48");
-  if (w[1] != 4 * h || w[2] != in || r[0] != dirs || r[1] != 4 * h || r[2] != h)
+  if (w[1] != gates * h || w[2] != in || r[0] != dirs || r[1] != gates * h ||
+      r[2] != h)
     return ctx.error("W " + shapeStr(w) + " and R " + shapeStr(r) +
                      " do not match input size " + llvm::Twine(in) +
                      " and hidden size " + llvm::Twine(h));
-  auto op = ctx.newOp(OpKind::Lstm);
+  auto op = ctx.newOp(kind);
   op->iters = {
       {"dir", dirs, IterKind::Parallel}, {"s", s, IterKind::Sequential},
-      {"b", b, IterKind::Parallel},      {"g", 4, IterKind::Parallel},
+      {"b", b, IterKind::Parallel},      {"g", gates, IterKind::Parallel},
       {"h", h, IterKind::Parallel},      {"k", in + h, IterKind::Reduction}};
   enum { D, S, B, G, H, K };
   auto dim = AccessExpr::dim;
@@ -227,11 +231,15 @@ llvm::Error importLstm(NodeContext &ctx) {
     llvm::SmallVector<int64_t, 4> shape;
     AccessMap map;
   };
-  Extra extras[] = {{3, {dirs, 8 * h}, {dim(D), AccessExpr::full()}},
-                    {4, {b}, {dim(B)}},
-                    {5, stateShape, state},
-                    {6, stateShape, state},
-                    {7, {dirs, 3 * h}, {dim(D), AccessExpr::full()}}};
+  // B, sequence_lens, initial_h, and for an LSTM initial_c and P.
+  llvm::SmallVector<Extra, 5> extras = {
+      {3, {dirs, 2 * gates * h}, {dim(D), AccessExpr::full()}},
+      {4, {b}, {dim(B)}},
+      {5, stateShape, state}};
+  if (lstm) {
+    extras.push_back({6, stateShape, state});
+    extras.push_back({7, {dirs, 3 * h}, {dim(D), AccessExpr::full()}});
+  }
   int64_t present = 0;
   for (const Extra &e : extras) {
     if (!ctx.hasInput(e.input))
@@ -241,7 +249,7 @@ llvm::Error importLstm(NodeContext &ctx) {
     op->operands.push_back({ctx.value(e.input), e.map});
     present |= int64_t(1) << e.input;
   }
-  // Which optional inputs the operands hold, in order (3: B ... 7: P).
+  // Which optional inputs the operands hold, in order (3: B ...).
   op->attrs["inputs"] = present;
   AccessMap ym = batchFirst ? AccessMap{dim(B), dim(S), dim(D), dim(H)}
                             : AccessMap{dim(S), dim(D), dim(B), dim(H)};
@@ -254,8 +262,17 @@ llvm::Error importLstm(NodeContext &ctx) {
   copyAttributes(ctx, *op);
   op->attrs["hidden_size"] = h;
   for (unsigned i : {1u, 2u, 3u, 7u})
-    ctx.markWeight(i);
+    if (i < ctx.numInputs())
+      ctx.markWeight(i);
   return ctx.finish(std::move(op));
+}
+
+llvm::Error importLstm(NodeContext &ctx) {
+  return importRecurrent(ctx, OpKind::Lstm, 4);
+}
+
+llvm::Error importGru(NodeContext &ctx) {
+  return importRecurrent(ctx, OpKind::Gru, 3);
 }
 
 } // namespace pax

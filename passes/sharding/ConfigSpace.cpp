@@ -33,25 +33,31 @@ llvm::SmallVector<bool, 6> splittableDims(const Op &op, bool executable) {
   bool recurrent = llvm::any_of(op.iters, [](const IterDim &d) {
     return d.kind == IterKind::Sequential;
   });
-  auto scan = [&](const AccessMap &map, bool isWeight) {
+  auto scan = [&](const AccessMap &map) {
     for (const AccessExpr &e : map) {
       bool window = e.kind == AccessExpr::Kind::Affine && e.dims.size() > 1;
       bool group = e.kind == AccessExpr::Kind::Group;
       for (size_t i = 1; i < e.dims.size(); ++i)
         if (window || group)
           ok[e.dims[i]] = false; // kernel dim, or a group's minor dim
-      if (recurrent && isWeight)
-        for (unsigned d : e.dims)
-          ok[d] = false;
     }
   };
   for (const Operand &o : op.operands)
-    scan(o.map, o.value->global && o.value->global->isParameter);
+    scan(o.map);
   for (const Result &r : op.results)
-    scan(r.map, false);
+    scan(r.map);
+  // A recurrence feeds each step's state back into the next: a split of the
+  // state's or the gates' dims would need an exchange per step. Only the
+  // parallel dims the sequence input (operand 0) is indexed by, the
+  // independent sequences of a batch, split; whatever produces the weights.
   if (recurrent)
     for (size_t d = 0; d < op.iters.size(); ++d)
-      ok[d] = ok[d] && op.iters[d].kind == IterKind::Parallel;
+      ok[d] = ok[d] && op.iters[d].kind == IterKind::Parallel &&
+              !op.operands.empty() &&
+              llvm::any_of(op.operands[0].map, [&](const AccessExpr &e) {
+                return e.kind != AccessExpr::Kind::Lookup &&
+                       e.uses(unsigned(d));
+              });
   if (executable)
     for (size_t d = 0; d < op.iters.size(); ++d)
       ok[d] = ok[d] && executableSplit(op, unsigned(d));

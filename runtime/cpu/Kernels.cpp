@@ -4,6 +4,7 @@
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/GenericKernel.h"
 #include "runtime/cpu/KernelContext.h"
+#include "runtime/cpu/Recurrent.h"
 #include "runtime/cpu/Pointwise.h"
 #include "runtime/cpu/Rows.h"
 #include "runtime/cpu/Window2D.h"
@@ -77,32 +78,6 @@ std::pair<size_t, size_t> inputCounts(Kernel k) {
   default:
     return {1, 1};
   }
-}
-
-const plan::Attr *findAttr(const plan::Compute &c, llvm::StringRef name) {
-  for (const plan::Attr &a : c.attrs())
-    if (a.name() == name)
-      return &a;
-  return nullptr;
-}
-
-double attrReal(const plan::Compute &c, llvm::StringRef name, double def) {
-  const plan::Attr *a = findAttr(c, name);
-  if (!a)
-    return def;
-  return a->has_f() ? double(a->f()) : a->has_i() ? double(a->i()) : def;
-}
-
-int64_t attrInt(const plan::Compute &c, llvm::StringRef name, int64_t def) {
-  const plan::Attr *a = findAttr(c, name);
-  return a && a->has_i() ? a->i() : def;
-}
-
-std::vector<int64_t> attrInts(const plan::Compute &c, llvm::StringRef name) {
-  const plan::Attr *a = findAttr(c, name);
-  if (!a || !a->has_ints())
-    return {};
-  return {a->ints().values().begin(), a->ints().values().end()};
 }
 
 /// Input \p k at \p point; \p inside is false (and the value 0) where the
@@ -481,139 +456,6 @@ llvm::Error runSoftmax(const Prepared &p, bool isLog) {
   return llvm::Error::success();
 }
 
-//===----------------------------------------------------------------------===//
-// Recurrent: lstm.
-//===----------------------------------------------------------------------===//
-
-double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
-
-/// One ONNX LSTM layer (gates i, o, f, c in W and R; sigmoid and tanh; no
-/// clip): each (direction, batch) pair runs its time steps in order, in
-/// parallel with the other pairs. Read straight from the tensors by shape,
-/// since B and P are read whole (`*`).
-llvm::Error runLstm(const plan::Compute &c, llvm::ArrayRef<const Tensor *> ins,
-                    llvm::ArrayRef<Tensor *> outs) {
-  if (findAttr(c, "activations") || findAttr(c, "activation_alpha") ||
-      findAttr(c, "activation_beta"))
-    return computeError(c, "custom activations are not supported");
-  if (attrReal(c, "clip", 0) != 0 || attrInt(c, "input_forget", 0) != 0)
-    return computeError(c, "clip and input_forget are not supported");
-  if (ins.size() < 3 || outs.empty() || outs.size() > 3)
-    return computeError(c, "needs X, W, R and one to three outputs");
-  for (const Tensor *t : ins)
-    if (!t || int64_t(t->data.size()) != t->bytes())
-      return computeError(c, "an input is missing or has the wrong size");
-  for (const Tensor *t : outs)
-    if (!t || int64_t(t->data.size()) != t->bytes())
-      return computeError(c, "an output is missing or has the wrong size");
-  const Tensor &x = *ins[0], &w = *ins[1], &r = *ins[2];
-  if (x.shape.size() != 3 || w.shape.size() != 3 || r.shape.size() != 3)
-    return computeError(c, "x, w and r must have rank 3");
-  bool batchFirst = attrInt(c, "layout", 0) != 0;
-  const plan::Attr *dirAttr = findAttr(c, "direction");
-  bool reverse = dirAttr && dirAttr->has_s() && dirAttr->s() == "reverse";
-  int64_t dirs = w.shape[0], hs = r.shape[2], in = x.shape[2];
-  int64_t steps = batchFirst ? x.shape[1] : x.shape[0];
-  int64_t batch = batchFirst ? x.shape[0] : x.shape[1];
-  if (w.shape[1] != 4 * hs || w.shape[2] != in || r.shape[0] != dirs ||
-      r.shape[1] != 4 * hs)
-    return computeError(c, "w and r do not match x and the hidden size");
-  int64_t present = attrInt(c, "inputs", 0);
-  const Tensor *opt[8] = {};
-  size_t next = 3;
-  for (int i = 3; i < 8; ++i)
-    if (present & (int64_t(1) << i)) {
-      if (next >= ins.size())
-        return computeError(c, "the inputs attribute names more operands "
-                               "than there are");
-      opt[i] = ins[next++];
-    }
-  const Tensor *bias = opt[3], *lens = opt[4], *h0 = opt[5], *c0 = opt[6],
-               *peep = opt[7];
-  auto need = [&](const Tensor *t, int64_t n, const char *what) {
-    return !t || t->numel() == n
-               ? llvm::Error::success()
-               : computeError(c, llvm::Twine(what) + " has the wrong size");
-  };
-  if (auto e = need(bias, dirs * 8 * hs, "b"))
-    return e;
-  if (auto e = need(lens, batch, "sequence_lens"))
-    return e;
-  if (auto e = need(h0, dirs * batch * hs, "initial_h"))
-    return e;
-  if (auto e = need(c0, dirs * batch * hs, "initial_c"))
-    return e;
-  if (auto e = need(peep, dirs * 3 * hs, "p"))
-    return e;
-  if (outs[0]->numel() != steps * dirs * batch * hs)
-    return computeError(c, "y has the wrong size");
-  for (size_t i = 1; i < outs.size(); ++i)
-    if (outs[i]->numel() != dirs * batch * hs)
-      return computeError(c, "y_h and y_c must hold the state");
-  // State element (d, b, j) in [dirs, batch, H] or [batch, dirs, H].
-  auto stateAt = [&](int64_t d, int64_t b, int64_t j) {
-    return (batchFirst ? b * dirs + d : d * batch + b) * hs + j;
-  };
-  tbb::parallel_for(int64_t(0), dirs * batch, [&](int64_t db) {
-    int64_t d = db / batch, b = db % batch;
-    bool back = reverse || d == 1;
-    std::vector<double> h(size_t(hs), 0.0), cell(size_t(hs), 0.0),
-        gates(size_t(4 * hs));
-    for (int64_t j = 0; j < hs; ++j) {
-      if (h0)
-        h[j] = h0->real(stateAt(d, b, j));
-      if (c0)
-        cell[j] = c0->real(stateAt(d, b, j));
-    }
-    int64_t len =
-        lens ? std::clamp<int64_t>(lens->integer(b), 0, steps) : steps;
-    for (int64_t step = 0; step < steps; ++step) {
-      int64_t t = back ? len - 1 - step : step;
-      int64_t yBase =
-          (batchFirst ? (b * steps + (step < len ? t : step)) * dirs + d
-                      : ((step < len ? t : step) * dirs + d) * batch + b) *
-          hs;
-      if (step >= len) {
-        for (int64_t j = 0; j < hs; ++j)
-          outs[0]->setReal(yBase + j, 0.0);
-        continue;
-      }
-      int64_t xBase = (batchFirst ? b * steps + t : t * batch + b) * in;
-      for (int64_t g = 0; g < 4 * hs; ++g) {
-        double acc = 0;
-        int64_t wRow = (d * 4 * hs + g) * in, rRow = (d * 4 * hs + g) * hs;
-        for (int64_t k = 0; k < in; ++k)
-          acc += w.real(wRow + k) * x.real(xBase + k);
-        for (int64_t k = 0; k < hs; ++k)
-          acc += r.real(rRow + k) * h[k];
-        if (bias)
-          acc +=
-              bias->real(d * 8 * hs + g) + bias->real(d * 8 * hs + 4 * hs + g);
-        gates[g] = acc;
-      }
-      for (int64_t j = 0; j < hs; ++j) {
-        double pi = peep ? peep->real(d * 3 * hs + j) : 0.0;
-        double po = peep ? peep->real(d * 3 * hs + hs + j) : 0.0;
-        double pf = peep ? peep->real(d * 3 * hs + 2 * hs + j) : 0.0;
-        double ig = sigmoid(gates[j] + pi * cell[j]);
-        double fg = sigmoid(gates[2 * hs + j] + pf * cell[j]);
-        double cg = std::tanh(gates[3 * hs + j]);
-        cell[j] = fg * cell[j] + ig * cg;
-        double og = sigmoid(gates[hs + j] + po * cell[j]);
-        h[j] = og * std::tanh(cell[j]);
-        outs[0]->setReal(yBase + j, h[j]);
-      }
-    }
-    for (int64_t j = 0; j < hs; ++j) {
-      if (outs.size() > 1)
-        outs[1]->setReal(stateAt(d, b, j), h[j]);
-      if (outs.size() > 2)
-        outs[2]->setReal(stateAt(d, b, j), cell[j]);
-    }
-  });
-  return llvm::Error::success();
-}
-
 /// Elementwise kinds on their f32 fast path when it applies; every other
 /// kind, and every case the fast path leaves, on the generic kernel.
 llvm::Error runPointwise(const plan::Compute &c,
@@ -640,8 +482,8 @@ llvm::Error dispatch(const plan::Compute &c,
                      llvm::ArrayRef<const Tensor *> inputs,
                      llvm::ArrayRef<Tensor *> outputs) {
   using namespace cpu;
-  if (c.kind() == "lstm")
-    return runLstm(c, inputs, outputs);
+  if (std::optional<RecurrentCell> cell = parseRecurrentCell(c.kind()))
+    return runRecurrent(c, *cell, inputs, outputs);
   std::optional<Kernel> k = parseKernel(c.kind());
   if (!k)
     return runPointwise(c, inputs, outputs);
@@ -693,7 +535,8 @@ llvm::Error runKernel(const plan::Compute &c,
 }
 
 bool hasKernel(llvm::StringRef kind) {
-  return kind == "lstm" || cpu::parseKernel(kind) || genericHasKernel(kind);
+  return cpu::parseRecurrentCell(kind) || cpu::parseKernel(kind) ||
+         genericHasKernel(kind);
 }
 
 void setKernelTiming(bool on) { timing = on; }

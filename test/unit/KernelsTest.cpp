@@ -219,10 +219,69 @@ TEST(KernelsTest, SoftmaxIsStable) {
   }
 }
 
+/// One LSTM step over [dir, s, b, g, h, k] with H = I = 1 and initial_c
+/// (inputs bit 6): \p batch rows of the iteration space, the state read at
+/// row b + \p rowOffset (a state held whole by a device that runs a block
+/// of the batch).
+ComputeBuilder lstmBuilder(int64_t batch, int64_t rowOffset) {
+  auto b = ComputeBuilder("lstm").attr("inputs", 1 << 6).attr("hidden_size", 1);
+  b.iter("dir", 1).iter("s", 1, plan::IterDim::SEQ).iter("b", batch);
+  b.iter("g", 4).iter("h", 1).red("k", 2);
+  b.in({dim(1), dim(2), dim(5)})
+      .in({dim(0), group({3, 4}), dim(5)})
+      .in({dim(0), group({3, 4}), dim(5, -1)})
+      .in({dim(0), dim(2, rowOffset), dim(4)});
+  b.out({dim(1), dim(0), dim(2), dim(4)})
+      .out({dim(0), dim(2), dim(4)})
+      .out({dim(0), dim(2), dim(4)});
+  return b;
+}
+
+TEST(KernelsTest, LstmReadsItsRowsOfAStateHeldWhole) {
+  // The device runs batch row 1 of 2 and holds initial_c whole: it must
+  // start from row 1's cell (2), not row 0's (-5).
+  auto b = lstmBuilder(/*batch=*/1, /*rowOffset=*/1);
+  Tensor x = make(plan::F64, {1, 1, 1}, {1});
+  Tensor w = make(plan::F64, {1, 4, 1}, {0, 0, 0, 1});
+  Tensor r = make(plan::F64, {1, 4, 1}, {0, 0, 0, 0});
+  Tensor c0 = make(plan::F64, {1, 2, 1}, {-5, 2});
+  Tensor y = make(plan::F64, {1, 1, 1, 1}), yh = make(plan::F64, {1, 1, 1}),
+         yc = make(plan::F64, {1, 1, 1});
+  ASSERT_EQ(run(b.c, {&x, &w, &r, &c0}, {&y, &yh, &yc}), "");
+  expectNear(reals(yc), V({0.5 * 2 + 0.5 * std::tanh(1.0)}));
+}
+
+TEST(KernelsTest, GruOneStepLinearBeforeReset) {
+  // H = I = 1, batch 1, initial_h = 1. z = sigmoid(0) = 0.5; r = sigmoid(0);
+  // with linear_before_reset the candidate is tanh(x * 1 + r * (R_h h + 1)).
+  auto b = ComputeBuilder("gru").attr("inputs", (1 << 3) | (1 << 5));
+  b.attr("hidden_size", 1).attr("linear_before_reset", 1);
+  b.iter("dir", 1).iter("s", 1, plan::IterDim::SEQ).iter("b", 1);
+  b.iter("g", 3).iter("h", 1).red("k", 2);
+  b.in({dim(1), dim(2), dim(5)})
+      .in({dim(0), group({3, 4}), dim(5)})
+      .in({dim(0), group({3, 4}), dim(5, -1)})
+      .in({dim(0), full()})
+      .in({dim(0), dim(2), dim(4)});
+  b.out({dim(1), dim(0), dim(2), dim(4)}).out({dim(0), dim(2), dim(4)});
+  Tensor x = make(plan::F64, {1, 1, 1}, {1});
+  Tensor w = make(plan::F64, {1, 3, 1}, {0, 0, 1});
+  Tensor r = make(plan::F64, {1, 3, 1}, {0, 0, 2});
+  // Wb (z, r, h) then Rb (z, r, h): only Rb_h is set.
+  Tensor bias = make(plan::F64, {1, 6}, {0, 0, 0, 0, 0, 1});
+  Tensor h0 = make(plan::F64, {1, 1, 1}, {1});
+  Tensor y = make(plan::F64, {1, 1, 1, 1}), yh = make(plan::F64, {1, 1, 1});
+  ASSERT_EQ(run(b.c, {&x, &w, &r, &bias, &h0}, {&y, &yh}), "");
+  double cand = std::tanh(1 + 0.5 * (2 * 1 + 1));
+  double h = 0.5 * cand + 0.5 * 1;
+  expectNear(reals(y), V({h}));
+  expectNear(reals(yh), V({h}));
+}
+
 TEST(KernelsTest, LstmOneStepWithInitialCell) {
   // H = I = 1; only the cell gate's input weight is set, so i = o = f = 0.5
   // and the candidate is tanh(1); initial_c = 2 (inputs bit 6).
-  auto b = ComputeBuilder("lstm").attr("inputs", 1 << 6).attr("hidden_size", 1);
+  auto b = lstmBuilder(/*batch=*/1, /*rowOffset=*/0);
   Tensor x = make(plan::F64, {1, 1, 1}, {1});
   Tensor w = make(plan::F64, {1, 4, 1}, {0, 0, 0, 1});
   Tensor r = make(plan::F64, {1, 4, 1}, {0, 0, 0, 0});

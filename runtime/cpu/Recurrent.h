@@ -1,0 +1,32 @@
+//===- Recurrent.h - LSTM and GRU layers -----------------------*- C++ -*-===//
+#ifndef PAX_RUNTIME_CPU_RECURRENT_H
+#define PAX_RUNTIME_CPU_RECURRENT_H
+
+#include "codegen/plan/Plan.pb.h"
+#include "runtime/Tensor.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+namespace pax::runtime::cpu {
+
+/// The cells of the recurrent kinds.
+enum class RecurrentCell { Lstm, Gru };
+
+/// The cell of a recurrent kind (`"lstm"`, `"gru"`), if it is one.
+std::optional<RecurrentCell> parseRecurrentCell(llvm::StringRef kind);
+
+/// One ONNX LSTM or GRU layer over the block of batch rows this device
+/// holds: iteration dims [dir, s, b, g, h, k] as the importer writes them.
+/// The sequence input, sequence lengths, initial states and the outputs are
+/// read and written through their access maps, so a state held whole
+/// serves a split batch; W, R, B and P (never split) are read by shape.
+/// Each (direction, batch row) runs its steps in order, in parallel with
+/// the others, so results do not depend on the thread count.
+llvm::Error runRecurrent(const plan::Compute &c, RecurrentCell cell,
+                         llvm::ArrayRef<const Tensor *> ins,
+                         llvm::ArrayRef<Tensor *> outs);
+
+} // namespace pax::runtime::cpu
+
+#endif // PAX_RUNTIME_CPU_RECURRENT_H
