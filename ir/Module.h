@@ -31,6 +31,7 @@ enum class OpFamily : uint8_t {
   Layout,
   Lookup,
   Recurrent,
+  Scan,
   Collective,
   Opaque,
 };

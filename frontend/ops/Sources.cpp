@@ -174,6 +174,88 @@ llvm::Error importGather(NodeContext &ctx) {
   return ctx.finish(std::move(op));
 }
 
+/// GatherND whose index tuples have one element (indices [..., 1]): a
+/// gather along axis batch_dims with the batch dims shared by data and
+/// indices, the indices' last dim read at 0.
+llvm::Error importGatherND(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> data = ctx.shape(0), idx = ctx.shape(1);
+  int64_t b = ctx.attrInt("batch_dims", 0);
+  DType it = ctx.type(1).elem;
+  if (it != DType::I64 && it != DType::I32)
+    return ctx.error("indices must be int32 or int64, are " + dtypeName(it));
+  if (idx.empty() || b < 0 || b >= int64_t(idx.size()) ||
+      b >= int64_t(data.size()))
+    return ctx.error("batch_dims " + llvm::Twine(b) + " does not fit data " +
+                     shapeStr(data) + " and indices " + shapeStr(idx));
+  for (int64_t i = 0; i < b; ++i)
+    if (data[i] != idx[i])
+      return ctx.error("batch dim " + llvm::Twine(i) + " of data " +
+                       shapeStr(data) + " and indices " + shapeStr(idx) +
+                       " differ");
+  if (idx.back() != 1)
+    return ctx.error("index tuples of " + llvm::Twine(idx.back()) +
+                     " elements are not supported (only 1)");
+  if (const ConstTensor *c = ctx.constant(1))
+    for (int64_t i = 0; i < c->numel(); ++i)
+      if (c->integer(i) < -data[b] || c->integer(i) >= data[b])
+        return ctx.error("index " + llvm::Twine(c->integer(i)) +
+                         " is out of range for dim " + llvm::Twine(b) +
+                         " of size " + llvm::Twine(data[b]));
+  auto op = ctx.newOp(OpKind::Gather);
+  AccessMap dataMap, idxMap, outMap;
+  llvm::SmallVector<int64_t, 4> shape;
+  auto add = [&](std::string name, int64_t extent, IterKind kind) {
+    op->iters.push_back({std::move(name), extent, kind});
+    return unsigned(op->iters.size() - 1);
+  };
+  for (int64_t i = 0; i + 1 < int64_t(idx.size()); ++i) {
+    unsigned d = add((i < b ? "b" : "i") + std::to_string(i), idx[i],
+                     IterKind::Parallel);
+    if (i < b)
+      dataMap.push_back(AccessExpr::dim(d));
+    idxMap.push_back(AccessExpr::dim(d));
+    outMap.push_back(AccessExpr::dim(d));
+    shape.push_back(idx[i]);
+  }
+  idxMap.push_back(AccessExpr::broadcast());
+  unsigned v = add("v", data[b], IterKind::Reduction);
+  dataMap.push_back(AccessExpr::lookup(v));
+  for (size_t i = b + 1; i < data.size(); ++i) {
+    unsigned d = add("d" + std::to_string(i), data[i], IterKind::Parallel);
+    dataMap.push_back(AccessExpr::dim(d));
+    outMap.push_back(AccessExpr::dim(d));
+    shape.push_back(data[i]);
+  }
+  op->operands.push_back({ctx.value(0), dataMap});
+  op->operands.push_back({ctx.value(1), idxMap});
+  op->addResult(TensorType{ctx.type(0).elem, shape}, outMap);
+  op->attrs["axis"] = b;
+  return ctx.finish(std::move(op));
+}
+
+/// CumSum: the running sum along `axis`, a `seq` dim; `exclusive` and
+/// `reverse` are attributes of the op.
+llvm::Error importCumSum(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> shape = ctx.shape(0);
+  if (shape.empty())
+    return ctx.error("input must have rank 1 or more");
+  auto axisC = ctx.requireConstant(1, "axis");
+  if (!axisC)
+    return axisC.takeError();
+  auto axis = ctx.axis((*axisC)->integer(0), shape.size());
+  if (!axis)
+    return axis.takeError();
+  auto op = ctx.newOp(OpKind::CumSum);
+  op->iters = parallelSpace(shape);
+  op->iters[*axis].kind = IterKind::Sequential;
+  op->operands.push_back({ctx.value(0), identityMap(shape.size())});
+  op->addResult(ctx.type(0), identityMap(shape.size()));
+  op->attrs["axis"] = int64_t(*axis);
+  op->attrs["exclusive"] = ctx.attrInt("exclusive", 0);
+  op->attrs["reverse"] = ctx.attrInt("reverse", 0);
+  return ctx.finish(std::move(op));
+}
+
 /// One LSTM or GRU layer as one op. Gates (LSTM: i, o, f, c; GRU: z, r, h)
 /// are computed over k = [x_t, h_{t-1}] (I + H values): W reads k in
 /// [0, I), R reads k in [I, I + H).

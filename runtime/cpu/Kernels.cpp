@@ -5,6 +5,7 @@
 #include "runtime/cpu/GenericKernel.h"
 #include "runtime/cpu/KernelContext.h"
 #include "runtime/cpu/Recurrent.h"
+#include "runtime/cpu/Scan.h"
 #include "runtime/cpu/Pointwise.h"
 #include "runtime/cpu/Rows.h"
 #include "runtime/cpu/Window2D.h"
@@ -484,6 +485,12 @@ llvm::Error dispatch(const plan::Compute &c,
   using namespace cpu;
   if (std::optional<RecurrentCell> cell = parseRecurrentCell(c.kind()))
     return runRecurrent(c, *cell, inputs, outputs);
+  if (isScanKind(c.kind())) {
+    auto p = prepare(c, inputs, outputs);
+    if (!p)
+      return p.takeError();
+    return runScan(*p);
+  }
   std::optional<Kernel> k = parseKernel(c.kind());
   if (!k)
     return runPointwise(c, inputs, outputs);
@@ -535,8 +542,8 @@ llvm::Error runKernel(const plan::Compute &c,
 }
 
 bool hasKernel(llvm::StringRef kind) {
-  return cpu::parseRecurrentCell(kind) || cpu::parseKernel(kind) ||
-         genericHasKernel(kind);
+  return cpu::parseRecurrentCell(kind) || cpu::isScanKind(kind) ||
+         cpu::parseKernel(kind) || genericHasKernel(kind);
 }
 
 void setKernelTiming(bool on) { timing = on; }

@@ -1,0 +1,20 @@
+//===- Scan.h - Running results along a seq dim ----------------*- C++ -*-===//
+#ifndef PAX_RUNTIME_CPU_SCAN_H
+#define PAX_RUNTIME_CPU_SCAN_H
+
+#include "runtime/cpu/KernelContext.h"
+
+namespace pax::runtime::cpu {
+
+/// True for the scan kinds (`"cum_sum"`).
+bool isScanKind(llvm::StringRef kind);
+
+/// CumSum: for each point of the parallel dims, the running sum of input 0
+/// along the op's one `seq` dim (backwards with `reverse`, each element
+/// left out of its own sum with `exclusive`), in double for floats and
+/// int64 for integers, in order, so results do not depend on threads.
+llvm::Error runScan(const Prepared &p);
+
+} // namespace pax::runtime::cpu
+
+#endif // PAX_RUNTIME_CPU_SCAN_H
