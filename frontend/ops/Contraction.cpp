@@ -1,5 +1,10 @@
-//===- Contraction.cpp - Importers of MatMul, Gemm and Conv ---------------===//
+//===- Contraction.cpp - Importers of MatMul, Gemm, Conv and Einsum -------===//
 #include "frontend/OnnxOps.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
+#include <cctype>
 
 namespace pax {
 
@@ -259,6 +264,140 @@ llvm::Error importConv(NodeContext &ctx) {
   op->attrs["group"] = group;
   ctx.markWeight(1);
   ctx.markWeight(2);
+  return ctx.finish(std::move(op));
+}
+
+/// Einsum of one or two operands: a letter is an iteration dim, `par` when
+/// the result keeps it, `red` when it is summed. Two operands make a
+/// contraction (the matmul kernel walks any maps), one a reduce_sum (or a
+/// transpose when nothing is summed). `...` stands for the same leading
+/// dims in every term, broadcast as numpy does. A letter repeated within
+/// one term (a diagonal) is not supported.
+llvm::Error importEinsum(NodeContext &ctx) {
+  std::string eq;
+  for (char c : ctx.attrString("equation", ""))
+    if (c != ' ')
+      eq += c;
+  unsigned n = ctx.numInputs();
+  if (n < 1 || n > 2)
+    return ctx.error("einsum of " + llvm::Twine(n) +
+                     " operands is not supported (one or two)");
+  size_t arrow = eq.find("->");
+  std::string lhs = eq.substr(0, arrow);
+  llvm::SmallVector<std::string, 2> terms;
+  for (llvm::StringRef t : llvm::split(lhs, ','))
+    terms.push_back(t.str());
+  if (terms.size() != n)
+    return ctx.error("equation '" + eq + "' has " +
+                     llvm::Twine(terms.size()) + " terms for " +
+                     llvm::Twine(n) + " operands");
+  // Expand `...` to as many dims as the operand has beyond its letters;
+  // they are named by the characters '0'.. from the right.
+  unsigned ellipsis = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    size_t at = terms[i].find("...");
+    unsigned letters = terms[i].size() - (at == std::string::npos ? 0 : 3);
+    if (letters > ctx.rank(i) || (at == std::string::npos && letters != ctx.rank(i)))
+      return ctx.error("term '" + terms[i] + "' does not fit operand " +
+                       llvm::Twine(i) + " of rank " + llvm::Twine(ctx.rank(i)));
+    if (at != std::string::npos)
+      ellipsis = std::max(ellipsis, ctx.rank(i) - letters);
+  }
+  auto expand = [&](std::string t, unsigned count) {
+    size_t at = t.find("...");
+    if (at == std::string::npos)
+      return t;
+    std::string dims;
+    for (unsigned k = count; k-- > 0;)
+      dims += char('0' + k);
+    return t.substr(0, at) + dims + t.substr(at + 3);
+  };
+  for (unsigned i = 0; i < n; ++i) {
+    size_t at = terms[i].find("...");
+    unsigned own = at == std::string::npos ? 0 : ctx.rank(i) - (terms[i].size() - 3);
+    terms[i] = expand(terms[i], own);
+  }
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = expand(eq.substr(arrow + 2), ellipsis);
+  } else {
+    // Implicit output: the ellipsis dims, then the letters used once, sorted.
+    for (unsigned k = ellipsis; k-- > 0;)
+      out += char('0' + k);
+    std::string once;
+    for (char c = 'A'; c <= 'z'; ++c) {
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        continue;
+      int uses = 0;
+      for (const std::string &t : terms)
+        uses += std::count(t.begin(), t.end(), c);
+      if (uses == 1)
+        once += c;
+    }
+    out += once;
+  }
+  // Iteration dims: the result's letters, then the summed ones.
+  std::string letters = out;
+  for (const std::string &t : terms)
+    for (char c : t)
+      if (letters.find(c) == std::string::npos)
+        letters += c;
+  llvm::SmallVector<int64_t, 8> extent(letters.size(), 1);
+  for (unsigned i = 0; i < n; ++i) {
+    const std::string &t = terms[i];
+    for (size_t j = 0; j < t.size(); ++j) {
+      if (t.find(t[j]) != j)
+        return ctx.error("equation '" + eq + "' repeats '" +
+                         llvm::Twine(t[j]) +
+                         "' within one term (a diagonal), which is not "
+                         "supported");
+      int64_t e = ctx.shape(i)[j];
+      int64_t &have = extent[letters.find(t[j])];
+      if (e != 1 && have != 1 && e != have)
+        return ctx.error("dim '" + llvm::Twine(t[j]) + "' is " +
+                         llvm::Twine(have) + " in one operand and " +
+                         llvm::Twine(e) + " in another");
+      if (e != 1)
+        have = e;
+    }
+  }
+  for (size_t j = 0; j < out.size(); ++j)
+    if (out.find(out[j]) != j ||
+        llvm::none_of(terms, [&](const std::string &t) {
+          return t.find(out[j]) != std::string::npos;
+        }))
+      return ctx.error("the result's dim '" + llvm::Twine(out[j]) +
+                       "' of equation '" + eq +
+                       "' is repeated or in no operand");
+  bool reduces = letters.size() > out.size();
+  auto op = ctx.newOp(n == 2 ? OpKind::MatMul : OpKind::ReduceSum);
+  for (size_t j = 0; j < letters.size(); ++j) {
+    std::string name = std::isdigit(static_cast<unsigned char>(letters[j]))
+                           ? std::string("e") + letters[j]
+                           : std::string(1, letters[j]);
+    op->iters.push_back({name, extent[j],
+                         j < out.size() ? IterKind::Parallel
+                                        : IterKind::Reduction});
+  }
+  for (unsigned i = 0; i < n; ++i) {
+    AccessMap map;
+    for (size_t j = 0; j < terms[i].size(); ++j) {
+      unsigned d = letters.find(terms[i][j]);
+      map.push_back(ctx.shape(i)[j] == 1 && extent[d] != 1
+                        ? AccessExpr::broadcast()
+                        : AccessExpr::dim(d));
+    }
+    op->operands.push_back({ctx.value(i), map});
+  }
+  if (n == 2 && ctx.type(0).elem != ctx.type(1).elem)
+    return ctx.error("input types " + dtypeName(ctx.type(0).elem) + " and " +
+                     dtypeName(ctx.type(1).elem) + " differ");
+  llvm::SmallVector<int64_t, 4> shape(extent.begin(),
+                                      extent.begin() + out.size());
+  op->addResult(TensorType{ctx.type(0).elem, shape}, identityMap(out.size()));
+  if (n == 1 && !reduces)
+    op->kind = OpKind::Transpose;
+  op->attrs["equation"] = eq;
   return ctx.finish(std::move(op));
 }
 

@@ -33,6 +33,11 @@ nodes = [
     # GatherND with a batch dim and one-element index tuples.
     helper.make_node("GatherND", ["table", "idx"], ["g"], name="gathernd",
                      batch_dims=1),
+    # Einsum: a batched contraction with a broadcast operand, and a sum.
+    helper.make_node("Einsum", ["q", "k"], ["qk"], name="einsum",
+                     equation="...qd, ...kd -> ...qk"),
+    helper.make_node("Einsum", ["q"], ["qs"], name="einsum_sum",
+                     equation="bqd->db"),
     # SDPA's guard against fully masked rows.
     helper.make_node("Softmax", ["scores"], ["sm"], name="softmax", axis=-1),
     helper.make_node("IsNaN", ["sm"], ["nan"], name="isnan"),
@@ -41,15 +46,20 @@ nodes = [
 graph = helper.make_graph(
     nodes, "exporter_ops",
     [helper.make_tensor_value_info("mask", TensorProto.INT64, [B, S]),
-     helper.make_tensor_value_info("scores", TensorProto.FLOAT, [B, S, S])],
+     helper.make_tensor_value_info("scores", TensorProto.FLOAT, [B, S, S]),
+     helper.make_tensor_value_info("q", TensorProto.FLOAT, [B, S, D]),
+     helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, S, D])],
     [helper.make_tensor_value_info(n, t, None) for n, t in
      [("pos", TensorProto.INT64), ("csx", TensorProto.INT64),
       ("posmod", TensorProto.INT64), ("g", TensorProto.FLOAT),
-      ("att", TensorProto.FLOAT)]],
+      ("att", TensorProto.FLOAT), ("qk", TensorProto.FLOAT),
+      ("qs", TensorProto.FLOAT)]],
     inits)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 model.ir_version = 8
 mask = (rng.random((B, S)) > 0.3).astype(np.int64)
 scores = rng.standard_normal((B, S, S)).astype(np.float32)
 scores[1, 2, :] = -np.inf  # a fully masked row: softmax gives NaN
-ort_case.write(model, {"mask": mask, "scores": scores}, out)
+q = rng.standard_normal((B, S, D)).astype(np.float32)
+k = rng.standard_normal((1, S, D)).astype(np.float32)
+ort_case.write(model, {"mask": mask, "scores": scores, "q": q, "k": k}, out)
