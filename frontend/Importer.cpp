@@ -731,20 +731,21 @@ std::optional<std::vector<Slot>> Importer::tryFold(const Op &op) {
 llvm::Error NodeContext::finish(std::unique_ptr<Op> op) {
   if (op->results.size() > unsigned(node.output_size()))
     return error("internal: more results than outputs");
-  for (const Result &r : op->results) {
-    const TensorType &t = r.value->type;
-    if (llvm::is_contained(t.shape, 0))
-      return error("the result has shape " + shapeStr(t.shape) +
-                   "; paxc does not support empty tensors");
-    if (auto problem = tooManyElements(t.shape))
+  for (const Result &r : op->results)
+    if (auto problem = tooManyElements(r.value->type.shape))
       return error("the result's " + *problem);
-  }
+  // An empty constant (a shape's tail sliced off) folds; an empty tensor
+  // computed at run time is not supported.
   if (auto folded = imp.tryFold(*op)) {
     for (size_t i = 0; i < folded->size(); ++i)
       if (!node.output(i).empty())
         imp.slots[node.output(i)] = std::move((*folded)[i]);
     return llvm::Error::success();
   }
+  for (const Result &r : op->results)
+    if (llvm::is_contained(r.value->type.shape, 0))
+      return error("the result has shape " + shapeStr(r.value->type.shape) +
+                   "; paxc does not support empty tensors");
   for (size_t i = 0; i < op->results.size(); ++i) {
     if (node.output(i).empty())
       continue;

@@ -409,7 +409,7 @@ llvm::Error importSlice(NodeContext &ctx) {
     };
     int64_t b = clampIdx((*starts)[i]), e = clampIdx((*ends)[i]);
     int64_t len = e > b ? (e - b - 1) / step + 1 : 0;
-    if (len == 0)
+    if (len == 0 && !ctx.constant(0))
       return ctx.error("the slice of axis " + llvm::Twine(*ax) +
                        " is empty; empty tensors are not supported");
     if (len == 1)
@@ -419,6 +419,12 @@ llvm::Error importSlice(NodeContext &ctx) {
     sliced[*ax] = true;
     shape[*ax] = len;
     m[*ax] = AccessExpr::shifted(*ax, step, b);
+  }
+  // An empty slice of a constant (the tail of a shape, as exporters
+  // write `x.shape[k:]`) is an empty constant.
+  if (llvm::is_contained(shape, 0)) {
+    ctx.setConstant(0, ConstTensor::zeros(TensorType{ctx.type(0).elem, shape}));
+    return llvm::Error::success();
   }
   op->iters = parallelSpace(shape);
   op->operands.push_back({ctx.value(0), m});

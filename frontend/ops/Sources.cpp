@@ -174,9 +174,96 @@ llvm::Error importGather(NodeContext &ctx) {
   return ctx.finish(std::move(op));
 }
 
-/// GatherND whose index tuples have one element (indices [..., 1]): a
-/// gather along axis batch_dims with the batch dims shared by data and
-/// indices, the indices' last dim read at 0.
+/// When the constant \p idx (an index grid over \p grid, \p count values
+/// per point at \p pos) reads data dim of extent \p extent exactly at one
+/// grid dim plus a constant, for every point: that dim and the constant.
+/// A gather through such indices is a data movement its maps describe.
+static std::optional<std::pair<unsigned, int64_t>>
+affineIndex(const ConstTensor &idx, llvm::ArrayRef<int64_t> grid,
+            int64_t count, int64_t pos, int64_t extent) {
+  std::optional<std::pair<unsigned, int64_t>> found;
+  for (unsigned j = 0; j < grid.size() && !found; ++j) {
+    if (grid[j] == 1 && extent != 1)
+      continue; // a size-1 dim matches any constant; try the others first
+    std::optional<int64_t> c;
+    bool ok = true;
+    llvm::SmallVector<int64_t, 6> point(grid.size(), 0);
+    for (int64_t flat = 0, n = idx.numel() / count; flat < n && ok; ++flat) {
+      int64_t rest = flat;
+      for (size_t k = grid.size(); k-- > 0;)
+        point[k] = rest % grid[k], rest /= grid[k];
+      int64_t v = idx.integer(flat * count + pos);
+      v = v < 0 ? v + extent : v;
+      if (!c)
+        c = v - point[j];
+      ok = v >= 0 && v < extent && v - point[j] == *c;
+    }
+    if (ok && c && *c >= 0 && *c + grid[j] <= extent)
+      found = std::make_pair(j, *c);
+  }
+  return found;
+}
+
+/// A gather through constant indices that are one grid dim plus a constant
+/// in every data dim they index: a `slice` whose maps read data at
+/// \p dataMap; the result is indexed by the grid dims then \p trailing.
+static llvm::Error importAffineGather(NodeContext &ctx,
+                                      llvm::ArrayRef<int64_t> grid,
+                                      AccessMap dataMap,
+                                      llvm::ArrayRef<int64_t> trailing) {
+  auto op = ctx.newOp(OpKind::Slice);
+  llvm::SmallVector<int64_t, 4> shape(grid.begin(), grid.end());
+  op->iters = parallelSpace(grid);
+  AccessMap outMap = identityMap(grid.size());
+  for (int64_t e : trailing) {
+    unsigned d = op->iters.size();
+    op->iters.push_back({"d" + std::to_string(d), e, IterKind::Parallel});
+    dataMap.push_back(AccessExpr::dim(d));
+    outMap.push_back(AccessExpr::dim(d));
+    shape.push_back(e);
+  }
+  op->operands.push_back({ctx.value(0), dataMap});
+  op->addResult(TensorType{ctx.type(0).elem, shape}, outMap);
+  op->attrs["onnx_op"] = ctx.opType().str();
+  return ctx.finish(std::move(op));
+}
+
+/// GatherElements: with constant indices that are a grid dim plus a
+/// constant along the axis (token type ids cut to the sequence), a slice.
+llvm::Error importGatherElements(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> data = ctx.shape(0), idx = ctx.shape(1);
+  auto axis = ctx.axis(ctx.attrInt("axis", 0), data.size());
+  if (!axis)
+    return axis.takeError();
+  if (idx.size() != data.size())
+    return ctx.error("indices " + shapeStr(idx) + " and data " +
+                     shapeStr(data) + " differ in rank");
+  const ConstTensor *c = ctx.constant(1);
+  std::optional<std::pair<unsigned, int64_t>> at;
+  if (c)
+    at = affineIndex(*c, idx, 1, 0, data[*axis]);
+  if (!at)
+    return ctx.error("indices computed at run time, or not one index dim "
+                     "plus a constant, are not supported");
+  AccessMap dataMap;
+  for (unsigned i = 0; i < data.size(); ++i) {
+    if (i == *axis) {
+      dataMap.push_back(AccessExpr::shifted(at->first, 1, at->second));
+      continue;
+    }
+    if (data[i] != idx[i] && data[i] != 1)
+      return ctx.error("indices " + shapeStr(idx) + " do not fit data " +
+                       shapeStr(data) + " off the axis");
+    dataMap.push_back(data[i] == 1 && idx[i] != 1 ? AccessExpr::broadcast()
+                                                  : AccessExpr::dim(i));
+  }
+  return importAffineGather(ctx, idx, dataMap, {});
+}
+
+/// GatherND. Index tuples of one element (indices [..., 1]): a gather along
+/// axis batch_dims with the batch dims shared by data and indices, the
+/// indices' last dim read at 0. Longer tuples: constants that a slice's
+/// maps describe (importAffineGather).
 llvm::Error importGatherND(NodeContext &ctx) {
   llvm::ArrayRef<int64_t> data = ctx.shape(0), idx = ctx.shape(1);
   int64_t b = ctx.attrInt("batch_dims", 0);
@@ -192,9 +279,31 @@ llvm::Error importGatherND(NodeContext &ctx) {
       return ctx.error("batch dim " + llvm::Twine(i) + " of data " +
                        shapeStr(data) + " and indices " + shapeStr(idx) +
                        " differ");
-  if (idx.back() != 1)
-    return ctx.error("index tuples of " + llvm::Twine(idx.back()) +
-                     " elements are not supported (only 1)");
+  int64_t k = idx.back();
+  if (k < 1 || b + k > int64_t(data.size()))
+    return ctx.error("index tuples of " + llvm::Twine(k) +
+                     " elements do not fit data " + shapeStr(data));
+  if (k > 1) {
+    // Tuples of constants, each element a grid dim plus a constant (a mask
+    // broadcast by index grids): a slice over the index grid.
+    const ConstTensor *c = ctx.constant(1);
+    llvm::ArrayRef<int64_t> grid = idx.drop_back();
+    AccessMap dataMap;
+    for (int64_t i = 0; i < b; ++i)
+      dataMap.push_back(AccessExpr::dim(unsigned(i)));
+    for (int64_t t = 0; t < k && c; ++t) {
+      auto at = affineIndex(*c, grid, k, t, data[b + t]);
+      if (!at)
+        c = nullptr;
+      else
+        dataMap.push_back(AccessExpr::shifted(at->first, 1, at->second));
+    }
+    if (!c)
+      return ctx.error("index tuples of " + llvm::Twine(k) +
+                       " elements are supported only as constants that are "
+                       "an index dim plus a constant");
+    return importAffineGather(ctx, grid, dataMap, data.drop_front(b + k));
+  }
   if (const ConstTensor *c = ctx.constant(1))
     for (int64_t i = 0; i < c->numel(); ++i)
       if (c->integer(i) < -data[b] || c->integer(i) >= data[b])
