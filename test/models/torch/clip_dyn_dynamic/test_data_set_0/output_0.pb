@@ -1,0 +1,1 @@
+Blogits_per_imageJNî–¾Ëp3¾Õ†W¿&‹û¾

@@ -1,0 +1,1 @@
+Blogits_per_imageJOî–¾Êp3¾Ô†W¿ ‹û¾

@@ -1,0 +1,1 @@
+Blogits_per_imageJJî–¾Ôp3¾Ô†W¿&‹û¾
