@@ -73,6 +73,24 @@ def ops_in_error(msg, known_ops):
     return found
 
 
+def param_match(pax, e):
+    """How paxc's count relates to torch's: '=' equal, '=tied' equal to the
+    count with tied weights counted twice, '+bn' / 'tied+bn' the same plus
+    the BatchNorm running statistics (which paxc counts as parameters),
+    'onnx' equal to the float initializer elements of the file (the exporter
+    folded or dropped parameters), else '≠'."""
+    bn = e.get("torch_bn_statistics", 0)
+    tp = e.get("torch_parameters")
+    tied = e.get("torch_parameters_with_tied", tp)
+    for label, n in (("=", tp), ("=tied", tied), ("+bn", tp + bn if tp else None),
+                     ("tied+bn", tied + bn if tied else None)):
+        if n is not None and pax == n:
+            return label
+    if pax == e.get("initializer_elements"):
+        return "onnx"
+    return "≠"
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--paxc", default=os.path.join(ROOT, "build", "bin", "paxc"))
@@ -95,7 +113,7 @@ def main():
             continue
         if "error" in e:
             rows.append(dict(name=e["name"], status="(export failed)", unsupported=[],
-                             pax=None, torch=e.get("torch_parameters")))
+                             pax=None, match="", torch=e.get("torch_parameters")))
             continue
         d = os.path.join(a.corpus, e["name"])
         model = os.path.join(d, "model.onnx")
@@ -110,7 +128,7 @@ def main():
             rc, out, err = p.returncode, p.stdout, p.stderr
         except subprocess.TimeoutExpired:
             rc, out, err = -1, "", f"timeout after {a.timeout}s"
-        row = dict(name=e["name"], torch=e.get("torch_parameters"), pax=None,
+        row = dict(name=e["name"], torch=e.get("torch_parameters"), pax=None, match="",
                    unsupported=[], cmd=" ".join(os.path.relpath(c, ROOT) if c.startswith("/")
                                                  else c for c in cmd))
         failed = set()
@@ -120,6 +138,7 @@ def main():
                 row["status"] = "ok"
                 row["unsupported"] = sorted(s.get("unsupported_ops", []))
                 row["pax"] = s.get("parameters")
+                row["match"] = param_match(row["pax"], e)
                 failed |= set(row["unsupported"])
             except json.JSONDecodeError:
                 row["status"] = "bad JSON: " + first_line(out)[:100]
@@ -137,12 +156,11 @@ def main():
 
     def fmt_params(r):
         if r["pax"] is None:
-            return f"{'-':>9} {r['torch'] or '-':>9}  "
-        mark = "" if r["pax"] == r["torch"] else " ≠"
-        return f"{r['pax']:>9} {r['torch']:>9}{mark:2}"
+            return f"{'-':>9} {r['torch'] or '-':>9} {'':6}"
+        return f"{r['pax']:>9} {r['torch']:>9} {r['match']:6}"
 
     w = max([len(r["name"]) for r in rows] + [5])
-    print(f"{'model':{w}}  {'paxc':>9} {'torch':>9}    status / unsupported ops")
+    print(f"{'model':{w}}  {'paxc':>9} {'torch':>9} {'match':6}  status / unsupported ops")
     print("-" * (w + 80))
     for r in rows:
         status = r["status"]
@@ -154,8 +172,10 @@ def main():
     n_exp = sum(1 for r in rows if r["status"] != "(export failed)")
     print()
     print(f"{n_ok}/{n_exp} exports import ({n_clean} with no unsupported op); "
-          f"{sum(1 for r in rows if r['pax'] is not None and r['pax'] == r['torch'])} "
-          f"with paxc's parameter count equal to torch's")
+          f"{sum(1 for r in rows if r.get('match') and r['match'] not in ('≠', 'onnx'))} "
+          f"with paxc's parameter count equal to torch's (=, =tied, +bn, tied+bn), "
+          f"{sum(1 for r in rows if r.get('match') == 'onnx')} to the file's initializers only, "
+          f"{sum(1 for r in rows if r.get('match') == '≠')} to neither")
     print()
     print("Op types paxc fails on (number of models; from unsupported_ops and error messages):")
     for op, n in fail_ops.most_common():

@@ -922,6 +922,10 @@ def run_one(arch_name, exporter, dynamic, out_dir, log):
         entry["torch_parameters"] = uniq
         if total != uniq:
             entry["torch_parameters_with_tied"] = total
+        bn = sum(b.numel() for n, b in model.named_buffers()
+                 if n.rsplit(".", 1)[-1] in ("running_mean", "running_var"))
+        if bn:
+            entry["torch_bn_statistics"] = bn
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "model.onnx")
             m = export(spec, exporter, dynamic, path)
