@@ -120,23 +120,23 @@ llvm::Error importRange(NodeContext &ctx) {
   return llvm::Error::success();
 }
 
-llvm::Error importGather(NodeContext &ctx) {
+/// A lookup along data dim \p axis: `gather(v)` reads data at the index the
+/// indices hold. Data dims before the axis are shared with the indices'
+/// first dims (\p batchDims of them) or the result's own; then the indices'
+/// dims (the last read at 0 when \p tuple: GatherND's one-element tuples);
+/// then the data dims after the axis.
+static llvm::Error buildGather(NodeContext &ctx, unsigned axis,
+                               unsigned batchDims, bool tuple) {
   llvm::ArrayRef<int64_t> data = ctx.shape(0), idx = ctx.shape(1);
-  if (data.empty())
-    return ctx.error("data must have rank 1 or more");
-  auto axis = ctx.axis(ctx.attrInt("axis", 0), data.size());
-  if (!axis)
-    return axis.takeError();
   DType it = ctx.type(1).elem;
   if (it != DType::I64 && it != DType::I32)
     return ctx.error("indices must be int32 or int64, are " + dtypeName(it));
   if (const ConstTensor *c = ctx.constant(1))
     for (int64_t i = 0; i < c->numel(); ++i)
-      if (c->integer(i) < -data[*axis] || c->integer(i) >= data[*axis])
+      if (c->integer(i) < -data[axis] || c->integer(i) >= data[axis])
         return ctx.error("index " + llvm::Twine(c->integer(i)) +
-                         " is out of range for axis " + llvm::Twine(*axis) +
-                         " of size " + llvm::Twine(data[*axis]));
-  // [outer..., indices..., inner..., v]: v walks the gathered axis.
+                         " is out of range for axis " + llvm::Twine(axis) +
+                         " of size " + llvm::Twine(data[axis]));
   auto op = ctx.newOp(OpKind::Gather);
   AccessMap dataMap, idxMap, outMap;
   llvm::SmallVector<int64_t, 4> shape;
@@ -144,34 +144,43 @@ llvm::Error importGather(NodeContext &ctx) {
     op->iters.push_back({std::move(name), extent, kind});
     return unsigned(op->iters.size() - 1);
   };
-  for (unsigned i = 0; i < *axis; ++i) {
-    unsigned d = add("d" + std::to_string(i), data[i], IterKind::Parallel);
-    dataMap.push_back(AccessExpr::dim(d));
+  auto both = [&](AccessMap &in, std::string name, int64_t extent) {
+    unsigned d = add(std::move(name), extent, IterKind::Parallel);
+    in.push_back(AccessExpr::dim(d));
     outMap.push_back(AccessExpr::dim(d));
-    shape.push_back(data[i]);
+    shape.push_back(extent);
+    return d;
+  };
+  for (unsigned i = 0; i < axis; ++i) {
+    unsigned d = both(dataMap, (i < batchDims ? "b" : "d") + std::to_string(i),
+                      data[i]);
+    if (i < batchDims)
+      idxMap.push_back(AccessExpr::dim(d));
   }
-  for (size_t i = 0; i < idx.size(); ++i) {
-    unsigned d = add("i" + std::to_string(i), idx[i], IterKind::Parallel);
-    idxMap.push_back(AccessExpr::dim(d));
-    outMap.push_back(AccessExpr::dim(d));
-    shape.push_back(idx[i]);
-  }
-  unsigned v = add("v", data[*axis], IterKind::Reduction);
+  for (size_t i = batchDims; i + (tuple ? 1 : 0) < idx.size(); ++i)
+    both(idxMap, "i" + std::to_string(i), idx[i]);
+  if (tuple)
+    idxMap.push_back(AccessExpr::broadcast());
+  unsigned v = add("v", data[axis], IterKind::Reduction);
   dataMap.push_back(AccessExpr::lookup(v));
-  for (size_t i = *axis + 1; i < data.size(); ++i) {
-    unsigned d = add("d" + std::to_string(i), data[i], IterKind::Parallel);
-    dataMap.push_back(AccessExpr::dim(d));
-    outMap.push_back(AccessExpr::dim(d));
-    shape.push_back(data[i]);
-  }
-  // Keep `v` last among the dims for readability of the printed space.
+  for (size_t i = axis + 1; i < data.size(); ++i)
+    both(dataMap, "d" + std::to_string(i), data[i]);
   op->operands.push_back({ctx.value(0), dataMap});
   op->operands.push_back({ctx.value(1), idxMap});
   op->addResult(TensorType{ctx.type(0).elem, shape}, outMap);
-  op->attrs["axis"] = int64_t(*axis);
-  if (*axis == 0)
+  op->attrs["axis"] = int64_t(axis);
+  if (axis == 0)
     ctx.markWeight(0); // an embedding table; other axes pick activations
   return ctx.finish(std::move(op));
+}
+
+llvm::Error importGather(NodeContext &ctx) {
+  if (ctx.shape(0).empty())
+    return ctx.error("data must have rank 1 or more");
+  auto axis = ctx.axis(ctx.attrInt("axis", 0), ctx.rank(0));
+  if (!axis)
+    return axis.takeError();
+  return buildGather(ctx, *axis, 0, /*tuple=*/false);
 }
 
 /// When the constant \p idx (an index grid over \p grid, \p count values
@@ -304,42 +313,7 @@ llvm::Error importGatherND(NodeContext &ctx) {
                        "an index dim plus a constant");
     return importAffineGather(ctx, grid, dataMap, data.drop_front(b + k));
   }
-  if (const ConstTensor *c = ctx.constant(1))
-    for (int64_t i = 0; i < c->numel(); ++i)
-      if (c->integer(i) < -data[b] || c->integer(i) >= data[b])
-        return ctx.error("index " + llvm::Twine(c->integer(i)) +
-                         " is out of range for dim " + llvm::Twine(b) +
-                         " of size " + llvm::Twine(data[b]));
-  auto op = ctx.newOp(OpKind::Gather);
-  AccessMap dataMap, idxMap, outMap;
-  llvm::SmallVector<int64_t, 4> shape;
-  auto add = [&](std::string name, int64_t extent, IterKind kind) {
-    op->iters.push_back({std::move(name), extent, kind});
-    return unsigned(op->iters.size() - 1);
-  };
-  for (int64_t i = 0; i + 1 < int64_t(idx.size()); ++i) {
-    unsigned d = add((i < b ? "b" : "i") + std::to_string(i), idx[i],
-                     IterKind::Parallel);
-    if (i < b)
-      dataMap.push_back(AccessExpr::dim(d));
-    idxMap.push_back(AccessExpr::dim(d));
-    outMap.push_back(AccessExpr::dim(d));
-    shape.push_back(idx[i]);
-  }
-  idxMap.push_back(AccessExpr::broadcast());
-  unsigned v = add("v", data[b], IterKind::Reduction);
-  dataMap.push_back(AccessExpr::lookup(v));
-  for (size_t i = b + 1; i < data.size(); ++i) {
-    unsigned d = add("d" + std::to_string(i), data[i], IterKind::Parallel);
-    dataMap.push_back(AccessExpr::dim(d));
-    outMap.push_back(AccessExpr::dim(d));
-    shape.push_back(data[i]);
-  }
-  op->operands.push_back({ctx.value(0), dataMap});
-  op->operands.push_back({ctx.value(1), idxMap});
-  op->addResult(TensorType{ctx.type(0).elem, shape}, outMap);
-  op->attrs["axis"] = b;
-  return ctx.finish(std::move(op));
+  return buildGather(ctx, unsigned(b), unsigned(b), /*tuple=*/true);
 }
 
 /// CumSum: the running sum along `axis`, a `seq` dim; `exclusive` and
