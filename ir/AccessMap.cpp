@@ -1,6 +1,8 @@
 //===- AccessMap.cpp - Iteration dims and operand access maps -------------===//
 #include "ir/AccessMap.h"
 
+#include <algorithm>
+
 #include "llvm/ADT/STLExtras.h"
 
 namespace pax {
@@ -126,13 +128,25 @@ int64_t accessSpan(const AccessExpr &e, llvm::ArrayRef<IterDim> space) {
     return n;
   }
   case AccessExpr::Kind::Affine: {
-    int64_t last = e.stride * (space[e.dims[0]].extent - 1);
-    if (e.dims.size() > 1)
-      last += e.dilation * (space[e.dims[1]].extent - 1);
-    return last + 1;
+    auto [lo, hi] = affineRange(e, space);
+    return hi - lo + 1;
   }
   }
   llvm_unreachable("unknown AccessExpr kind");
+}
+
+std::pair<int64_t, int64_t> affineRange(const AccessExpr &e,
+                                        llvm::ArrayRef<IterDim> space) {
+  int64_t lo = e.offset, hi = e.offset;
+  auto term = [&](int64_t coef, unsigned d) {
+    int64_t span = coef * (space[d].extent - 1);
+    lo += std::min<int64_t>(0, span);
+    hi += std::max<int64_t>(0, span);
+  };
+  term(e.stride, e.dims[0]);
+  if (e.dims.size() > 1)
+    term(e.dilation, e.dims[1]);
+  return {lo, hi};
 }
 
 } // namespace pax

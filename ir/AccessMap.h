@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace pax {
 
@@ -87,5 +88,10 @@ std::string accessMapStr(const AccessMap &m, llvm::ArrayRef<IterDim> space);
 /// whole iteration range is walked (ignoring clipping at the tensor edge).
 /// Used by the verifier and by shape checks in tests.
 int64_t accessSpan(const AccessExpr &e, llvm::ArrayRef<IterDim> space);
+
+/// The lowest and highest index an Affine expression reaches over the whole
+/// space (strides and dilations of either sign; clipping ignored).
+std::pair<int64_t, int64_t> affineRange(const AccessExpr &e,
+                                        llvm::ArrayRef<IterDim> space);
 
 } // namespace pax

@@ -142,7 +142,8 @@ void Verifier::verifyMap(const Op &op, const AccessMap &map,
           error(&op, where() + accessExprStr(e, op.iters) +
                          " does not write every element of a dim of " +
                          llvm::Twine(dim));
-      } else if (e.offset >= dim || accessSpan(e, op.iters) + e.offset <= 0) {
+      } else if (affineRange(e, op.iters).second < 0 ||
+                 affineRange(e, op.iters).first >= dim) {
         error(&op, where() + accessExprStr(e, op.iters) +
                        " never reads inside a dim of " + llvm::Twine(dim));
       }

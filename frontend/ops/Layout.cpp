@@ -399,16 +399,19 @@ llvm::Error importSlice(NodeContext &ctx) {
     if (!ax)
       return ax.takeError();
     int64_t dim = in[*ax], step = (*steps)[i];
-    if (step <= 0)
-      return ctx.error("step " + llvm::Twine(step) +
-                       " is not supported (only positive steps)");
-    auto clampIdx = [dim](int64_t v) {
+    if (step == 0)
+      return ctx.error("step 0 of axis " + llvm::Twine(*ax) + " is invalid");
+    // Indices count from the end when negative and clamp to the dim:
+    // [0, dim] for a positive step, [-1, dim - 1] walking backwards.
+    int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? dim : dim - 1;
+    auto clampIdx = [&](int64_t v) {
       if (v < 0)
         v += dim;
-      return std::clamp<int64_t>(v, 0, dim);
+      return std::clamp<int64_t>(v, lo, hi);
     };
     int64_t b = clampIdx((*starts)[i]), e = clampIdx((*ends)[i]);
-    int64_t len = e > b ? (e - b - 1) / step + 1 : 0;
+    int64_t len = step > 0 ? (e > b ? (e - b - 1) / step + 1 : 0)
+                           : (b > e ? (b - e - 1) / -step + 1 : 0);
     if (len == 0 && !ctx.constant(0))
       return ctx.error("the slice of axis " + llvm::Twine(*ax) +
                        " is empty; empty tensors are not supported");
@@ -449,6 +452,98 @@ llvm::Error importExpand(NodeContext &ctx) {
   op->operands.push_back({ctx.value(0), broadcastMap(ctx.shape(0), *shape)});
   op->addResult(TensorType{ctx.type(0).elem, {shape->begin(), shape->end()}},
                 identityMap(shape->size()));
+  return ctx.finish(std::move(op));
+}
+
+/// Tile: each axis repeated r times is a group (r, d) of the result, read
+/// from the input at d.
+llvm::Error importTile(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> in = ctx.shape(0);
+  auto repC = ctx.requireConstant(1, "repeats");
+  if (!repC)
+    return repC.takeError();
+  std::vector<int64_t> repeats = (*repC)->toInts();
+  if (repeats.size() != in.size())
+    return ctx.error("repeats has " + llvm::Twine(repeats.size()) +
+                     " values for an input of rank " + llvm::Twine(in.size()));
+  auto op = ctx.newOp(OpKind::Tile);
+  AccessMap inMap, outMap;
+  llvm::SmallVector<int64_t, 4> shape;
+  for (size_t i = 0; i < in.size(); ++i) {
+    int64_t r = repeats[i];
+    if (r < 1 || r > kMaxExtent / std::max<int64_t>(in[i], 1))
+      return ctx.error("repeats " + llvm::Twine(r) + " of axis " +
+                       llvm::Twine(i) + " is not supported (1 to 2^48 / dim)");
+    unsigned rep = unsigned(op->iters.size());
+    if (r > 1)
+      op->iters.push_back({"r" + std::to_string(i), r, IterKind::Parallel});
+    unsigned d = unsigned(op->iters.size());
+    op->iters.push_back({"d" + std::to_string(i), in[i], IterKind::Parallel});
+    inMap.push_back(AccessExpr::dim(d));
+    outMap.push_back(r > 1 ? AccessExpr::group({rep, d}) : AccessExpr::dim(d));
+    shape.push_back(r * in[i]);
+  }
+  op->operands.push_back({ctx.value(0), inMap});
+  op->addResult(TensorType{ctx.type(0).elem, shape}, outMap);
+  return ctx.finish(std::move(op));
+}
+
+/// Pad in `constant` mode: the result reads the input shifted by the pads
+/// before each axis (a negative pad crops), and holds the value elsewhere.
+llvm::Error importPad(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> in = ctx.shape(0);
+  std::string mode = ctx.attrString("mode", "constant");
+  if (mode != "constant")
+    return ctx.error("mode '" + mode + "' is not supported (only constant)");
+  bool legacy = ctx.opset() < 11;
+  auto pads = legacy ? llvm::Expected<std::vector<int64_t>>(ctx.attrInts("pads"))
+                     : intsFromAttrOrInput(ctx, "pads", 1);
+  if (!pads)
+    return pads.takeError();
+  double value = legacy ? ctx.attrFloat("value", 0) : 0;
+  if (!legacy && ctx.hasInput(2)) {
+    auto v = ctx.requireConstant(2, "constant_value");
+    if (!v)
+      return v.takeError();
+    if ((*v)->numel() != 1)
+      return ctx.error("constant_value must hold one value");
+    value = (*v)->real(0);
+  }
+  std::vector<int64_t> axes;
+  if (!legacy && ctx.hasInput(3)) {
+    auto a = intsFromAttrOrInput(ctx, "axes", 3);
+    if (!a)
+      return a.takeError();
+    axes = *a;
+  } else {
+    for (size_t i = 0; i < in.size(); ++i)
+      axes.push_back(int64_t(i));
+  }
+  if (pads->size() != 2 * axes.size())
+    return ctx.error("pads has " + llvm::Twine(pads->size()) +
+                     " values for " + llvm::Twine(axes.size()) + " axes");
+  llvm::SmallVector<int64_t, 4> before(in.size(), 0), shape(in);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto ax = ctx.axis(axes[i], in.size());
+    if (!ax)
+      return ax.takeError();
+    int64_t lo = (*pads)[i], hi = (*pads)[i + axes.size()];
+    before[*ax] = lo;
+    shape[*ax] = in[*ax] + lo + hi;
+    if (shape[*ax] < 1 || shape[*ax] > kMaxExtent)
+      return ctx.error("pads " + llvm::Twine(lo) + " and " + llvm::Twine(hi) +
+                       " leave axis " + llvm::Twine(*ax) + " of size " +
+                       llvm::Twine(in[*ax]) + " with " +
+                       llvm::Twine(shape[*ax]) + " elements");
+  }
+  auto op = ctx.newOp(OpKind::Pad);
+  op->iters = parallelSpace(shape);
+  AccessMap m;
+  for (size_t i = 0; i < in.size(); ++i)
+    m.push_back(AccessExpr::shifted(unsigned(i), 1, -before[i]));
+  op->operands.push_back({ctx.value(0), m});
+  op->addResult(TensorType{ctx.type(0).elem, shape}, identityMap(shape.size()));
+  op->attrs["value"] = float(value);
   return ctx.finish(std::move(op));
 }
 

@@ -163,4 +163,37 @@ llvm::Error importReduce(NodeContext &ctx) {
   return ctx.finish(std::move(op));
 }
 
+/// ArgMax / ArgMin: the position of the extreme along `axis`, as int64. A
+/// split of the axis would need the positions of every block's extreme
+/// compared, which no collective does: the kind's partials are None.
+llvm::Error importArgReduce(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> x = ctx.shape(0);
+  if (x.empty())
+    return ctx.error("data must have rank 1 or more");
+  auto axis = ctx.axis(ctx.attrInt("axis", 0), x.size());
+  if (!axis)
+    return axis.takeError();
+  bool keep = ctx.attrInt("keepdims", 1) != 0;
+  auto op = ctx.newOp(ctx.opType() == "ArgMax" ? OpKind::ArgMax
+                                               : OpKind::ArgMin);
+  op->iters = parallelSpace(x);
+  op->iters[*axis].kind = IterKind::Reduction;
+  AccessMap out;
+  llvm::SmallVector<int64_t, 4> shape;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (i != *axis) {
+      out.push_back(AccessExpr::dim(unsigned(i)));
+      shape.push_back(x[i]);
+    } else if (keep) {
+      out.push_back(AccessExpr::broadcast());
+      shape.push_back(1);
+    }
+  }
+  op->operands.push_back({ctx.value(0), identityMap(x.size())});
+  op->addResult(TensorType{DType::I64, shape}, out);
+  op->attrs["axis"] = int64_t(*axis);
+  op->attrs["select_last_index"] = ctx.attrInt("select_last_index", 0);
+  return ctx.finish(std::move(op));
+}
+
 } // namespace pax

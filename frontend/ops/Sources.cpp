@@ -120,23 +120,28 @@ llvm::Error importRange(NodeContext &ctx) {
   return llvm::Error::success();
 }
 
-/// A lookup along data dim \p axis: `gather(v)` reads data at the index the
-/// indices hold. Data dims before the axis are shared with the indices'
-/// first dims (\p batchDims of them) or the result's own; then the indices'
-/// dims (the last read at 0 when \p tuple: GatherND's one-element tuples);
-/// then the data dims after the axis.
+/// A lookup along data dims [\p axis, \p axis + \p tuple) (one when
+/// \p tuple is 0): `gather(v)` reads data at the index the indices hold.
+/// Data dims before the axis are shared with the indices' first dims
+/// (\p batchDims of them) or the result's own; then the indices' dims (with
+/// a \p tuple, the last holds GatherND's index tuples: read at 0 for one
+/// element, whole (`*`) for more); then the data dims after the looked-up
+/// ones.
 static llvm::Error buildGather(NodeContext &ctx, unsigned axis,
-                               unsigned batchDims, bool tuple) {
+                               unsigned batchDims, unsigned tuple) {
   llvm::ArrayRef<int64_t> data = ctx.shape(0), idx = ctx.shape(1);
   DType it = ctx.type(1).elem;
   if (it != DType::I64 && it != DType::I32)
     return ctx.error("indices must be int32 or int64, are " + dtypeName(it));
+  unsigned looked = std::max(1u, tuple);
   if (const ConstTensor *c = ctx.constant(1))
-    for (int64_t i = 0; i < c->numel(); ++i)
-      if (c->integer(i) < -data[axis] || c->integer(i) >= data[axis])
+    for (int64_t i = 0; i < c->numel(); ++i) {
+      unsigned a = axis + unsigned(i % looked);
+      if (c->integer(i) < -data[a] || c->integer(i) >= data[a])
         return ctx.error("index " + llvm::Twine(c->integer(i)) +
-                         " is out of range for axis " + llvm::Twine(axis) +
-                         " of size " + llvm::Twine(data[axis]));
+                         " is out of range for axis " + llvm::Twine(a) +
+                         " of size " + llvm::Twine(data[a]));
+    }
   auto op = ctx.newOp(OpKind::Gather);
   AccessMap dataMap, idxMap, outMap;
   llvm::SmallVector<int64_t, 4> shape;
@@ -160,10 +165,13 @@ static llvm::Error buildGather(NodeContext &ctx, unsigned axis,
   for (size_t i = batchDims; i + (tuple ? 1 : 0) < idx.size(); ++i)
     both(idxMap, "i" + std::to_string(i), idx[i]);
   if (tuple)
-    idxMap.push_back(AccessExpr::broadcast());
-  unsigned v = add("v", data[axis], IterKind::Reduction);
-  dataMap.push_back(AccessExpr::lookup(v));
-  for (size_t i = axis + 1; i < data.size(); ++i)
+    idxMap.push_back(tuple == 1 ? AccessExpr::broadcast() : AccessExpr::full());
+  for (unsigned t = 0; t < looked; ++t) {
+    std::string name = looked == 1 ? "v" : "v" + std::to_string(t);
+    dataMap.push_back(
+        AccessExpr::lookup(add(name, data[axis + t], IterKind::Reduction)));
+  }
+  for (size_t i = axis + looked; i < data.size(); ++i)
     both(dataMap, "d" + std::to_string(i), data[i]);
   op->operands.push_back({ctx.value(0), dataMap});
   op->operands.push_back({ctx.value(1), idxMap});
@@ -180,7 +188,7 @@ llvm::Error importGather(NodeContext &ctx) {
   auto axis = ctx.axis(ctx.attrInt("axis", 0), ctx.rank(0));
   if (!axis)
     return axis.takeError();
-  return buildGather(ctx, *axis, 0, /*tuple=*/false);
+  return buildGather(ctx, *axis, 0, /*tuple=*/0);
 }
 
 /// When the constant \p idx (an index grid over \p grid, \p count values
@@ -237,13 +245,18 @@ static llvm::Error importAffineGather(NodeContext &ctx,
   return ctx.finish(std::move(op));
 }
 
-/// GatherElements: with constant indices that are a grid dim plus a
-/// constant along the axis (token type ids cut to the sequence), a slice.
+/// GatherElements: out[..., i, ...] = data[..., indices[..., i, ...], ...]
+/// along `axis`, a lookup over the indices' own grid. Constant indices that
+/// are a grid dim plus a constant along the axis (token type ids cut to the
+/// sequence) are a slice its maps describe.
 llvm::Error importGatherElements(NodeContext &ctx) {
   llvm::ArrayRef<int64_t> data = ctx.shape(0), idx = ctx.shape(1);
   auto axis = ctx.axis(ctx.attrInt("axis", 0), data.size());
   if (!axis)
     return axis.takeError();
+  DType it = ctx.type(1).elem;
+  if (it != DType::I64 && it != DType::I32)
+    return ctx.error("indices must be int32 or int64, are " + dtypeName(it));
   if (idx.size() != data.size())
     return ctx.error("indices " + shapeStr(idx) + " and data " +
                      shapeStr(data) + " differ in rank");
@@ -251,13 +264,11 @@ llvm::Error importGatherElements(NodeContext &ctx) {
   std::optional<std::pair<unsigned, int64_t>> at;
   if (c)
     at = affineIndex(*c, idx, 1, 0, data[*axis]);
-  if (!at)
-    return ctx.error("indices computed at run time, or not one index dim "
-                     "plus a constant, are not supported");
   AccessMap dataMap;
   for (unsigned i = 0; i < data.size(); ++i) {
     if (i == *axis) {
-      dataMap.push_back(AccessExpr::shifted(at->first, 1, at->second));
+      dataMap.push_back(at ? AccessExpr::shifted(at->first, 1, at->second)
+                           : AccessExpr::lookup(unsigned(idx.size())));
       continue;
     }
     if (data[i] != idx[i] && data[i] != 1)
@@ -266,12 +277,32 @@ llvm::Error importGatherElements(NodeContext &ctx) {
     dataMap.push_back(data[i] == 1 && idx[i] != 1 ? AccessExpr::broadcast()
                                                   : AccessExpr::dim(i));
   }
-  return importAffineGather(ctx, idx, dataMap, {});
+  if (at)
+    return importAffineGather(ctx, idx, dataMap, {});
+  if (c)
+    for (int64_t i = 0; i < c->numel(); ++i)
+      if (c->integer(i) < -data[*axis] || c->integer(i) >= data[*axis])
+        return ctx.error("index " + llvm::Twine(c->integer(i)) +
+                         " is out of range for axis " + llvm::Twine(*axis) +
+                         " of size " + llvm::Twine(data[*axis]));
+  // Indices computed at run time: one point per index, the data's axis
+  // read through the lookup dim `v` (a reduction: a device holding part of
+  // the axis masks the rest, and the partial results sum).
+  auto op = ctx.newOp(OpKind::Gather);
+  op->iters = parallelSpace(idx);
+  op->iters.push_back({"v", data[*axis], IterKind::Reduction});
+  op->operands.push_back({ctx.value(0), dataMap});
+  op->operands.push_back({ctx.value(1), identityMap(idx.size())});
+  op->addResult(TensorType{ctx.type(0).elem, {idx.begin(), idx.end()}},
+                identityMap(idx.size()));
+  op->attrs["axis"] = int64_t(*axis);
+  return ctx.finish(std::move(op));
 }
 
-/// GatherND. Index tuples of one element (indices [..., 1]): a gather along
-/// axis batch_dims with the batch dims shared by data and indices, the
-/// indices' last dim read at 0. Longer tuples: constants that a slice's
+/// GatherND: a gather along data dims [batch_dims, batch_dims + k) for
+/// index tuples of k elements (the indices' last dim), with the batch dims
+/// shared by data and indices. Constant tuples whose elements are an index
+/// dim plus a constant (a mask broadcast by index grids) are a slice its
 /// maps describe (importAffineGather).
 llvm::Error importGatherND(NodeContext &ctx) {
   llvm::ArrayRef<int64_t> data = ctx.shape(0), idx = ctx.shape(1);
@@ -307,13 +338,10 @@ llvm::Error importGatherND(NodeContext &ctx) {
       else
         dataMap.push_back(AccessExpr::shifted(at->first, 1, at->second));
     }
-    if (!c)
-      return ctx.error("index tuples of " + llvm::Twine(k) +
-                       " elements are supported only as constants that are "
-                       "an index dim plus a constant");
-    return importAffineGather(ctx, grid, dataMap, data.drop_front(b + k));
+    if (c)
+      return importAffineGather(ctx, grid, dataMap, data.drop_front(b + k));
   }
-  return buildGather(ctx, unsigned(b), unsigned(b), /*tuple=*/true);
+  return buildGather(ctx, unsigned(b), unsigned(b), unsigned(k));
 }
 
 /// CumSum: the running sum along `axis`, a `seq` dim; `exclusive` and

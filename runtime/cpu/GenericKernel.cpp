@@ -78,6 +78,18 @@ static llvm::Error checkLookups(const Prepared &p) {
       return computeError(p.c, "input " + llvm::Twine(k) +
                                    " has a lookup access outside gather's "
                                    "data operand");
+    // Index tuples of k elements lie along the indices' last dim, which
+    // each point reads whole.
+    unsigned n = p.inMaps[0].lookupCount();
+    const Tensor &idx = *p.ins[1];
+    if (n > 1 && (idx.shape.empty() || idx.shape.back() != int64_t(n) ||
+                  p.c.inputs(1).exprs_size() != int(idx.shape.size()) ||
+                  p.c.inputs(1).exprs().rbegin()->kind() !=
+                      plan::AccessExpr::FULL))
+      return computeError(p.c, "data is looked up in " + llvm::Twine(n) +
+                                   " dims, but the indices' last dim is not "
+                                   "an index tuple of " +
+                                   llvm::Twine(n) + " read whole ('*')");
   }
   for (size_t r = 0; r < p.outMaps.size(); ++r)
     if (p.outMaps[r].hasLookup())
@@ -101,8 +113,10 @@ llvm::Expected<Prepared> prepare(const plan::Compute &c,
     std::string what = "input " + std::to_string(k);
     if (llvm::Error e = checkTensor(c, inputs[k], what))
       return e;
+    // A gather's index tuples (indices [..., k]) are read whole per point.
+    bool tuples = c.kind() == "gather" && k == 1;
     auto m = AccessIndexer::compile(c, c.inputs(int(k)), inputs[k]->shape,
-                                    p.space, what);
+                                    p.space, what, tuples);
     if (!m)
       return m.takeError();
     p.inMaps.push_back(std::move(*m));
@@ -350,14 +364,16 @@ static llvm::Error runCopy(const Prepared &p) {
     copyRuns(p);
     return llvm::Error::success();
   }
+  unsigned tuple = lookup ? std::max(1u, p.inMaps[0].lookupCount()) : 0;
   forEachOuter(s, [&](llvm::MutableArrayRef<int64_t> point) {
+    llvm::SmallVector<int64_t, 4> lookupValues(tuple, 0);
     do {
-      int64_t lookupValue = 0;
       bool masked = false;
       if (lookup) {
         int64_t j = p.inMaps[1].index(point);
         masked = j < 0;
-        lookupValue = masked ? 0 : p.ins[1]->integer(j);
+        for (unsigned t = 0; t < tuple && !masked; ++t)
+          lookupValues[t] = p.ins[1]->integer(j + t);
       }
       for (size_t r = 0; r < p.outs.size(); ++r) {
         int64_t o = p.outMaps[r].index(point);
@@ -366,7 +382,7 @@ static llvm::Error runCopy(const Prepared &p) {
         int64_t i = -1;
         size_t k = 0;
         for (; k < sources && i < 0 && !masked; ++k)
-          i = p.inMaps[k].index(point, lookupValue);
+          i = p.inMaps[k].index(point, lookupValues);
         if (i >= 0)
           copyElement(*p.ins[k - 1], i, *p.outs[r], o);
         else

@@ -61,7 +61,8 @@ bool IterationSpace::nextInner(llvm::MutableArrayRef<int64_t> point) const {
 /// one the generic kernel can walk.
 static std::string
 compileExpr(const plan::Compute &c, const plan::AccessExpr &e,
-            llvm::SmallVectorImpl<bool> &used, int64_t &offset,
+            bool fullFromZero, llvm::SmallVectorImpl<bool> &used,
+            int64_t &offset,
             llvm::SmallVectorImpl<std::pair<unsigned, int64_t>> &coefs) {
   for (unsigned d : e.dims())
     if (d >= unsigned(c.iters_size()))
@@ -71,6 +72,8 @@ compileExpr(const plan::Compute &c, const plan::AccessExpr &e,
   case plan::AccessExpr::BROADCAST:
     return "";
   case plan::AccessExpr::FULL:
+    if (fullFromZero)
+      return "";
     return "has a full access '*', which the generic kernel cannot walk";
   case plan::AccessExpr::AFFINE:
     if (e.dims_size() < 1 || e.dims_size() > 2)
@@ -107,7 +110,8 @@ compileExpr(const plan::Compute &c, const plan::AccessExpr &e,
 llvm::Expected<AccessIndexer>
 AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
                        llvm::ArrayRef<int64_t> shape,
-                       const IterationSpace &space, const llvm::Twine &what) {
+                       const IterationSpace &space, const llvm::Twine &what,
+                       bool fullFromZero) {
   auto fail = [&](const llvm::Twine &msg) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "compute '" + c.name() + "' (" + c.kind() +
@@ -130,11 +134,13 @@ AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
     t.size = shape[i];
     t.stride = stride;
     stride *= shape[i];
-    std::string err = compileExpr(c, e, a.usedDims, t.offset, t.coefs);
+    std::string err =
+        compileExpr(c, e, fullFromZero, a.usedDims, t.offset, t.coefs);
     if (!err.empty())
       return fail(err);
     if (e.kind() == plan::AccessExpr::LOOKUP) {
-      t.lookup = a.lookup = true;
+      t.lookupSlot = 0; // numbered in dim order below
+      ++a.lookups;
       t.lookupOffset = space.globalOffsets[e.dims(0)];
       t.lookupExtent = space.globalExtents[e.dims(0)];
       continue;
@@ -150,16 +156,23 @@ AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
     a.base += t.offset * t.stride;
     inRange &= lo >= 0 && hi < t.size;
   }
-  a.linear = inRange && !a.lookup;
+  a.linear = inRange && a.lookups == 0;
+  int slot = 0;
+  for (Term &t : a.terms)
+    if (t.lookupSlot >= 0)
+      t.lookupSlot = slot++;
   return a;
 }
 
 int64_t AccessIndexer::checkedIndex(llvm::ArrayRef<int64_t> point,
-                                    int64_t lookupValue) const {
+                                    llvm::ArrayRef<int64_t> lookupValues) const {
   int64_t flat = 0;
   for (const Term &t : terms) {
     int64_t idx = t.offset;
-    if (t.lookup) {
+    if (t.lookupSlot >= 0) {
+      if (size_t(t.lookupSlot) >= lookupValues.size())
+        return -1; // no index given: nothing to read
+      int64_t lookupValue = lookupValues[size_t(t.lookupSlot)];
       // Negative indices count from the end of the whole table; a split
       // table holds rows [offset, offset + size) and masks the others.
       idx = (lookupValue < 0 ? lookupValue + t.lookupExtent : lookupValue) -

@@ -48,24 +48,28 @@ struct IterationSpace {
 class AccessIndexer {
 public:
   /// Compiles \p access for a tensor of \p shape; an error names \p what
-  /// when the map does not fit the tensor or the space.
-  static llvm::Expected<AccessIndexer> compile(const plan::Compute &c,
-                                               const plan::Access &access,
-                                               llvm::ArrayRef<int64_t> shape,
-                                               const IterationSpace &space,
-                                               const llvm::Twine &what);
+  /// when the map does not fit the tensor or the space. With
+  /// \p fullFromZero, a full access `*` addresses index 0 of its dim (the
+  /// caller walks the dim itself: a gather's index tuples); otherwise it is
+  /// an error.
+  static llvm::Expected<AccessIndexer>
+  compile(const plan::Compute &c, const plan::Access &access,
+          llvm::ArrayRef<int64_t> shape, const IterationSpace &space,
+          const llvm::Twine &what, bool fullFromZero = false);
 
   /// The element index at \p point, or -1 when it falls outside the tensor
   /// (padding, another concat input's range, a masked lookup).
-  /// \p lookupValue is the index the indices operand holds for the point.
-  int64_t index(llvm::ArrayRef<int64_t> point, int64_t lookupValue = 0) const {
+  /// \p lookupValues are the indices the indices operand holds for the
+  /// point, one per Lookup dim of the tensor in dim order.
+  int64_t index(llvm::ArrayRef<int64_t> point,
+                llvm::ArrayRef<int64_t> lookupValues = {}) const {
     if (linear) {
       int64_t flat = base;
       for (size_t d = 0; d < coef.size(); ++d)
         flat += coef[d] * point[d];
       return flat;
     }
-    return checkedIndex(point, lookupValue);
+    return checkedIndex(point, lookupValues);
   }
 
   /// True when the index is one dot product over the whole space (never
@@ -75,7 +79,9 @@ public:
   int64_t step(unsigned d) const { return coef[d]; }
 
   /// True when one of the tensor dims is a Lookup.
-  bool hasLookup() const { return lookup; }
+  bool hasLookup() const { return lookups > 0; }
+  /// How many tensor dims are Lookups (a gather's index tuple length).
+  unsigned lookupCount() const { return lookups; }
   /// The iteration dims that index this tensor (not through a lookup).
   bool usesDim(unsigned d) const { return usedDims[d]; }
 
@@ -84,18 +90,19 @@ private:
   struct Term {
     int64_t offset = 0, size = 1, stride = 1;
     llvm::SmallVector<std::pair<unsigned, int64_t>, 2> coefs;
-    bool lookup = false;
+    int lookupSlot = -1;      // which of the point's lookup values, or -1
     int64_t lookupOffset = 0; // the lookup dim's global offset
     int64_t lookupExtent = 0; // the lookup dim's unsplit extent
   };
   int64_t checkedIndex(llvm::ArrayRef<int64_t> point,
-                       int64_t lookupValue) const;
+                       llvm::ArrayRef<int64_t> lookupValues) const;
 
   llvm::SmallVector<Term, 6> terms;
   llvm::SmallVector<int64_t, 8> coef; // flat coefficient per iteration dim
   llvm::SmallVector<bool, 8> usedDims;
   int64_t base = 0;
-  bool linear = false, lookup = false;
+  bool linear = false;
+  unsigned lookups = 0;
 };
 
 } // namespace pax::runtime::cpu

@@ -86,13 +86,18 @@ def prepare(name, work):
     return d
 
 
-def rel_l2(d, out):
+def rel_l2(expected, out):
+    """The worst relative L2 error of out/output_i.pb against expected/."""
     worst = 0.0
     i = 0
-    while os.path.exists(f"{d}/ort/output_{i}.pb"):
-        want = numpy_helper.to_array(onnx.load_tensor(f"{d}/ort/output_{i}.pb"))
+    while os.path.exists(f"{expected}/output_{i}.pb"):
+        want = numpy_helper.to_array(onnx.load_tensor(f"{expected}/output_{i}.pb"))
+        if not os.path.exists(f"{out}/output_{i}.pb"):
+            return float("inf")
         got = numpy_helper.to_array(onnx.load_tensor(f"{out}/output_{i}.pb"))
-        got = got.reshape(want.shape).astype(np.float64)
+        if got.shape != want.shape:
+            return float("inf")
+        got = got.astype(np.float64)
         want = want.astype(np.float64)
         err = np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
         worst = max(worst, err)
@@ -100,17 +105,29 @@ def rel_l2(d, out):
     return worst if i else float("inf")
 
 
-def one(args, d, name, gpus, how, transport):
-    """Compiles and runs one configuration; returns (ok, line)."""
-    tag = f"{name} gpus={gpus} {how} {transport}"
-    safe = tag.replace(" ", "_").replace("=", "")
-    work = os.path.join(d, "runs", safe)
+class Case:
+    """One model of a matrix: its file, inputs, expected outputs (each a
+    folder of input_i.pb / output_i.pb) and extra paxc arguments."""
+
+    def __init__(self, name, model, inputs, expected, work, extra=()):
+        self.name, self.model, self.inputs = name, model, inputs
+        self.expected, self.work, self.extra = expected, work, list(extra)
+
+
+def one(binary, case, gpus, how, transport, cluster="dgx1-p100"):
+    """Compiles and runs one configuration; returns (ok, line). how: a
+    solver name, or force:PATTERN for a forced strategy."""
+    tag = f"{case.name} gpus={gpus} {how} {transport}"
+    if cluster != "dgx1-p100":
+        tag += f" cluster={os.path.basename(cluster).replace('.json', '')}"
+    safe = tag.replace(" ", "_").replace("=", "").replace(":", "-")
+    work = os.path.join(case.work, "runs", safe)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    paxc, paxrun = f"{args.bin}/paxc", f"{args.bin}/paxrun"
-    model = f"{d}/model.onnx"
+    paxc, paxrun = f"{binary}/paxc", f"{binary}/paxrun"
     plan = f"{work}/p.paxplan"
-    base = [paxc, model, f"--gpus={gpus}", "--cluster=dgx1-p100", "--quiet"]
+    base = [paxc, case.model, f"--gpus={gpus}", f"--cluster={cluster}",
+            "--quiet"] + case.extra
     if how.startswith("force:"):
         pattern = how.split(":")[1]
         r = run(base + ["--mode=infer", "--emit=strategy", "-o", f"{work}/s.json"])
@@ -124,22 +141,38 @@ def one(args, d, name, gpus, how, transport):
         r = run(base + [f"--solver={how}", "-o", plan])
     if r.returncode:
         return False, f"FAIL {tag}: paxc: {r.stderr.strip()[-300:]}"
-    cmd = [paxrun, plan, "--inputs", f"{d}/in", "--outputs", f"{work}/out",
+    cmd = [paxrun, plan, "--inputs", case.inputs, "--outputs", f"{work}/out",
            "--comm-stats"]
     if transport == "mpi":
         cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np",
                str(gpus)] + cmd
-    r = run(cmd, timeout=600)
+    try:
+        r = run(cmd, timeout=600)
+    except subprocess.TimeoutExpired:
+        return False, f"FAIL {tag}: paxrun: no result in 600 s"
     if r.returncode:
         bad = [l for l in r.stdout.splitlines() if "MISMATCH" in l]
         return False, (f"FAIL {tag}: paxrun: "
                        f"{(bad[0] if bad else r.stderr.strip())[-300:]}")
-    err = rel_l2(d, f"{work}/out")
+    err = rel_l2(case.expected, f"{work}/out")
     total = [l for l in r.stdout.splitlines() if l.startswith("comm: total")]
     comm = total[0].split(",")[0].replace("comm: total ", "") if total else ""
     ok = err <= 1e-4
     shutil.rmtree(work, ignore_errors=True)
     return ok, f"{'ok  ' if ok else 'FAIL'} {tag}: rel L2 {err:.1e}, comm {comm}"
+
+
+def run_jobs(binary, jobs, parallel, what):
+    """Runs (case, gpus, how, transport, cluster) jobs on \p parallel
+    threads, printing one line each; returns the number that failed."""
+    failed = 0
+    with concurrent.futures.ThreadPoolExecutor(parallel) as ex:
+        for ok, line in ex.map(lambda j: one(binary, *j), jobs):
+            print(line, flush=True)
+            failed += not ok
+    print(f"{what}: {len(jobs) - failed} of {len(jobs)} runs equal "
+          "onnxruntime with the predicted communication")
+    return failed
 
 
 def main():
@@ -157,19 +190,13 @@ def main():
     jobs = []
     for name in args.models.split(","):
         d = prepare(name, args.work)
+        case = Case(name, f"{d}/model.onnx", f"{d}/in", f"{d}/ort", d)
         for gpus in [int(g) for g in args.gpus.split(",")]:
             hows = ["dp"] if gpus == 1 else SOLVERS + [f"force:{p}" for p in PATTERNS]
             for how in hows:
                 for t in transports:
-                    jobs.append((d, name, gpus, how, t))
-    failed = 0
-    with concurrent.futures.ThreadPoolExecutor(args.j) as ex:
-        for ok, line in ex.map(lambda j: one(args, *j), jobs):
-            print(line, flush=True)
-            failed += not ok
-    print(f"run_matrix.py: {len(jobs) - failed} of {len(jobs)} runs equal "
-          "onnxruntime with the predicted communication")
-    return 1 if failed else 0
+                    jobs.append((case, gpus, how, t))
+    return 1 if run_jobs(args.bin, jobs, args.j, "run_matrix.py") else 0
 
 
 if __name__ == "__main__":

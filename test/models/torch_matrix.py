@@ -1,100 +1,120 @@
 #!/usr/bin/env python3
-"""Runs the corpus of PyTorch exports (test/models/torch) through paxc and
-paxrun and compares every output with the onnxruntime outputs stored next
-to each export (relative L2 error at most 1e-4).
+"""The PyTorch export matrix: every export of the corpus (test/models/torch),
+compiled for 1, 4 and 8 devices with the dp, data-parallel and expert
+solvers on the default cluster and on a slow one (test/models/clusters/
+slow.json, 1 GFLOP/s per device, so plans split), and with forced
+strategies (tools/models/force_strategy.py: channel, reduce and
+batch-channel splits); run by paxrun on threads and, for a subset of the
+configurations, on MPI ranks; every output must equal the onnxruntime
+output stored with the export (relative L2 at most 1e-4) and every
+collective must move the bytes the cost model predicted.
 
-  torch_matrix.py [--models SUBSTR,...] [--gpus 1,4] [--cluster default,slow]
-                  [--bin build/bin] [--work DIR]
+  torch_matrix.py [--models SUBSTR,...] [--gpus 1,4,8]
+                  [--cluster default,slow] [--how dp,data-parallel,...]
+                  [--transport threads,mpi] [--bin build/bin] [--work DIR]
+                  [-j N] [--list]
 
 Symbolic dims of dynamic exports are bound from the stored inputs' shapes.
 Prints one line per run and a summary; exits non-zero on any failure.
 """
 import argparse
 import os
-import subprocess
+import shutil
 import sys
-import tempfile
 
-import numpy as np
 import onnx
-from onnx import numpy_helper
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import run_matrix  # noqa: E402
+
+ROOT = run_matrix.ROOT
 CORPUS = os.path.join(ROOT, "test", "models", "torch")
-SLOW = os.path.join(ROOT, "test", "models", "clusters", "slow.json")
+CLUSTERS = {"default": "pase",
+            "slow": os.path.join(ROOT, "test", "models", "clusters", "slow.json")}
+SOLVERS = ["dp", "data-parallel", "expert"]
+PATTERNS = ["channel", "reduce", "batch-channel"]
 
 
 def dim_bindings(model_dir):
     """--dim NAME=VALUE for every symbolic input dim, from the test data."""
     m = onnx.load(os.path.join(model_dir, "model.onnx"), load_external_data=False)
     inits = {i.name for i in m.graph.initializer}
-    args, k = [], 0
+    args, k, bound = [], 0, set()
     for vi in m.graph.input:
         if vi.name in inits:
             continue
         t = onnx.load_tensor(os.path.join(model_dir, "test_data_set_0", f"input_{k}.pb"))
         k += 1
         for d, n in zip(vi.type.tensor_type.shape.dim, t.dims):
-            if d.dim_param and f"{d.dim_param}=" not in " ".join(args):
-                args += ["--dim", f"{d.dim_param}={n}"]
+            if d.dim_param and d.dim_param not in bound:
+                bound.add(d.dim_param)
+                args += [f"--dim={d.dim_param}={n}"]
     return args
 
 
-def run_one(name, gpus, cluster, binary, work):
-    d = os.path.join(CORPUS, name)
-    plan = os.path.join(work, f"{name}_{gpus}_{cluster}.paxplan")
-    outs = plan + ".out"
-    cmd = [f"{binary}/paxc", os.path.join(d, "model.onnx"), "--quiet",
-           f"--gpus={gpus}", "-o", plan] + dim_bindings(d)
-    if cluster == "slow":
-        cmd.append(f"--cluster={SLOW}")
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode:
-        return False, "paxc: " + (r.stderr.strip().splitlines() or ["?"])[-1][:200]
-    r = subprocess.run([f"{binary}/paxrun", plan, "--inputs",
-                        os.path.join(d, "test_data_set_0"), "--outputs", outs],
-                       capture_output=True, text=True)
-    if r.returncode:
-        return False, "paxrun: " + (r.stderr.strip().splitlines() or ["?"])[-1][:200]
-    worst, i = 0.0, 0
-    while os.path.exists(os.path.join(d, "test_data_set_0", f"output_{i}.pb")):
-        want = numpy_helper.to_array(onnx.load_tensor(
-            os.path.join(d, "test_data_set_0", f"output_{i}.pb"))).astype(np.float64)
-        got = numpy_helper.to_array(onnx.load_tensor(
-            os.path.join(outs, f"output_{i}.pb"))).astype(np.float64)
-        if got.shape != want.shape:
-            return False, f"output {i}: shape {got.shape}, expected {want.shape}"
-        worst = max(worst, np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
-        i += 1
-    return worst <= 1e-4, f"rel L2 {worst:.1e} over {i} outputs"
+def exports():
+    return sorted(n for n in os.listdir(CORPUS)
+                  if os.path.exists(os.path.join(CORPUS, n, "model.onnx")))
+
+
+def jobs_for(case, gpus_list, clusters, hows, transports):
+    """The configurations of one export. One device: dp on the default
+    cluster. More: each solver on each cluster, each forced pattern once
+    (a forced strategy does not depend on the cluster); MPI ranks run dp on
+    the slow cluster and the first forced pattern."""
+    jobs = []
+    for g in gpus_list:
+        if g == 1:
+            if "dp" in hows:
+                jobs.append((case, 1, "dp", "threads", CLUSTERS[clusters[0]]))
+            continue
+        for how in hows:
+            cs = clusters if not how.startswith("force:") else clusters[-1:]
+            for c in cs:
+                jobs.append((case, g, how, "threads", CLUSTERS[c]))
+        if "mpi" in transports:
+            mpi_hows = [h for h in hows if h == "dp"] + \
+                [h for h in hows if h.startswith("force:")][:1]
+            for how in mpi_hows:
+                jobs.append((case, g, how, "mpi", CLUSTERS[clusters[-1]]))
+    if "threads" not in transports:
+        jobs = [j for j in jobs if j[3] != "threads"]
+    return jobs
 
 
 def main():
-    p = argparse.ArgumentParser()
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="")
-    p.add_argument("--gpus", default="1,4")
+    p.add_argument("--gpus", default="1,4,8")
     p.add_argument("--cluster", default="default,slow")
+    p.add_argument("--how", default=",".join(SOLVERS + [f"force:{x}" for x in PATTERNS]))
+    p.add_argument("--transport", default="threads,mpi")
     p.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
-    p.add_argument("--work", default="")
+    p.add_argument("--work", default=os.path.join(ROOT, "build", "torch-matrix"))
+    p.add_argument("-j", type=int, default=2)
+    p.add_argument("--list", action="store_true", help="print the jobs, run none")
     a = p.parse_args()
-    names = sorted(n for n in os.listdir(CORPUS)
-                   if os.path.exists(os.path.join(CORPUS, n, "model.onnx")))
+    transports = a.transport.split(",")
+    if "mpi" in transports and not shutil.which("mpirun"):
+        sys.exit("torch_matrix.py: mpirun not found (use --transport=threads)")
+    names = exports()
     if a.models:
         names = [n for n in names if any(s in n for s in a.models.split(","))]
-    work = a.work or tempfile.mkdtemp(prefix="paxc-torch-")
-    failed = passed = 0
+    if not names:
+        sys.exit(f"torch_matrix.py: no export matches '{a.models}'")
+    jobs = []
     for name in names:
-        for g in a.gpus.split(","):
-            for c in a.cluster.split(","):
-                if g == "1" and c == "slow":
-                    continue
-                ok, msg = run_one(name, int(g), c, a.bin, work)
-                print(f"{'PASS' if ok else 'FAIL'} {name} gpus={g} cluster={c}: {msg}",
-                      flush=True)
-                passed += ok
-                failed += not ok
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+        d = os.path.join(CORPUS, name)
+        data = os.path.join(d, "test_data_set_0")
+        case = run_matrix.Case(name, os.path.join(d, "model.onnx"), data, data,
+                               os.path.join(a.work, name), dim_bindings(d))
+        jobs += jobs_for(case, [int(g) for g in a.gpus.split(",")],
+                         a.cluster.split(","), a.how.split(","), transports)
+    if a.list:
+        for case, g, how, t, c in jobs:
+            print(case.name, g, how, t, c)
+        return 0
+    return 1 if run_matrix.run_jobs(a.bin, jobs, a.j, "torch_matrix.py") else 0
 
 
 if __name__ == "__main__":

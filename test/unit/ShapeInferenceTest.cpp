@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 using namespace pax;
 using namespace pax::test;
 
@@ -303,10 +305,24 @@ TEST(LayoutShapeTest, Slice) {
                             9)),
             (Shape{10, 4}));
 
-  std::string msg = errorOf(slice({5}, {0}, {0}, {-1}), "n");
-  EXPECT_NE(msg.find("step -1 is not supported (only positive steps)"),
-            std::string::npos)
+  // Negative steps walk backwards from a start clamped to [0, dim - 1]
+  // towards an end clamped to [-1, dim - 1] (INT64_MIN: past the front).
+  r = importText(slice({5}, {0}, {0}, {-1}));
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(outputShape(*r->module, "y"), (Shape{5, 8}));
+  EXPECT_EQ(r->module->main.ops[0]->operands[0].map[0],
+            AccessExpr::shifted(0, -1, 5));
+  r = importText(
+      slice({100}, {std::numeric_limits<int64_t>::min()}, {1}, {-3}));
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(outputShape(*r->module, "y"), (Shape{10, 3})); // 7, 4, 1
+  EXPECT_EQ(r->module->main.ops[0]->operands[0].map[1],
+            AccessExpr::shifted(1, -3, 7));
+  std::string msg = errorOf(slice({5}, {0}, {0}, {0}), "n");
+  EXPECT_NE(msg.find("step 0 of axis 0 is invalid"), std::string::npos)
       << msg;
+  msg = errorOf(slice({2}, {5}, {0}, {-1}), "n");
+  EXPECT_NE(msg.find("the slice of axis 0 is empty"), std::string::npos);
   msg = errorOf(slice({5}, {2}, {0}), "n");
   EXPECT_NE(msg.find("the slice of axis 0 is empty"), std::string::npos);
 }
