@@ -122,32 +122,56 @@ void Importer::classifyWeightInputs() {
     declared[t.name()] =
         count(llvm::SmallVector<int64_t, 4>(t.dims().begin(), t.dims().end()));
 
+  // Follows layout nodes from a tensor to the slots that consume it: true
+  // when it reaches a weight slot, or (with \p vectors, for a tensor of at
+  // most one dim) meets a larger operand of Add/Sub/Mul/Div as a bias or
+  // scale vector.
+  // Through layout ops too with \p throughLayout.
+  auto reachesWeightSlot = [&](const std::string &start, bool vectors,
+                               bool throughLayout) {
+    std::deque<std::string> work = {start};
+    for (int steps = 0; !work.empty() && steps < 64; ++steps) {
+      std::string name = work.front();
+      work.pop_front();
+      for (auto [n, i] : uses[name]) {
+        if (isWeightSlot(n->op_type(), unsigned(i)) && !isGatherOffAxis0(*n))
+          return true;
+        if (i == 0 && isLayoutOpType(n->op_type()) && n->output_size())
+          work.push_back(n->output(0));
+        else if ((name == start || throughLayout) && vectors &&
+                 isAffineOpType(n->op_type()) &&
+                 feedsLargerOperand(*n, i, declared))
+          return true; // a bias or scale vector fed to Add/Sub/Mul/Div
+      }
+    }
+    return false;
+  };
   for (const auto &vi : g.input()) {
     if (inits.count(vi.name()))
       continue;
     const auto &tt = vi.type().tensor_type();
     auto dt = dtypeFromOnnx(tt.elem_type());
-    if (!dt || !isFloat(*dt))
-      continue;
-    // Follow layout nodes from the input to the slots that consume it.
-    std::deque<std::string> work = {vi.name()};
-    bool weight = false;
-    for (int steps = 0; !work.empty() && !weight && steps < 64; ++steps) {
-      std::string name = work.front();
-      work.pop_front();
-      for (auto [n, i] : uses[name]) {
-        if (isWeightSlot(n->op_type(), unsigned(i)) && !isGatherOffAxis0(*n))
-          weight = true;
-        else if (i == 0 && isLayoutOpType(n->op_type()) && n->output_size())
-          work.push_back(n->output(0));
-        else if (name == vi.name() && tt.shape().dim_size() <= 1 &&
-                 isAffineOpType(n->op_type()) &&
-                 feedsLargerOperand(*n, i, declared))
-          weight = true; // a bias or scale vector fed to Add/Sub/Mul/Div
-      }
-    }
-    if (weight)
+    if (dt && isFloat(*dt) &&
+        reachesWeightSlot(vi.name(), tt.shape().dim_size() <= 1, false))
       weightInputs.insert(vi.name());
+  }
+  // A float tensor a node writes from constants (ConstantOfShape in ONNX's
+  // "light" models, a Constant) that feeds a weight slot stands in for a
+  // weight; so does a ConstantOfShape of a shape initializer (the light
+  // models' convention) that is a bias or scale vector.
+  for (const auto &n : g.node()) {
+    if ((n.op_type() != "ConstantOfShape" && n.op_type() != "Constant") ||
+        n.output_size() != 1)
+      continue;
+    int32_t type = n.op_type() == "ConstantOfShape" ? 1 : 0; // default f32
+    for (const auto &a : n.attribute())
+      if (a.name() == "value" && a.has_t())
+        type = a.t().data_type();
+    auto dt = dtypeFromOnnx(type);
+    bool light = n.op_type() == "ConstantOfShape" && n.input_size() == 1 &&
+                 inits.count(n.input(0));
+    if (dt && isFloat(*dt) && reachesWeightSlot(n.output(0), light, true))
+      weightStandIns.insert(n.output(0));
   }
 }
 
@@ -327,6 +351,14 @@ static std::vector<uint8_t> denseBytes(const ConstTensor &c) {
   return out;
 }
 
+/// A float initializer, weight fed as a graph input or weight stand-in
+/// that paxc has not computed, not a rank-0 scalar (an epsilon, a scale):
+/// what training could update.
+static bool isTrainableLeaf(const Slot &s) {
+  return isFloat(s.type.elem) && !s.computed && s.type.rank() >= 1 &&
+         (!s.initializer.empty() || !s.weightInput.empty() || s.standIn);
+}
+
 Value *Importer::materialize(Slot &s, llvm::StringRef name) {
   if (s.value)
     return s.value;
@@ -346,6 +378,8 @@ Value *Importer::materialize(Slot &s, llvm::StringRef name) {
     g->source = DataSource::Dense;
     g->bytes = denseBytes(*s.constant);
   }
+  if (isTrainableLeaf(s))
+    trainableGlobals.insert(g);
   if (s.computed)
     computedGlobals.insert(g);
   s.value = &g->value;
@@ -353,18 +387,88 @@ Value *Importer::materialize(Slot &s, llvm::StringRef name) {
   return s.value;
 }
 
-void Importer::markParameter(Value *v) {
-  // Through reshapes, transposes and casts to the tensor they read.
-  while (v->kind == Value::Kind::Result) {
-    OpFamily fam = opKindFamily(v->def->kind);
-    bool passThrough = fam == OpFamily::Layout || v->def->kind == OpKind::Cast;
-    if (!passThrough || v->def->operands.empty())
-      return;
-    v = v->def->operands[0].value;
+/// Operand \p k of \p op is a running statistic that training does not
+/// differentiate (batch norm's mean and variance).
+static bool isStatistic(const Op &op, size_t k) {
+  return op.kind == OpKind::BatchNorm && k >= 3;
+}
+
+void Importer::markParameters() {
+  const Func &f = module->main;
+  // The values a graph output depends on differentiably: float operands of
+  // ops whose float results it depends on, walked from the outputs back.
+  llvm::DenseSet<const Value *> live(f.returns.begin(), f.returns.end());
+  for (auto it = f.ops.rbegin(); it != f.ops.rend(); ++it) {
+    const Op &op = **it;
+    bool feeds = llvm::any_of(op.results, [&](const Result &r) {
+      return isFloat(r.value->type.elem) && live.count(r.value.get());
+    });
+    if (!feeds)
+      continue;
+    for (size_t k = 0; k < op.operands.size(); ++k)
+      if (isFloat(op.operands[k].value->type.elem) && !isStatistic(op, k))
+        live.insert(op.operands[k].value);
   }
-  if (v->kind == Value::Kind::Global && isFloat(v->type.elem) &&
-      !computedGlobals.count(v->global))
-    v->global->isParameter = true;
+  // Forward: whether a value depends on the graph's data inputs (an
+  // activation); if not, the trainable leaves it derives from
+  // differentiably, and whether it is a table (mixed with floats paxc
+  // computed from constants or converted from integers: positions, masks).
+  // A leaf is a parameter where, not part of a table, it meets activations
+  // in an op an output depends on: a weight, not a rotary frequency.
+  struct Origin {
+    bool act = false, table = false;
+    llvm::SmallVector<const Global *, 2> leaves;
+  };
+  llvm::DenseMap<const Value *, Origin> origin;
+  for (const auto &a : f.args)
+    origin[a.get()].act = true;
+  for (const auto &g : module->globals) {
+    Origin &o = origin[&g->value];
+    if (trainableGlobals.count(g.get()))
+      o.leaves.push_back(g.get());
+    o.table = computedGlobals.count(g.get()) && isFloat(g->value.type.elem);
+  }
+  llvm::DenseSet<const Global *> params;
+  auto take = [&](const Origin &o) {
+    if (!o.act && !o.table)
+      params.insert(o.leaves.begin(), o.leaves.end());
+  };
+  for (const auto &opPtr : f.ops) {
+    const Op &op = *opPtr;
+    Origin out;
+    for (const Operand &o : op.operands)
+      out.act |= origin[o.value].act;
+    bool feeds = llvm::any_of(op.results, [&](const Result &r) {
+      return isFloat(r.value->type.elem) && live.count(r.value.get());
+    });
+    for (size_t k = 0; k < op.operands.size(); ++k) {
+      const Value *v = op.operands[k].value;
+      const Origin &in = origin[v];
+      if (!isFloat(v->type.elem)) {
+        out.table |= !in.act && op.kind == OpKind::Cast; // integers to floats
+        continue;
+      }
+      if (isStatistic(op, k))
+        continue;
+      if (out.act) {
+        if (feeds)
+          take(in); // where weights meet activations
+        continue;
+      }
+      out.table |= in.table;
+      for (const Global *g : in.leaves)
+        if (!llvm::is_contained(out.leaves, g))
+          out.leaves.push_back(g);
+    }
+    if (out.table)
+      out.leaves.clear();
+    for (const Result &r : op.results)
+      origin[r.value.get()] = out;
+  }
+  for (const Value *v : f.returns)
+    take(origin[v]); // an output computed from weights alone
+  for (const auto &g : module->globals)
+    g->isParameter = params.count(g.get()) != 0;
 }
 
 //===----------------------------------------------------------------------===//
@@ -500,6 +604,7 @@ llvm::Expected<ImportResult> Importer::run() {
   if (auto err = bindOutputs())
     return err;
   removeUnusedGlobals();
+  markParameters();
   ImportResult r;
   r.module = std::move(module);
   r.warnings = std::move(warnings);
@@ -616,11 +721,6 @@ Value *NodeContext::value(unsigned i) {
   return imp.materialize(*imp.slot(node.input(i)), node.input(i));
 }
 
-void NodeContext::markWeight(unsigned i) {
-  if (hasInput(i))
-    weights.push_back(i);
-}
-
 const onnx::AttributeProto *NodeContext::attr(llvm::StringRef name) const {
   for (const auto &a : node.attribute())
     if (a.name() == name)
@@ -697,6 +797,14 @@ std::optional<std::vector<Slot>> Importer::tryFold(const Op &op) {
     }
     if (!s->constant)
       return std::nullopt;
+    // A computation on a parameter stays in the model, so that training
+    // updates the parameter and it counts once (weight norm's g and v, not
+    // the weight they make); a mask or shape computed from it folds.
+    if (isTrainableLeaf(*s) &&
+        llvm::any_of(op.results, [](const Result &r) {
+          return isFloat(r.value->type.elem);
+        }))
+      return std::nullopt;
     // A weight (a float leaf: initializer, fill, Constant) is never moved
     // into a new tensor: a gathered row or a transposed copy would lose or
     // duplicate parameters. Computing on it makes a new constant anyway, and
@@ -755,8 +863,6 @@ llvm::Error NodeContext::finish(std::unique_ptr<Op> op) {
     Slot &stored = imp.slots[node.output(i)] = std::move(s);
     imp.slotOf[stored.value] = &stored;
   }
-  for (unsigned i : weights)
-    imp.markParameter(value(i));
   imp.module->main.ops.push_back(std::move(op));
   return llvm::Error::success();
 }
@@ -765,6 +871,7 @@ void NodeContext::setConstant(unsigned i, ConstTensor t) {
   Slot s;
   s.type = t.type;
   s.constant = std::move(t);
+  s.standIn = imp.weightStandIns.count(node.output(i)) != 0;
   imp.slots[node.output(i)] = std::move(s);
 }
 

@@ -41,6 +41,9 @@ struct Slot {
   std::string weightInput;
   /// Produced by a computation on constants: never a parameter.
   bool computed = false;
+  /// A constant a node writes (ConstantOfShape, Constant) that feeds a
+  /// weight slot: it stands in for a weight.
+  bool standIn = false;
 };
 
 /// Everything an op importer may ask about the node it imports.
@@ -77,9 +80,6 @@ public:
                                                       llvm::StringRef what);
   /// The input as an IR value.
   Value *value(unsigned i);
-  /// Marks input \p i as a weight: the constant or graph input behind it
-  /// (through reshapes, transposes and casts) becomes a parameter.
-  void markWeight(unsigned i);
 
   // --- Attributes -----------------------------------------------------------
   const onnx::AttributeProto *attr(llvm::StringRef name) const;
@@ -114,8 +114,6 @@ private:
   Importer &imp;
   const onnx::NodeProto &node;
   int index;
-  /// Inputs marked as weights; applied when the op is not folded away.
-  llvm::SmallVector<unsigned, 4> weights;
 };
 
 /// Imports one node; set up per op type in OnnxOps.def.
@@ -144,7 +142,13 @@ private:
              std::vector<std::string> &unbound);
   Slot *slot(llvm::StringRef name);
   Value *materialize(Slot &s, llvm::StringRef name);
-  void markParameter(Value *v);
+  /// Marks the parameters: the float initializers, weight inputs and weight
+  /// stand-ins (not rank-0 scalars, not computed by paxc) that a graph
+  /// output depends on through differentiable operands, where they meet
+  /// activations other than as part of a table computed with constants
+  /// (rotary frequencies); batch norm's running statistics are not. Each is
+  /// one global, so it counts once.
+  void markParameters();
   /// Folds \p op when all operands are known; the results, or std::nullopt.
   std::optional<std::vector<Slot>> tryFold(const Op &op);
   std::string nodeLabel(const onnx::NodeProto &node, int index) const;
@@ -163,7 +167,11 @@ private:
   llvm::StringSet<> weightInputs;
   /// Symbolic dims the graph inputs name (to flag an unused --dim).
   llvm::StringSet<> usedDims;
-  llvm::DenseSet<const Global *> computedGlobals;
+  /// Globals made from trainable leaves, and from computations on
+  /// constants (see markParameters).
+  llvm::DenseSet<const Global *> trainableGlobals, computedGlobals;
+  /// Outputs of ConstantOfShape / Constant nodes that stand in for weights.
+  llvm::StringSet<> weightStandIns;
   /// Types from value_info and ONNX shape inference, computed on first need.
   std::optional<llvm::StringMap<TensorType>> inferred;
 };

@@ -61,9 +61,6 @@ llvm::Error importMatMul(NodeContext &ctx) {
     return ctx.error("input types " + dtypeName(ctx.type(0).elem) + " and " +
                      dtypeName(ctx.type(1).elem) + " differ");
   op->addResult(TensorType{ctx.type(0).elem, shape}, out);
-  // Exporters put the weight second (x @ W); a constant first operand is a
-  // table (rotary frequencies), not a weight.
-  ctx.markWeight(1);
   return ctx.finish(std::move(op));
 }
 
@@ -101,9 +98,6 @@ llvm::Error importGemm(NodeContext &ctx) {
   op->addResult(TensorType{ctx.type(0).elem, {m, n}}, {dim(0), dim(1)});
   op->attrs["alpha"] = ctx.attrFloat("alpha", 1.0f);
   op->attrs["beta"] = ctx.attrFloat("beta", 1.0f);
-  ctx.markWeight(0);
-  ctx.markWeight(1);
-  ctx.markWeight(2);
   return ctx.finish(std::move(op));
 }
 
@@ -262,8 +256,6 @@ llvm::Error importConv(NodeContext &ctx) {
   }
   op->addResult(TensorType{ctx.type(0).elem, yshape}, ym);
   op->attrs["group"] = group;
-  ctx.markWeight(1);
-  ctx.markWeight(2);
   return ctx.finish(std::move(op));
 }
 

@@ -131,18 +131,6 @@ llvm::Error importBroadcast(NodeContext &ctx) {
                        dtypeName(ctx.type(inputs[first]).elem) + " and " +
                        dtypeName(ctx.type(inputs[k]).elem) + " differ");
   DType out = isComparison(kind) ? DType::I1 : ctx.type(inputs[first]).elem;
-  // A constant bias or scale vector (smaller than the result) is a weight.
-  if (isAffineOpType(ctx.opType())) {
-    int64_t outNumel = 1;
-    for (unsigned i : inputs)
-      outNumel = std::max(outNumel, ctx.type(i).numel());
-    for (unsigned i : inputs)
-      if (isFloat(ctx.type(i).elem) && ctx.type(i).numel() >= 2 &&
-          ctx.type(i).numel() < outNumel)
-        ctx.markWeight(i);
-  }
-  if (kind == OpKind::PRelu)
-    ctx.markWeight(1);
   return buildElementwise(ctx, kind, inputs, out);
 }
 

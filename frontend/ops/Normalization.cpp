@@ -31,7 +31,6 @@ llvm::Error importBatchNorm(NodeContext &ctx) {
                        shapeStr(ctx.shape(i)) + ", expected " +
                        llvm::Twine(x[1]) + " (the channels)");
     op->operands.push_back({ctx.value(i), {AccessExpr::dim(1)}});
-    ctx.markWeight(i);
   }
   op->addResult(ctx.type(0), identityMap(x.size()));
   op->attrs["epsilon"] = ctx.attrFloat("epsilon", 1e-5f);
@@ -53,7 +52,6 @@ llvm::Error importInstanceNorm(NodeContext &ctx) {
                        shapeStr(ctx.shape(i)) + ", expected " +
                        llvm::Twine(x[1]));
     op->operands.push_back({ctx.value(i), {AccessExpr::dim(1)}});
-    ctx.markWeight(i);
   }
   op->addResult(ctx.type(0), identityMap(x.size()));
   op->attrs["epsilon"] = ctx.attrFloat("epsilon", 1e-5f);
@@ -89,7 +87,6 @@ llvm::Error importLayerNorm(NodeContext &ctx) {
       return ctx.error("scale/bias of shape " + shapeStr(ctx.shape(i)) +
                        " does not broadcast to " + shapeStr(x));
     op->operands.push_back({ctx.value(i), broadcastMap(ctx.shape(i), x)});
-    ctx.markWeight(i);
   }
   op->addResult(ctx.type(0), identityMap(x.size()));
   op->attrs["axis"] = int64_t(*axis);

@@ -177,8 +177,6 @@ static llvm::Error buildGather(NodeContext &ctx, unsigned axis,
   op->operands.push_back({ctx.value(1), idxMap});
   op->addResult(TensorType{ctx.type(0).elem, shape}, outMap);
   op->attrs["axis"] = int64_t(axis);
-  if (axis == 0)
-    ctx.markWeight(0); // an embedding table; other axes pick activations
   return ctx.finish(std::move(op));
 }
 
@@ -454,9 +452,6 @@ static llvm::Error importRecurrent(NodeContext &ctx, OpKind kind,
     op->addResult(TensorType{ctx.type(0).elem, stateShape}, state);
   copyAttributes(ctx, *op);
   op->attrs["hidden_size"] = h;
-  for (unsigned i : {1u, 2u, 3u, 7u})
-    if (i < ctx.numInputs())
-      ctx.markWeight(i);
   return ctx.finish(std::move(op));
 }
 

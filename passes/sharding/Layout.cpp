@@ -80,6 +80,7 @@ static TensorLayout layoutOf(const Op &op, const Config &c,
   l.parts.assign(map.size(), 1);
   l.haloLo.assign(map.size(), 0);
   l.haloHi.assign(map.size(), 0);
+  l.haloMost.assign(map.size(), 0);
   // Which tensor dim each iteration dim splits.
   llvm::SmallVector<int, 6> dimOf(op.iters.size(), -1);
   for (size_t i = 0; i < map.size(); ++i) {
@@ -127,7 +128,7 @@ TensorLayout resultLayout(const Op &op, const Config &c, unsigned result) {
 /// reads reach past an even split of the tensor dim.
 static void windowHalo(const AccessExpr &e, const Op &op, int64_t parts,
                        int64_t extent, int64_t &lo, int64_t &hi,
-                       bool &irregular) {
+                       int64_t &most, bool &irregular) {
   int64_t out = op.iters[e.dims[0]].extent;
   int64_t kernel = op.iters[e.dims[1]].extent;
   if (extent % parts) {
@@ -141,8 +142,11 @@ static void windowHalo(const AccessExpr &e, const Op &op, int64_t parts,
                    e.dilation * (kernel - 1) + e.offset;
     first = std::max<int64_t>(first, 0);
     last = std::min<int64_t>(last, extent - 1);
-    lo = std::max(lo, b * inBlock - first);
-    hi = std::max(hi, last - ((b + 1) * inBlock - 1));
+    int64_t before = std::max<int64_t>(0, b * inBlock - first);
+    int64_t after = std::max<int64_t>(0, last - ((b + 1) * inBlock - 1));
+    lo = std::max(lo, before);
+    hi = std::max(hi, after);
+    most = std::max(most, before + after);
   }
 }
 
@@ -154,7 +158,7 @@ TensorLayout operandLayout(const Op &op, const Config &c, unsigned operand) {
     if (e.kind == AccessExpr::Kind::Affine && e.dims.size() == 2 &&
         l.parts[i] > 1)
       windowHalo(e, op, l.parts[i], o.value->type.shape[i], l.haloLo[i],
-                 l.haloHi[i], l.irregular);
+                 l.haloHi[i], l.haloMost[i], l.irregular);
   }
   return l;
 }

@@ -41,6 +41,10 @@ struct TensorLayout {
   /// Consumer side: elements beyond its block each device also reads, per
   /// tensor dim (a window's halo), before and after the block.
   llvm::SmallVector<int64_t, 4> haloLo, haloHi;
+  /// The most halo elements one block receives in each dim (both sides
+  /// together, clipped at the tensor's edges): what a halo exchange moves
+  /// to the busiest device.
+  llvm::SmallVector<int64_t, 4> haloMost;
   /// A dim read in an irregular way (a concat input, a strided slice): each
   /// device needs the whole dim. Set on consumer layouts only.
   bool irregular = false;

@@ -103,13 +103,9 @@ private:
 };
 } // namespace
 
-/// The most halo rows one device of \p to receives along dim \p d: with
-/// two blocks each has one neighbour; with more, an inner block has two.
+/// The most halo rows one device of \p to receives along dim \p d.
 static int64_t haloRows(const TensorLayout &to, size_t d) {
-  if (to.parts[d] < 2)
-    return 0;
-  return to.parts[d] == 2 ? std::max(to.haloLo[d], to.haloHi[d])
-                          : to.haloLo[d] + to.haloHi[d];
+  return to.parts[d] < 2 ? 0 : to.haloMost[d];
 }
 
 int64_t neededElements(const TensorLayout &to, const TensorType &t) {

@@ -3,7 +3,8 @@
 
 The expected parameter count is given (--params, the model's published count)
 or, for ONNX light models, counted from the file: every ConstantOfShape output
-and every float initializer of more than one element is a weight there.
+and every float initializer of more than one element is a weight there, except
+BatchNormalization's running mean and variance (statistics, not parameters).
 Convolution, Gemm and MatMul FLOPs (a multiply-add counts 2) are recomputed
 from ONNX's own shape inference and must match paxc's per-op breakdown.
 Also: `unsupported_ops` is empty, and the `--emit=ir` text parses back with
@@ -23,9 +24,12 @@ from onnx import numpy_helper, shape_inference
 
 def light_parameters(model):
     inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    stats = {nd.input[k] for nd in model.graph.node
+             if nd.op_type == "BatchNormalization" for k in (3, 4)}
     n = sum(int(np.prod(inits[nd.input[0]])) for nd in model.graph.node
-            if nd.op_type == "ConstantOfShape")
-    n += sum(a.size for a in inits.values() if a.dtype == np.float32 and a.size > 1)
+            if nd.op_type == "ConstantOfShape" and nd.output[0] not in stats)
+    n += sum(a.size for name, a in inits.items()
+             if a.dtype == np.float32 and a.size > 1 and name not in stats)
     return n
 
 

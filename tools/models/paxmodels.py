@@ -25,9 +25,9 @@ Inception-v3's image input gets the symbolic dim "batch" (no shape is computed).
 
 The parameter count is the total number of elements of all weight tensors; tied
 weights (GPT-2's lm head reuses ``transformer.wte.weight``) count once, and buffers
-(causal masks, rotary ``inv_freq``, position ids) are not parameters, except that
-BatchNorm running means and variances are counted (Inception-v3: 23,834,568 trainable
-parameters + 2 x 17,216 BatchNorm statistics = 23,869,000).
+(causal masks, rotary ``inv_freq``, position ids) and BatchNorm running means and
+variances are not parameters (Inception-v3: 23,834,568 parameters, plus 2 x 17,216
+BatchNorm statistics in the file).
 
 Usage::
 
@@ -231,14 +231,17 @@ class GraphBuilder:
                         field[i] = name
         self.outputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(dims)))
 
-    def weight(self, name: str, shape: Sequence[int], scale: bool = False) -> str:
-        """Declare a float32 parameter tensor and count its elements.
+    def weight(self, name: str, shape: Sequence[int], scale: bool = False,
+               statistic: bool = False) -> str:
+        """Declare a float32 weight tensor and count its elements as parameters,
+        unless it is a ``statistic`` (a BatchNorm running mean or variance).
 
         ``scale`` marks norm gains and BatchNorm running variances, which random mode
         centers on 1 instead of 0 (so variances stay positive).
         """
         shape = [int(d) for d in shape]
-        self.param_count += math.prod(shape)
+        if not statistic:
+            self.param_count += math.prod(shape)
         self._tensor_names.add(name)
         if self.weights == "input":
             self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, shape))
@@ -685,8 +688,8 @@ class Inception:
                  kernel_shape=[kh, kw], pads=[ph, pw, ph, pw], strides=_pair(stride))
         bn = [g.weight(f"{module}.bn.weight", [out_ch], scale=True),
               g.weight(f"{module}.bn.bias", [out_ch]),
-              g.weight(f"{module}.bn.running_mean", [out_ch]),
-              g.weight(f"{module}.bn.running_var", [out_ch], scale=True)]
+              g.weight(f"{module}.bn.running_mean", [out_ch], statistic=True),
+              g.weight(f"{module}.bn.running_var", [out_ch], scale=True, statistic=True)]
         y = g.op("BatchNormalization", [y] + bn, f"{scope}/bn", epsilon=INCEPTION_BN_EPS,
                  momentum=INCEPTION_BN_MOMENTUM)
         y = g.op("Relu", [y], scope)
