@@ -352,10 +352,11 @@ static std::vector<uint8_t> denseBytes(const ConstTensor &c) {
 }
 
 /// A float initializer, weight fed as a graph input or weight stand-in
-/// that paxc has not computed, not a rank-0 scalar (an epsilon, a scale):
-/// what training could update.
+/// that paxc has not computed, of two or more elements (exporters write
+/// scalars, an epsilon or a scale, as one-element initializers): what
+/// training could update.
 static bool isTrainableLeaf(const Slot &s) {
-  return isFloat(s.type.elem) && !s.computed && s.type.rank() >= 1 &&
+  return isFloat(s.type.elem) && !s.computed && s.type.numel() >= 2 &&
          (!s.initializer.empty() || !s.weightInput.empty() || s.standIn);
 }
 

@@ -143,7 +143,7 @@ private:
   Slot *slot(llvm::StringRef name);
   Value *materialize(Slot &s, llvm::StringRef name);
   /// Marks the parameters: the float initializers, weight inputs and weight
-  /// stand-ins (not rank-0 scalars, not computed by paxc) that a graph
+  /// stand-ins (two or more elements, not computed by paxc) that a graph
   /// output depends on through differentiable operands, where they meet
   /// activations other than as part of a table computed with constants
   /// (rotary frequencies); batch norm's running statistics are not. Each is
