@@ -527,8 +527,17 @@ llvm::Error Importer::importNodes() {
     if (!fn)
       fn = importOpaque;
     NodeContext ctx(*this, node, i);
-    if (auto err = fn(ctx))
-      return err;
+    if (auto err = fn(ctx)) {
+      if (!originalBatch || *originalBatch == *options.batch)
+        return err;
+      // With --batch on a static export, say where a fixed batch may lie.
+      return llvm::createStringError(
+          llvm::toString(std::move(err)) + " (--batch=" +
+          llvm::Twine(*options.batch).str() + " on an export with batch " +
+          llvm::Twine(*originalBatch).str() +
+          ": this node may hold the exported batch; export with a dynamic "
+          "batch dim to compile other batch sizes)");
+    }
     for (const auto &out : node.output())
       if (!out.empty() && !slots.count(out))
         return ctx.error("output '" + out + "' was not produced");
@@ -562,6 +571,17 @@ llvm::Error Importer::bindOutputs() {
         mismatch = tt.shape().dim(i).has_dim_value() &&
                    tt.shape().dim(i).dim_value() != s->type.shape[i] &&
                    !(i == 0 && options.batch);
+      if (originalBatch && *originalBatch != *options.batch &&
+          tt.shape().dim_size() >= 1 && tt.shape().dim(0).has_dim_value() &&
+          tt.shape().dim(0).dim_value() == *originalBatch &&
+          s->type.rank() >= 1 && s->type.shape[0] != *options.batch)
+        return llvm::createStringError(
+            path + ": graph output '" + vi.name() + "' keeps the exported " +
+            "batch " + llvm::Twine(*originalBatch).str() + " (" +
+            shapeStr(s->type.shape) + ") under --batch=" +
+            llvm::Twine(*options.batch).str() +
+            ": a node bakes the batch in; export with a dynamic batch dim "
+            "to compile other batch sizes");
       if (mismatch)
         warnings.push_back(path + ": graph output '" + vi.name() +
                            "' is declared with a different shape; it is " +
@@ -840,6 +860,23 @@ std::optional<std::vector<Slot>> Importer::tryFold(const Op &op) {
 llvm::Error NodeContext::finish(std::unique_ptr<Op> op) {
   if (op->results.size() > unsigned(node.output_size()))
     return error("internal: more results than outputs");
+  // --batch on a static export: integer constants laid out over the
+  // exported batch (an index grid, token type ids) that meet computed data
+  // would silently drop or mix the new batch's rows.
+  if (auto rb = rebatch(); rb && rb->first > 1 && rb->first != rb->second) {
+    bool data = llvm::any_of(op->operands, [](const Operand &o) {
+      return o.value->kind != Value::Kind::Global;
+    });
+    for (unsigned i = 0; i < op->operands.size() && data; ++i) {
+      const Value *v = op->operands[i].value;
+      if (v->kind == Value::Kind::Global && !isFloat(v->type.elem) &&
+          v->type.rank() >= 2 && v->type.shape[0] == rb->first)
+        return error("reads the constant '" + v->name + "' of shape " +
+                     shapeStr(v->type.shape) +
+                     ", laid out over the exported batch " +
+                     llvm::Twine(rb->first));
+    }
+  }
   for (const Result &r : op->results)
     if (auto problem = tooManyElements(r.value->type.shape))
       return error("the result's " + *problem);
