@@ -9,13 +9,11 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ort_case  # noqa: E402
 
-out = sys.argv[1]
-if len(sys.argv) > 2 and sys.argv[2] == "--compare":
-    ort_case.compare(out)
+out = ort_case.output_dir()
 
 rng = np.random.default_rng(5)
 B, S, D = 4, 6, 8
-i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+i64 = ort_case.i64
 inits = [
     i64("one_axis", 1), i64("one", 1), i64("three", 3),
     numpy_helper.from_array(np.zeros((), np.float32), "zero"),

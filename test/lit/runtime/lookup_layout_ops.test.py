@@ -9,13 +9,11 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ort_case  # noqa: E402
 
-out = sys.argv[1]
-if len(sys.argv) > 2 and sys.argv[2] == "--compare":
-    ort_case.compare(out)
+out = ort_case.output_dir()
 
 rng = np.random.default_rng(9)
 B, S, D = 4, 6, 8
-i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+i64 = ort_case.i64
 inits = [
     i64("zero", 0), i64("neg", -1), i64("b", B), i64("one_b", 1),
     i64("repeats", [2, 1, 3]), i64("pads", [0, 1, -1, 0, 2, 0]),

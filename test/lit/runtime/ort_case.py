@@ -37,3 +37,17 @@ def compare(out):
         i += 1
     print(f"relative L2 error {worst:.2e} over {i} outputs")
     sys.exit(0 if i and worst <= 1e-4 else 1)
+
+
+def output_dir():
+    """The output folder (argv[1]); with --compare (argv[2]), compares
+    paxrun's outputs there with onnxruntime's and exits."""
+    out = sys.argv[1]
+    if len(sys.argv) > 2 and sys.argv[2] == "--compare":
+        compare(out)
+    return out
+
+
+def i64(name, v):
+    """An int64 initializer."""
+    return numpy_helper.from_array(np.array(v, np.int64), name)

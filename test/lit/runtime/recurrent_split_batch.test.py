@@ -11,9 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ort_case  # noqa: E402
 
-out = sys.argv[1]
-if len(sys.argv) > 2 and sys.argv[2] == "--compare":
-    ort_case.compare(out)
+out = ort_case.output_dir()
 
 rng = np.random.default_rng(11)
 S, B, I, H = 5, 8, 6, 4
