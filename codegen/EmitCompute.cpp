@@ -35,6 +35,14 @@ plan::DType toPlanDType(DType t) {
   llvm_unreachable("unknown dtype");
 }
 
+DType fromPlanDType(plan::DType t) {
+#define PAX_DTYPE(Enum, Text, Bytes, IsFloat)                                  \
+  if (toPlanDType(DType::Enum) == t)                                           \
+    return DType::Enum;
+#include "ir/DTypes.def"
+  llvm_unreachable("a plan dtype without an IR dtype");
+}
+
 static plan::IterDim::Kind toPlanKind(IterKind k) {
   switch (k) {
   case IterKind::Parallel:

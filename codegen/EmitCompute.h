@@ -10,6 +10,8 @@ namespace pax {
 
 /// The plan's element type for \p t.
 plan::DType toPlanDType(DType t);
+/// The IR element type of a plan's (the inverse of toPlanDType).
+DType fromPlanDType(plan::DType t);
 
 /// \p op as a plan Compute instruction over its whole iteration space:
 /// kind, iteration dims, access maps, attributes and source name. Operand i

@@ -46,6 +46,13 @@ std::optional<DType> dtypeFromOnnx(int32_t t) {
   }
 }
 
+int32_t dtypeToOnnx(DType t) {
+  for (int32_t o = TensorProto::FLOAT; o <= TensorProto::BFLOAT16; ++o)
+    if (dtypeFromOnnx(o) == t)
+      return o;
+  llvm_unreachable("an IR dtype without an ONNX data type");
+}
+
 static llvm::Error tensorError(const TensorProto &t, const llvm::Twine &msg) {
   return llvm::createStringError("tensor '" + t.name() + "': " + msg);
 }

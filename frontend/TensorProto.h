@@ -14,6 +14,8 @@ namespace pax {
 /// The IR element type of an ONNX data type; std::nullopt when paxc does not
 /// support it (strings, complex numbers, 4-bit and 8-bit floats).
 std::optional<DType> dtypeFromOnnx(int32_t onnxType);
+/// The ONNX data type of \p t (the inverse of dtypeFromOnnx).
+int32_t dtypeToOnnx(DType t);
 
 /// The type of \p t; an error for a negative or oversized dim or an
 /// unsupported data type.

@@ -142,6 +142,25 @@ llvm::Error writeNpyFile(llvm::StringRef path, const runtime::Tensor &t) {
   return llvm::Error::success();
 }
 
+llvm::Error writeTensorFile(llvm::StringRef path, llvm::StringRef name,
+                            const runtime::Tensor &t) {
+  onnx::TensorProto proto;
+  proto.set_name(name.str());
+  for (int64_t d : t.shape)
+    proto.add_dims(d);
+  proto.set_data_type(dtypeToOnnx(fromPlanDType(t.dtype)));
+  proto.set_raw_data(t.data.data(), t.data.size());
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return llvm::createStringError("cannot write '" + path +
+                                   "': " + ec.message());
+  std::string bytes;
+  proto.SerializeToString(&bytes);
+  os << bytes;
+  return llvm::Error::success();
+}
+
 void copyValues(const ConstTensor &c, runtime::Tensor &out) {
   for (int64_t i = 0; i < c.numel(); ++i) {
     if (c.isReal())

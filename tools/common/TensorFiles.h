@@ -21,6 +21,11 @@ llvm::Expected<runtime::Tensor> readNpyFile(llvm::StringRef path,
 /// Writes \p t as a `.npy` file (format 1.0).
 llvm::Error writeNpyFile(llvm::StringRef path, const runtime::Tensor &t);
 
+/// Writes \p t as an ONNX TensorProto file named \p name, keeping its
+/// element type (raw little-endian data, as ONNX's test data stores it).
+llvm::Error writeTensorFile(llvm::StringRef path, llvm::StringRef name,
+                            const runtime::Tensor &t);
+
 /// Copies \p c's values into \p out (same element count), converting to
 /// out's element type.
 void copyValues(const ConstTensor &c, runtime::Tensor &out);

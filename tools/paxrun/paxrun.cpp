@@ -514,29 +514,22 @@ static llvm::Error runTimed(const plan::Plan &plan,
   return llvm::Error::success();
 }
 
-static void writeOutputs(const plan::Plan &plan,
-                         const std::vector<runtime::Tensor> &outputs) {
-  llvm::sys::fs::create_directories(outputsDir);
+/// Writes output_N.pb (each output's own element type) or output_N.npy.
+static llvm::Error writeOutputs(const plan::Plan &plan,
+                                const std::vector<runtime::Tensor> &outputs) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(outputsDir))
+    return llvm::createStringError("cannot create '" + outputsDir +
+                                   "': " + ec.message());
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const runtime::Tensor &t = outputs[i];
-    if (outputFormat == OutFormat::Npy) {
-      if (auto err = writeNpyFile(
-              outputsDir + "/output_" + std::to_string(i) + ".npy", t))
-        llvm::WithColor::error(llvm::errs(), "paxrun")
-            << llvm::toString(std::move(err)) << "\n";
-      continue;
-    }
-    onnx::TensorProto proto;
-    proto.set_name(plan.outputs(int(i)).name());
-    for (int64_t d : t.shape)
-      proto.add_dims(d);
-    proto.set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t k = 0; k < t.numel(); ++k)
-      proto.add_float_data(float(t.real(k)));
-    std::ofstream f(outputsDir + "/output_" + std::to_string(i) + ".pb",
-                    std::ios::binary);
-    proto.SerializeToOstream(&f);
+    std::string base = outputsDir + "/output_" + std::to_string(i);
+    if (auto err = outputFormat == OutFormat::Npy
+                       ? writeNpyFile(base + ".npy", outputs[i])
+                       : writeTensorFile(base + ".pb",
+                                         plan.outputs(int(i)).name(),
+                                         outputs[i]))
+      return err;
   }
+  return llvm::Error::success();
 }
 
 /// Compares each output with the reference's; false above the tolerance.
@@ -719,7 +712,8 @@ int main(int argc, char **argv) {
         predicted, performed);
   }
   if (!outputsDir.empty())
-    writeOutputs(*plan, outputs);
+    if (auto err = writeOutputs(*plan, outputs))
+      return fail(llvm::toString(std::move(err)));
   if (verify) {
     std::vector<runtime::Tensor> reference;
     std::vector<runtime::DeviceStats> refStats;
