@@ -4,6 +4,7 @@
 #include "frontend/ConstantFolder.h"
 #include "frontend/OnnxOps.h"
 #include "frontend/TensorProto.h"
+#include "ir/Soap.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -363,7 +364,18 @@ static bool isTrainableLeaf(const Slot &s) {
 Value *Importer::materialize(Slot &s, llvm::StringRef name) {
   if (s.value)
     return s.value;
+  std::string source = !s.weightInput.empty()   ? "input:" + s.weightInput
+                       : !s.initializer.empty() ? "initializer:" + s.initializer
+                                                : "";
+  if (!source.empty())
+    if (Global *shared = sourceGlobals.lookup(source))
+      if (shared->value.type == s.type) {
+        s.value = &shared->value;
+        return s.value;
+      }
   Global *g = module->addGlobal(name.str(), s.type);
+  if (!source.empty())
+    sourceGlobals.try_emplace(source, g);
   if (!s.weightInput.empty()) {
     g->source = DataSource::Input;
     g->ref = s.weightInput;
@@ -429,10 +441,30 @@ void Importer::markParameters() {
       o.leaves.push_back(g.get());
     o.table = computedGlobals.count(g.get()) && isFloat(g->value.type.elem);
   }
+  // A leaf laid out along the batch (a dim of two or more elements that an
+  // op indexes by a sample dim) holds per-sample data an exporter computed:
+  // a mask, a class token expanded to the batch, an initial state.
+  auto roles = computeSoapRoles(f);
+  llvm::DenseSet<const Global *> perSample;
+  for (const auto &op : f.ops)
+    for (const Operand &o : op->operands) {
+      const Global *g = o.value->global;
+      if (!g || !trainableGlobals.count(g))
+        continue;
+      for (size_t i = 0; i < o.map.size(); ++i) {
+        int c = carrierDim(o.map[i]);
+        if (c >= 0 && g->value.type.shape[i] > 1 &&
+            roles[op.get()][c] == SoapRole::Sample)
+          perSample.insert(g);
+      }
+    }
   llvm::DenseSet<const Global *> params;
   auto take = [&](const Origin &o) {
-    if (!o.act && !o.table)
-      params.insert(o.leaves.begin(), o.leaves.end());
+    if (o.act || o.table)
+      return;
+    for (const Global *g : o.leaves)
+      if (!perSample.count(g))
+        params.insert(g);
   };
   for (const auto &opPtr : f.ops) {
     const Op &op = *opPtr;

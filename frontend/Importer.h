@@ -170,6 +170,10 @@ private:
   /// Globals made from trainable leaves, and from computations on
   /// constants (see markParameters).
   llvm::DenseSet<const Global *> trainableGlobals, computedGlobals;
+  /// The global of each initializer and weight input, by "initializer:" or
+  /// "input:" and its name: a tensor the graph names twice (an Identity, a
+  /// shared layer) is one global.
+  llvm::StringMap<Global *> sourceGlobals;
   /// Outputs of ConstantOfShape / Constant nodes that stand in for weights.
   llvm::StringSet<> weightStandIns;
   /// Types from value_info and ONNX shape inference, computed on first need.

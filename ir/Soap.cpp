@@ -17,9 +17,7 @@ llvm::StringRef soapRoleName(SoapRole r) {
   llvm_unreachable("unknown SoapRole");
 }
 
-/// The iteration dim that carries a tensor dim's identity: `d`, the window's
-/// output dim, a group's major dim. None for `_`, `*` and lookups.
-static int carrierDim(const AccessExpr &e) {
+int carrierDim(const AccessExpr &e) {
   if (e.kind == AccessExpr::Kind::Affine || e.kind == AccessExpr::Kind::Group)
     return int(e.dims[0]);
   return -1;

@@ -17,6 +17,10 @@ enum class SoapRole : uint8_t {
 
 llvm::StringRef soapRoleName(SoapRole r);
 
+/// The iteration dim that carries a tensor dim's identity: `d`, the window's
+/// output dim, a group's major dim; -1 for `_`, `*` and lookups.
+int carrierDim(const AccessExpr &e);
+
 /// Roles of every iteration dim of every op of \p f, in `iters` order.
 /// Sample dims start at dim 0 of each function argument and flow through
 /// access maps (the major dim of a group carries it).

@@ -10,11 +10,17 @@ namespace pax {
 ModelSummary summarize(const Module &m) {
   ModelSummary s;
   s.name = m.name;
-  for (const auto &g : m.globals)
-    if (g->isParameter) {
+  // A tensor of the source model counts once, however many globals view it
+  // (reshaped).
+  std::set<std::pair<DataSource, std::string>> counted;
+  for (const auto &g : m.globals) {
+    bool named = g->source == DataSource::Initializer ||
+                 g->source == DataSource::Input;
+    if (g->isParameter && (!named || counted.insert({g->source, g->ref}).second)) {
       s.parameters += g->value.type.numel();
       s.parameterBytes += g->value.type.bytes();
     }
+  }
   std::set<std::string> unsupported;
   for (const auto &op : m.main.ops) {
     ++s.computeOps;
