@@ -20,6 +20,10 @@ and prints one line per export and a summary; exits non-zero on any
 failure.
 
   check_torch_parameters.py [--paxc build/bin/paxc] [--only SUBSTR]
+                            [--markdown FILE]
+
+--markdown writes the table of docs/TORCH_PARAMETERS.md: one row per export
+with torch's count, paxc's, and every tensor that makes the difference.
 """
 import argparse
 import json
@@ -45,14 +49,58 @@ def expected(r):
             total(r["cut"]) + total(r.get("buffer", [])))
 
 
+KINDS = [("folded", "folded", -1), ("missed", "missed", -1),
+         ("twice", "written twice", +1), ("computed", "computed", +1),
+         ("cut", "cut", +1), ("buffer", "buffer", +1)]
+
+
+def short(name):
+    """A torch parameter name without the wrapper's prefix."""
+    return name[2:] if name.startswith("m.") else name
+
+
+def differences(r):
+    """The markdown cell listing what makes paxc's count differ from
+    torch's: per kind, the signed element total and the tensors."""
+    parts = []
+    for key, label, sign in KINDS:
+        entries = r.get(key, [])
+        if not entries:
+            continue
+        n = total(entries, twice=key == "twice") * sign
+        names = []
+        for e in entries:
+            if key == "cut":
+                names.append(f"{short(e['of'])} to {e['shape']}")
+            elif key == "computed":
+                names.append(f"`{e['file']}` {e['elements']}")
+            else:
+                names.append(short(e["torch"]))
+        shown = ", ".join(names[:3])
+        if len(names) > 3:
+            shown += f" and {len(names) - 3} more"
+        parts.append(f"{label} {n:+d} ({len(entries)}: {shown})")
+    return "; ".join(parts) if parts else "equal"
+
+
+def write_markdown(path, rows):
+    with open(path, "w") as f:
+        f.write("| export | torch | paxc | differences (elements; tensors) |\n"
+                "|---|---|---|---|\n")
+        for name, r, got in rows:
+            f.write(f"| {name} | {r['torch']} | {got} | {differences(r)} |\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--paxc", default=os.path.join(torch_matrix.ROOT, "build",
                                                    "bin", "paxc"))
     ap.add_argument("--only", default="")
+    ap.add_argument("--markdown", help="write the per-export table here")
     args = ap.parse_args()
     table = json.load(open(os.path.join(CORPUS, "parameters.json")))
     failed = equal = 0
+    rows = []
     names = [e for e in torch_matrix.exports() if args.only in e]
     for name in names:
         if name not in table:
@@ -84,10 +132,13 @@ def main():
             failed += 1
             continue
         equal += got == r["torch"]
+        rows.append((name, r, got))
         print(f"ok   {name}: {got} (torch {r['torch']})")
     print(f"check_torch_parameters.py: {len(names) - failed} of {len(names)} "
           f"exports explained ({equal} equal to torch's count), "
           f"{failed} failed")
+    if args.markdown:
+        write_markdown(args.markdown, rows)
     return 1 if failed else 0
 
 

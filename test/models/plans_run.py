@@ -23,7 +23,8 @@ refuses the block it is handed) fails the test, as does a wrong output.
                [--bin build/bin] [--work DIR] [-j N] [-v]
 
 Prints the failures (all runs with -v), a count of refusals by reason and
-a summary; exits non-zero on any failure.
+a summary; exits non-zero on any failure. With --bin pointing at a
+sanitizer build (build-asan/bin), a sanitizer report is a failure too.
 """
 import argparse
 import collections
@@ -51,6 +52,15 @@ def run(cmd, timeout=300):
                               timeout=timeout)
     except subprocess.TimeoutExpired:
         return None
+
+
+def sanitizer_report(r):
+    """The first line of a sanitizer report in a run's stderr, or None (a
+    sanitizer build may exit with status 1, like a refusal)."""
+    for line in (r.stderr or "").splitlines() if r is not None else []:
+        if "Sanitizer" in line or "runtime error:" in line:
+            return line.strip()[:300]
+    return None
 
 
 def compare(expected, out, elementwise):
@@ -140,9 +150,13 @@ def check(binary, name, model_dir, gpus, work, extra, elementwise):
         if f is None or f.returncode:
             return "FAIL", "force_strategy.py: " + (f.stderr if f else "hung")
         plan_args = [f"--strategy={w}/f.json"]
+    if sanitizer_report(r):
+        return "FAIL", "paxc: " + sanitizer_report(r)
     r = run(base + plan_args + ["-o", f"{w}/p.paxplan"])
     if r is None:
         return "FAIL", "paxc: no result in 300 s"
+    if sanitizer_report(r):
+        return "FAIL", "paxc: " + sanitizer_report(r)
     if r.returncode:
         err = r.stderr.strip()
         if r.returncode != 1 or "error:" not in err:
@@ -154,6 +168,8 @@ def check(binary, name, model_dir, gpus, work, extra, elementwise):
              "--outputs", f"{w}/out"])
     if r is None:
         return "FAIL", "paxrun: no result in 300 s"
+    if sanitizer_report(r):
+        return "FAIL", "paxrun: " + sanitizer_report(r)
     if r.returncode:
         return "FAIL", f"paxrun exit {r.returncode}: {r.stderr.strip()[-300:]}"
     why = compare(data, f"{w}/out", elementwise)
