@@ -46,6 +46,9 @@ EXPECTED_PARAMS = {
     "gpt2": 124_439_808,
     "bert": 109_482_240,
     "llama": 6_738_415_616,
+    "llama2-70b": 68_976_648_192,
+    "gpt2-xl": 1_557_611_200,
+    "bert-large": 335_141_888,
     "lstm": 108_111_632,  # 10000*2048 + 2*(2*4*2048*2048 + 8*2048) + 2048*10000 + 10000
 }
 
@@ -73,7 +76,9 @@ def inception_bn_channels() -> int:
 
 INCEPTION_TRAINABLE = 23_834_568  # torchvision inception_v3(aux_logits=False)
 INCEPTION_BN_CHANNELS = inception_bn_channels()  # 17,216
-EXPECTED_PARAMS["inception_v3"] = INCEPTION_TRAINABLE + 2 * INCEPTION_BN_CHANNELS
+EXPECTED_PARAMS["inception_v3"] = INCEPTION_TRAINABLE
+# Float tensors the file holds besides the parameters: BatchNorm running statistics.
+STATISTICS = {"inception_v3": 2 * INCEPTION_BN_CHANNELS}
 IMAGE_MODELS = {"inception_v3"}
 IMAGE_INPUT = "input"  # the image input of IMAGE_MODELS
 EXPECTED_OPS = {
@@ -98,8 +103,12 @@ SMALL = {
     "gpt2": dict(layers=2, hidden=64, heads=4, ffn=256, vocab=100, positions=32, batch=2, seq=16),
     "bert": dict(layers=2, hidden=64, heads=4, ffn=256, vocab=100, positions=32, batch=2, seq=16),
     "llama": dict(layers=2, hidden=64, heads=4, ffn=172, vocab=100, batch=2, seq=16),
+    "llama2-70b": dict(layers=2, hidden=64, heads=4, kv_heads=2, ffn=172, vocab=100,
+                       batch=2, seq=16),
     "lstm": dict(layers=2, hidden=64, vocab=100, batch=3, seq=16),
 }
+SMALL["gpt2-xl"] = SMALL["gpt2"]
+SMALL["bert-large"] = SMALL["bert"]
 DYNAMIC_RUNS = [(1, 7), (3, 12)]  # (batch, seq) fed to the --dynamic builds
 REL_TOLERANCE = 1e-4
 
@@ -127,7 +136,7 @@ def run(model: onnx.ModelProto, feeds: dict) -> dict:
 def token_feeds(name: str, batch: int, seq: int, vocab: int, rng) -> dict:
     """Random token ids; BERT also gets token types and a mask padding row 0's tail."""
     feeds = {"input_ids": rng.integers(0, vocab, size=(batch, seq), dtype=np.int64)}
-    if name == "bert":
+    if pm.family(name) == "bert":
         mask = np.ones((batch, seq), dtype=np.int64)
         mask[0, seq // 2:] = 0
         feeds["attention_mask"] = mask
@@ -137,7 +146,7 @@ def token_feeds(name: str, batch: int, seq: int, vocab: int, rng) -> dict:
 
 def expected_shapes(name: str, config: pm.Config, batch: int, seq: int) -> dict:
     """Output name -> shape for a run with the given batch and seq."""
-    if name == "bert":
+    if pm.family(name) == "bert":
         return {"last_hidden_state": (batch, seq, config.hidden),
                 "pooler_output": (batch, config.hidden)}
     return {"logits": (batch, seq, config.vocab)}
@@ -272,7 +281,9 @@ def ref_llama(w, feeds, c):
     for i in range(c.layers):
         p = f"model.layers.{i}."
         a = rms(h, p + "input_layernorm.weight")
-        q, k, v = (to_heads(a @ w[p + f"self_attn.{n}_proj.weight"], c.heads) for n in "qkv")
+        q = to_heads(a @ w[p + "self_attn.q_proj.weight"], c.heads)
+        k, v = (np.repeat(to_heads(a @ w[p + f"self_attn.{n}_proj.weight"], c.kv_heads),
+                          c.heads // c.kv_heads, axis=1) for n in "kv")
         h = h + attend(rope(q), rope(k), v, causal) @ w[p + "self_attn.o_proj.weight"]
         m = rms(h, p + "post_attention_layernorm.weight")
         gate = m @ w[p + "mlp.gate_proj.weight"]
@@ -312,7 +323,7 @@ def check_against_reference(name, model, config, batch, seq, rng, what):
     tokens = token_feeds(name, batch, seq, config.vocab, rng)
     outputs = run(model, {**tokens, **weights})
     check_outputs(outputs, expected_shapes(name, config, batch, seq), what)
-    reference = REFERENCES[name]({k: v.astype(np.float64) for k, v in weights.items()},
+    reference = REFERENCES[pm.family(name)]({k: v.astype(np.float64) for k, v in weights.items()},
                                  tokens, config)
     for out, expected in reference.items():
         error = np.abs(outputs[out] - expected).max() / np.abs(expected).max()
@@ -325,7 +336,7 @@ def check_masking(name, model, tokens, weights, outputs, vocab, what):
     changed = {k: v.copy() for k, v in tokens.items()}
     ids = changed["input_ids"]
     seq = ids.shape[1]
-    if name == "bert":  # row 0 is padded from seq // 2 on: change its last token.
+    if pm.family(name) == "bert":  # row 0 is padded from seq // 2 on: change its last token.
         ids[0, -1] = (ids[0, -1] + 1) % vocab
         keep = {"last_hidden_state": (0, slice(0, seq // 2)), "pooler_output": (0,)}
     else:  # causal models: change the last token of every row.
@@ -335,6 +346,48 @@ def check_masking(name, model, tokens, weights, outputs, vocab, what):
     for out, index in keep.items():
         assert np.allclose(new[out][index], outputs[out][index], atol=1e-6), \
             f"{what}: {out} depends on a masked token"
+
+
+def buffer_value(name: str, config: pm.Config) -> np.ndarray:
+    """The value of a buffer written as a graph input (--buffers input)."""
+    if name.endswith("rotary_emb.inv_freq"):
+        d = config.head_dim
+        return (1.0 / pm.LLAMA_ROPE_THETA ** (np.arange(0, d, 2, dtype=np.float32) / d)
+                ).astype(np.float32)
+    if name.endswith("attn.bias"):
+        p = config.positions
+        return np.tril(np.ones((p, p), dtype=bool)).reshape(1, 1, p, p)
+    raise AssertionError(f"unknown buffer {name}")
+
+
+def check_buffers_and_mask(name, config, model, rng):
+    """--buffers input fed the buffers' values, with --attention-mask all ones, equals
+    the constant build; a padded key changes nothing where it is masked."""
+    masked = pm.make_config(name, attention_mask=True, **SMALL[name])
+    variant = pm.build_model(masked, "input", buffers="input").model
+    onnx.checker.check_model(variant, full_check=True)
+    weights = weight_feeds(model, rng)
+    tokens = token_feeds(name, config.batch, config.seq, config.vocab, rng)
+    plain = run(model, {**tokens, **weights})
+    buffers = {v.name: buffer_value(v.name, config) for v in variant.graph.input
+               if v.name not in weights and v.name not in ("input_ids", "attention_mask")}
+    assert buffers, f"{name}: --buffers input wrote no buffer input"
+    ones = np.ones((config.batch, config.seq), dtype=np.int64)
+    same = run(variant, {**tokens, **weights, **buffers, "attention_mask": ones})
+    for out, value in plain.items():
+        error = np.abs(same[out] - value).max() / np.abs(value).max()
+        assert error < REL_TOLERANCE, f"{name} buffers input: {out} differs (rel {error:.2e})"
+    # Pad the first key of row 0: the token there no longer matters to later positions.
+    pad = ones.copy()
+    pad[0, 0] = 0
+    before = run(variant, {**tokens, **weights, **buffers, "attention_mask": pad})
+    changed = {k: v.copy() for k, v in tokens.items()}
+    changed["input_ids"][0, 0] = (changed["input_ids"][0, 0] + 1) % config.vocab
+    after = run(variant, {**changed, **weights, **buffers, "attention_mask": pad})
+    assert np.allclose(before["logits"][0, 1:], after["logits"][0, 1:], atol=1e-6), \
+        f"{name} attention mask: a padded key still matters"
+    assert not np.allclose(before["logits"], same["logits"]), \
+        f"{name} attention mask: padding changed nothing"
 
 
 def check_small(name: str) -> None:
@@ -353,6 +406,9 @@ def check_small(name: str) -> None:
     assert built.params == weight_input_elements(built.model)
     check_against_reference(name, built.model, config, config.batch, config.seq, rng,
                             f"{name} small input")
+
+    if pm.family(name) in ("gpt2", "llama"):
+        check_buffers_and_mask(name, config, built.model, rng)
 
     dynamic = pm.make_config(name, dynamic=True, **SMALL[name])
     model = pm.build_model(dynamic, "input").model
@@ -386,7 +442,7 @@ def check_small_image(name: str) -> None:
     # build's initializers and a batch of 2 whose first image is the one run above.
     dynamic = pm.build_model(pm.make_config(name, dynamic=True), "input")
     onnx.checker.check_model(dynamic.model, full_check=True)
-    assert dynamic.params == weight_input_elements(dynamic.model)
+    assert dynamic.params + STATISTICS[name] == weight_input_elements(dynamic.model)
     feeds = {t.name: numpy_helper.to_array(t) for t in random_model.graph.initializer}
     feeds = {v.name: feeds[v.name] for v in dynamic.model.graph.input if v.name != "input"}
     both = run(dynamic.model, {"input": images, **feeds})
@@ -431,13 +487,15 @@ def check_default(name: str, tmp: str) -> collections.Counter:
     assert printed == EXPECTED_PARAMS[name], f"{name}: printed {printed:,} params"
     model = onnx.load(path)
     check_model_proto(model)
+    stats = STATISTICS.get(name, 0)
     counted = weight_input_elements(model)
-    assert counted == EXPECTED_PARAMS[name], f"{name}: weight inputs hold {counted:,} elements"
+    assert counted == EXPECTED_PARAMS[name] + stats, \
+        f"{name}: weight inputs hold {counted:,} elements"
 
     light = pm.build_model(pm.make_config(name), "constant-of-shape")
     check_model_proto(light.model)
     counted = constant_of_shape_weight_elements(light.model)
-    assert light.params == counted == EXPECTED_PARAMS[name], \
+    assert light.params + stats == counted == EXPECTED_PARAMS[name] + stats, \
         f"{name}: constant-of-shape build has {counted:,} weight elements"
 
     if EXPECTED_PARAMS[name] > pm.RANDOM_PARAM_LIMIT:
@@ -451,7 +509,7 @@ def check_default(name: str, tmp: str) -> collections.Counter:
         heavy = pm.build_model(pm.make_config(name), "random")
         counted = sum(math.prod(t.dims) for t in heavy.model.graph.initializer
                       if t.data_type == TensorProto.FLOAT and t.dims)
-        assert heavy.params == counted == EXPECTED_PARAMS[name], \
+        assert heavy.params + stats == counted == EXPECTED_PARAMS[name] + stats, \
             f"{name}: random build has {counted:,} weight elements"
 
     ops = collections.Counter(n.op_type for n in model.graph.node)

@@ -32,14 +32,20 @@ BatchNorm statistics in the file).
 Usage::
 
     python3 tools/models/paxmodels.py MODEL -o OUT.onnx [--layers L] [--hidden H]
-        [--heads N] [--ffn F] [--vocab V] [--positions P] [--batch B] [--seq S]
-        [--dynamic] [--weights input|constant-of-shape|random] [--seed N]
+        [--heads N] [--kv-heads K] [--ffn F] [--vocab V] [--positions P] [--batch B]
+        [--seq S] [--dynamic] [--weights input|constant-of-shape|random] [--seed N]
+        [--buffers constant|input] [--attention-mask]
         [--print-params]
 
-MODEL is one of gpt2 (GPT-2 small), bert (BERT-base with pooler), llama (Llama-7B),
-lstm (2-layer LSTM LM, hidden 2048, vocab 10000) or inception_v3 (torchvision's
-Inception-v3 without aux logits, input [B, 3, 299, 299], batch 32 by default; only
---batch applies).
+MODEL is one of gpt2 (GPT-2 small), gpt2-xl, bert (BERT-base with pooler), bert-large,
+llama (Llama-7B), llama2-70b (grouped-query attention, 8 kv heads), lstm (2-layer LSTM
+LM, hidden 2048, vocab 10000) or inception_v3 (torchvision's Inception-v3 without aux
+logits, input [B, 3, 299, 299], batch 32 by default; only --batch applies).
+
+``--buffers input`` writes module buffers (Llama's rotary ``inv_freq``, GPT-2's per-layer
+causal ``bias``) as graph inputs, as ``torch.onnx.export(export_params=False)`` does, so
+the rotary tables and masks are computed from inputs; ``--attention-mask`` (gpt2, llama)
+adds an ``attention_mask`` input combined with the causal mask.
 """
 
 import argparse
@@ -53,6 +59,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 WEIGHT_MODES = ("input", "constant-of-shape", "random")
+BUFFER_MODES = ("constant", "input")
 RANDOM_PARAM_LIMIT = 50_000_000
 WEIGHT_FILL = 0.02  # ConstantOfShape fill value and std of random weights.
 
@@ -76,10 +83,21 @@ PRESETS: Dict[str, Dict[str, int]] = {
     "bert": dict(layers=12, hidden=768, heads=12, ffn=3072, vocab=30522,
                  positions=512, batch=1, seq=512),
     "llama": dict(layers=32, hidden=4096, heads=32, ffn=11008, vocab=32000,
-                  batch=1, seq=2048),
+                  batch=1, seq=2048, kv_heads=32),
+    "llama2-70b": dict(layers=80, hidden=8192, heads=64, ffn=28672, vocab=32000,
+                       batch=1, seq=4096, kv_heads=8),
+    "gpt2-xl": dict(layers=48, hidden=1600, heads=25, ffn=6400, vocab=50257,
+                    positions=1024, batch=8, seq=1024),
+    "bert-large": dict(layers=24, hidden=1024, heads=16, ffn=4096, vocab=30522,
+                       positions=512, batch=1, seq=512),
     "lstm": dict(layers=2, hidden=2048, vocab=10000, batch=20, seq=35),
     "inception_v3": dict(batch=32),
 }
+
+
+def family(model: str) -> str:
+    """The graph a preset is built with: "gpt2-xl" is a gpt2, "llama2-70b" a llama."""
+    return {"llama2-70b": "llama", "gpt2-xl": "gpt2", "bert-large": "bert"}.get(model, model)
 
 
 @dataclass(frozen=True)
@@ -95,7 +113,9 @@ class Config:
     heads: int = 0
     ffn: int = 0
     positions: int = 0
+    kv_heads: int = 0
     dynamic: bool = False
+    attention_mask: bool = False
 
     @property
     def head_dim(self) -> int:
@@ -111,7 +131,8 @@ class Config:
         return "batch" if self.dynamic else self.batch
 
 
-def make_config(model: str, dynamic: bool = False, **sizes: Optional[int]) -> Config:
+def make_config(model: str, dynamic: bool = False, attention_mask: bool = False,
+                **sizes: Optional[int]) -> Config:
     """Return the preset of ``model`` with the given sizes (None = keep preset).
 
     Raises ValueError for unknown models, sizes that do not apply to the model,
@@ -128,10 +149,18 @@ def make_config(model: str, dynamic: bool = False, **sizes: Optional[int]) -> Co
         if value <= 0:
             raise ValueError(f"--{key} must be positive, got {value}")
         values[key] = value
-    config = Config(model=model, dynamic=dynamic, **values)
+    if attention_mask and family(model) not in ("gpt2", "llama"):
+        raise ValueError(f"--attention-mask applies to gpt2 and llama models, not {model}")
+    preset = PRESETS[model]
+    if (preset.get("kv_heads") == preset.get("heads") and sizes.get("heads")
+            and not sizes.get("kv_heads")):
+        values["kv_heads"] = values["heads"]  # a multi-head preset stays multi-head
+    config = Config(model=model, dynamic=dynamic, attention_mask=attention_mask, **values)
     if config.heads and config.hidden % config.heads:
         raise ValueError(f"hidden {config.hidden} is not divisible by heads {config.heads}")
-    if model == "llama" and config.head_dim % 2:
+    if config.kv_heads and config.heads % config.kv_heads:
+        raise ValueError(f"heads {config.heads} is not divisible by kv heads {config.kv_heads}")
+    if family(model) == "llama" and config.head_dim % 2:
         raise ValueError(f"llama head dim {config.head_dim} must be even for rotary embeddings")
     if config.positions and config.seq > config.positions:
         raise ValueError(f"seq {config.seq} exceeds the {config.positions} positions of {model}")
@@ -145,11 +174,14 @@ class GraphBuilder:
     node outputs are "<node name>_output_<i>", as the PyTorch exporter writes them.
     """
 
-    def __init__(self, opset: int, weights: str, seed: int):
+    def __init__(self, opset: int, weights: str, seed: int, buffers: str = "constant"):
+        if buffers not in BUFFER_MODES:
+            raise ValueError(f"unknown buffers mode {buffers!r}; expected one of {BUFFER_MODES}")
         if weights not in WEIGHT_MODES:
             raise ValueError(f"unknown weights mode {weights!r}; expected one of {WEIGHT_MODES}")
         self.opset = opset
         self.weights = weights
+        self.buffers = buffers
         self.rng = np.random.default_rng(seed)
         self.param_count = 0
         self.nodes: List[onnx.NodeProto] = []
@@ -193,6 +225,17 @@ class GraphBuilder:
             self.initializers.append(numpy_helper.from_array(value, unique))
             self._consts[key] = unique
         return self._consts[key]
+
+    def buffer(self, value: np.ndarray, name: str) -> str:
+        """A module buffer (rotary ``inv_freq``, a causal mask): a constant, or with
+        buffers "input" a graph input of its type and shape, as
+        ``torch.onnx.export(export_params=False)`` writes it (not a parameter)."""
+        if self.buffers != "input":
+            return self.const(value, name)
+        self._tensor_names.add(name)
+        elem = helper.np_dtype_to_tensor_dtype(value.dtype)
+        self.inputs.append(helper.make_tensor_value_info(name, elem, list(value.shape)))
+        return name
 
     def ints(self, values: Sequence[int]) -> str:
         """1-D int64 constant (shapes, axes, starts/ends)."""
@@ -345,9 +388,10 @@ def linear(g: GraphBuilder, x: str, prefix: str, scope: str, n_in: int, n_out: i
 
 
 def split_heads(g: GraphBuilder, x: str, config: Config, perm: Sequence[int],
-                scope: str) -> str:
-    """[B, S, hidden] -> Reshape [B, S, heads, head_dim] -> Transpose(perm)."""
-    shape = g.shape([g.batch, g.seq, config.heads, config.head_dim], scope)
+                scope: str, heads: int = 0) -> str:
+    """[B, S, heads * head_dim] -> Reshape [B, S, heads, head_dim] -> Transpose(perm);
+    ``heads`` defaults to the config's."""
+    shape = g.shape([g.batch, g.seq, heads or config.heads, config.head_dim], scope)
     x = g.op("Reshape", [x, shape], scope)
     return g.op("Transpose", [x], scope, perm=list(perm))
 
@@ -416,7 +460,7 @@ def gelu_tanh(g: GraphBuilder, x: str, scope: str) -> str:
 
 
 def gpt2_attention(g: GraphBuilder, x: str, c: Config, prefix: str, scope: str,
-                   bias: str) -> str:
+                   bias: str, padding: Optional[str] = None) -> str:
     """GPT2Attention: fused c_attn, Split, causal Where-mask from the `bias` buffer, c_proj."""
     h = c.hidden
     qkv = linear(g, x, f"{prefix}.c_attn", f"{scope}/c_attn", h, 3 * h)
@@ -429,7 +473,8 @@ def gpt2_attention(g: GraphBuilder, x: str, c: Config, prefix: str, scope: str,
         seq = g.seq
         ends = g.shape([seq, seq], scope)
         keep = g.op("Slice", [bias, g.ints([0, 0]), ends, g.ints([2, 3])], scope)
-        return g.op("Where", [keep, scores, g.scalar(FLOAT_MIN, "mask_value")], scope)
+        masked = g.op("Where", [keep, scores, g.scalar(FLOAT_MIN, "mask_value")], scope)
+        return masked if padding is None else g.op("Add", [masked, padding], scope)
 
     context = attention_core(g, q, k_t, v, c, scope, causal)
     return linear(g, context, f"{prefix}.c_proj", f"{scope}/c_proj", h, h)
@@ -445,11 +490,21 @@ def gpt2_graph(g: GraphBuilder, c: Config) -> None:
     positions = g.op("Gather", [wpe, g.position_ids("/transformer")], "/transformer/wpe")
     h = g.op("Add", [tokens, positions], "/transformer")
     causal = np.tril(np.ones((c.positions, c.positions), dtype=bool))
-    bias = g.const(causal.reshape(1, 1, c.positions, c.positions), "bias")
+    causal = causal.reshape(1, 1, c.positions, c.positions)
+    padding = None
+    if c.attention_mask:
+        # (1 - mask[:, None, None, :]) * float32 min, added to the scores.
+        am = g.token_input("attention_mask", c)
+        m = g.op("Cast", [g.unsqueeze(am, [1, 2], "/transformer")], "/transformer",
+                 to=TensorProto.FLOAT)
+        m = g.op("Sub", [g.scalar(1.0, "one"), m], "/transformer")
+        padding = g.op("Mul", [m, g.scalar(FLOAT_MIN, "mask_value")], "/transformer")
     for i in range(c.layers):
         prefix, scope = f"transformer.h.{i}", f"/transformer/h.{i}"
+        # Every layer holds its own `bias` buffer; as constants they are one.
+        bias = g.buffer(causal, f"{prefix}.attn.bias" if g.buffers == "input" else "bias")
         a = layer_norm_decomposed(g, h, f"{prefix}.ln_1", f"{scope}/ln_1", c.hidden, GPT2_LN_EPS)
-        a = gpt2_attention(g, a, c, f"{prefix}.attn", f"{scope}/attn", bias)
+        a = gpt2_attention(g, a, c, f"{prefix}.attn", f"{scope}/attn", bias, padding)
         h = g.op("Add", [h, a], scope)
         m = layer_norm_decomposed(g, h, f"{prefix}.ln_2", f"{scope}/ln_2", c.hidden, GPT2_LN_EPS)
         m = linear(g, m, f"{prefix}.mlp.c_fc", f"{scope}/mlp/c_fc", c.hidden, c.ffn)
@@ -548,7 +603,7 @@ def rotary_cos_sin(g: GraphBuilder, c: Config) -> List[str]:
     scope = "/model/rotary_emb"
     d = c.head_dim
     inv_freq = 1.0 / LLAMA_ROPE_THETA ** (np.arange(0, d, 2, dtype=np.float32) / d)
-    inv = g.const(inv_freq.astype(np.float32), "model.rotary_emb.inv_freq")
+    inv = g.buffer(inv_freq.astype(np.float32), "model.rotary_emb.inv_freq")
     inv = g.unsqueeze(inv, [0, 2], scope)  # [1, d/2, 1]
     pos = g.unsqueeze(g.position_ids(scope), [1], scope)  # [1, 1, S]
     pos = g.op("Cast", [pos], scope, to=TensorProto.FLOAT)
@@ -557,13 +612,20 @@ def rotary_cos_sin(g: GraphBuilder, c: Config) -> List[str]:
     return [g.unsqueeze(g.op(fn, [emb], scope), [1], scope) for fn in ("Cos", "Sin")]
 
 
-def causal_mask_additive(g: GraphBuilder) -> str:
-    """[1, 1, S, S] float mask: 0 on and below the diagonal, float32 min above it."""
+def causal_mask_additive(g: GraphBuilder, attention_mask: Optional[str] = None) -> str:
+    """[1, 1, S, S] float mask: 0 on and below the diagonal, float32 min above it;
+    with an ``attention_mask`` input [B, S], [B, 1, S, S] with padded keys at float32
+    min too (``Where(mask == 0, min, causal)``)."""
     scope = "/model"
     fill = helper.make_tensor("value", TensorProto.FLOAT, [1], [FLOAT_MIN])
     full = g.op("ConstantOfShape", [g.shape([g.seq, g.seq], scope)], scope, value=fill)
     upper = g.op("Trilu", [full, g.int_scalar(1)], scope, upper=1)
-    return g.unsqueeze(upper, [0, 1], scope)
+    causal = g.unsqueeze(upper, [0, 1], scope)
+    if attention_mask is None:
+        return causal
+    padded = g.op("Equal", [g.unsqueeze(attention_mask, [1, 2], scope), g.int_scalar(0)],
+                  scope)
+    return g.op("Where", [padded, g.scalar(FLOAT_MIN, "mask_value"), causal], scope)
 
 
 def apply_rotary(g: GraphBuilder, x: str, cos: str, sin: str, head_dim: int,
@@ -577,17 +639,31 @@ def apply_rotary(g: GraphBuilder, x: str, cos: str, sin: str, head_dim: int,
                 scope)
 
 
+def repeat_kv(g: GraphBuilder, x: str, c: Config, scope: str) -> str:
+    """Grouped-query attention's repeat_kv: [B, kv, S, d] -> [B, heads, S, d] by
+    Unsqueeze, Expand and Reshape (the identity when every head has its own kv)."""
+    if c.kv_heads == c.heads:
+        return x
+    rep = c.heads // c.kv_heads
+    x = g.unsqueeze(x, [2], scope)
+    x = g.op("Expand", [x, g.shape([g.batch, c.kv_heads, rep, g.seq, c.head_dim], scope)],
+             scope)
+    return g.op("Reshape", [x, g.shape([g.batch, c.heads, g.seq, c.head_dim], scope)], scope)
+
+
 def llama_attention(g: GraphBuilder, x: str, c: Config, prefix: str, scope: str,
                     cos: str, sin: str, mask: str) -> str:
     """LlamaAttention (multi-head, no bias) with rotary q/k and an additive causal mask."""
-    h = c.hidden
+    h, kv = c.hidden, c.kv_heads * c.head_dim
     q = linear(g, x, f"{prefix}.q_proj", f"{scope}/q_proj", h, h, bias=False)
-    k = linear(g, x, f"{prefix}.k_proj", f"{scope}/k_proj", h, h, bias=False)
-    v = linear(g, x, f"{prefix}.v_proj", f"{scope}/v_proj", h, h, bias=False)
+    k = linear(g, x, f"{prefix}.k_proj", f"{scope}/k_proj", h, kv, bias=False)
+    v = linear(g, x, f"{prefix}.v_proj", f"{scope}/v_proj", h, kv, bias=False)
     q = apply_rotary(g, split_heads(g, q, c, [0, 2, 1, 3], scope), cos, sin, c.head_dim, scope)
-    k = apply_rotary(g, split_heads(g, k, c, [0, 2, 1, 3], scope), cos, sin, c.head_dim, scope)
+    k = apply_rotary(g, split_heads(g, k, c, [0, 2, 1, 3], scope, c.kv_heads), cos, sin,
+                     c.head_dim, scope)
+    k = repeat_kv(g, k, c, scope)
     k_t = g.op("Transpose", [k], scope, perm=[0, 1, 3, 2])
-    v = split_heads(g, v, c, [0, 2, 1, 3], scope)
+    v = repeat_kv(g, split_heads(g, v, c, [0, 2, 1, 3], scope, c.kv_heads), c, scope)
     context = attention_core(g, q, k_t, v, c, scope,
                              lambda scores: g.op("Add", [scores, mask], scope))
     return linear(g, context, f"{prefix}.o_proj", f"{scope}/o_proj", h, h, bias=False)
@@ -610,7 +686,8 @@ def llama_graph(g: GraphBuilder, c: Config) -> None:
     embed = g.weight("model.embed_tokens.weight", [c.vocab, c.hidden])
     h = g.op("Gather", [embed, ids], "/model/embed_tokens")
     cos, sin = rotary_cos_sin(g, c)
-    mask = causal_mask_additive(g)
+    mask = causal_mask_additive(
+        g, g.token_input("attention_mask", c) if c.attention_mask else None)
     for i in range(c.layers):
         prefix, scope = f"model.layers.{i}", f"/model/layers.{i}"
         a = rms_norm(g, h, f"{prefix}.input_layernorm", f"{scope}/input_layernorm", c.hidden)
@@ -832,6 +909,9 @@ MODELS: Dict[str, ModelSpec] = {
     "gpt2": ModelSpec(gpt2_graph, opset=14, ir_version=8),
     "bert": ModelSpec(bert_graph, opset=17, ir_version=9),
     "llama": ModelSpec(llama_graph, opset=18, ir_version=10),
+    "llama2-70b": ModelSpec(llama_graph, opset=18, ir_version=10),
+    "gpt2-xl": ModelSpec(gpt2_graph, opset=14, ir_version=8),
+    "bert-large": ModelSpec(bert_graph, opset=17, ir_version=9),
     "lstm": ModelSpec(lstm_graph, opset=11, ir_version=7),
     "inception_v3": ModelSpec(inception_v3_graph, opset=13, ir_version=7),
 }
@@ -845,26 +925,27 @@ class BuiltModel:
     params: int
 
 
-def _build(config: Config, weights: str, seed: int) -> BuiltModel:
+def _build(config: Config, weights: str, seed: int, buffers: str) -> BuiltModel:
     spec = MODELS[config.model]
-    g = GraphBuilder(spec.opset, weights, seed)
+    g = GraphBuilder(spec.opset, weights, seed, buffers)
     spec.graph(g, config)
     return BuiltModel(g.to_model(f"paxmodels_{config.model}", spec.ir_version), g.param_count)
 
 
-def build_model(config: Config, weights: str = "input", seed: int = 0) -> BuiltModel:
+def build_model(config: Config, weights: str = "input", seed: int = 0,
+                buffers: str = "constant") -> BuiltModel:
     """Build ``config`` with the given weights mode.
 
     Random weights are refused (ValueError) above RANDOM_PARAM_LIMIT parameters; the
     count is taken from a weights-as-inputs build first, so nothing large is allocated.
     """
     if weights == "random":
-        params = _build(config, "input", seed).params
+        params = _build(config, "input", seed, buffers).params
         if params > RANDOM_PARAM_LIMIT:
             raise ValueError(f"{config.model} has {params:,} parameters; random weights are "
                              f"limited to {RANDOM_PARAM_LIMIT:,} (use --weights input or "
                              f"constant-of-shape, or smaller sizes)")
-    return _build(config, weights, seed)
+    return _build(config, weights, seed, buffers)
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
@@ -872,11 +953,17 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("model", choices=sorted(MODELS))
     parser.add_argument("-o", "--output", help="path of the .onnx file to write")
-    for size in ("layers", "hidden", "heads", "ffn", "vocab", "positions", "batch", "seq"):
+    for size in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "positions",
+                 "batch", "seq"):
         parser.add_argument(f"--{size}", type=int, help=f"{size} (default: the model's preset)")
     parser.add_argument("--dynamic", action="store_true",
                         help="symbolic 'batch' and 'seq' input dims instead of fixed ones")
     parser.add_argument("--weights", choices=WEIGHT_MODES, default="input")
+    parser.add_argument("--buffers", choices=BUFFER_MODES, default="constant",
+                        help="buffers (rotary inv_freq, causal masks) as constants or as "
+                             "graph inputs (export_params=False)")
+    parser.add_argument("--attention-mask", action="store_true",
+                        help="gpt2, llama: an attention_mask input combined with the causal mask")
     parser.add_argument("--seed", type=int, default=0, help="seed of --weights random")
     parser.add_argument("--print-params", action="store_true",
                         help="print the parameter count to stdout")
@@ -893,8 +980,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         config = make_config(args.model, dynamic=args.dynamic, layers=args.layers,
                              hidden=args.hidden, heads=args.heads, ffn=args.ffn,
                              vocab=args.vocab, positions=args.positions, batch=args.batch,
-                             seq=args.seq)
-        built = build_model(config, args.weights, args.seed)
+                             seq=args.seq, kv_heads=args.kv_heads,
+                             attention_mask=args.attention_mask)
+        built = build_model(config, args.weights, args.seed, args.buffers)
     except ValueError as error:
         print(f"paxmodels: error: {error}", file=sys.stderr)
         return 2
