@@ -229,33 +229,43 @@ static uint64_t tableSize(const CostGraph &graph,
   return size;
 }
 
-/// Checks that all tables together stay within \p maxStates; returns their
-/// sizes.
-static llvm::Expected<std::vector<uint64_t>>
-checkTableSizes(const CostGraph &graph, llvm::ArrayRef<Step> steps,
-                uint64_t maxStates,
-                llvm::function_ref<std::string(unsigned)> vertexName) {
+/// The size of every step's table (saturating) and their total.
+static std::vector<uint64_t> tableSizes(const CostGraph &graph,
+                                        llvm::ArrayRef<Step> steps,
+                                        uint64_t &total) {
   std::vector<uint64_t> sizes;
-  uint64_t total = 0;
-  size_t largest = 0;
-  for (auto [i, step] : llvm::enumerate(steps)) {
+  total = 0;
+  for (const Step &step : steps) {
     sizes.push_back(tableSize(graph, step.dependents));
     if (__builtin_add_overflow(total, sizes.back(), &total))
       total = UINT64_MAX;
+  }
+  return sizes;
+}
+
+static std::string statesStr(uint64_t n) {
+  return n == UINT64_MAX ? std::string("more than 2^64") : std::to_string(n);
+}
+
+/// The error of an exact search that does not fit: the total and the
+/// vertex with the largest table.
+static llvm::Error
+tooManyStates(llvm::ArrayRef<Step> steps, llvm::ArrayRef<uint64_t> sizes,
+              uint64_t total, uint64_t maxStates,
+              llvm::function_ref<std::string(unsigned)> vertexName) {
+  size_t largest = 0;
+  for (size_t i = 0; i < sizes.size(); ++i)
     if (sizes[i] > sizes[largest])
       largest = i;
-  }
-  if (total <= maxStates)
-    return sizes;
-  std::string states = sizes[largest] == UINT64_MAX
-                           ? std::string("more than 2^64")
-                           : std::to_string(sizes[largest]);
   return llvm::createStringError(
       llvm::inconvertibleErrorCode(),
-      llvm::formatv("too many DP states: vertex '{0}' has a dependent set of "
-                    "{1} vertices ({2} states; the limit is --max-states={3})",
+      llvm::formatv("too many DP states for an exact search: {0} in all, the "
+                    "limit is --max-states={1}; the largest table is vertex "
+                    "'{2}''s, with a dependent set of {3} vertices ({4} "
+                    "states)",
+                    statesStr(total), maxStates,
                     vertexName(steps[largest].vertex),
-                    steps[largest].dependents.size(), states, maxStates)
+                    steps[largest].dependents.size(), statesStr(sizes[largest]))
           .str());
 }
 
@@ -436,26 +446,18 @@ static std::vector<unsigned> backSubstitute(llvm::ArrayRef<Step> steps,
   return strategy;
 }
 
-llvm::Expected<Solution>
-pax::solveDp(const CostGraph &graph, const DpOptions &options,
-             llvm::function_ref<std::string(unsigned vertex)> vertexName) {
-  auto start = std::chrono::steady_clock::now();
-  if (llvm::Error err = verifyCostGraph(graph))
-    return err;
-  std::vector<unsigned> order = vertexOrder(graph, options.order);
-  std::vector<Step> steps = analyzeOrder(buildAdjacency(graph), order);
-  auto sizes = checkTableSizes(graph, steps, options.maxStates, vertexName);
-  if (!sizes)
-    return sizes.takeError();
-
+/// PaSE's DP over \p steps, whose tables have \p sizes.
+static Solution exactDp(const CostGraph &graph, llvm::ArrayRef<Step> steps,
+                        llvm::ArrayRef<uint64_t> sizes,
+                        const DpOptions &options) {
   Solution solution;
   DpStats &stats = solution.stats;
-  for (auto [step, size] : llvm::zip_equal(steps, *sizes)) {
+  for (auto [step, size] : llvm::zip_equal(steps, sizes)) {
     stats.largestDependentSet =
         std::max<unsigned>(stats.largestDependentSet, step.dependents.size());
     stats.states += size;
   }
-  std::vector<Table> tables = buildTables(graph, steps, *sizes, options, stats);
+  std::vector<Table> tables = buildTables(graph, steps, sizes, options, stats);
   solution.strategy = backSubstitute(steps, tables);
   // The last vertex of each connected component has an empty dependent set
   // and no parent; its single entry is the component's optimum.
@@ -468,7 +470,217 @@ pax::solveDp(const CostGraph &graph, const DpOptions &options,
       solution.cost = addCost(solution.cost, tables[pos].cost[0]);
   assert(solution.cost == evaluate(graph, solution.strategy) &&
          "back-substitution must reproduce the DP's cost");
-  stats.seconds =
+  stats.lowerBound = solution.cost;
+  return solution;
+}
+
+//===----------------------------------------------------------------------===//
+// Relaxation, when the exact tables do not fit
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A graph some of whose vertices are split into one copy per neighbour.
+struct Relaxation {
+  CostGraph graph;
+  /// Relaxed vertex -> vertex of the original graph.
+  std::vector<unsigned> original;
+  /// Vertices of the original graph that were split.
+  unsigned split = 0;
+};
+} // namespace
+
+/// Splits every vertex marked in \p split into one copy per neighbour: the
+/// copy facing u carries the edges to u and an equal share of the vertex
+/// costs (shares that sum to the cost exactly; a forbidden configuration
+/// stays forbidden in every copy).
+static void splitVertices(Relaxation &r, const std::vector<bool> &split) {
+  const CostGraph &g = r.graph;
+  Adjacency adj = buildAdjacency(g);
+  CostGraph out;
+  std::vector<unsigned> original, first(g.size());
+  for (unsigned v = 0; v < g.size(); ++v) {
+    first[v] = out.size();
+    unsigned copies = split[v] ? unsigned(adj[v].size()) : 1u;
+    for (unsigned j = 0; j < copies; ++j) {
+      std::vector<int64_t> cost;
+      for (int64_t c : g.vertexCost[v]) {
+        c = clampCost(c);
+        cost.push_back(c >= kInfCost ? kInfCost
+                                     : c / copies + (j < c % copies ? 1 : 0));
+      }
+      out.numConfigs.push_back(g.numConfigs[v]);
+      out.vertexCost.push_back(std::move(cost));
+      original.push_back(r.original[v]);
+    }
+  }
+  auto endpoint = [&](unsigned v, unsigned other) {
+    if (!split[v])
+      return first[v];
+    return first[v] + unsigned(llvm::lower_bound(adj[v], other) -
+                               adj[v].begin());
+  };
+  for (const CostGraph::Edge &e : g.edges)
+    out.edges.push_back({endpoint(e.u, e.v), endpoint(e.v, e.u), e.cost});
+  r.split += unsigned(llvm::count(split, true));
+  r.graph = std::move(out);
+  r.original = std::move(original);
+}
+
+/// Splits the vertices that sit in the most (and largest) dependent sets
+/// until GenerateSeq's tables fit in \p maxStates, or until no vertex of
+/// two or more neighbours is left to split. Returns the tables' total.
+static uint64_t relax(Relaxation &r, uint64_t maxStates) {
+  for (;;) {
+    Adjacency adj = buildAdjacency(r.graph);
+    std::vector<Step> steps = analyzeOrder(adj, generateSeq(r.graph));
+    uint64_t total;
+    std::vector<uint64_t> sizes = tableSizes(r.graph, steps, total);
+    if (total <= maxStates)
+      return total;
+    std::vector<uint64_t> weight(r.graph.size(), 0);
+    for (auto [step, size] : llvm::zip_equal(steps, sizes))
+      for (unsigned u : step.dependents)
+        if (__builtin_add_overflow(weight[u], size, &weight[u]))
+          weight[u] = UINT64_MAX;
+    std::vector<unsigned> candidates;
+    for (unsigned v = 0; v < r.graph.size(); ++v)
+      if (adj[v].size() >= 2 && weight[v] > 0)
+        candidates.push_back(v);
+    if (candidates.empty())
+      return total;
+    llvm::stable_sort(candidates, [&](unsigned a, unsigned b) {
+      return weight[a] > weight[b];
+    });
+    // Split the heaviest until their weights cover the excess (weights
+    // overlap, so the next round may split more).
+    std::vector<bool> split(r.graph.size(), false);
+    uint64_t excess = total - maxStates, covered = 0;
+    for (unsigned v : candidates) {
+      split[v] = true;
+      if (__builtin_add_overflow(covered, weight[v], &covered) ||
+          covered >= excess)
+        break;
+    }
+    splitVertices(r, split);
+  }
+}
+
+/// Improves \p strategy one vertex at a time: each takes the configuration
+/// that is cheapest with its neighbours' as they are, until none changes.
+static void improveLocally(const CostGraph &graph,
+                           std::vector<unsigned> &strategy) {
+  // Per vertex, its edges as (neighbour, matrix with this vertex's
+  // configuration contiguous).
+  PairCosts pairs = buildPairCosts(graph);
+  std::vector<std::vector<std::pair<unsigned, const int64_t *>>> around(
+      graph.size());
+  for (const auto &[key, matrix] : pairs)
+    around[key.first].push_back({key.second, matrix.data()});
+  for (int round = 0; round < 1000; ++round) {
+    bool changed = false;
+    for (unsigned v = 0; v < graph.size(); ++v) {
+      unsigned n = graph.numConfigs[v];
+      auto local = [&](unsigned c) {
+        int64_t sum = clampCost(graph.vertexCost[v][c]);
+        for (auto [u, matrix] : around[v])
+          sum = addCost(sum, matrix[size_t(strategy[u]) * n + c]);
+        return sum;
+      };
+      unsigned best = strategy[v];
+      int64_t bestCost = local(best);
+      for (unsigned c = 0; c < n; ++c)
+        if (int64_t cost = local(c); cost < bestCost)
+          best = c, bestCost = cost;
+      changed |= best != strategy[v];
+      strategy[v] = best;
+    }
+    if (!changed)
+      break;
+  }
+}
+
+/// The relaxation's answer: solves the relaxed graph exactly (a lower
+/// bound), gives each split vertex the best of its copies' configurations,
+/// and improves the strategy locally.
+static Solution solveRelaxed(const CostGraph &graph, const DpOptions &options,
+                             uint64_t exactStates) {
+  Relaxation r{graph, {}, 0};
+  r.original.resize(graph.size());
+  std::iota(r.original.begin(), r.original.end(), 0u);
+  uint64_t total = relax(r, options.maxStates);
+  std::vector<unsigned> strategy(graph.size(), 0);
+  Solution solution;
+  std::vector<std::vector<unsigned>> candidates(graph.size());
+  if (total <= options.maxStates) {
+    std::vector<Step> steps =
+        analyzeOrder(buildAdjacency(r.graph), generateSeq(r.graph));
+    std::vector<uint64_t> sizes = tableSizes(r.graph, steps, total);
+    Solution relaxed = exactDp(r.graph, steps, sizes, options);
+    solution.stats = relaxed.stats;
+    for (unsigned v = 0; v < r.graph.size(); ++v)
+      candidates[r.original[v]].push_back(relaxed.strategy[v]);
+  } else {
+    // Not even the fully split graph fits: bound each vertex and edge by
+    // its cheapest entry, and start from each vertex's cheapest
+    // configuration.
+    int64_t bound = 0;
+    for (unsigned v = 0; v < graph.size(); ++v) {
+      auto &costs = graph.vertexCost[v];
+      unsigned best = unsigned(llvm::min_element(costs) - costs.begin());
+      bound = addCost(bound, clampCost(costs[best]));
+      candidates[v].push_back(best);
+    }
+    for (const CostGraph::Edge &e : graph.edges)
+      bound = addCost(bound, clampCost(*llvm::min_element(e.cost)));
+    solution.stats.lowerBound = bound;
+  }
+  for (unsigned v = 0; v < graph.size(); ++v)
+    strategy[v] = candidates[v].front();
+  // A split vertex takes whichever of its copies' configurations is
+  // cheapest with its neighbours' first guesses.
+  Adjacency adj = buildAdjacency(graph);
+  PairCosts pairs = buildPairCosts(graph);
+  for (unsigned v = 0; v < graph.size(); ++v) {
+    if (candidates[v].size() < 2)
+      continue;
+    unsigned n = graph.numConfigs[v];
+    auto local = [&](unsigned c) {
+      int64_t sum = clampCost(graph.vertexCost[v][c]);
+      for (unsigned u : adj[v])
+        sum = addCost(sum, pairs[{v, u}][size_t(strategy[u]) * n + c]);
+      return sum;
+    };
+    for (unsigned c : candidates[v])
+      if (local(c) < local(strategy[v]))
+        strategy[v] = c;
+  }
+  improveLocally(graph, strategy);
+  solution.strategy = std::move(strategy);
+  solution.cost = evaluate(graph, solution.strategy);
+  solution.stats.exact = solution.cost <= solution.stats.lowerBound;
+  solution.stats.splitVertices = total <= options.maxStates ? r.split : 0;
+  solution.stats.exactStates = exactStates;
+  return solution;
+}
+
+llvm::Expected<Solution>
+pax::solveDp(const CostGraph &graph, const DpOptions &options,
+             llvm::function_ref<std::string(unsigned vertex)> vertexName) {
+  auto start = std::chrono::steady_clock::now();
+  if (llvm::Error err = verifyCostGraph(graph))
+    return err;
+  std::vector<unsigned> order = vertexOrder(graph, options.order);
+  std::vector<Step> steps = analyzeOrder(buildAdjacency(graph), order);
+  uint64_t total;
+  std::vector<uint64_t> sizes = tableSizes(graph, steps, total);
+  Solution solution;
+  if (total <= options.maxStates)
+    solution = exactDp(graph, steps, sizes, options);
+  else if (options.exact)
+    return tooManyStates(steps, sizes, total, options.maxStates, vertexName);
+  else
+    solution = solveRelaxed(graph, options, total);
+  solution.stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   return solution;

@@ -19,6 +19,18 @@
 // The work is exponential in the largest dependent set only; GenerateSeq
 // (Fig. 3) picks the order that keeps dependent sets small.
 //
+// When the tables would still hold more than the state budget (a value read
+// by every layer, a long skip), solveDp does not give up unless asked to
+// (DpOptions::exact). It relaxes the graph: a vertex that sits in many
+// dependent sets is split into one copy per neighbour, each copy free to
+// take its own configuration, the vertex's costs shared among the copies.
+// Every strategy of the graph is a strategy of the relaxation (all copies
+// alike) with the same cost, so the relaxation's optimum, found exactly by
+// the DP within the budget, is a lower bound. Its strategy, with each split
+// vertex given the best of its copies' configurations and then improved one
+// vertex at a time, is the answer; when its cost equals the bound it is
+// optimal, and the solution says exact.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -50,6 +62,8 @@ struct DpOptions {
   uint64_t maxStates = 50'000'000;
   /// Worker threads; 0 lets TBB choose. The result does not depend on it.
   unsigned threads = 0;
+  /// Fail when the exact DP would exceed maxStates, instead of relaxing.
+  bool exact = false;
   /// Called on the calling thread after each vertex's table, with the
   /// fraction of the table entries done so far.
   std::function<void(double fraction)> progress;
@@ -67,6 +81,14 @@ struct DpStats {
   double seconds = 0;
   /// Largest number of bytes held by DP tables at any one time.
   size_t peakTableBytes = 0;
+  /// Whether the strategy is proven optimal.
+  bool exact = true;
+  /// A cost no strategy beats (the solution's cost when exact).
+  int64_t lowerBound = 0;
+  /// Vertices split by the relaxation (0 when the exact DP fit).
+  unsigned splitVertices = 0;
+  /// States the exact DP would have needed (saturating), when it did not fit.
+  uint64_t exactStates = 0;
 };
 
 /// An optimal strategy. cost == kInfCost when every strategy is forbidden.
@@ -79,8 +101,10 @@ struct Solution {
 };
 
 /// Finds a strategy of minimum cost with PaSE's DP. Fails on a malformed
-/// graph, or when the tables would hold more than options.maxStates entries;
-/// the error names the vertex with the largest table via \p vertexName.
+/// graph. When the tables would hold more than options.maxStates entries,
+/// fails with options.exact (naming the vertex with the largest table via
+/// \p vertexName), and otherwise returns the relaxation's strategy with
+/// stats.exact telling whether it is proven optimal and stats.lowerBound.
 /// Deterministic: the result is the same for any thread count.
 llvm::Expected<Solution>
 solveDp(const CostGraph &graph, const DpOptions &options,

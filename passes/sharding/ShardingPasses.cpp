@@ -19,7 +19,8 @@ ShardingPassOptions::parse(llvm::StringRef pass, const PassOptions &o,
   llvm::SmallVector<llvm::StringRef, 12> known = {
       "gpus", "gpus-per-node", "cluster", "pow2", "exact", "max-split"};
   if (withSolver)
-    known.append({"mode", "solver", "max-states", "mem-limit", "threads"});
+    known.append({"mode", "solver", "max-states", "exact-search", "mem-limit",
+                  "threads"});
   if (auto err = o.checkKnown(pass, known))
     return err;
   ShardingPassOptions r;
@@ -37,8 +38,10 @@ ShardingPassOptions::parse(llvm::StringRef pass, const PassOptions &o,
        pow2 = integer("pow2", 0, 0), exact = integer("exact", 0, 0),
        maxSplit = integer("max-split", 0, 0),
        states = integer("max-states", 50'000'000, 1),
-       threads = integer("threads", 0, 0);
-  for (auto *e : {&gpus, &perNode, &pow2, &exact, &maxSplit, &states, &threads})
+       threads = integer("threads", 0, 0),
+       exactSearch = integer("exact-search", 0, 0);
+  for (auto *e : {&gpus, &perNode, &pow2, &exact, &maxSplit, &states, &threads,
+                  &exactSearch})
     if (!*e)
       return e->takeError();
   r.gpus = unsigned(*gpus);
@@ -48,6 +51,7 @@ ShardingPassOptions::parse(llvm::StringRef pass, const PassOptions &o,
   r.sharding.configs.exact = *exact;
   r.sharding.configs.maxPerDim = *maxSplit;
   r.sharding.maxStates = uint64_t(*states);
+  r.sharding.exactSearch = *exactSearch;
   r.sharding.threads = unsigned(*threads);
   std::string mode = o.get("mode", "train");
   if (mode != "train" && mode != "infer")

@@ -14,7 +14,8 @@ struct ShardingPassOptions {
   CostMode mode = CostMode::Train;
 
   /// Reads `gpus=4 gpus-per-node=8 cluster=NAME mode=train|infer
-  /// solver=dp|... pow2=0|1 exact=0|1 max-split=N max-states=N mem-limit=GiB`.
+  /// solver=dp|... pow2=0|1 exact=0|1 max-split=N max-states=N
+  /// exact-search=0|1 mem-limit=GiB`.
   static llvm::Expected<ShardingPassOptions>
   parse(llvm::StringRef pass, const PassOptions &o, bool withSolver);
 };

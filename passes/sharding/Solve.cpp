@@ -330,6 +330,7 @@ search(const Func &f, const CostModel &model,
     dp.order = o.solver == SolverKind::DpBfs ? VertexOrder::BreadthFirst
                                              : VertexOrder::GenerateSeq;
     dp.maxStates = o.maxStates;
+    dp.exact = o.exactSearch;
     dp.threads = o.threads;
     dp.progress = o.progress;
     solved = solveDp(r.graph, dp, [&](unsigned v) {
@@ -348,6 +349,7 @@ search(const Func &f, const CostModel &model,
     strategy[r.original[i]] = full.strategy[i];
   full.strategy = std::move(strategy);
   full.cost = addCost(full.cost, r.constant);
+  full.stats.lowerBound = addCost(full.stats.lowerBound, r.constant);
   return full;
 }
 
@@ -368,6 +370,14 @@ searchWithinMemory(const Module &m, const CostModel &model,
   auto best = search(m.main, model, vertices, uses, o, 0, constants);
   if (!best || o.memoryLimit <= 0 || memoryOf(*best) <= o.memoryLimit)
     return best;
+  // The unconstrained optimum bounds the constrained one; a strategy priced
+  // with memory is not proven optimal.
+  int64_t bound = best->stats.lowerBound;
+  auto bounded = [&](Solution s) {
+    s.stats.exact = false;
+    s.stats.lowerBound = bound;
+    return s;
+  };
   double lo = 0, hi = 1e-15, leanest = memoryOf(*best);
   std::optional<Solution> fits;
   for (int i = 0; i < 40 && !fits; ++i, hi *= 8) {
@@ -376,7 +386,7 @@ searchWithinMemory(const Module &m, const CostModel &model,
       return s.takeError();
     leanest = std::min(leanest, memoryOf(*s));
     if (memoryOf(*s) <= o.memoryLimit)
-      fits = std::move(*s);
+      fits = bounded(std::move(*s));
   }
   if (!fits)
     return llvm::createStringError(
@@ -391,7 +401,7 @@ searchWithinMemory(const Module &m, const CostModel &model,
     if (!s)
       return s.takeError();
     if (memoryOf(*s) <= o.memoryLimit)
-      hi = mid, fits = std::move(*s);
+      hi = mid, fits = bounded(std::move(*s));
     else
       lo = mid;
   }
@@ -444,6 +454,24 @@ llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
     if (!best || st.cost.seconds < best->cost.seconds)
       best = std::move(st);
   }
+  // A strategy the search cannot prove optimal is never worse than the
+  // baselines: they are searched too, and the best one kept.
+  if (!baseline && !best->stats.exact)
+    for (SolverKind k : {SolverKind::DataParallel, SolverKind::Expert}) {
+      ShardingOptions b = o;
+      b.solver = k;
+      b.progress = nullptr;
+      auto s = solveSharding(m, model, b);
+      if (!s) { // a baseline that does not fit in memory competes no more
+        llvm::consumeError(s.takeError());
+        continue;
+      }
+      if (s->cost.seconds < best->cost.seconds) {
+        best->configs = std::move(s->configs);
+        best->cost = s->cost;
+        best->searchCost = s->searchCost;
+      }
+    }
   best->spaceSizes = std::move(result.spaceSizes);
   return std::move(*best);
 }

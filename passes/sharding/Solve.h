@@ -26,6 +26,9 @@ struct ShardingOptions {
   ConfigOptions configs;
   SolverKind solver = SolverKind::Dp;
   uint64_t maxStates = 50'000'000;
+  /// Fail when the exact DP does not fit in maxStates, instead of returning
+  /// the best strategy found within it (DpOptions::exact).
+  bool exactSearch = false;
   unsigned threads = 0;
   /// Hard limit on the bytes one device holds; 0 for none.
   double memoryLimit = 0;

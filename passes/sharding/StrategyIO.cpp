@@ -30,6 +30,8 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
   auto start = std::chrono::steady_clock::now();
   if (fixed) {
     r.strategy.configs = *fixed;
+    r.given = true;
+    r.strategy.stats.exact = false;
     r.strategy.cost = evaluateStrategy(m, model, *fixed);
     for (const auto &op : m.main.ops)
       r.strategy.spaceSizes.push_back(
@@ -58,6 +60,19 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
   return r;
 }
 
+/// The search's lower bound on the step time, seconds.
+static double lowerBoundSeconds(const StrategyReport &r) {
+  return double(r.strategy.stats.lowerBound) * 1e-12;
+}
+
+/// How far the strategy may be from the optimum: (cost - bound) / cost.
+static double gap(const StrategyReport &r) {
+  double c = r.strategy.cost.seconds;
+  return r.strategy.stats.exact || c <= 0
+             ? 0.0
+             : std::max(0.0, (c - lowerBoundSeconds(r)) / c);
+}
+
 static llvm::json::Object costJson(const StrategyCost &c) {
   return llvm::json::Object{{"cost_s", c.seconds},
                             {"compute_s", c.computeSeconds},
@@ -82,6 +97,12 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
   out["mode"] = r.mode == CostMode::Train ? "train" : "infer";
   out["solver"] = solverName(r.solver);
   out["search_s"] = r.searchSeconds;
+  const DpStats &st = r.strategy.stats;
+  out["exact"] = st.exact && !r.given;
+  if (!r.given) {
+    out["lower_bound_s"] = lowerBoundSeconds(r);
+    out["gap"] = gap(r);
+  }
   llvm::json::Object baselines;
   for (const auto &[name, cost] : r.baselines)
     baselines[name] = costJson(cost);
@@ -95,6 +116,9 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
       {"configs_max", int64_t(largest)},
       {"largest_dependent_set", int64_t(s.largestDependentSet)},
       {"dp_states", int64_t(s.states)},
+      {"split_vertices", int64_t(s.splitVertices)},
+      {"exact_dp_states",
+       s.exactStates > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(s.exactStates)},
       {"peak_memory_bytes", r.peakMemoryBytes}};
   llvm::json::Array ops;
   const Func &f = m.main;
@@ -265,6 +289,27 @@ void printReport(const Module &m, const StrategyReport &r,
      << r.strategy.stats.largestDependentSet << ", " << r.strategy.stats.states
      << " DP states, " << seconds(r.searchSeconds) << ", peak memory "
      << gib(r.peakMemoryBytes) << "\n";
+  const DpStats &st = r.strategy.stats;
+  if (r.given)
+    return;
+  if (st.exact && st.exactStates)
+    os << llvm::formatv("optimum: exact (no strategy of this space is faster; "
+                        "proven by a relaxation with {0} vertices split, "
+                        "where the exact DP needs {1} states)\n",
+                        st.splitVertices, st.exactStates);
+  else if (st.exact)
+    os << "optimum: exact (no strategy of this space is faster)\n";
+  else
+    os << llvm::formatv(
+        "optimum: not proven; lower bound {0}, so this strategy is within "
+        "{1:F2}% of the best{2}\n",
+        seconds(lowerBoundSeconds(r)), 100 * gap(r),
+        st.exactStates
+            ? llvm::formatv(" (the exact DP needs {0} states, over "
+                            "--max-states; {1} vertices split)",
+                            st.exactStates, st.splitVertices)
+                  .str()
+            : std::string());
 }
 
 } // namespace pax

@@ -28,6 +28,8 @@ struct StrategyReport {
   double searchSeconds = 0;
   double peakMemoryBytes = 0; ///< of the search process
   std::map<std::string, StrategyCost> baselines;
+  /// The strategy was given (--strategy), not searched.
+  bool given = false;
 };
 
 /// Searches (or, given \p fixed, prices) a strategy for \p m and the two

@@ -80,8 +80,10 @@ enum class Shape {
   RandomSparse,
   Disconnected,
   ParallelEdges,
+  Hub,
+  LongSkips,
 };
-constexpr unsigned kNumShapes = 7;
+constexpr unsigned kNumShapes = 9;
 
 using EdgeList = std::vector<std::pair<unsigned, unsigned>>;
 
@@ -165,6 +167,28 @@ EdgeList shapeEdges(Shape shape, unsigned n, GraphMaker &maker) {
     return sparseEdges(n, /*parallel=*/false, maker);
   case Shape::ParallelEdges:
     return sparseEdges(n, /*parallel=*/true, maker);
+  case Shape::Hub:
+    // A chain whose every vertex also reads vertex 0 (a mask, a rotary
+    // table), sometimes twice.
+    for (unsigned v = 1; v < n; ++v) {
+      if (v >= 2)
+        edges.push_back({v - 1, v});
+      edges.push_back({0, v});
+      if (maker.chance(20))
+        edges.push_back({v, 0});
+    }
+    return edges;
+  case Shape::LongSkips:
+    // A chain whose first vertex is read by its last (a tied embedding),
+    // plus residual skips of random length.
+    for (unsigned v = 1; v < n; ++v) {
+      edges.push_back({v - 1, v});
+      if (v >= 3 && maker.chance(40))
+        edges.push_back({maker.below(v - 1), v});
+    }
+    if (n >= 3)
+      edges.push_back({0, n - 1});
+    return edges;
   case Shape::Disconnected:
     // Random forests plus a few extra edges: a vertex may start a new tree.
     for (unsigned v = 1; v < n; ++v)
@@ -286,7 +310,42 @@ TEST(DpSolver, MatchesExhaustiveOnRandomGraphs) {
       }
       ++checked;
     }
-  EXPECT_EQ(checked, 350u);
+  EXPECT_EQ(checked, 50u * kNumShapes);
+}
+
+// With a state budget too small for the exact DP, the relaxation's bound
+// never exceeds the optimum, the strategy costs what it says and never less
+// than the optimum, and a strategy marked exact is optimal.
+TEST(DpSolver, RelaxationBoundsTheOptimum) {
+  GraphMaker maker(20261124);
+  unsigned relaxed = 0, proven = 0;
+  for (unsigned round = 0; round < 60; ++round)
+    for (unsigned s = 0; s < kNumShapes; ++s) {
+      CostGraph g = randomGraph(Shape(s), maker);
+      auto oracle = solveExhaustive(g);
+      ASSERT_TRUE(bool(oracle)) << llvm::toString(oracle.takeError());
+      DpOptions options;
+      options.threads = 1;
+      options.maxStates = 1 + maker.below(3 * g.size());
+      Solution dp = solveOk(g, options);
+      std::string where =
+          "shape " + std::to_string(s) + " round " + std::to_string(round);
+      ASSERT_EQ(dp.strategy.size(), g.size()) << where;
+      EXPECT_EQ(evaluate(g, dp.strategy), dp.cost) << where;
+      EXPECT_LE(dp.stats.lowerBound, oracle->cost) << where;
+      EXPECT_GE(dp.cost, oracle->cost) << where;
+      if (dp.stats.exact) {
+        EXPECT_EQ(dp.cost, oracle->cost) << where;
+      }
+      if (dp.stats.exactStates) {
+        ++relaxed;
+        proven += dp.stats.exact;
+      }
+    }
+  // Both outcomes occur: some relaxations are proven, some are not.
+  EXPECT_GT(relaxed, 100u);
+  EXPECT_GT(proven, 0u);
+  EXPECT_LT(proven, relaxed);
 }
 
 // dependentSetSizes follows the definition, for either order; GenerateSeq
@@ -386,11 +445,24 @@ TEST(DpSolver, TooManyStatesNamesTheVertex) {
   DpOptions options;
   options.order = VertexOrder::BreadthFirst;
   options.maxStates = 1000;
+  options.exact = true;
   auto s = solveDp(g, options, name);
   ASSERT_FALSE(bool(s));
   EXPECT_EQ(llvm::toString(s.takeError()),
-            "too many DP states: vertex 'hub' has a dependent set of 10 "
-            "vertices (1024 states; the limit is --max-states=1000)");
+            "too many DP states for an exact search: 2047 in all, the limit "
+            "is --max-states=1000; the largest table is vertex 'hub''s, with "
+            "a dependent set of 10 vertices (1024 states)");
+
+  // Without `exact`, the relaxation first tries GenerateSeq's order, where
+  // the tables fit: the answer is exact and nothing is split.
+  options.exact = false;
+  auto relaxed = solveDp(g, options, name);
+  ASSERT_TRUE(bool(relaxed)) << llvm::toString(relaxed.takeError());
+  EXPECT_EQ(relaxed->cost, 11);
+  EXPECT_TRUE(relaxed->stats.exact);
+  EXPECT_EQ(relaxed->stats.lowerBound, 11);
+  EXPECT_EQ(relaxed->stats.splitVertices, 0u);
+  EXPECT_EQ(relaxed->stats.exactStates, 2047u);
 
   options.order = VertexOrder::GenerateSeq;
   auto ok = solveDp(g, options, name);

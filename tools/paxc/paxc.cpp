@@ -116,6 +116,11 @@ static cl::opt<double>
 static cl::opt<uint64_t> maxStates(
     "max-states", cl::desc("Most DP table entries the search may hold"),
     cl::value_desc("N"), cl::init(50'000'000), cl::cat(searchCategory));
+static cl::opt<bool> exactSearch(
+    "exact",
+    cl::desc("Fail when the exact search does not fit in --max-states, "
+             "instead of returning the best strategy found within it"),
+    cl::cat(searchCategory));
 static cl::opt<unsigned> threads("threads",
                                  cl::desc("Search threads (0: all cores)"),
                                  cl::value_desc("N"), cl::init(0),
@@ -182,17 +187,22 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m,
                                                        : 0u;
   o.solver = *kind;
   o.maxStates = maxStates;
+  o.exactSearch = exactSearch;
   o.threads = threads;
   o.memoryLimit = memLimit * double(1 << 30);
-  // A progress line when a search runs for more than about two seconds.
+  // A progress line on a terminal when a search runs for more than about
+  // two seconds, redrawn at most ten times a second.
   auto start = std::chrono::steady_clock::now();
   bool shown = false;
-  o.progress = [start, &shown](double fraction) {
+  double drawn = 0;
+  bool terminal = !quiet && llvm::errs().is_displayed();
+  o.progress = [start, &shown, &drawn, terminal](double fraction) {
     double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    if (elapsed < 2)
+    if (!terminal || elapsed < 2 || elapsed - drawn < 0.1)
       return;
+    drawn = elapsed;
     llvm::errs() << llvm::formatv("\rpaxc: searching... {0,3}% ({1:F1} s)",
                                   int(fraction * 100), elapsed);
     shown = true;
