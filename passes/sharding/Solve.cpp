@@ -408,6 +408,18 @@ searchWithinMemory(const Module &m, const CostModel &model,
   return std::move(*fits);
 }
 
+llvm::Expected<Strategy> solveBaseline(const Module &m, const CostModel &model,
+                                       const ShardingOptions &o,
+                                       SolverKind kind) {
+  ShardingOptions b = o;
+  b.solver = kind;
+  b.progress = nullptr;
+  // The baselines' spaces are small: they get at least the default budget,
+  // so that a small --max-states does not weaken them.
+  b.maxStates = std::max(o.maxStates, ShardingOptions().maxStates);
+  return solveSharding(m, model, b);
+}
+
 llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
                                        const ShardingOptions &o) {
   const Func &f = m.main;
@@ -458,10 +470,7 @@ llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
   // baselines: they are searched too, and the best one kept.
   if (!baseline && !best->stats.exact)
     for (SolverKind k : {SolverKind::DataParallel, SolverKind::Expert}) {
-      ShardingOptions b = o;
-      b.solver = k;
-      b.progress = nullptr;
-      auto s = solveSharding(m, model, b);
+      auto s = solveBaseline(m, model, o, k);
       if (!s) { // a baseline that does not fit in memory competes no more
         llvm::consumeError(s.takeError());
         continue;

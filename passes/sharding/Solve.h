@@ -59,6 +59,12 @@ struct Strategy {
 llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
                                        const ShardingOptions &options);
 
+/// Searches the baseline \p kind (data-parallel or expert) with \p o's
+/// configuration space and at least the default state budget.
+llvm::Expected<Strategy> solveBaseline(const Module &m, const CostModel &model,
+                                       const ShardingOptions &o,
+                                       SolverKind kind);
+
 /// Ops that read neither an input nor a weight, only constants (rotary
 /// tables, masks): every device computes them whole, so they are never
 /// split, their readers take what they need for free, and no gradient

@@ -48,10 +48,7 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
   for (SolverKind k : {SolverKind::DataParallel, SolverKind::Expert}) {
     if (!fixed && k == options.solver)
       continue;
-    ShardingOptions b = options;
-    b.solver = k;
-    b.progress = nullptr;
-    auto s = solveSharding(m, model, b);
+    auto s = solveBaseline(m, model, options, k);
     if (!s)
       return s.takeError();
     r.baselines[solverName(k).str()] = s->cost;
@@ -60,9 +57,13 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
   return r;
 }
 
-/// The search's lower bound on the step time, seconds.
+/// The search's lower bound on the step time, seconds. The search sums
+/// costs rounded to picoseconds, so the bound is clipped at the cost.
 static double lowerBoundSeconds(const StrategyReport &r) {
-  return double(r.strategy.stats.lowerBound) * 1e-12;
+  if (r.strategy.stats.exact)
+    return r.strategy.cost.seconds;
+  return std::min(double(r.strategy.stats.lowerBound) * 1e-12,
+                  r.strategy.cost.seconds);
 }
 
 /// How far the strategy may be from the optimum: (cost - bound) / cost.
