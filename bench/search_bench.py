@@ -4,11 +4,19 @@
 For every model and device count, runs `paxc MODEL --gpus=N --emit=strategy`
 (PaSE's DP with the default configuration space) and reports the search
 time, the peak memory of the process, the largest dependent set, the DP
-states, and the predicted step time against the data-parallel and expert
-baselines searched in the same run (ratios > 1 mean the DP's strategy is
-faster). The DP must never be worse than either baseline.
+states, whether the strategy is proven optimal (and the gap to the lower
+bound when not), and the predicted step time against the data-parallel and
+expert baselines searched in the same run (ratios > 1 mean the DP's
+strategy is faster). The DP must never be worse than either baseline.
+
+The "hub" models are full-size transformers with weights as graph inputs
+and their buffers too (--buffers input: rotary inv_freq, GPT-2's per-layer
+causal masks), plus an attention_mask input, so rotary tables and masks are
+computed from inputs and read by every layer: Llama-7B, Llama-2-70B,
+GPT-2 XL and BERT-large, at the --large counts too.
 
   python3 bench/search_bench.py [--gpus 4,8,16,32,64] [--large 256,1024]
+                                [--mode train|infer] [--models NAME,...]
 """
 import argparse
 import json
@@ -24,15 +32,22 @@ LIGHT = os.path.join(ROOT, "test", "models", "onnx-light")
 LIGHT_MODELS = ["bvlc_alexnet", "zfnet512", "vgg19", "resnet50", "inception_v1",
                 "inception_v2", "densenet121", "squeezenet", "shufflenet"]
 GENERATED = ["inception_v3", "gpt2", "bert", "llama", "lstm"]
-TRANSFORMERS = ["gpt2", "bert", "llama"]
+# name -> generator arguments of the models whose masks and tables are hubs.
+HUBS = {
+    "llama-7b-hub": ["llama", "--buffers", "input", "--attention-mask"],
+    "llama2-70b-hub": ["llama2-70b", "--buffers", "input", "--attention-mask"],
+    "gpt2-xl-hub": ["gpt2-xl", "--buffers", "input", "--attention-mask"],
+    "bert-large": ["bert-large"],
+}
+TRANSFORMERS = ["gpt2", "bert", "llama"] + list(HUBS)
 
 
-def run(paxc, model, gpus, extra):
+def run(paxc, model, gpus, extra, mode):
     with tempfile.TemporaryDirectory() as tmp:
         rss, out = os.path.join(tmp, "rss"), os.path.join(tmp, "strategy.json")
         start = time.perf_counter()
         proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss, paxc, model,
-                               f"--gpus={gpus}", "--mode=train", "--emit=strategy", "--quiet",
+                               f"--gpus={gpus}", f"--mode={mode}", "--emit=strategy", "--quiet",
                                "-o", out]
                               + extra, stderr=subprocess.PIPE, text=True)
         wall = time.perf_counter() - start
@@ -49,24 +64,29 @@ def main():
     ap.add_argument("--gpus", default="4,8,16,32,64")
     ap.add_argument("--large", default="256,1024", help="extra counts for transformers")
     ap.add_argument("--batch", type=int, default=32, help="--batch for the CNNs")
+    ap.add_argument("--mode", default="train", choices=["train", "infer"])
+    ap.add_argument("--models", default="", help="comma-separated names (default: all)")
     args = ap.parse_args()
+    only = set(args.models.split(",")) if args.models else None
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         models = [(m, os.path.join(LIGHT, f"light_{m}.onnx"), [f"--batch={args.batch}"])
-                  for m in LIGHT_MODELS]
-        for m in GENERATED:
+                  for m in LIGHT_MODELS if only is None or m in only]
+        for m, gen in [(m, [m]) for m in GENERATED] + list(HUBS.items()):
+            if only is not None and m not in only:
+                continue
             path = os.path.join(tmp, m + ".onnx")
-            subprocess.run([sys.executable, GEN, m, "-o", path], check=True,
+            subprocess.run([sys.executable, GEN, *gen, "-o", path], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             models.append((m, path, []))
         print(f"{'model':14} {'gpus':>5} {'total s':>8} {'search s':>9} {'MiB':>7} "
-              f"{'dep':>4} {'states':>10} {'step ms':>9} {'vs data':>8} {'vs expert':>9}")
+              f"{'dep':>4} {'states':>10} {'optimum':>12} {'step ms':>9} {'vs data':>8} {'vs expert':>9}")
         for name, path, extra in models:
             counts = [int(g) for g in args.gpus.split(",")]
             if name in TRANSFORMERS and args.large:
                 counts += [int(g) for g in args.large.split(",")]
             for g in counts:
-                s, wall, mem, err = run(args.paxc, path, g, extra)
+                s, wall, mem, err = run(args.paxc, path, g, extra, args.mode)
                 if err:
                     print(f"{name:14} {g:5d} {wall:8.2f} {'':9} {mem:7.0f}  FAILED: {err}")
                     ok = False
@@ -75,8 +95,9 @@ def main():
                 vs_dp = base["data-parallel"]["cost_s"] / s["cost_s"]
                 vs_ex = base["expert"]["cost_s"] / s["cost_s"]
                 st = s["stats"]
+                optimum = "exact" if s["exact"] else f"gap {100 * s['gap']:.2f}%"
                 print(f"{name:14} {g:5d} {wall:8.2f} {s['search_s']:9.3f} {mem:7.0f} "
-                      f"{st['largest_dependent_set']:4d} {st['dp_states']:10d} "
+                      f"{st['largest_dependent_set']:4d} {st['dp_states']:10d} {optimum:>12} "
                       f"{s['cost_s'] * 1e3:9.3f} {vs_dp:7.2f}x {vs_ex:8.2f}x")
                 if vs_dp < 1 - 1e-9 or vs_ex < 1 - 1e-9:
                     print(f"  WORSE than a baseline: {name} at {g} GPUs")

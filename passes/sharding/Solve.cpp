@@ -63,10 +63,15 @@ struct Use {
 };
 } // namespace
 
+bool isReplicatedInput(const Value &arg) {
+  return !isFloat(arg.type.elem) || arg.type.rank() <= 1;
+}
+
 llvm::DenseSet<const Op *> constantOps(const Module &m) {
   llvm::DenseSet<const Value *> dynamic;
   for (const auto &a : m.main.args)
-    dynamic.insert(a.get());
+    if (!isReplicatedInput(*a))
+      dynamic.insert(a.get());
   for (const auto &g : m.globals)
     if (g->isParameter)
       dynamic.insert(&g->value);

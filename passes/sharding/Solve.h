@@ -65,11 +65,17 @@ llvm::Expected<Strategy> solveBaseline(const Module &m, const CostModel &model,
                                        const ShardingOptions &o,
                                        SolverKind kind);
 
-/// Ops that read neither an input nor a weight, only constants (rotary
-/// tables, masks): every device computes them whole, so they are never
-/// split, their readers take what they need for free, and no gradient
-/// flows back to them. Pinning them keeps the high-degree vertices they
-/// would be out of the DP's dependent sets.
+/// Whether a graph input is small side data every device reads whole:
+/// integer or boolean (token ids, attention masks, positions) or a float of
+/// at most one dim (a rotary inv_freq written as an input).
+bool isReplicatedInput(const Value &arg);
+
+/// Ops computed from constants and replicated inputs only, never from an
+/// activation or a weight (rotary tables, masks, position ids): every device
+/// computes them whole, so they are never split, their readers take what
+/// they need for free, and no gradient flows back to them. Their compute is
+/// priced as what it is, the whole op on every device. Pinning them keeps
+/// the high-degree vertices they would be out of the DP's dependent sets.
 llvm::DenseSet<const Op *> constantOps(const Module &m);
 
 /// Prices a given strategy (one configuration per op, in op order).
