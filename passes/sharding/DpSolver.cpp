@@ -32,8 +32,10 @@ using PairCosts = std::map<std::pair<unsigned, unsigned>, std::vector<int64_t>>;
 /// One position of the vertex sequence.
 struct Step {
   unsigned vertex = 0;
-  /// D(i), sorted by vertex id; the first is the most significant digit of
-  /// the table index.
+  /// D(i), latest-sequenced first: the first is the most significant digit
+  /// of the table index, and the last is the vertex sequenced next among
+  /// them, the parent that consumes this table, so that the parent reads it
+  /// contiguously across its own configurations.
   std::vector<unsigned> dependents;
   /// Positions of the last vertices of the connected subsets of C(i).
   std::vector<unsigned> children;
@@ -104,6 +106,9 @@ static PairCosts buildPairCosts(const CostGraph &graph) {
 static std::vector<Step> analyzeOrder(const Adjacency &adj,
                                       llvm::ArrayRef<unsigned> order) {
   unsigned n = adj.size();
+  std::vector<unsigned> position(n);
+  for (auto [i, v] : llvm::enumerate(order))
+    position[v] = unsigned(i);
   UnionFind sets(n);
   std::vector<unsigned> lastPos(n);
   std::vector<bool> done(n, false);
@@ -128,6 +133,9 @@ static std::vector<Step> analyzeOrder(const Adjacency &adj,
     llvm::sort(deps);
     deps.erase(llvm::unique(deps), deps.end());
     llvm::erase(deps, v);
+    llvm::sort(deps, [&](unsigned a, unsigned b) {
+      return position[a] > position[b];
+    });
     step.dependents = std::move(deps);
     lastPos[sets.find(v)] = i;
   }
@@ -345,7 +353,12 @@ static StepPlan planStep(const CostGraph &graph, const PairCosts &pairs,
 }
 
 /// Fills entries [begin, end) of \p table. Each entry is computed on its
-/// own, so any split over threads gives the same table.
+/// own, so any split over threads gives the same table. Compiled for AVX-512
+/// and AVX2 as well, picked at load time: the saturating int64 sums and the
+/// minimum over configurations vectorize there, not in baseline x86-64.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 static void fillEntries(const StepPlan &plan, Table &table, uint64_t begin,
                         uint64_t end) {
   size_t numDigits = plan.radix.size();
@@ -356,9 +369,12 @@ static void fillEntries(const StepPlan &plan, Table &table, uint64_t begin,
     digits[t] = rest % plan.radix[t];
     rest /= plan.radix[t];
   }
-  std::vector<int64_t> acc(numConfigs);
+  std::vector<int64_t> buffer(numConfigs);
+  int64_t *acc = buffer.data();
+  const int64_t *vertexCost = plan.vertexCost.data();
   for (uint64_t index = begin; index < end; ++index) {
-    acc = plan.vertexCost;
+    for (unsigned c = 0; c < numConfigs; ++c)
+      acc[c] = vertexCost[c];
     for (const StepPlan::EdgeTerm &edge : plan.edges) {
       const int64_t *row =
           edge.matrix + size_t(digits[edge.digit]) * numConfigs;
@@ -369,15 +385,24 @@ static void fillEntries(const StepPlan &plan, Table &table, uint64_t begin,
       uint64_t base = 0;
       for (size_t t = 0; t < numDigits; ++t)
         base += digits[t] * child.digitStride[t];
-      for (unsigned c = 0; c < numConfigs; ++c)
-        acc[c] = addCost(acc[c], child.cost[base + c * child.configStride]);
+      const int64_t *column = child.cost + base;
+      if (child.configStride == 1) { // the usual case: contiguous
+        for (unsigned c = 0; c < numConfigs; ++c)
+          acc[c] = addCost(acc[c], column[c]);
+      } else {
+        for (unsigned c = 0; c < numConfigs; ++c)
+          acc[c] = addCost(acc[c], column[c * child.configStride]);
+      }
     }
-    // Strict < keeps the lowest configuration on a tie.
-    unsigned best = 0;
+    // The minimum, then the lowest configuration reaching it (a tie keeps
+    // the lowest configuration).
+    int64_t least = acc[0];
     for (unsigned c = 1; c < numConfigs; ++c)
-      if (acc[c] < acc[best])
-        best = c;
-    table.cost[index] = acc[best];
+      least = std::min(least, acc[c]);
+    unsigned best = 0;
+    while (acc[best] != least)
+      ++best;
+    table.cost[index] = least;
     table.best[index] = best;
     for (size_t t = numDigits; t-- > 0;) {
       if (++digits[t] < plan.radix[t])
