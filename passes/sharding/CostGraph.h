@@ -22,6 +22,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <vector>
 
 namespace pax {
@@ -40,6 +42,36 @@ inline int64_t addCost(int64_t a, int64_t b) {
 /// Clamps a raw cost entry to kInfCost (entries >= kInfCost mean forbidden).
 inline int64_t clampCost(int64_t c) { return c >= kInfCost ? kInfCost : c; }
 
+/// A row-major matrix of costs. Repeated layers have equal edge tables, so
+/// copies share one array: copying a CostMatrix copies a pointer, and
+/// edit() copies the array first when it is shared.
+class CostMatrix {
+public:
+  CostMatrix() : costs(std::make_shared<std::vector<int64_t>>()) {}
+  CostMatrix(std::initializer_list<int64_t> values)
+      : costs(std::make_shared<std::vector<int64_t>>(values)) {}
+  CostMatrix(std::vector<int64_t> values)
+      : costs(std::make_shared<std::vector<int64_t>>(std::move(values))) {}
+
+  size_t size() const { return costs->size(); }
+  const int64_t &operator[](size_t i) const { return (*costs)[i]; }
+  const int64_t *data() const { return costs->data(); }
+  std::vector<int64_t>::const_iterator begin() const { return costs->begin(); }
+  std::vector<int64_t>::const_iterator end() const { return costs->end(); }
+  operator llvm::ArrayRef<int64_t>() const { return *costs; }
+  /// Whether two matrices share their array.
+  bool sameArray(const CostMatrix &o) const { return costs == o.costs; }
+  /// The array, for writing; unshared first.
+  std::vector<int64_t> &edit() {
+    if (costs.use_count() > 1)
+      costs = std::make_shared<std::vector<int64_t>>(*costs);
+    return *costs;
+  }
+
+private:
+  std::shared_ptr<std::vector<int64_t>> costs;
+};
+
 /// A graph of vertices with per-configuration costs and edges with
 /// per-configuration-pair costs; see the file comment.
 struct CostGraph {
@@ -52,7 +84,7 @@ struct CostGraph {
   struct Edge {
     unsigned u, v;
     /// Row-major: cost[cu * numConfigs[v] + cv].
-    std::vector<int64_t> cost;
+    CostMatrix cost;
   };
   /// Parallel edges between the same pair (either orientation) are allowed
   /// and their costs add up.

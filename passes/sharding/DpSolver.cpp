@@ -27,7 +27,7 @@ using Adjacency = std::vector<std::vector<unsigned>>;
 
 /// Edge costs summed over parallel edges, oriented per endpoint:
 /// costs[{v, u}][cu * numConfigs[v] + cv] (v's configuration is contiguous).
-using PairCosts = std::map<std::pair<unsigned, unsigned>, std::vector<int64_t>>;
+using PairCosts = std::map<std::pair<unsigned, unsigned>, CostMatrix>;
 
 /// One position of the vertex sequence.
 struct Step {
@@ -83,12 +83,45 @@ static Adjacency buildAdjacency(const CostGraph &graph) {
   return adj;
 }
 
+// A pair joined by one edge shares the edge's array for one orientation,
+// and the transpose of an array is built once for all the edges sharing it
+// (repeated layers), so the DP holds each distinct table about twice.
 static PairCosts buildPairCosts(const CostGraph &graph) {
+  std::map<std::pair<unsigned, unsigned>, unsigned> parallel;
+  for (const CostGraph::Edge &e : graph.edges)
+    ++parallel[{std::min(e.u, e.v), std::max(e.u, e.v)}];
+  std::map<const int64_t *, CostMatrix> clamped, transposed;
+  auto clampedOf = [&](const CostMatrix &m) {
+    if (llvm::none_of(m, [](int64_t c) { return c > kInfCost; }))
+      return m;
+    auto [it, fresh] = clamped.try_emplace(m.data());
+    if (fresh) {
+      std::vector<int64_t> out(m.begin(), m.end());
+      for (int64_t &c : out)
+        c = clampCost(c);
+      it->second = std::move(out);
+    }
+    return it->second;
+  };
   PairCosts costs;
   for (const CostGraph::Edge &e : graph.edges) {
     unsigned nu = graph.numConfigs[e.u], nv = graph.numConfigs[e.v];
-    std::vector<int64_t> &atU = costs[{e.u, e.v}];
-    std::vector<int64_t> &atV = costs[{e.v, e.u}];
+    if (parallel[{std::min(e.u, e.v), std::max(e.u, e.v)}] == 1) {
+      CostMatrix m = clampedOf(e.cost);
+      auto [it, fresh] = transposed.try_emplace(m.data());
+      if (fresh) {
+        std::vector<int64_t> t(m.size());
+        for (unsigned cu = 0; cu < nu; ++cu)
+          for (unsigned cv = 0; cv < nv; ++cv)
+            t[size_t(cv) * nu + cu] = m[size_t(cu) * nv + cv];
+        it->second = std::move(t);
+      }
+      costs[{e.v, e.u}] = m;
+      costs[{e.u, e.v}] = it->second;
+      continue;
+    }
+    std::vector<int64_t> &atU = costs[{e.u, e.v}].edit();
+    std::vector<int64_t> &atV = costs[{e.v, e.u}].edit();
     atU.resize(size_t(nu) * nv, 0);
     atV.resize(size_t(nu) * nv, 0);
     for (unsigned cu = 0; cu < nu; ++cu)

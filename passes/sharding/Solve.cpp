@@ -218,7 +218,8 @@ static CostGraph buildGraph(const Func &f, const CostModel &model,
     const Vertex &p = vertices[u.producer], &q = vertices[u.consumer];
     if (constants.count(p.op)) {
       // Computed on every device, and constants take no gradient.
-      g.edges[distinct[n]].cost.assign(p.configs.size() * q.configs.size(), 0);
+      g.edges[distinct[n]].cost =
+          std::vector<int64_t>(p.configs.size() * q.configs.size(), 0);
       return;
     }
     std::vector<TensorLayout> from, to;
@@ -227,11 +228,12 @@ static CostGraph buildGraph(const Func &f, const CostModel &model,
     for (const Config &c : q.configs)
       to.push_back(operandLayout(*q.op, c, u.operand));
     const TensorType &t = p.op->results[u.result].value->type;
-    std::vector<int64_t> &cost = g.edges[distinct[n]].cost;
+    std::vector<int64_t> cost;
     cost.reserve(from.size() * to.size());
     for (const TensorLayout &a : from)
       for (const TensorLayout &b : to)
         cost.push_back(toPicos(model.edgeSeconds(a, b, t)));
+    g.edges[distinct[n]].cost = std::move(cost);
   });
   for (unsigned i = 0; i < uses.size(); ++i) {
     g.edges[i].u = uses[i].producer;

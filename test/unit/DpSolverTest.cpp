@@ -57,7 +57,7 @@ public:
   void edge(CostGraph &g, unsigned u, unsigned v, unsigned maxCost) {
     CostGraph::Edge e{u, v, {}};
     for (unsigned i = 0; i < g.numConfigs[u] * g.numConfigs[v]; ++i)
-      e.cost.push_back(cost(maxCost));
+      e.cost.edit().push_back(cost(maxCost));
     g.edges.push_back(std::move(e));
   }
 
@@ -388,9 +388,9 @@ TEST(DpSolver, SameResultForAnyThreadCount) {
       g.vertexCost[v].push_back(maker.below(3));
   }
   for (CostGraph::Edge &e : g.edges) {
-    e.cost.clear();
+    e.cost.edit().clear();
     for (unsigned i = 0; i < 9; ++i)
-      e.cost.push_back(maker.below(3));
+      e.cost.edit().push_back(maker.below(3));
   }
   for (VertexOrder order :
        {VertexOrder::GenerateSeq, VertexOrder::BreadthFirst}) {
