@@ -713,8 +713,55 @@ static Solution solveRelaxed(const CostGraph &graph, const DpOptions &options,
         strategy[v] = c;
   }
   improveLocally(graph, strategy);
+  int64_t cost = evaluate(graph, strategy);
+  // Condition on the split vertices: with their configurations fixed they
+  // widen no table, and the DP finds the best strategy of all the others
+  // exactly. Then improve locally again, and repeat while it helps.
+  std::vector<bool> wasSplit(graph.size(), false);
+  for (unsigned v = 0; v < graph.size(); ++v)
+    wasSplit[v] = candidates[v].size() > 1;
+  for (int round = 0; round < 4 && cost > solution.stats.lowerBound &&
+                      llvm::is_contained(wasSplit, true);
+       ++round) {
+    CostGraph fixed = graph;
+    for (unsigned v = 0; v < graph.size(); ++v)
+      if (wasSplit[v]) {
+        fixed.numConfigs[v] = 1;
+        fixed.vertexCost[v] = {graph.vertexCost[v][strategy[v]]};
+      }
+    for (CostGraph::Edge &e : fixed.edges) {
+      if (!wasSplit[e.u] && !wasSplit[e.v])
+        continue;
+      unsigned nv = graph.numConfigs[e.v];
+      std::vector<int64_t> rows;
+      for (unsigned cu = 0; cu < fixed.numConfigs[e.u]; ++cu)
+        for (unsigned cv = 0; cv < fixed.numConfigs[e.v]; ++cv) {
+          unsigned from = wasSplit[e.u] ? strategy[e.u] : cu;
+          unsigned to = wasSplit[e.v] ? strategy[e.v] : cv;
+          rows.push_back(e.cost[size_t(from) * nv + to]);
+        }
+      e.cost = std::move(rows);
+    }
+    std::vector<Step> steps =
+        analyzeOrder(buildAdjacency(fixed), generateSeq(fixed));
+    uint64_t states;
+    std::vector<uint64_t> sizes = tableSizes(fixed, steps, states);
+    if (states > options.maxStates)
+      break;
+    Solution conditioned = exactDp(fixed, steps, sizes, options);
+    std::vector<unsigned> next = strategy;
+    for (unsigned v = 0; v < graph.size(); ++v)
+      if (!wasSplit[v])
+        next[v] = conditioned.strategy[v];
+    improveLocally(graph, next);
+    int64_t nextCost = evaluate(graph, next);
+    if (nextCost >= cost)
+      break;
+    strategy = std::move(next);
+    cost = nextCost;
+  }
   solution.strategy = std::move(strategy);
-  solution.cost = evaluate(graph, solution.strategy);
+  solution.cost = cost;
   solution.stats.exact = solution.cost <= solution.stats.lowerBound;
   solution.stats.splitVertices = total <= options.maxStates ? r.split : 0;
   solution.stats.exactStates = exactStates;
