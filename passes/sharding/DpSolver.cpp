@@ -220,6 +220,38 @@ std::vector<unsigned> pax::generateSeq(const CostGraph &graph) {
   return order;
 }
 
+// The same elimination, keyed by the work of sequencing a vertex next (its
+// table's entries times its configurations) instead of the dependent set's
+// size: a vertex with many configurations waits for a small table.
+std::vector<unsigned> pax::minWorkOrder(const CostGraph &graph) {
+  Adjacency deps = buildAdjacency(graph);
+  auto work = [&](unsigned v) {
+    uint64_t w = graph.numConfigs[v];
+    for (unsigned u : deps[v])
+      if (__builtin_mul_overflow(w, uint64_t(graph.numConfigs[u]), &w))
+        return UINT64_MAX;
+    return w;
+  };
+  std::vector<uint64_t> key(graph.size());
+  std::set<std::pair<uint64_t, unsigned>> queue;
+  for (unsigned v = 0; v < graph.size(); ++v)
+    queue.insert({key[v] = work(v), v});
+  std::vector<unsigned> order;
+  order.reserve(graph.size());
+  while (!queue.empty()) {
+    unsigned v = queue.begin()->second;
+    queue.erase(queue.begin());
+    order.push_back(v);
+    for (unsigned u : deps[v]) {
+      queue.erase({key[u], u});
+      mergeDependents(deps[u], deps[v], u, v);
+      queue.insert({key[u] = work(u), u});
+    }
+    deps[v].clear();
+  }
+  return order;
+}
+
 std::vector<unsigned> pax::breadthFirstOrder(const CostGraph &graph) {
   Adjacency adj = buildAdjacency(graph);
   std::vector<bool> seen(graph.size(), false);
@@ -244,11 +276,28 @@ std::vector<unsigned> pax::breadthFirstOrder(const CostGraph &graph) {
   return order;
 }
 
+const char *pax::vertexOrderName(VertexOrder order) {
+  switch (order) {
+  case VertexOrder::Best:
+    return "best";
+  case VertexOrder::GenerateSeq:
+    return "generate-seq";
+  case VertexOrder::MinWork:
+    return "min-work";
+  case VertexOrder::BreadthFirst:
+    return "breadth-first";
+  }
+  llvm_unreachable("unknown vertex order");
+}
+
 std::vector<unsigned> pax::vertexOrder(const CostGraph &graph,
                                        VertexOrder order) {
   switch (order) {
+  case VertexOrder::Best: // solveDp weighs both
   case VertexOrder::GenerateSeq:
     return generateSeq(graph);
+  case VertexOrder::MinWork:
+    return minWorkOrder(graph);
   case VertexOrder::BreadthFirst:
     return breadthFirstOrder(graph);
   }
@@ -774,10 +823,47 @@ pax::solveDp(const CostGraph &graph, const DpOptions &options,
   auto start = std::chrono::steady_clock::now();
   if (llvm::Error err = verifyCostGraph(graph))
     return err;
-  std::vector<unsigned> order = vertexOrder(graph, options.order);
-  std::vector<Step> steps = analyzeOrder(buildAdjacency(graph), order);
+  Adjacency adj = buildAdjacency(graph);
+  auto largestOf = [](llvm::ArrayRef<Step> steps) {
+    size_t largest = 0;
+    for (const Step &step : steps)
+      largest = std::max(largest, step.dependents.size());
+    return unsigned(largest);
+  };
+  // The work of an order: entries times configurations, saturating.
+  auto workOf = [&](llvm::ArrayRef<Step> steps,
+                    llvm::ArrayRef<uint64_t> sizes) {
+    uint64_t work = 0;
+    for (auto [step, size] : llvm::zip_equal(steps, sizes)) {
+      uint64_t w;
+      if (__builtin_mul_overflow(size, uint64_t(graph.numConfigs[step.vertex]),
+                                 &w) ||
+          __builtin_add_overflow(work, w, &work))
+        return UINT64_MAX;
+    }
+    return work;
+  };
+  VertexOrder chosen =
+      options.order == VertexOrder::Best ? VertexOrder::GenerateSeq
+                                         : options.order;
+  std::vector<Step> steps =
+      analyzeOrder(adj, vertexOrder(graph, chosen));
   uint64_t total;
   std::vector<uint64_t> sizes = tableSizes(graph, steps, total);
+  unsigned seqLargest = largestOf(steps), workLargest = 0;
+  if (options.order == VertexOrder::Best) {
+    // GenerateSeq unless the min-work order does strictly less work.
+    std::vector<Step> other = analyzeOrder(adj, minWorkOrder(graph));
+    uint64_t otherTotal;
+    std::vector<uint64_t> otherSizes = tableSizes(graph, other, otherTotal);
+    workLargest = largestOf(other);
+    if (workOf(other, otherSizes) < workOf(steps, sizes)) {
+      chosen = VertexOrder::MinWork;
+      steps = std::move(other);
+      sizes = std::move(otherSizes);
+      total = otherTotal;
+    }
+  }
   Solution solution;
   if (total <= options.maxStates)
     solution = exactDp(graph, steps, sizes, options);
@@ -785,6 +871,9 @@ pax::solveDp(const CostGraph &graph, const DpOptions &options,
     return tooManyStates(steps, sizes, total, options.maxStates, vertexName);
   else
     solution = solveRelaxed(graph, options, total);
+  solution.stats.order = chosen;
+  solution.stats.largestGenerateSeq = seqLargest;
+  solution.stats.largestMinWork = workLargest;
   solution.stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -49,15 +49,23 @@ namespace pax {
 
 /// How the DP sequences the vertices.
 enum class VertexOrder {
-  /// PaSE's GenerateSeq: the smallest dependent set first.
+  /// GenerateSeq, or MinWork where that does strictly less work (the
+  /// default; never more work than GenerateSeq).
+  Best,
+  /// PaSE's GenerateSeq: the smallest dependent set first (min-degree).
   GenerateSeq,
+  /// The smallest table work first: entries times configurations.
+  MinWork,
   /// Breadth-first from the lowest vertex id: PaSE's baseline.
   BreadthFirst,
 };
 
+/// "best", "generate-seq", "min-work" or "breadth-first".
+const char *vertexOrderName(VertexOrder order);
+
 /// Options of solveDp().
 struct DpOptions {
-  VertexOrder order = VertexOrder::GenerateSeq;
+  VertexOrder order = VertexOrder::Best;
   /// Limit on the DP table entries of all vertices together.
   uint64_t maxStates = 50'000'000;
   /// Worker threads; 0 lets TBB choose. The result does not depend on it.
@@ -89,6 +97,11 @@ struct DpStats {
   unsigned splitVertices = 0;
   /// States the exact DP would have needed (saturating), when it did not fit.
   uint64_t exactStates = 0;
+  /// The order the DP used.
+  VertexOrder order = VertexOrder::GenerateSeq;
+  /// Largest dependent set of GenerateSeq's order, and of the min-work
+  /// order (0 when it was not computed).
+  unsigned largestGenerateSeq = 0, largestMinWork = 0;
 };
 
 /// An optimal strategy. cost == kInfCost when every strategy is forbidden.
@@ -113,6 +126,10 @@ solveDp(const CostGraph &graph, const DpOptions &options,
 /// PaSE's GenerateSeq: repeatedly sequences the vertex whose dependent set
 /// would be smallest, the lowest vertex id on a tie.
 std::vector<unsigned> generateSeq(const CostGraph &graph);
+
+/// GenerateSeq's elimination keyed by work: the vertex whose table entries
+/// times configurations would be smallest next, the lowest id on a tie.
+std::vector<unsigned> minWorkOrder(const CostGraph &graph);
 
 /// Breadth-first order: from the lowest unvisited vertex id, neighbours in
 /// increasing id order.

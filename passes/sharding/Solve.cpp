@@ -335,7 +335,7 @@ search(const Func &f, const CostModel &model,
   } else {
     DpOptions dp;
     dp.order = o.solver == SolverKind::DpBfs ? VertexOrder::BreadthFirst
-                                             : VertexOrder::GenerateSeq;
+                                             : VertexOrder::Best;
     dp.maxStates = o.maxStates;
     dp.exact = o.exactSearch;
     dp.threads = o.threads;

@@ -118,6 +118,9 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
       {"largest_dependent_set", int64_t(s.largestDependentSet)},
       {"dp_states", int64_t(s.states)},
       {"split_vertices", int64_t(s.splitVertices)},
+      {"order", vertexOrderName(s.order)},
+      {"largest_dependent_set_generateseq", int64_t(s.largestGenerateSeq)},
+      {"largest_dependent_set_minwork", int64_t(s.largestMinWork)},
       {"exact_dp_states",
        s.exactStates > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(s.exactStates)},
       {"peak_memory_bytes", r.peakMemoryBytes}};

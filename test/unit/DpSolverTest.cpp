@@ -298,7 +298,8 @@ TEST(DpSolver, MatchesExhaustiveOnRandomGraphs) {
       auto oracle = solveExhaustive(g);
       ASSERT_TRUE(bool(oracle)) << llvm::toString(oracle.takeError());
       for (VertexOrder order :
-           {VertexOrder::GenerateSeq, VertexOrder::BreadthFirst}) {
+           {VertexOrder::GenerateSeq, VertexOrder::BreadthFirst,
+            VertexOrder::MinWork, VertexOrder::Best}) {
         DpOptions options;
         options.order = order;
         options.threads = 1;
@@ -410,6 +411,32 @@ TEST(DpSolver, SameResultForAnyThreadCount) {
         std::is_sorted(fractions.begin(), fractions.begin() + g.size()));
     EXPECT_DOUBLE_EQ(fractions.back(), 1.0);
   }
+}
+
+// The min-work order is a valid elimination order (every vertex once), and
+// the default order, which takes it where it does less table work than
+// GenerateSeq, finds the same optimum and reports both orders' largest
+// dependent sets.
+TEST(DpSolver, BestOrderKeepsTheOptimum) {
+  GraphMaker maker(4242);
+  unsigned minWork = 0;
+  for (unsigned round = 0; round < 20; ++round)
+    for (unsigned s = 0; s < kNumShapes; ++s) {
+      CostGraph g = randomGraph(Shape(s), maker);
+      std::vector<unsigned> sorted = minWorkOrder(g);
+      std::sort(sorted.begin(), sorted.end());
+      for (unsigned v = 0; v < g.size(); ++v)
+        ASSERT_EQ(sorted[v], v);
+      DpOptions seq, best;
+      seq.order = VertexOrder::GenerateSeq;
+      Solution a = solveOk(g, seq), b = solveOk(g, best);
+      EXPECT_EQ(a.cost, b.cost);
+      EXPECT_EQ(b.stats.largestGenerateSeq, a.stats.largestDependentSet);
+      EXPECT_EQ(b.stats.largestMinWork,
+                largest(dependentSetSizes(g, minWorkOrder(g))));
+      minWork += b.stats.order == VertexOrder::MinWork;
+    }
+  EXPECT_GT(minWork, 0u);
 }
 
 // PaSE section III-C: breadth-first order reaches a concat while the other
