@@ -17,6 +17,11 @@ GPT-2 XL and BERT-large, at the --large counts too.
 
   python3 bench/search_bench.py [--gpus 4,8,16,32,64] [--large 256,1024]
                                 [--mode train|infer] [--models NAME,...]
+  python3 bench/search_bench.py --corpus [--gpus 64] [--mode train|infer]
+
+--corpus instead searches every export of the PyTorch corpus
+(test/models/torch, symbolic dims bound from its stored inputs) and prints
+one line per export and the slowest.
 """
 import argparse
 import json
@@ -58,6 +63,29 @@ def run(paxc, model, gpus, extra, mode):
         return json.load(open(out)), wall, mem, None
 
 
+def corpus(args):
+    """Every export of the corpus at each --gpus count."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "models"))
+    import torch_matrix  # noqa: E402  (needs onnx, not torch)
+    worst, ok = (0.0, ""), True
+    print(f"{'export':32} {'gpus':>5} {'total s':>8} {'MiB':>6} {'dep':>4} {'optimum':>12}")
+    for name in torch_matrix.exports():
+        d = os.path.join(torch_matrix.CORPUS, name)
+        for g in [int(x) for x in args.gpus.split(",")]:
+            s, wall, mem, err = run(args.paxc, os.path.join(d, "model.onnx"), g,
+                                    torch_matrix.dim_bindings(d), args.mode)
+            if err:
+                print(f"{name:32} {g:5d} FAILED: {err}")
+                ok = False
+                continue
+            worst = max(worst, (wall, f"{name} at {g} GPUs"))
+            optimum = "exact" if s["exact"] else f"gap {100 * s['gap']:.2f}%"
+            print(f"{name:32} {g:5d} {wall:8.2f} {mem:6.0f} "
+                  f"{s['stats']['largest_dependent_set']:4d} {optimum:>12}")
+    print(f"slowest: {worst[1]}, {worst[0]:.2f} s")
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--paxc", default=os.path.join(ROOT, "build", "bin", "paxc"))
@@ -66,7 +94,10 @@ def main():
     ap.add_argument("--batch", type=int, default=32, help="--batch for the CNNs")
     ap.add_argument("--mode", default="train", choices=["train", "infer"])
     ap.add_argument("--models", default="", help="comma-separated names (default: all)")
+    ap.add_argument("--corpus", action="store_true", help="the PyTorch export corpus")
     args = ap.parse_args()
+    if args.corpus:
+        return corpus(args)
     only = set(args.models.split(",")) if args.models else None
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
