@@ -10,6 +10,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <tbb/parallel_for.h>
 
@@ -166,6 +167,33 @@ static std::string signature(const Op &op, llvm::ArrayRef<Config> configs,
   return s;
 }
 
+namespace {
+/// The distinct layouts of a list, and each entry's index among them.
+struct UniqueLayouts {
+  std::vector<TensorLayout> layouts;
+  std::vector<unsigned> index;
+  llvm::StringMap<unsigned> seen;
+
+  void add(TensorLayout l) {
+    std::string key;
+    llvm::raw_string_ostream os(key);
+    for (const Digit &d : l.digits)
+      os << d.size << ',' << int(d.role) << ',' << d.tensorDim << ','
+         << d.level << ';';
+    for (auto *list : {&l.parts, &l.haloLo, &l.haloHi, &l.haloMost}) {
+      os << '|';
+      for (int64_t v : *list)
+        os << v << ',';
+    }
+    os << (l.irregular ? 'i' : 'r');
+    auto [it, fresh] = seen.try_emplace(os.str(), unsigned(layouts.size()));
+    if (fresh)
+      layouts.push_back(std::move(l));
+    index.push_back(it->second);
+  }
+};
+} // namespace
+
 /// Builds PaSE's cost graph: a vertex per op, an edge per use. Tables are
 /// shared between repeated layers and built in parallel.
 static CostGraph buildGraph(const Func &f, const CostModel &model,
@@ -222,17 +250,24 @@ static CostGraph buildGraph(const Func &f, const CostModel &model,
           std::vector<int64_t>(p.configs.size() * q.configs.size(), 0);
       return;
     }
-    std::vector<TensorLayout> from, to;
+    // Many configurations lay a tensor out alike (they differ in dims the
+    // tensor does not have): each distinct pair of layouts is priced once.
+    UniqueLayouts from, to;
     for (const Config &c : p.configs)
-      from.push_back(resultLayout(*p.op, c, u.result));
+      from.add(resultLayout(*p.op, c, u.result));
     for (const Config &c : q.configs)
-      to.push_back(operandLayout(*q.op, c, u.operand));
+      to.add(operandLayout(*q.op, c, u.operand));
     const TensorType &t = p.op->results[u.result].value->type;
+    std::vector<int64_t> unique(from.layouts.size() * to.layouts.size());
+    for (size_t i = 0; i < from.layouts.size(); ++i)
+      for (size_t j = 0; j < to.layouts.size(); ++j)
+        unique[i * to.layouts.size() + j] = toPicos(
+            model.edgeSeconds(from.layouts[i], to.layouts[j], t));
     std::vector<int64_t> cost;
-    cost.reserve(from.size() * to.size());
-    for (const TensorLayout &a : from)
-      for (const TensorLayout &b : to)
-        cost.push_back(toPicos(model.edgeSeconds(a, b, t)));
+    cost.reserve(from.index.size() * to.index.size());
+    for (unsigned i : from.index)
+      for (unsigned j : to.index)
+        cost.push_back(unique[size_t(i) * to.layouts.size() + j]);
     g.edges[distinct[n]].cost = std::move(cost);
   });
   for (unsigned i = 0; i < uses.size(); ++i) {
