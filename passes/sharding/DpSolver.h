@@ -63,11 +63,17 @@ enum class VertexOrder {
 /// "best", "generate-seq", "min-work" or "breadth-first".
 const char *vertexOrderName(VertexOrder order);
 
+/// The default state budget (--max-states): the DP keeps 2 bytes per state
+/// until back-substitution, plus the costs of the tables not yet consumed,
+/// so 200M states stay well under 2 GB on the models measured
+/// (docs/PERFORMANCE.md).
+inline constexpr uint64_t kDefaultMaxStates = 200'000'000;
+
 /// Options of solveDp().
 struct DpOptions {
   VertexOrder order = VertexOrder::Best;
   /// Limit on the DP table entries of all vertices together.
-  uint64_t maxStates = 50'000'000;
+  uint64_t maxStates = kDefaultMaxStates;
   /// Worker threads; 0 lets TBB choose. The result does not depend on it.
   unsigned threads = 0;
   /// Fail when the exact DP would exceed maxStates, instead of relaxing.

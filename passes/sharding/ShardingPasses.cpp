@@ -37,7 +37,7 @@ ShardingPassOptions::parse(llvm::StringRef pass, const PassOptions &o,
   auto gpus = integer("gpus", 1, 1), perNode = integer("gpus-per-node", 0, 0),
        pow2 = integer("pow2", 0, 0), exact = integer("exact", 0, 0),
        maxSplit = integer("max-split", 0, 0),
-       states = integer("max-states", 50'000'000, 1),
+       states = integer("max-states", int64_t(kDefaultMaxStates), 1),
        threads = integer("threads", 0, 0),
        exactSearch = integer("exact-search", 0, 0);
   for (auto *e : {&gpus, &perNode, &pow2, &exact, &maxSplit, &states, &threads,

@@ -25,7 +25,7 @@ std::optional<SolverKind> parseSolver(llvm::StringRef name);
 struct ShardingOptions {
   ConfigOptions configs;
   SolverKind solver = SolverKind::Dp;
-  uint64_t maxStates = 50'000'000;
+  uint64_t maxStates = kDefaultMaxStates;
   /// Fail when the exact DP does not fit in maxStates, instead of returning
   /// the best strategy found within it (DpOptions::exact).
   bool exactSearch = false;

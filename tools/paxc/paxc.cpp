@@ -115,7 +115,8 @@ static cl::opt<double>
              cl::value_desc("GiB"), cl::init(0), cl::cat(searchCategory));
 static cl::opt<uint64_t> maxStates(
     "max-states", cl::desc("Most DP table entries the search may hold"),
-    cl::value_desc("N"), cl::init(50'000'000), cl::cat(searchCategory));
+    cl::value_desc("N"), cl::init(pax::kDefaultMaxStates),
+    cl::cat(searchCategory));
 static cl::opt<bool> exactSearch(
     "exact",
     cl::desc("Fail when the exact search does not fit in --max-states, "
