@@ -1,11 +1,12 @@
 """Checks a strategy found within a small state budget against the exact one.
 
-  check_relaxed.py EXACT.json RELAXED.json...
+  check_relaxed.py EXACT.json RELAXED.json:BUDGET...
 
 EXACT.json was searched with the default budget and must say exact. Each
 RELAXED.json was searched with a budget too small for the exact DP: its
 lower bound is at most the exact optimum, its cost at least the optimum and
-at most each baseline's, and when it says exact its cost is the optimum.
+at most each baseline's, its DP stayed within the budget (--max-states),
+and when it says exact its cost is the optimum.
 """
 import json
 import sys
@@ -17,8 +18,11 @@ def main():
     exact = json.load(open(sys.argv[1]))
     assert exact["exact"] is True, "the default budget must solve exactly"
     opt = exact["cost_s"]
-    for path in sys.argv[2:]:
+    for arg in sys.argv[2:]:
+        path, budget = arg.rsplit(":", 1)
         r = json.load(open(path))
+        assert r["stats"]["dp_states"] <= int(budget), \
+            f"{path}: {r['stats']['dp_states']} DP states, over the budget {budget}"
         tol = EPS * opt + 1e-12
         assert r["lower_bound_s"] <= opt + tol, \
             f"{path}: lower bound {r['lower_bound_s']} above the optimum {opt}"
