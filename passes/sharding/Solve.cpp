@@ -171,6 +171,7 @@ namespace {
 /// The distinct layouts of a list, and each entry's index among them.
 struct UniqueLayouts {
   std::vector<TensorLayout> layouts;
+  std::vector<std::string> keys; ///< one per layout, equal iff alike
   std::vector<unsigned> index;
   llvm::StringMap<unsigned> seen;
 
@@ -187,8 +188,10 @@ struct UniqueLayouts {
     }
     os << (l.irregular ? 'i' : 'r');
     auto [it, fresh] = seen.try_emplace(os.str(), unsigned(layouts.size()));
-    if (fresh)
+    if (fresh) {
       layouts.push_back(std::move(l));
+      keys.push_back(os.str());
+    }
     index.push_back(it->second);
   }
 };
@@ -241,6 +244,40 @@ static CostGraph buildGraph(const Func &f, const CostModel &model,
       distinct.push_back(i);
   }
   g.edges.resize(uses.size());
+  // Each distinct edge's layouts. Many configurations lay a tensor out
+  // alike (they differ in dims the tensor does not have): each distinct
+  // pair of layouts is priced once. And edges whose tensor type and layout
+  // lists are equal (a DenseNet feature map read by every later concat of
+  // its block) share one table.
+  struct EdgeLayouts {
+    UniqueLayouts from, to;
+    std::string key;
+  };
+  std::vector<EdgeLayouts> layouts(distinct.size());
+  tbb::parallel_for(size_t(0), distinct.size(), [&](size_t n) {
+    const Use &u = uses[distinct[n]];
+    const Vertex &p = vertices[u.producer], &q = vertices[u.consumer];
+    if (constants.count(p.op))
+      return;
+    EdgeLayouts &e = layouts[n];
+    for (const Config &c : p.configs)
+      e.from.add(resultLayout(*p.op, c, u.result));
+    for (const Config &c : q.configs)
+      e.to.add(operandLayout(*q.op, c, u.operand));
+    llvm::raw_string_ostream os(e.key);
+    os << p.op->results[u.result].value->type.str();
+    for (const auto *side : {&e.from, &e.to}) {
+      os << '#';
+      for (unsigned i : side->index)
+        os << side->keys[i] << '/';
+    }
+  });
+  std::vector<size_t> priced(distinct.size());
+  llvm::StringMap<size_t> byKey;
+  for (size_t n = 0; n < distinct.size(); ++n)
+    priced[n] = layouts[n].key.empty()
+                    ? n
+                    : byKey.try_emplace(layouts[n].key, n).first->second;
   tbb::parallel_for(size_t(0), distinct.size(), [&](size_t n) {
     const Use &u = uses[distinct[n]];
     const Vertex &p = vertices[u.producer], &q = vertices[u.consumer];
@@ -250,13 +287,9 @@ static CostGraph buildGraph(const Func &f, const CostModel &model,
           std::vector<int64_t>(p.configs.size() * q.configs.size(), 0);
       return;
     }
-    // Many configurations lay a tensor out alike (they differ in dims the
-    // tensor does not have): each distinct pair of layouts is priced once.
-    UniqueLayouts from, to;
-    for (const Config &c : p.configs)
-      from.add(resultLayout(*p.op, c, u.result));
-    for (const Config &c : q.configs)
-      to.add(operandLayout(*q.op, c, u.operand));
+    if (priced[n] != n)
+      return; // shares another edge's table, below
+    const UniqueLayouts &from = layouts[n].from, &to = layouts[n].to;
     const TensorType &t = p.op->results[u.result].value->type;
     std::vector<int64_t> unique(from.layouts.size() * to.layouts.size());
     for (size_t i = 0; i < from.layouts.size(); ++i)
@@ -270,6 +303,9 @@ static CostGraph buildGraph(const Func &f, const CostModel &model,
         cost.push_back(unique[size_t(i) * to.layouts.size() + j]);
     g.edges[distinct[n]].cost = std::move(cost);
   });
+  for (size_t n = 0; n < distinct.size(); ++n)
+    if (priced[n] != n)
+      g.edges[distinct[n]].cost = g.edges[distinct[priced[n]]].cost;
   for (unsigned i = 0; i < uses.size(); ++i) {
     g.edges[i].u = uses[i].producer;
     g.edges[i].v = uses[i].consumer;
