@@ -58,8 +58,18 @@ CostModel::edgePlans(const TensorLayout &from, const TensorLayout &to,
 
 double CostModel::edgeSeconds(const TensorLayout &from, const TensorLayout &to,
                               const TensorType &t) const {
-  auto [forward, backward] = edgePlans(from, to, t);
-  return planSeconds(forward) + planSeconds(backward);
+  return edgeSeconds(from, reducedLayout(from), to, t);
+}
+
+double CostModel::edgeSeconds(const TensorLayout &from,
+                              const TensorLayout &reducedFrom,
+                              const TensorLayout &to,
+                              const TensorType &t) const {
+  double s = planSeconds(planReshard(from, to, t, cluster.gpusPerNode));
+  if (mode == CostMode::Train && isFloat(t.elem))
+    s += planSeconds(planReshard(to, reducedFrom, t, cluster.gpusPerNode,
+                                 /*fromReplicatedIsPartial=*/true));
+  return s;
 }
 
 /// Elements of an op's iteration space one device computes.

@@ -49,6 +49,9 @@ public:
   /// reduce_scatter, of a replicated read an all_reduce).
   double edgeSeconds(const TensorLayout &from, const TensorLayout &to,
                      const TensorType &t) const;
+  /// The same, given reducedLayout(from) (which many pairs share).
+  double edgeSeconds(const TensorLayout &from, const TensorLayout &reducedFrom,
+                     const TensorLayout &to, const TensorType &t) const;
 
   /// The plans of edgeSeconds: forward, and (training) backward.
   std::pair<llvm::SmallVector<ReshardStep, 4>,

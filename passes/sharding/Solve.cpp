@@ -292,10 +292,12 @@ static CostGraph buildGraph(const Func &f, const CostModel &model,
     const UniqueLayouts &from = layouts[n].from, &to = layouts[n].to;
     const TensorType &t = p.op->results[u.result].value->type;
     std::vector<int64_t> unique(from.layouts.size() * to.layouts.size());
-    for (size_t i = 0; i < from.layouts.size(); ++i)
+    for (size_t i = 0; i < from.layouts.size(); ++i) {
+      TensorLayout reduced = reducedLayout(from.layouts[i]);
       for (size_t j = 0; j < to.layouts.size(); ++j)
-        unique[i * to.layouts.size() + j] = toPicos(
-            model.edgeSeconds(from.layouts[i], to.layouts[j], t));
+        unique[i * to.layouts.size() + j] = toPicos(model.edgeSeconds(
+            from.layouts[i], reduced, to.layouts[j], t));
+    }
     std::vector<int64_t> cost;
     cost.reserve(from.index.size() * to.index.size());
     for (unsigned i : from.index)
