@@ -45,6 +45,8 @@ HUBS = {
     "bert-large": ["bert-large"],
 }
 TRANSFORMERS = ["gpt2", "bert", "llama"] + list(HUBS)
+# Others at the --gpus counts only: PaSE's Inception-v3 case (batch 128).
+EXTRA = {"inception_v3-b128": ["inception_v3", "--batch", "128"]}
 
 
 def run(paxc, model, gpus, extra, mode):
@@ -103,7 +105,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         models = [(m, os.path.join(LIGHT, f"light_{m}.onnx"), [f"--batch={args.batch}"])
                   for m in LIGHT_MODELS if only is None or m in only]
-        for m, gen in [(m, [m]) for m in GENERATED] + list(HUBS.items()):
+        for m, gen in ([(m, [m]) for m in GENERATED] + list(EXTRA.items()) +
+                       list(HUBS.items())):
             if only is not None and m not in only:
                 continue
             path = os.path.join(tmp, m + ".onnx")
