@@ -29,6 +29,8 @@ def write(model, out, seed, npy):
             v = rng.integers(0, 32, size=inp.shape, dtype=np.int64)
             if "mask" in inp.name:
                 v = np.ones(inp.shape, dtype=np.int64)
+        elif "bool" in inp.type:  # a mask buffer written as an input
+            v = rng.random(size=inp.shape) < 0.8
         else:
             v = (rng.uniform(-1, 1, size=inp.shape) * 0.2).astype(np.float32)
         feeds[inp.name] = v
