@@ -706,6 +706,111 @@ static void improveLocally(const CostGraph &graph,
   }
 }
 
+/// Exact conditioning on a hub: the vertex in the most (and largest)
+/// dependent sets is taken out, and the rest solved once per class of its
+/// configurations (configurations with the same vertex cost and the same
+/// costs on every edge form a class), each time with its edges folded into
+/// its neighbours' vertex costs. The best over the classes is the optimum.
+/// Returns nothing when the conditioned tables, times the classes, would
+/// still pass the budget.
+static std::optional<Solution>
+solveConditioned(const CostGraph &graph, llvm::ArrayRef<Step> steps,
+                 llvm::ArrayRef<uint64_t> sizes, const DpOptions &options) {
+  Adjacency adj = buildAdjacency(graph);
+  // The tables a vertex widens, its own included (breadth-first order
+  // sequences a hub first, with every neighbour in its table).
+  std::vector<uint64_t> weight(graph.size(), 0);
+  auto credit = [&](unsigned v, uint64_t size) {
+    if (__builtin_add_overflow(weight[v], size, &weight[v]))
+      weight[v] = UINT64_MAX;
+  };
+  for (auto [step, size] : llvm::zip_equal(steps, sizes)) {
+    credit(step.vertex, size);
+    for (unsigned u : step.dependents)
+      credit(u, size);
+  }
+  std::optional<unsigned> found;
+  for (unsigned v = 0; v < graph.size(); ++v)
+    if (adj[v].size() >= 2 && (!found || weight[v] > weight[*found]))
+      found = v;
+  if (!found)
+    return std::nullopt;
+  unsigned hub = *found;
+  // The classes of the hub's configurations.
+  unsigned nh = graph.numConfigs[hub];
+  std::map<std::vector<int64_t>, unsigned> classOf;
+  std::vector<unsigned> representatives;
+  for (unsigned c = 0; c < nh; ++c) {
+    std::vector<int64_t> key{clampCost(graph.vertexCost[hub][c])};
+    for (const CostGraph::Edge &e : graph.edges) {
+      if (e.u == hub)
+        for (unsigned x = 0; x < graph.numConfigs[e.v]; ++x)
+          key.push_back(clampCost(e.cost[size_t(c) * graph.numConfigs[e.v] + x]));
+      else if (e.v == hub)
+        for (unsigned x = 0; x < graph.numConfigs[e.u]; ++x)
+          key.push_back(clampCost(e.cost[size_t(x) * nh + c]));
+    }
+    if (classOf.try_emplace(std::move(key), c).second)
+      representatives.push_back(c);
+  }
+  // The graph without the hub; vertex ids above it move down by one.
+  auto id = [hub](unsigned v) { return v < hub ? v : v - 1; };
+  CostGraph rest;
+  for (unsigned v = 0; v < graph.size(); ++v)
+    if (v != hub) {
+      rest.numConfigs.push_back(graph.numConfigs[v]);
+      rest.vertexCost.push_back(graph.vertexCost[v]);
+    }
+  for (const CostGraph::Edge &e : graph.edges)
+    if (e.u != hub && e.v != hub)
+      rest.edges.push_back({id(e.u), id(e.v), e.cost});
+  std::vector<Step> restSteps =
+      analyzeOrder(buildAdjacency(rest), vertexOrder(rest, options.order));
+  uint64_t restTotal, work;
+  std::vector<uint64_t> restSizes = tableSizes(rest, restSteps, restTotal);
+  if (__builtin_mul_overflow(restTotal, uint64_t(representatives.size()),
+                             &work) ||
+      work > options.maxStates)
+    return std::nullopt;
+  std::optional<Solution> best;
+  unsigned bestConfig = 0;
+  for (unsigned c : representatives) {
+    CostGraph g = rest;
+    for (const CostGraph::Edge &e : graph.edges) {
+      if (e.u == hub)
+        for (unsigned x = 0; x < graph.numConfigs[e.v]; ++x)
+          g.vertexCost[id(e.v)][x] = addCost(
+              clampCost(g.vertexCost[id(e.v)][x]),
+              clampCost(e.cost[size_t(c) * graph.numConfigs[e.v] + x]));
+      else if (e.v == hub)
+        for (unsigned x = 0; x < graph.numConfigs[e.u]; ++x)
+          g.vertexCost[id(e.u)][x] =
+              addCost(clampCost(g.vertexCost[id(e.u)][x]),
+                      clampCost(e.cost[size_t(x) * nh + c]));
+    }
+    Solution s = exactDp(g, restSteps, restSizes, options);
+    s.cost = addCost(s.cost, clampCost(graph.vertexCost[hub][c]));
+    if (!best || s.cost < best->cost) {
+      uint64_t states = best ? best->stats.states : 0;
+      best = std::move(s);
+      best->stats.states += states;
+      bestConfig = c;
+    } else {
+      best->stats.states += s.stats.states;
+    }
+  }
+  Solution out = std::move(*best);
+  std::vector<unsigned> strategy(graph.size());
+  for (unsigned v = 0; v < graph.size(); ++v)
+    strategy[v] = v == hub ? bestConfig : out.strategy[id(v)];
+  out.strategy = std::move(strategy);
+  assert(out.cost == evaluate(graph, out.strategy));
+  out.stats.exact = true;
+  out.stats.lowerBound = out.cost;
+  out.stats.conditionedClasses = unsigned(representatives.size());
+  return out;
+}
+
 /// The relaxation's answer: solves the relaxed graph exactly (a lower
 /// bound), gives each split vertex the best of its copies' configurations,
 /// and improves the strategy locally.
@@ -867,10 +972,14 @@ pax::solveDp(const CostGraph &graph, const DpOptions &options,
   Solution solution;
   if (total <= options.maxStates)
     solution = exactDp(graph, steps, sizes, options);
+  else if (auto conditioned = solveConditioned(graph, steps, sizes, options))
+    solution = std::move(*conditioned);
   else if (options.exact)
     return tooManyStates(steps, sizes, total, options.maxStates, vertexName);
   else
     solution = solveRelaxed(graph, options, total);
+  if (total > options.maxStates)
+    solution.stats.exactStates = total;
   solution.stats.order = chosen;
   solution.stats.largestGenerateSeq = seqLargest;
   solution.stats.largestMinWork = workLargest;

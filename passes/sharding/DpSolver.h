@@ -20,8 +20,10 @@
 // (Fig. 3) picks the order that keeps dependent sets small.
 //
 // When the tables would still hold more than the state budget (a value read
-// by every layer, a long skip), solveDp does not give up unless asked to
-// (DpOptions::exact). It relaxes the graph: a vertex that sits in many
+// by every layer, a long skip), solveDp first conditions on the vertex that
+// widens the most tables: the rest is solved once per class of its
+// configurations, exactly. When that does not fit either, it does not give
+// up unless asked to (DpOptions::exact). It relaxes the graph: a vertex that sits in many
 // dependent sets is split into one copy per neighbour, each copy free to
 // take its own configuration, the vertex's costs shared among the copies.
 // Every strategy of the graph is a strategy of the relaxation (all copies
@@ -103,6 +105,9 @@ struct DpStats {
   unsigned splitVertices = 0;
   /// States the exact DP would have needed (saturating), when it did not fit.
   uint64_t exactStates = 0;
+  /// When the plain DP did not fit but conditioning on one hub vertex did:
+  /// the classes of its configurations solved (0 otherwise).
+  unsigned conditionedClasses = 0;
   /// The order the DP used.
   VertexOrder order = VertexOrder::GenerateSeq;
   /// Largest dependent set of GenerateSeq's order, and of the min-work

@@ -118,6 +118,7 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
       {"largest_dependent_set", int64_t(s.largestDependentSet)},
       {"dp_states", int64_t(s.states)},
       {"split_vertices", int64_t(s.splitVertices)},
+      {"conditioned_classes", int64_t(s.conditionedClasses)},
       {"order", vertexOrderName(s.order)},
       {"largest_dependent_set_generateseq", int64_t(s.largestGenerateSeq)},
       {"largest_dependent_set_minwork", int64_t(s.largestMinWork)},
@@ -296,7 +297,12 @@ void printReport(const Module &m, const StrategyReport &r,
   const DpStats &st = r.strategy.stats;
   if (r.given)
     return;
-  if (st.exact && st.exactStates)
+  if (st.exact && st.conditionedClasses)
+    os << llvm::formatv("optimum: exact (no strategy of this space is faster; "
+                        "solved once per class of one op's configurations, "
+                        "{0} classes, where the plain DP needs {1} states)\n",
+                        st.conditionedClasses, st.exactStates);
+  else if (st.exact && st.exactStates)
     os << llvm::formatv("optimum: exact (no strategy of this space is faster; "
                         "proven by a relaxation with {0} vertices split, "
                         "where the exact DP needs {1} states)\n",

@@ -314,12 +314,13 @@ TEST(DpSolver, MatchesExhaustiveOnRandomGraphs) {
   EXPECT_EQ(checked, 50u * kNumShapes);
 }
 
-// With a state budget too small for the exact DP, the relaxation's bound
-// never exceeds the optimum, the strategy costs what it says and never less
-// than the optimum, and a strategy marked exact is optimal.
+// With a state budget too small for the plain DP: conditioning on a hub
+// finds the optimum, the relaxation's bound never exceeds it, the strategy
+// costs what it says and never less than the optimum, and a strategy marked
+// exact is optimal.
 TEST(DpSolver, RelaxationBoundsTheOptimum) {
   GraphMaker maker(20261124);
-  unsigned relaxed = 0, proven = 0;
+  unsigned relaxed = 0, proven = 0, conditioned = 0;
   for (unsigned round = 0; round < 60; ++round)
     for (unsigned s = 0; s < kNumShapes; ++s) {
       CostGraph g = randomGraph(Shape(s), maker);
@@ -338,13 +339,18 @@ TEST(DpSolver, RelaxationBoundsTheOptimum) {
       if (dp.stats.exact) {
         EXPECT_EQ(dp.cost, oracle->cost) << where;
       }
-      if (dp.stats.exactStates) {
+      if (dp.stats.conditionedClasses) {
+        ++conditioned;
+        EXPECT_TRUE(dp.stats.exact) << where;
+      } else if (dp.stats.exactStates) {
         ++relaxed;
         proven += dp.stats.exact;
       }
     }
-  // Both outcomes occur: some relaxations are proven, some are not.
-  EXPECT_GT(relaxed, 100u);
+  // Every outcome occurs: conditioning on a hub, and relaxations proven
+  // optimal or not.
+  EXPECT_GT(conditioned, 5u);
+  EXPECT_GT(relaxed, 50u);
   EXPECT_GT(proven, 0u);
   EXPECT_LT(proven, relaxed);
 }
@@ -471,27 +477,44 @@ TEST(DpSolver, TooManyStatesNamesTheVertex) {
   auto name = [](unsigned v) { return v ? "leaf" + std::to_string(v) : "hub"; };
   DpOptions options;
   options.order = VertexOrder::BreadthFirst;
-  options.maxStates = 1000;
+  options.maxStates = 15;
   options.exact = true;
   auto s = solveDp(g, options, name);
   ASSERT_FALSE(bool(s));
   EXPECT_EQ(llvm::toString(s.takeError()),
             "too many DP states for an exact search: 2047 in all, the limit "
-            "is --max-states=1000; the largest table is vertex 'hub''s, with "
+            "is --max-states=15; the largest table is vertex 'hub''s, with "
             "a dependent set of 10 vertices (1024 states)");
 
-  // Without `exact`, the relaxation first tries GenerateSeq's order, where
-  // the tables fit: the answer is exact and nothing is split.
+  // With room for it, conditioning on the hub is exact: without it the
+  // leaves are alone, solved once per class of the hub's configurations
+  // (two: their costs differ).
+  options.maxStates = 1000;
+  auto conditioned = solveDp(g, options, name);
+  ASSERT_TRUE(bool(conditioned)) << llvm::toString(conditioned.takeError());
+  EXPECT_EQ(conditioned->cost, 11);
+  EXPECT_TRUE(conditioned->stats.exact);
+  EXPECT_EQ(conditioned->stats.conditionedClasses, 2u);
+  EXPECT_EQ(conditioned->stats.exactStates, 2047u);
+
+  // Without `exact` and without room to condition (20 states) or for
+  // GenerateSeq's order (21), the relaxation cannot fit either (a split
+  // star has more tables, not smaller ones): every vertex takes its
+  // cheapest configuration, and the bound (the cheapest entry of every
+  // vertex and edge) proves it optimal.
   options.exact = false;
+  options.maxStates = 19;
   auto relaxed = solveDp(g, options, name);
   ASSERT_TRUE(bool(relaxed)) << llvm::toString(relaxed.takeError());
   EXPECT_EQ(relaxed->cost, 11);
   EXPECT_TRUE(relaxed->stats.exact);
   EXPECT_EQ(relaxed->stats.lowerBound, 11);
   EXPECT_EQ(relaxed->stats.splitVertices, 0u);
+  EXPECT_EQ(relaxed->stats.conditionedClasses, 0u);
   EXPECT_EQ(relaxed->stats.exactStates, 2047u);
 
   options.order = VertexOrder::GenerateSeq;
+  options.maxStates = 1000;
   auto ok = solveDp(g, options, name);
   ASSERT_TRUE(bool(ok)) << llvm::toString(ok.takeError());
   EXPECT_EQ(ok->cost, 11);
