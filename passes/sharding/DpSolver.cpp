@@ -198,12 +198,17 @@ static void mergeDependents(std::vector<unsigned> &into,
 
 // GenerateSeq (Fig. 3): deps[u] is the dependent set u would have if it were
 // sequenced next. Sequencing v merges C(v) into the connected set of every
-// u in D(v), so those u inherit D(v) (Theorem 2); nobody else changes.
-std::vector<unsigned> pax::generateSeq(const CostGraph &graph) {
+// u in D(v), so those u inherit D(v) (Theorem 2); nobody else changes. The
+// vertex with the smallest \p key (of its would-be dependent set) goes next,
+// the lowest id on a tie.
+static std::vector<unsigned> eliminationOrder(
+    const CostGraph &graph,
+    llvm::function_ref<uint64_t(unsigned, llvm::ArrayRef<unsigned>)> key) {
   Adjacency deps = buildAdjacency(graph);
-  std::set<std::pair<size_t, unsigned>> queue;
+  std::vector<uint64_t> keys(graph.size());
+  std::set<std::pair<uint64_t, unsigned>> queue;
   for (unsigned v = 0; v < graph.size(); ++v)
-    queue.insert({deps[v].size(), v});
+    queue.insert({keys[v] = key(v, deps[v]), v});
   std::vector<unsigned> order;
   order.reserve(graph.size());
   while (!queue.empty()) {
@@ -211,45 +216,33 @@ std::vector<unsigned> pax::generateSeq(const CostGraph &graph) {
     queue.erase(queue.begin());
     order.push_back(v);
     for (unsigned u : deps[v]) {
-      queue.erase({deps[u].size(), u});
+      queue.erase({keys[u], u});
       mergeDependents(deps[u], deps[v], u, v);
-      queue.insert({deps[u].size(), u});
+      queue.insert({keys[u] = key(u, deps[u]), u});
     }
     deps[v].clear();
   }
   return order;
 }
 
-// The same elimination, keyed by the work of sequencing a vertex next (its
-// table's entries times its configurations) instead of the dependent set's
-// size: a vertex with many configurations waits for a small table.
+std::vector<unsigned> pax::generateSeq(const CostGraph &graph) {
+  return eliminationOrder(graph, [](unsigned, llvm::ArrayRef<unsigned> deps) {
+    return uint64_t(deps.size());
+  });
+}
+
+// Keyed by the work of sequencing a vertex next (its table's entries times
+// its configurations) instead of the dependent set's size: a vertex with
+// many configurations waits for a small table.
 std::vector<unsigned> pax::minWorkOrder(const CostGraph &graph) {
-  Adjacency deps = buildAdjacency(graph);
-  auto work = [&](unsigned v) {
-    uint64_t w = graph.numConfigs[v];
-    for (unsigned u : deps[v])
-      if (__builtin_mul_overflow(w, uint64_t(graph.numConfigs[u]), &w))
-        return UINT64_MAX;
-    return w;
-  };
-  std::vector<uint64_t> key(graph.size());
-  std::set<std::pair<uint64_t, unsigned>> queue;
-  for (unsigned v = 0; v < graph.size(); ++v)
-    queue.insert({key[v] = work(v), v});
-  std::vector<unsigned> order;
-  order.reserve(graph.size());
-  while (!queue.empty()) {
-    unsigned v = queue.begin()->second;
-    queue.erase(queue.begin());
-    order.push_back(v);
-    for (unsigned u : deps[v]) {
-      queue.erase({key[u], u});
-      mergeDependents(deps[u], deps[v], u, v);
-      queue.insert({key[u] = work(u), u});
-    }
-    deps[v].clear();
-  }
-  return order;
+  return eliminationOrder(
+      graph, [&](unsigned v, llvm::ArrayRef<unsigned> deps) {
+        uint64_t w = graph.numConfigs[v];
+        for (unsigned u : deps)
+          if (__builtin_mul_overflow(w, uint64_t(graph.numConfigs[u]), &w))
+            return UINT64_MAX;
+        return w;
+      });
 }
 
 std::vector<unsigned> pax::breadthFirstOrder(const CostGraph &graph) {
@@ -581,6 +574,79 @@ static Solution exactDp(const CostGraph &graph, llvm::ArrayRef<Step> steps,
   return solution;
 }
 
+/// Per vertex, the entries of the tables it widens: those whose dependent
+/// set holds it, and with \p own its own table too (breadth-first order
+/// sequences a hub first, with every neighbour in its table).
+static std::vector<uint64_t> tableWeights(unsigned n, llvm::ArrayRef<Step> steps,
+                                          llvm::ArrayRef<uint64_t> sizes,
+                                          bool own) {
+  std::vector<uint64_t> weight(n, 0);
+  auto credit = [&](unsigned v, uint64_t size) {
+    if (__builtin_add_overflow(weight[v], size, &weight[v]))
+      weight[v] = UINT64_MAX;
+  };
+  for (auto [step, size] : llvm::zip_equal(steps, sizes)) {
+    if (own)
+      credit(step.vertex, size);
+    for (unsigned u : step.dependents)
+      credit(u, size);
+  }
+  return weight;
+}
+
+/// \p graph with the vertices \p pinned names (a configuration, or -1 for
+/// none) kept at that one configuration: they widen no table (a digit of
+/// radix 1), and their edges keep the pinned row or column.
+static CostGraph pinVertices(const CostGraph &graph,
+                             llvm::ArrayRef<int> pinned) {
+  CostGraph out = graph;
+  for (unsigned v = 0; v < graph.size(); ++v)
+    if (pinned[v] >= 0) {
+      out.numConfigs[v] = 1;
+      out.vertexCost[v] = {graph.vertexCost[v][pinned[v]]};
+    }
+  for (CostGraph::Edge &e : out.edges) {
+    if (pinned[e.u] < 0 && pinned[e.v] < 0)
+      continue;
+    unsigned nv = graph.numConfigs[e.v];
+    std::vector<int64_t> rows;
+    for (unsigned cu = 0; cu < out.numConfigs[e.u]; ++cu)
+      for (unsigned cv = 0; cv < out.numConfigs[e.v]; ++cv) {
+        unsigned from = pinned[e.u] >= 0 ? unsigned(pinned[e.u]) : cu;
+        unsigned to = pinned[e.v] >= 0 ? unsigned(pinned[e.v]) : cv;
+        rows.push_back(e.cost[size_t(from) * nv + to]);
+      }
+    e.cost = std::move(rows);
+  }
+  return out;
+}
+
+/// The cost a vertex's choice adds with its neighbours' choices fixed: its
+/// vertex cost and its edges.
+class LocalCosts {
+public:
+  explicit LocalCosts(const CostGraph &graph)
+      : graph(graph), pairs(buildPairCosts(graph)), around(graph.size()) {
+    for (const auto &[key, matrix] : pairs)
+      around[key.first].push_back({key.second, matrix.data()});
+  }
+  int64_t operator()(unsigned v, unsigned c,
+                     llvm::ArrayRef<unsigned> strategy) const {
+    unsigned n = graph.numConfigs[v];
+    int64_t sum = clampCost(graph.vertexCost[v][c]);
+    for (auto [u, matrix] : around[v])
+      sum = addCost(sum, matrix[size_t(strategy[u]) * n + c]);
+    return sum;
+  }
+
+private:
+  const CostGraph &graph;
+  PairCosts pairs;
+  /// Per vertex, its edges as (neighbour, matrix with this vertex's
+  /// configuration contiguous).
+  std::vector<std::vector<std::pair<unsigned, const int64_t *>>> around;
+};
+
 //===----------------------------------------------------------------------===//
 // Relaxation, when the exact tables do not fit
 //===----------------------------------------------------------------------===//
@@ -644,11 +710,8 @@ static uint64_t relax(Relaxation &r, uint64_t maxStates) {
     std::vector<uint64_t> sizes = tableSizes(r.graph, steps, total);
     if (total <= maxStates)
       return total;
-    std::vector<uint64_t> weight(r.graph.size(), 0);
-    for (auto [step, size] : llvm::zip_equal(steps, sizes))
-      for (unsigned u : step.dependents)
-        if (__builtin_add_overflow(weight[u], size, &weight[u]))
-          weight[u] = UINT64_MAX;
+    std::vector<uint64_t> weight =
+        tableWeights(r.graph.size(), steps, sizes, /*own=*/false);
     std::vector<unsigned> candidates;
     for (unsigned v = 0; v < r.graph.size(); ++v)
       if (adj[v].size() >= 2 && weight[v] > 0)
@@ -674,29 +737,15 @@ static uint64_t relax(Relaxation &r, uint64_t maxStates) {
 
 /// Improves \p strategy one vertex at a time: each takes the configuration
 /// that is cheapest with its neighbours' as they are, until none changes.
-static void improveLocally(const CostGraph &graph,
+static void improveLocally(const CostGraph &graph, const LocalCosts &local,
                            std::vector<unsigned> &strategy) {
-  // Per vertex, its edges as (neighbour, matrix with this vertex's
-  // configuration contiguous).
-  PairCosts pairs = buildPairCosts(graph);
-  std::vector<std::vector<std::pair<unsigned, const int64_t *>>> around(
-      graph.size());
-  for (const auto &[key, matrix] : pairs)
-    around[key.first].push_back({key.second, matrix.data()});
   for (int round = 0; round < 1000; ++round) {
     bool changed = false;
     for (unsigned v = 0; v < graph.size(); ++v) {
-      unsigned n = graph.numConfigs[v];
-      auto local = [&](unsigned c) {
-        int64_t sum = clampCost(graph.vertexCost[v][c]);
-        for (auto [u, matrix] : around[v])
-          sum = addCost(sum, matrix[size_t(strategy[u]) * n + c]);
-        return sum;
-      };
       unsigned best = strategy[v];
-      int64_t bestCost = local(best);
-      for (unsigned c = 0; c < n; ++c)
-        if (int64_t cost = local(c); cost < bestCost)
+      int64_t bestCost = local(v, best, strategy);
+      for (unsigned c = 0; c < graph.numConfigs[v]; ++c)
+        if (int64_t cost = local(v, c, strategy); cost < bestCost)
           best = c, bestCost = cost;
       changed |= best != strategy[v];
       strategy[v] = best;
@@ -717,18 +766,8 @@ static std::optional<Solution>
 solveConditioned(const CostGraph &graph, llvm::ArrayRef<Step> steps,
                  llvm::ArrayRef<uint64_t> sizes, const DpOptions &options) {
   Adjacency adj = buildAdjacency(graph);
-  // The tables a vertex widens, its own included (breadth-first order
-  // sequences a hub first, with every neighbour in its table).
-  std::vector<uint64_t> weight(graph.size(), 0);
-  auto credit = [&](unsigned v, uint64_t size) {
-    if (__builtin_add_overflow(weight[v], size, &weight[v]))
-      weight[v] = UINT64_MAX;
-  };
-  for (auto [step, size] : llvm::zip_equal(steps, sizes)) {
-    credit(step.vertex, size);
-    for (unsigned u : step.dependents)
-      credit(u, size);
-  }
+  std::vector<uint64_t> weight =
+      tableWeights(graph.size(), steps, sizes, /*own=*/true);
   std::optional<unsigned> found;
   for (unsigned v = 0; v < graph.size(); ++v)
     if (adj[v].size() >= 2 && (!found || weight[v] > weight[*found]))
@@ -736,20 +775,30 @@ solveConditioned(const CostGraph &graph, llvm::ArrayRef<Step> steps,
   if (!found)
     return std::nullopt;
   unsigned hub = *found;
-  // The classes of the hub's configurations.
+  // The classes of the hub's configurations: its vertex cost and its row
+  // (or column) of every incident edge.
   unsigned nh = graph.numConfigs[hub];
+  std::vector<const CostGraph::Edge *> incident;
+  for (const CostGraph::Edge &e : graph.edges)
+    if (e.u == hub || e.v == hub)
+      incident.push_back(&e);
+  // Adds the hub's costs at configuration c on edge e to \p costs, indexed
+  // by the other endpoint's configuration.
+  auto hubRow = [&](const CostGraph::Edge &e, unsigned c, auto &&add) {
+    unsigned nv = graph.numConfigs[e.v];
+    if (e.u == hub)
+      for (unsigned x = 0; x < nv; ++x)
+        add(x, clampCost(e.cost[size_t(c) * nv + x]));
+    else
+      for (unsigned x = 0; x < graph.numConfigs[e.u]; ++x)
+        add(x, clampCost(e.cost[size_t(x) * nv + c]));
+  };
   std::map<std::vector<int64_t>, unsigned> classOf;
   std::vector<unsigned> representatives;
   for (unsigned c = 0; c < nh; ++c) {
     std::vector<int64_t> key{clampCost(graph.vertexCost[hub][c])};
-    for (const CostGraph::Edge &e : graph.edges) {
-      if (e.u == hub)
-        for (unsigned x = 0; x < graph.numConfigs[e.v]; ++x)
-          key.push_back(clampCost(e.cost[size_t(c) * graph.numConfigs[e.v] + x]));
-      else if (e.v == hub)
-        for (unsigned x = 0; x < graph.numConfigs[e.u]; ++x)
-          key.push_back(clampCost(e.cost[size_t(x) * nh + c]));
-    }
+    for (const CostGraph::Edge *e : incident)
+      hubRow(*e, c, [&](unsigned, int64_t cost) { key.push_back(cost); });
     if (classOf.try_emplace(std::move(key), c).second)
       representatives.push_back(c);
   }
@@ -776,17 +825,11 @@ solveConditioned(const CostGraph &graph, llvm::ArrayRef<Step> steps,
   unsigned bestConfig = 0;
   for (unsigned c : representatives) {
     CostGraph g = rest;
-    for (const CostGraph::Edge &e : graph.edges) {
-      if (e.u == hub)
-        for (unsigned x = 0; x < graph.numConfigs[e.v]; ++x)
-          g.vertexCost[id(e.v)][x] = addCost(
-              clampCost(g.vertexCost[id(e.v)][x]),
-              clampCost(e.cost[size_t(c) * graph.numConfigs[e.v] + x]));
-      else if (e.v == hub)
-        for (unsigned x = 0; x < graph.numConfigs[e.u]; ++x)
-          g.vertexCost[id(e.u)][x] =
-              addCost(clampCost(g.vertexCost[id(e.u)][x]),
-                      clampCost(e.cost[size_t(x) * nh + c]));
+    for (const CostGraph::Edge *e : incident) {
+      std::vector<int64_t> &costs = g.vertexCost[id(e->u == hub ? e->v : e->u)];
+      hubRow(*e, c, [&](unsigned x, int64_t cost) {
+        costs[x] = addCost(clampCost(costs[x]), cost);
+      });
     }
     Solution s = exactDp(g, restSteps, restSizes, options);
     s.cost = addCost(s.cost, clampCost(graph.vertexCost[hub][c]));
@@ -850,23 +893,12 @@ static Solution solveRelaxed(const CostGraph &graph, const DpOptions &options,
     strategy[v] = candidates[v].front();
   // A split vertex takes whichever of its copies' configurations is
   // cheapest with its neighbours' first guesses.
-  Adjacency adj = buildAdjacency(graph);
-  PairCosts pairs = buildPairCosts(graph);
-  for (unsigned v = 0; v < graph.size(); ++v) {
-    if (candidates[v].size() < 2)
-      continue;
-    unsigned n = graph.numConfigs[v];
-    auto local = [&](unsigned c) {
-      int64_t sum = clampCost(graph.vertexCost[v][c]);
-      for (unsigned u : adj[v])
-        sum = addCost(sum, pairs[{v, u}][size_t(strategy[u]) * n + c]);
-      return sum;
-    };
-    for (unsigned c : candidates[v])
-      if (local(c) < local(strategy[v]))
+  LocalCosts local(graph);
+  for (unsigned v = 0; v < graph.size(); ++v)
+    for (unsigned c : llvm::drop_begin(candidates[v]))
+      if (local(v, c, strategy) < local(v, strategy[v], strategy))
         strategy[v] = c;
-  }
-  improveLocally(graph, strategy);
+  improveLocally(graph, local, strategy);
   int64_t cost = evaluate(graph, strategy);
   // Condition on the split vertices: with their configurations fixed they
   // widen no table, and the DP finds the best strategy of all the others
@@ -877,25 +909,11 @@ static Solution solveRelaxed(const CostGraph &graph, const DpOptions &options,
   for (int round = 0; round < 4 && cost > solution.stats.lowerBound &&
                       llvm::is_contained(wasSplit, true);
        ++round) {
-    CostGraph fixed = graph;
+    std::vector<int> pinned(graph.size(), -1);
     for (unsigned v = 0; v < graph.size(); ++v)
-      if (wasSplit[v]) {
-        fixed.numConfigs[v] = 1;
-        fixed.vertexCost[v] = {graph.vertexCost[v][strategy[v]]};
-      }
-    for (CostGraph::Edge &e : fixed.edges) {
-      if (!wasSplit[e.u] && !wasSplit[e.v])
-        continue;
-      unsigned nv = graph.numConfigs[e.v];
-      std::vector<int64_t> rows;
-      for (unsigned cu = 0; cu < fixed.numConfigs[e.u]; ++cu)
-        for (unsigned cv = 0; cv < fixed.numConfigs[e.v]; ++cv) {
-          unsigned from = wasSplit[e.u] ? strategy[e.u] : cu;
-          unsigned to = wasSplit[e.v] ? strategy[e.v] : cv;
-          rows.push_back(e.cost[size_t(from) * nv + to]);
-        }
-      e.cost = std::move(rows);
-    }
+      if (wasSplit[v])
+        pinned[v] = int(strategy[v]);
+    CostGraph fixed = pinVertices(graph, pinned);
     std::vector<Step> steps =
         analyzeOrder(buildAdjacency(fixed), generateSeq(fixed));
     uint64_t states;
@@ -907,7 +925,7 @@ static Solution solveRelaxed(const CostGraph &graph, const DpOptions &options,
     for (unsigned v = 0; v < graph.size(); ++v)
       if (!wasSplit[v])
         next[v] = conditioned.strategy[v];
-    improveLocally(graph, next);
+    improveLocally(graph, local, next);
     int64_t nextCost = evaluate(graph, next);
     if (nextCost >= cost)
       break;
