@@ -1,6 +1,7 @@
 //===- DpSolver.cpp - PaSE's exact dynamic program over a cost graph ------===//
 #include "passes/sharding/DpSolver.h"
 
+#include "llvm/ADT/Hashing.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -17,6 +18,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 using namespace pax;
 
@@ -45,7 +47,7 @@ struct Step {
 struct Table {
   /// Index stride of each dependent; the last one is 1.
   std::vector<uint64_t> strides;
-  /// f(i, a); freed once the parent has consumed it.
+  /// f(i, a); freed once every parent reading it has consumed it.
   std::vector<int64_t> cost;
   /// The configuration of v_i achieving f(i, a), for back-substitution.
   std::vector<uint16_t> best;
@@ -199,26 +201,32 @@ static void mergeDependents(std::vector<unsigned> &into,
 // GenerateSeq (Fig. 3): deps[u] is the dependent set u would have if it were
 // sequenced next. Sequencing v merges C(v) into the connected set of every
 // u in D(v), so those u inherit D(v) (Theorem 2); nobody else changes. The
-// vertex with the smallest \p key (of its would-be dependent set) goes next,
-// the lowest id on a tie.
+// vertex with the smallest \p key (of its would-be dependent set) goes next;
+// on a tie, the one with the fewest sequenced vertices merged into it, then
+// the lowest id. So each repeated layer is reduced to its boundary before
+// the layers are joined, and the layers' tables are equal (tableClasses()),
+// instead of one sweep from the first layer carrying all the layers before.
+// The merged count adds up along the way and may count a vertex twice; it
+// only breaks ties.
 static std::vector<unsigned> eliminationOrder(
     const CostGraph &graph,
     llvm::function_ref<uint64_t(unsigned, llvm::ArrayRef<unsigned>)> key) {
   Adjacency deps = buildAdjacency(graph);
-  std::vector<uint64_t> keys(graph.size());
-  std::set<std::pair<uint64_t, unsigned>> queue;
+  std::vector<uint64_t> keys(graph.size()), merged(graph.size(), 0);
+  std::set<std::tuple<uint64_t, uint64_t, unsigned>> queue;
   for (unsigned v = 0; v < graph.size(); ++v)
-    queue.insert({keys[v] = key(v, deps[v]), v});
+    queue.insert({keys[v] = key(v, deps[v]), 0, v});
   std::vector<unsigned> order;
   order.reserve(graph.size());
   while (!queue.empty()) {
-    unsigned v = queue.begin()->second;
+    unsigned v = std::get<2>(*queue.begin());
     queue.erase(queue.begin());
     order.push_back(v);
     for (unsigned u : deps[v]) {
-      queue.erase({keys[u], u});
+      queue.erase({keys[u], merged[u], u});
       mergeDependents(deps[u], deps[v], u, v);
-      queue.insert({keys[u] = key(u, deps[u]), u});
+      merged[u] += merged[v] + 1;
+      queue.insert({keys[u] = key(u, deps[u]), merged[u], u});
     }
     deps[v].clear();
   }
@@ -395,9 +403,34 @@ static std::vector<uint64_t> computeStrides(const CostGraph &graph,
   return strides;
 }
 
+/// Where a parent reads connected subset \p child's table: the stride of each
+/// of the parent's dependents (0 when not in D(child)), then of the parent's
+/// own configuration.
+static std::vector<uint64_t> childStrides(llvm::ArrayRef<Step> steps,
+                                          llvm::ArrayRef<Table> tables,
+                                          unsigned pos, unsigned child) {
+  const Step &step = steps[pos], &sub = steps[child];
+  auto strideOf = [&](unsigned vertex) -> uint64_t {
+    auto it = llvm::find(sub.dependents, vertex);
+    return it == sub.dependents.end()
+               ? 0
+               : tables[child].strides[it - sub.dependents.begin()];
+  };
+  std::vector<uint64_t> strides;
+  for (unsigned u : step.dependents)
+    strides.push_back(strideOf(u));
+  assert(llvm::is_contained(sub.dependents, step.vertex) &&
+         "a connected subset is adjacent to its parent");
+  strides.push_back(strideOf(step.vertex));
+  return strides;
+}
+
+/// \p source[j]: the step whose table stands for step j's (see
+/// tableClasses()).
 static StepPlan planStep(const CostGraph &graph, const PairCosts &pairs,
                          llvm::ArrayRef<Step> steps,
-                         llvm::ArrayRef<Table> tables, unsigned pos) {
+                         llvm::ArrayRef<Table> tables,
+                         llvm::ArrayRef<unsigned> source, unsigned pos) {
   const Step &step = steps[pos];
   StepPlan plan;
   for (int64_t c : graph.vertexCost[step.vertex])
@@ -409,22 +442,58 @@ static StepPlan planStep(const CostGraph &graph, const PairCosts &pairs,
       plan.edges.push_back({unsigned(t), it->second.data()});
   }
   for (unsigned child : step.children) {
-    const Step &sub = steps[child];
-    StepPlan::ChildTerm term{tables[child].cost.data(), {}, 0};
-    auto strideOf = [&](unsigned vertex) -> uint64_t {
-      auto it = llvm::find(sub.dependents, vertex);
-      return it == sub.dependents.end()
-                 ? 0
-                 : tables[child].strides[it - sub.dependents.begin()];
-    };
-    for (unsigned u : step.dependents)
-      term.digitStride.push_back(strideOf(u));
-    assert(llvm::is_contained(sub.dependents, step.vertex) &&
-           "a connected subset is adjacent to its parent");
-    term.configStride = strideOf(step.vertex);
-    plan.children.push_back(std::move(term));
+    std::vector<uint64_t> strides = childStrides(steps, tables, pos, child);
+    uint64_t configStride = strides.back();
+    strides.pop_back();
+    plan.children.push_back(
+        {tables[source[child]].cost.data(), std::move(strides), configStride});
   }
   return plan;
+}
+
+/// Repeated layers give steps whose tables are equal entry for entry: the
+/// same vertex costs, dependents with the same configuration counts, the
+/// same edge arrays to them at the same digits, and children of the same
+/// class read at the same strides. Returns, per step, the first step of its
+/// class: only that one is built, and the others read it.
+static std::vector<unsigned> tableClasses(const CostGraph &graph,
+                                          const PairCosts &pairs,
+                                          llvm::ArrayRef<Step> steps,
+                                          llvm::ArrayRef<Table> tables) {
+  // Vertices with equal costs share an id.
+  std::vector<uint64_t> costId(graph.size());
+  std::map<size_t, std::vector<unsigned>> byHash;
+  for (unsigned v = 0; v < graph.size(); ++v) {
+    llvm::ArrayRef<int64_t> costs = graph.vertexCost[v];
+    std::vector<unsigned> &alike =
+        byHash[llvm::hash_combine_range(costs.begin(), costs.end())];
+    auto it = llvm::find_if(alike, [&](unsigned u) {
+      return llvm::ArrayRef<int64_t>(graph.vertexCost[u]) == costs;
+    });
+    costId[v] = it == alike.end() ? v : *it;
+    if (it == alike.end())
+      alike.push_back(v);
+  }
+  std::vector<unsigned> source(steps.size());
+  std::map<std::vector<uint64_t>, unsigned> classes;
+  for (size_t pos = 0; pos < steps.size(); ++pos) {
+    const Step &step = steps[pos];
+    std::vector<uint64_t> key = {costId[step.vertex], step.dependents.size()};
+    for (auto [t, u] : llvm::enumerate(step.dependents)) {
+      auto it = pairs.find({step.vertex, u});
+      key.push_back(graph.numConfigs[u]);
+      key.push_back(it == pairs.end()
+                        ? 0
+                        : reinterpret_cast<uintptr_t>(it->second.data()));
+    }
+    for (unsigned child : step.children) {
+      key.push_back(source[child]);
+      llvm::append_range(key, childStrides(steps, tables, pos, child));
+    }
+    source[pos] = classes.try_emplace(std::move(key), unsigned(pos))
+                      .first->second;
+  }
+  return source;
 }
 
 /// Fills entries [begin, end) of \p table. Each entry is computed on its
@@ -492,50 +561,84 @@ static size_t tableBytes(const Table &table) {
          table.best.capacity() * sizeof(uint16_t);
 }
 
-/// Builds every table in sequence order, freeing a connected subset's costs
-/// once its parent has consumed them.
-static std::vector<Table> buildTables(const CostGraph &graph,
-                                      llvm::ArrayRef<Step> steps,
-                                      llvm::ArrayRef<uint64_t> sizes,
-                                      const DpOptions &options,
-                                      DpStats &stats) {
+/// The DP's tables: one per step, or the table of an earlier step of the
+/// same class (tableClasses()).
+struct Tables {
+  std::vector<Table> tables;
+  /// The step whose table stands for each step's.
+  std::vector<unsigned> source;
+  const Table &operator[](size_t pos) const { return tables[source[pos]]; }
+};
+
+/// Builds every table in sequence order, once per class of equal tables,
+/// freeing a table's costs once every parent that reads them has consumed
+/// them.
+static Tables buildTables(const CostGraph &graph, llvm::ArrayRef<Step> steps,
+                          llvm::ArrayRef<uint64_t> sizes,
+                          const DpOptions &options, DpStats &stats) {
   PairCosts pairs = buildPairCosts(graph);
-  std::vector<Table> tables(steps.size());
+  Tables out;
+  std::vector<Table> &tables = out.tables;
+  tables.resize(steps.size());
+  for (size_t pos = 0; pos < steps.size(); ++pos)
+    tables[pos].strides = computeStrides(graph, steps[pos].dependents);
+  out.source = tableClasses(graph, pairs, steps, tables);
+  const std::vector<unsigned> &source = out.source;
+  // How many tables still to build read each built table's costs; a
+  // component's last table (no parent) keeps its costs.
+  std::vector<unsigned> readers(steps.size(), 0);
+  std::vector<bool> consumed(steps.size(), false);
+  for (size_t pos = 0; pos < steps.size(); ++pos)
+    for (unsigned child : steps[pos].children) {
+      consumed[child] = true;
+      if (source[pos] == pos)
+        ++readers[source[child]];
+    }
+  auto release = [&](unsigned pos, size_t &liveBytes) {
+    liveBytes -= tables[pos].cost.capacity() * sizeof(int64_t);
+    std::vector<int64_t>().swap(tables[pos].cost);
+  };
   tbb::task_arena arena(options.threads ? int(options.threads)
                                         : tbb::task_arena::automatic);
   size_t liveBytes = 0;
   uint64_t done = 0,
            total = std::accumulate(sizes.begin(), sizes.end(), uint64_t(0));
   for (size_t pos = 0; pos < steps.size(); ++pos) {
+    done += sizes[pos];
+    if (source[pos] != pos) {
+      if (options.progress)
+        options.progress(double(done) / double(total));
+      continue;
+    }
     Table &table = tables[pos];
-    table.strides = computeStrides(graph, steps[pos].dependents);
     table.cost.resize(sizes[pos]);
     table.best.resize(sizes[pos]);
     liveBytes += tableBytes(table);
     stats.peakTableBytes = std::max(stats.peakTableBytes, liveBytes);
-    StepPlan plan = planStep(graph, pairs, steps, tables, pos);
+    StepPlan plan = planStep(graph, pairs, steps, tables, source, pos);
     arena.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<uint64_t>(0, sizes[pos], 1024),
+      tbb::parallel_for(tbb::blocked_range<uint64_t>(0, sizes[pos]),
                         [&](const tbb::blocked_range<uint64_t> &range) {
                           fillEntries(plan, table, range.begin(), range.end());
                         });
     });
-    for (unsigned child : steps[pos].children) {
-      liveBytes -= tables[child].cost.capacity() * sizeof(int64_t);
-      std::vector<int64_t>().swap(tables[child].cost);
-    }
+    for (unsigned child : steps[pos].children)
+      if (--readers[source[child]] == 0)
+        release(source[child], liveBytes);
+    if (consumed[pos] && readers[pos] == 0)
+      release(pos, liveBytes); // every parent of this class reads another
     stats.combinationsEvaluated += sizes[pos] * plan.vertexCost.size();
-    done += sizes[pos];
+    stats.builtStates += sizes[pos];
     if (options.progress)
       options.progress(double(done) / double(total));
   }
-  return tables;
+  return out;
 }
 
 /// Back-substitution: in reverse sequence order every dependent of v_i is
 /// already fixed, so v_i's best configuration is read off its table.
 static std::vector<unsigned> backSubstitute(llvm::ArrayRef<Step> steps,
-                                            llvm::ArrayRef<Table> tables) {
+                                            const Tables &tables) {
   std::vector<unsigned> strategy(steps.size());
   for (size_t pos = steps.size(); pos-- > 0;) {
     uint64_t index = 0;
@@ -557,7 +660,7 @@ static Solution exactDp(const CostGraph &graph, llvm::ArrayRef<Step> steps,
         std::max<unsigned>(stats.largestDependentSet, step.dependents.size());
     stats.states += size;
   }
-  std::vector<Table> tables = buildTables(graph, steps, sizes, options, stats);
+  Tables tables = buildTables(graph, steps, sizes, options, stats);
   solution.strategy = backSubstitute(steps, tables);
   // The last vertex of each connected component has an empty dependent set
   // and no parent; its single entry is the component's optimum.
@@ -823,6 +926,7 @@ solveConditioned(const CostGraph &graph, llvm::ArrayRef<Step> steps,
     return std::nullopt;
   std::optional<Solution> best;
   unsigned bestConfig = 0;
+  DpStats summed; // over the classes
   for (unsigned c : representatives) {
     CostGraph g = rest;
     for (const CostGraph::Edge *e : incident) {
@@ -833,16 +937,21 @@ solveConditioned(const CostGraph &graph, llvm::ArrayRef<Step> steps,
     }
     Solution s = exactDp(g, restSteps, restSizes, options);
     s.cost = addCost(s.cost, clampCost(graph.vertexCost[hub][c]));
+    summed.states += s.stats.states;
+    summed.builtStates += s.stats.builtStates;
+    summed.combinationsEvaluated += s.stats.combinationsEvaluated;
+    summed.peakTableBytes =
+        std::max(summed.peakTableBytes, s.stats.peakTableBytes);
     if (!best || s.cost < best->cost) {
-      uint64_t states = best ? best->stats.states : 0;
       best = std::move(s);
-      best->stats.states += states;
       bestConfig = c;
-    } else {
-      best->stats.states += s.stats.states;
     }
   }
   Solution out = std::move(*best);
+  out.stats.states = summed.states;
+  out.stats.builtStates = summed.builtStates;
+  out.stats.combinationsEvaluated = summed.combinationsEvaluated;
+  out.stats.peakTableBytes = summed.peakTableBytes;
   std::vector<unsigned> strategy(graph.size());
   for (unsigned v = 0; v < graph.size(); ++v)
     strategy[v] = v == hub ? bestConfig : out.strategy[id(v)];

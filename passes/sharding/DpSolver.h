@@ -91,6 +91,8 @@ struct DpStats {
   unsigned largestDependentSet = 0;
   /// Table entries (DP) or strategies (exhaustive), in total.
   uint64_t states = 0;
+  /// Table entries built: repeated layers give equal tables, built once.
+  uint64_t builtStates = 0;
   /// (entry, configuration) pairs evaluated.
   uint64_t combinationsEvaluated = 0;
   /// Wall-clock time of the solve.
@@ -135,11 +137,12 @@ solveDp(const CostGraph &graph, const DpOptions &options,
         llvm::function_ref<std::string(unsigned vertex)> vertexName);
 
 /// PaSE's GenerateSeq: repeatedly sequences the vertex whose dependent set
-/// would be smallest, the lowest vertex id on a tie.
+/// would be smallest; on a tie, the one with the fewest sequenced vertices
+/// merged into it (repeated layers are reduced alike), then the lowest id.
 std::vector<unsigned> generateSeq(const CostGraph &graph);
 
 /// GenerateSeq's elimination keyed by work: the vertex whose table entries
-/// times configurations would be smallest next, the lowest id on a tie.
+/// times configurations would be smallest next, ties broken alike.
 std::vector<unsigned> minWorkOrder(const CostGraph &graph);
 
 /// Breadth-first order: from the lowest unvisited vertex id, neighbours in

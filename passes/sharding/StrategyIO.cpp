@@ -117,6 +117,7 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
       {"configs_max", int64_t(largest)},
       {"largest_dependent_set", int64_t(s.largestDependentSet)},
       {"dp_states", int64_t(s.states)},
+      {"built_dp_states", int64_t(s.builtStates)},
       {"split_vertices", int64_t(s.splitVertices)},
       {"conditioned_classes", int64_t(s.conditionedClasses)},
       {"order", vertexOrderName(s.order)},
@@ -125,13 +126,16 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
       {"exact_dp_states",
        s.exactStates > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(s.exactStates)},
       {"peak_memory_bytes", r.peakMemoryBytes}};
+  // Reserved: json::Value's move may throw, so a growing vector copies.
   llvm::json::Array ops;
   const Func &f = m.main;
+  ops.reserve(f.ops.size());
   for (size_t i = 0; i < f.ops.size(); ++i) {
     // Every dim with its extent and role, so strategies can be edited.
     const Op &op = *f.ops[i];
     auto split = splittableDims(op), runs = splittableDims(op, true);
     llvm::json::Array dims;
+    dims.reserve(op.iters.size());
     for (size_t d = 0; d < op.iters.size(); ++d)
       dims.push_back(llvm::json::Object{
           {"name", op.iters[d].name},
@@ -292,7 +296,8 @@ void printReport(const Module &m, const StrategyReport &r,
   os << "search: " << total << " configurations (at most " << largest
      << " per op), largest dependent set "
      << r.strategy.stats.largestDependentSet << ", " << r.strategy.stats.states
-     << " DP states, " << seconds(r.searchSeconds) << ", peak memory "
+     << " DP states (" << r.strategy.stats.builtStates
+     << " built, the rest repeat them), " << seconds(r.searchSeconds) << ", peak memory "
      << gib(r.peakMemoryBytes) << "\n";
   const DpStats &st = r.strategy.stats;
   if (r.given)
