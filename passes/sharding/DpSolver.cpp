@@ -497,9 +497,11 @@ static std::vector<unsigned> tableClasses(const CostGraph &graph,
 }
 
 /// Fills entries [begin, end) of \p table. Each entry is computed on its
-/// own, so any split over threads gives the same table. Compiled for AVX-512
-/// and AVX2 as well, picked at load time: the saturating int64 sums and the
-/// minimum over configurations vectorize there, not in baseline x86-64.
+/// own, so any split over threads gives the same table. The terms that do
+/// not read the last (fastest) digit are summed once per run of that digit;
+/// only the others are added per entry. Compiled for AVX-512 and AVX2 as
+/// well, picked at load time: the saturating int64 sums and the minimum over
+/// configurations vectorize there, not in baseline x86-64.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
@@ -513,39 +515,66 @@ static void fillEntries(const StepPlan &plan, Table &table, uint64_t begin,
     digits[t] = rest % plan.radix[t];
     rest /= plan.radix[t];
   }
-  std::vector<int64_t> buffer(numConfigs);
-  int64_t *acc = buffer.data();
-  const int64_t *vertexCost = plan.vertexCost.data();
-  for (uint64_t index = begin; index < end; ++index) {
-    for (unsigned c = 0; c < numConfigs; ++c)
-      acc[c] = vertexCost[c];
-    for (const StepPlan::EdgeTerm &edge : plan.edges) {
-      const int64_t *row =
-          edge.matrix + size_t(digits[edge.digit]) * numConfigs;
-      for (unsigned c = 0; c < numConfigs; ++c)
-        acc[c] = addCost(acc[c], row[c]);
-    }
-    for (const StepPlan::ChildTerm &child : plan.children) {
+  // Adds a term's costs for every configuration of v_i at the current
+  // digits: out[c] = in[c] + term[c] (in may be out).
+  struct Term {
+    const StepPlan::EdgeTerm *edge = nullptr;
+    const StepPlan::ChildTerm *child = nullptr;
+  };
+  auto add = [&](const Term &term, const int64_t *in, int64_t *out) {
+    const int64_t *costs;
+    uint64_t stride = 1;
+    if (term.edge) {
+      costs = term.edge->matrix + size_t(digits[term.edge->digit]) * numConfigs;
+    } else {
+      const StepPlan::ChildTerm &child = *term.child;
       uint64_t base = 0;
       for (size_t t = 0; t < numDigits; ++t)
         base += digits[t] * child.digitStride[t];
-      const int64_t *column = child.cost + base;
-      if (child.configStride == 1) { // the usual case: contiguous
-        for (unsigned c = 0; c < numConfigs; ++c)
-          acc[c] = addCost(acc[c], column[c]);
-      } else {
-        for (unsigned c = 0; c < numConfigs; ++c)
-          acc[c] = addCost(acc[c], column[c * child.configStride]);
+      costs = child.cost + base;
+      stride = child.configStride;
+    }
+    if (stride == 1) { // the usual case: contiguous
+      for (unsigned c = 0; c < numConfigs; ++c)
+        out[c] = addCost(in[c], costs[c]);
+    } else {
+      for (unsigned c = 0; c < numConfigs; ++c)
+        out[c] = addCost(in[c], costs[c * stride]);
+    }
+  };
+  llvm::SmallVector<Term, 8> outer, inner;
+  size_t last = numDigits - 1;
+  for (const StepPlan::EdgeTerm &edge : plan.edges)
+    (edge.digit == last ? inner : outer).push_back({&edge, nullptr});
+  for (const StepPlan::ChildTerm &child : plan.children)
+    (numDigits && child.digitStride[last] ? inner : outer)
+        .push_back({nullptr, &child});
+  std::vector<int64_t> buffer(2 * size_t(numConfigs));
+  int64_t *prefix = buffer.data(), *acc = prefix + numConfigs;
+  const int64_t *vertexCost = plan.vertexCost.data();
+  for (uint64_t index = begin; index < end; ++index) {
+    if (index == begin || numDigits == 0 || digits[last] == 0) {
+      const int64_t *in = vertexCost;
+      for (const Term &term : outer) {
+        add(term, in, prefix);
+        in = prefix;
       }
+      if (in != prefix)
+        std::copy(vertexCost, vertexCost + numConfigs, prefix);
+    }
+    const int64_t *sum = prefix;
+    for (const Term &term : inner) {
+      add(term, sum, acc);
+      sum = acc;
     }
     // The minimum, then the lowest configuration reaching it (a tie keeps
-    // the lowest configuration).
-    int64_t least = acc[0];
+    // the lowest configuration), both as reductions that vectorize.
+    int64_t least = sum[0];
     for (unsigned c = 1; c < numConfigs; ++c)
-      least = std::min(least, acc[c]);
-    unsigned best = 0;
-    while (acc[best] != least)
-      ++best;
+      least = std::min(least, sum[c]);
+    uint64_t best = numConfigs;
+    for (uint64_t c = 0; c < numConfigs; ++c)
+      best = std::min(best, sum[c] == least ? c : uint64_t(numConfigs));
     table.cost[index] = least;
     table.best[index] = best;
     for (size_t t = numDigits; t-- > 0;) {
