@@ -278,32 +278,62 @@ static CostGraph buildGraph(const Func &f, const CostModel &model,
     priced[n] = layouts[n].key.empty()
                     ? n
                     : byKey.try_emplace(layouts[n].key, n).first->second;
-  tbb::parallel_for(size_t(0), distinct.size(), [&](size_t n) {
+  // Edges of one tensor type meet the same layouts again and again (a
+  // DenseNet feature map of one width leaves a convolution, a normalization
+  // and a concat alike): each pair of layouts of a type is priced once.
+  std::vector<std::vector<size_t>> byType;
+  llvm::StringMap<size_t> typeGroup;
+  for (size_t n = 0; n < distinct.size(); ++n) {
     const Use &u = uses[distinct[n]];
     const Vertex &p = vertices[u.producer], &q = vertices[u.consumer];
     if (constants.count(p.op)) {
       // Computed on every device, and constants take no gradient.
       g.edges[distinct[n]].cost =
           std::vector<int64_t>(p.configs.size() * q.configs.size(), 0);
-      return;
+      continue;
     }
     if (priced[n] != n)
-      return; // shares another edge's table, below
-    const UniqueLayouts &from = layouts[n].from, &to = layouts[n].to;
-    const TensorType &t = p.op->results[u.result].value->type;
-    std::vector<int64_t> unique(from.layouts.size() * to.layouts.size());
-    for (size_t i = 0; i < from.layouts.size(); ++i) {
-      TensorLayout reduced = reducedLayout(from.layouts[i]);
-      for (size_t j = 0; j < to.layouts.size(); ++j)
-        unique[i * to.layouts.size() + j] = toPicos(model.edgeSeconds(
-            from.layouts[i], reduced, to.layouts[j], t));
+      continue; // shares another edge's table, below
+    auto [it, fresh] = typeGroup.try_emplace(
+        p.op->results[u.result].value->type.str(), byType.size());
+    if (fresh)
+      byType.emplace_back();
+    byType[it->second].push_back(n);
+  }
+  tbb::parallel_for(size_t(0), byType.size(), [&](size_t k) {
+    llvm::StringMap<unsigned> fromIds, toIds;
+    std::vector<TensorLayout> reduced; // per from id
+    llvm::DenseMap<uint64_t, int64_t> prices;
+    for (size_t n : byType[k]) {
+      const Use &u = uses[distinct[n]];
+      const TensorType &t =
+          vertices[u.producer].op->results[u.result].value->type;
+      const UniqueLayouts &from = layouts[n].from, &to = layouts[n].to;
+      std::vector<uint64_t> fromId, toId;
+      for (auto [i, l] : llvm::enumerate(from.layouts)) {
+        auto [it, fresh] = fromIds.try_emplace(from.keys[i], reduced.size());
+        if (fresh)
+          reduced.push_back(reducedLayout(l));
+        fromId.push_back(it->second);
+      }
+      for (const std::string &key : to.keys)
+        toId.push_back(toIds.try_emplace(key, toIds.size()).first->second);
+      std::vector<int64_t> unique(from.layouts.size() * to.layouts.size());
+      for (size_t i = 0; i < from.layouts.size(); ++i)
+        for (size_t j = 0; j < to.layouts.size(); ++j) {
+          auto [it, fresh] = prices.try_emplace(fromId[i] << 32 | toId[j]);
+          if (fresh)
+            it->second = toPicos(model.edgeSeconds(
+                from.layouts[i], reduced[fromId[i]], to.layouts[j], t));
+          unique[i * to.layouts.size() + j] = it->second;
+        }
+      std::vector<int64_t> cost;
+      cost.reserve(from.index.size() * to.index.size());
+      for (unsigned i : from.index)
+        for (unsigned j : to.index)
+          cost.push_back(unique[size_t(i) * to.layouts.size() + j]);
+      g.edges[distinct[n]].cost = std::move(cost);
     }
-    std::vector<int64_t> cost;
-    cost.reserve(from.index.size() * to.index.size());
-    for (unsigned i : from.index)
-      for (unsigned j : to.index)
-        cost.push_back(unique[size_t(i) * to.layouts.size() + j]);
-    g.edges[distinct[n]].cost = std::move(cost);
   });
   for (size_t n = 0; n < distinct.size(); ++n)
     if (priced[n] != n)
