@@ -14,7 +14,9 @@
 
 #include <tbb/parallel_for.h>
 
+#include <cassert>
 #include <cmath>
+#include <tuple>
 
 namespace pax {
 
@@ -150,9 +152,10 @@ static std::vector<Config> baselineConfigs(const Op &op,
 }
 
 /// Everything an op's costs depend on: kind, iteration space, accesses,
-/// types, which operands are weights. Repeated layers share signatures,
-/// so their cost tables are computed once.
-static std::string signature(const Op &op, llvm::ArrayRef<Config> configs,
+/// types, which operands are weights, which results are returned. Repeated
+/// layers share signatures, so their cost tables are computed once (with
+/// the number of configurations searched).
+static std::string signature(const Op &op,
                              const llvm::DenseSet<const Value *> &returned) {
   std::string s = opKindName(op.kind).str() + "[";
   for (const IterDim &d : op.iters)
@@ -163,9 +166,46 @@ static std::string signature(const Op &op, llvm::ArrayRef<Config> configs,
   for (const Result &r : op.results)
     s += "->" + r.value->type.str() + accessMapStr(r.map, op.iters) +
          (returned.count(r.value.get()) ? "ret" : "");
-  s += "#" + std::to_string(configs.size());
   return s;
 }
+
+struct SearchSpace::Data {
+  const Module *module;
+  ConfigOptions options;
+  llvm::DenseSet<const Op *> constants;
+  llvm::DenseSet<const Value *> returned;
+  /// Every op with its configurations (one for an op computed everywhere).
+  std::vector<Vertex> vertices;
+  std::vector<Use> uses;
+  llvm::DenseMap<const Op *, llvm::SmallVector<SoapRole, 6>> roles;
+  std::vector<std::string> signatures;
+};
+
+SearchSpace::SearchSpace(const Module &m, const ConfigOptions &options)
+    : d(std::make_unique<Data>()) {
+  const Func &f = m.main;
+  d->module = &m;
+  d->options = options;
+  d->constants = constantOps(m);
+  d->returned.insert(f.returns.begin(), f.returns.end());
+  d->vertices.resize(f.ops.size());
+  d->signatures.resize(f.ops.size());
+  tbb::parallel_for(size_t(0), f.ops.size(), [&](size_t i) {
+    const Op &op = *f.ops[i];
+    std::vector<Config> configs = enumerateConfigs(op, options);
+    if (d->constants.count(&op))
+      configs.resize(1); // the unsplit configuration comes first
+    d->vertices[i] = {&op, std::move(configs)};
+    d->signatures[i] = signature(op, d->returned);
+  });
+  d->uses = usesOf(f);
+  d->roles = computeSoapRoles(f);
+}
+
+SearchSpace::SearchSpace(SearchSpace &&) = default;
+SearchSpace::~SearchSpace() = default;
+const Module &SearchSpace::module() const { return *d->module; }
+const ConfigOptions &SearchSpace::configOptions() const { return d->options; }
 
 namespace {
 /// The distinct layouts of a list, and each entry's index among them.
@@ -199,15 +239,17 @@ struct UniqueLayouts {
 
 /// Builds PaSE's cost graph: a vertex per op, an edge per use. Tables are
 /// shared between repeated layers and built in parallel.
-static CostGraph buildGraph(const Func &f, const CostModel &model,
+static CostGraph buildGraph(const SearchSpace::Data &space,
+                            const CostModel &model,
                             const std::vector<Vertex> &vertices,
-                            const std::vector<Use> &uses, double lambda,
-                            const llvm::DenseSet<const Op *> &constants) {
+                            double lambda) {
   CostGraph g;
-  llvm::DenseSet<const Value *> returned(f.returns.begin(), f.returns.end());
+  const std::vector<Use> &uses = space.uses;
+  const llvm::DenseSet<const Op *> &constants = space.constants;
+  const llvm::DenseSet<const Value *> &returned = space.returned;
   std::vector<std::string> sigs;
-  for (const Vertex &v : vertices)
-    sigs.push_back(signature(*v.op, v.configs, returned));
+  for (auto [v, sig] : llvm::zip_equal(vertices, space.signatures))
+    sigs.push_back(sig + "#" + std::to_string(v.configs.size()));
   llvm::StringMap<unsigned> vertexTable;
   for (unsigned i = 0; i < vertices.size(); ++i) {
     const Vertex &v = vertices[i];
@@ -347,12 +389,13 @@ static CostGraph buildGraph(const Func &f, const CostModel &model,
   return g;
 }
 
-StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
-                              llvm::ArrayRef<Config> configs) {
-  const Func &f = m.main;
+/// The cost of \p configs for the ops of \p f.
+static StrategyCost priceStrategy(const Func &f, const CostModel &model,
+                                  const llvm::DenseSet<const Op *> &constants,
+                                  const llvm::DenseSet<const Value *> &returned,
+                                  llvm::ArrayRef<Use> uses,
+                                  llvm::ArrayRef<Config> configs) {
   StrategyCost cost;
-  llvm::DenseSet<const Op *> constants = constantOps(m);
-  llvm::DenseSet<const Value *> returned(f.returns.begin(), f.returns.end());
   for (unsigned i = 0; i < f.ops.size(); ++i) {
     const Op &op = *f.ops[i];
     OpCost oc = model.opCost(op, configs[i]);
@@ -366,7 +409,7 @@ StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
         cost.commBytes += double(s.bytes);
       }
   }
-  for (const Use &u : usesOf(f)) {
+  for (const Use &u : uses) {
     const Op &p = *f.ops[u.producer], &q = *f.ops[u.consumer];
     if (constants.count(&p))
       continue; // computed on every device; no gradient
@@ -382,6 +425,20 @@ StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
   }
   cost.seconds = cost.computeSeconds + cost.commSeconds;
   return cost;
+}
+
+StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
+                              llvm::ArrayRef<Config> configs) {
+  const Func &f = m.main;
+  llvm::DenseSet<const Value *> returned(f.returns.begin(), f.returns.end());
+  return priceStrategy(f, model, constantOps(m), returned, usesOf(f), configs);
+}
+
+StrategyCost evaluateStrategy(const SearchSpace &space, const CostModel &model,
+                              llvm::ArrayRef<Config> configs) {
+  const SearchSpace::Data &d = space.data();
+  return priceStrategy(d.module->main, model, d.constants, d.returned, d.uses,
+                       configs);
 }
 
 /// A cost graph without its single-configuration vertices: their edges are
@@ -426,12 +483,12 @@ static ReducedGraph foldFixedVertices(const CostGraph &g) {
 
 /// Runs the DP (or exhaustive search) on candidate sets.
 static llvm::Expected<Solution>
-search(const Func &f, const CostModel &model,
-       const std::vector<Vertex> &vertices, const std::vector<Use> &uses,
-       const ShardingOptions &o, double lambda,
-       const llvm::DenseSet<const Op *> &constants) {
-  ReducedGraph r = foldFixedVertices(
-      buildGraph(f, model, vertices, uses, lambda, constants));
+search(const SearchSpace::Data &space, const CostModel &model,
+       const std::vector<Vertex> &vertices, const ShardingOptions &o,
+       double lambda) {
+  const Func &f = space.module->main;
+  ReducedGraph r =
+      foldFixedVertices(buildGraph(space, model, vertices, lambda));
   llvm::Expected<Solution> solved = Solution();
   if (o.solver == SolverKind::Exhaustive) {
     solved = solveExhaustive(r.graph, o.maxStates);
@@ -466,10 +523,9 @@ search(const Func &f, const CostModel &model,
 /// Searches under the memory limit: memory is priced at `lambda` seconds
 /// per byte, raised until the strategy fits, then bisected down.
 static llvm::Expected<Solution>
-searchWithinMemory(const Module &m, const CostModel &model,
+searchWithinMemory(const SearchSpace::Data &space, const CostModel &model,
                    const std::vector<Vertex> &vertices,
-                   const std::vector<Use> &uses, const ShardingOptions &o) {
-  llvm::DenseSet<const Op *> constants = constantOps(m);
+                   const ShardingOptions &o) {
   auto memoryOf = [&](const Solution &s) {
     double bytes = 0;
     for (unsigned i = 0; i < vertices.size(); ++i)
@@ -477,7 +533,7 @@ searchWithinMemory(const Module &m, const CostModel &model,
                                  vertices[i].configs[s.strategy[i]]);
     return bytes;
   };
-  auto best = search(m.main, model, vertices, uses, o, 0, constants);
+  auto best = search(space, model, vertices, o, 0);
   if (!best || o.memoryLimit <= 0 || memoryOf(*best) <= o.memoryLimit)
     return best;
   // The unconstrained optimum bounds the constrained one; a strategy priced
@@ -491,7 +547,7 @@ searchWithinMemory(const Module &m, const CostModel &model,
   double lo = 0, hi = 1e-15, leanest = memoryOf(*best);
   std::optional<Solution> fits;
   for (int i = 0; i < 40 && !fits; ++i, hi *= 8) {
-    auto s = search(m.main, model, vertices, uses, o, hi, constants);
+    auto s = search(space, model, vertices, o, hi);
     if (!s)
       return s.takeError();
     leanest = std::min(leanest, memoryOf(*s));
@@ -507,7 +563,7 @@ searchWithinMemory(const Module &m, const CostModel &model,
             .str());
   for (int i = 0; i < 16; ++i) {
     double mid = (lo + hi) / 2;
-    auto s = search(m.main, model, vertices, uses, o, mid, constants);
+    auto s = search(space, model, vertices, o, mid);
     if (!s)
       return s.takeError();
     if (memoryOf(*s) <= o.memoryLimit)
@@ -518,7 +574,8 @@ searchWithinMemory(const Module &m, const CostModel &model,
   return std::move(*fits);
 }
 
-llvm::Expected<Strategy> solveBaseline(const Module &m, const CostModel &model,
+llvm::Expected<Strategy> solveBaseline(const SearchSpace &space,
+                                       const CostModel &model,
                                        const ShardingOptions &o,
                                        SolverKind kind) {
   ShardingOptions b = o;
@@ -527,23 +584,27 @@ llvm::Expected<Strategy> solveBaseline(const Module &m, const CostModel &model,
   // The baselines' spaces are small: they get at least the default budget,
   // so that a small --max-states does not weaken them.
   b.maxStates = std::max(o.maxStates, ShardingOptions().maxStates);
-  return solveSharding(m, model, b);
+  return solveSharding(space, model, b);
 }
 
 llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
                                        const ShardingOptions &o) {
-  const Func &f = m.main;
-  llvm::DenseSet<const Op *> constants = constantOps(m);
-  std::vector<Vertex> vertices;
-  for (const auto &op : f.ops) {
-    std::vector<Config> configs = enumerateConfigs(*op, o.configs);
-    if (constants.count(op.get()))
-      configs.resize(1); // the unsplit configuration comes first
-    vertices.push_back({op.get(), std::move(configs)});
-  }
-  std::vector<Use> uses = usesOf(f);
+  return solveSharding(SearchSpace(m, o.configs), model, o);
+}
+
+llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
+                                       const CostModel &model,
+                                       const ShardingOptions &o) {
+  const SearchSpace::Data &d = space.data();
+  auto fields = [](const ConfigOptions &c) {
+    return std::tuple(c.devices, c.powersOfTwo, c.exact, c.maxPerDim,
+                      c.maxSplitDims, c.executable);
+  };
+  (void)fields;
+  assert(fields(d.options) == fields(o.configs) &&
+         "the space must be built with the options' configurations");
   Strategy result;
-  for (const Vertex &v : vertices)
+  for (const Vertex &v : d.vertices)
     result.spaceSizes.push_back(v.configs.size());
 
   bool baseline =
@@ -553,34 +614,43 @@ llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
     for (int64_t t = 2; t <= o.configs.devices; ++t)
       if (o.configs.devices % t == 0)
         degrees.push_back(t);
-  auto roles = computeSoapRoles(f);
   std::optional<Strategy> best;
   for (int64_t t : degrees) {
-    std::vector<Vertex> cand = vertices;
+    std::vector<Vertex> restricted;
     if (baseline)
-      for (Vertex &v : cand)
-        v.configs = baselineConfigs(*v.op, roles[v.op], v.configs,
-                                    o.configs.devices, t);
+      for (const Vertex &v : d.vertices)
+        restricted.push_back(
+            {v.op, baselineConfigs(*v.op, d.roles.find(v.op)->second,
+                                   v.configs, o.configs.devices, t)});
+    const std::vector<Vertex> &cand = baseline ? restricted : d.vertices;
     ShardingOptions so = o;
     if (baseline)
       so.solver = SolverKind::Dp;
-    auto s = searchWithinMemory(m, model, cand, uses, so);
+    auto s = searchWithinMemory(d, model, cand, so);
     if (!s)
       return s.takeError();
     Strategy st;
     for (unsigned i = 0; i < cand.size(); ++i)
       st.configs.push_back(cand[i].configs[s->strategy[i]]);
-    st.cost = evaluateStrategy(m, model, st.configs);
     st.searchCost = s->cost;
     st.stats = s->stats;
-    if (!best || st.cost.seconds < best->cost.seconds)
+    // The searched cost is the step time unless memory was priced in too;
+    // only then is each candidate priced to compare them.
+    if (o.memoryLimit > 0)
+      st.cost = evaluateStrategy(space, model, st.configs);
+    bool better = !best || (o.memoryLimit > 0
+                                ? st.cost.seconds < best->cost.seconds
+                                : st.searchCost < best->searchCost);
+    if (better)
       best = std::move(st);
   }
+  if (o.memoryLimit <= 0)
+    best->cost = evaluateStrategy(space, model, best->configs);
   // A strategy the search cannot prove optimal is never worse than the
   // baselines: they are searched too, and the best one kept.
   if (!baseline && !best->stats.exact)
     for (SolverKind k : {SolverKind::DataParallel, SolverKind::Expert}) {
-      auto s = solveBaseline(m, model, o, k);
+      auto s = solveBaseline(space, model, o, k);
       if (!s) { // a baseline that does not fit in memory competes no more
         llvm::consumeError(s.takeError());
         continue;

@@ -7,6 +7,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <functional>
+#include <memory>
 
 namespace pax {
 
@@ -55,13 +56,38 @@ struct Strategy {
   std::vector<size_t> spaceSizes;
 };
 
+/// What every search of one module in one configuration space shares:
+/// each op's configurations, the producer-consumer uses, the ops computed
+/// everywhere (constantOps()), the SOAP roles and each op's cost signature.
+/// Built once, it serves the search, the baselines and the pricing of their
+/// strategies. \p m must outlive it.
+class SearchSpace {
+public:
+  SearchSpace(const Module &m, const ConfigOptions &options);
+  SearchSpace(SearchSpace &&);
+  ~SearchSpace();
+  const Module &module() const;
+  const ConfigOptions &configOptions() const;
+
+  struct Data; ///< defined in Solve.cpp
+  const Data &data() const { return *d; }
+
+private:
+  std::unique_ptr<Data> d;
+};
+
 /// Searches a strategy for \p m with \p options.solver.
 llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
                                        const ShardingOptions &options);
+/// The same in a space built before; options.configs must be the space's.
+llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
+                                       const CostModel &model,
+                                       const ShardingOptions &options);
 
-/// Searches the baseline \p kind (data-parallel or expert) with \p o's
-/// configuration space and at least the default state budget.
-llvm::Expected<Strategy> solveBaseline(const Module &m, const CostModel &model,
+/// Searches the baseline \p kind (data-parallel or expert) in \p space with
+/// \p o's options and at least the default state budget.
+llvm::Expected<Strategy> solveBaseline(const SearchSpace &space,
+                                       const CostModel &model,
                                        const ShardingOptions &o,
                                        SolverKind kind);
 
@@ -80,6 +106,8 @@ llvm::DenseSet<const Op *> constantOps(const Module &m);
 
 /// Prices a given strategy (one configuration per op, in op order).
 StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
+                              llvm::ArrayRef<Config> configs);
+StrategyCost evaluateStrategy(const SearchSpace &space, const CostModel &model,
                               llvm::ArrayRef<Config> configs);
 
 } // namespace pax

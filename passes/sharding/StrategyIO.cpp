@@ -28,16 +28,17 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
   r.mode = mode;
   r.solver = options.solver;
   auto start = std::chrono::steady_clock::now();
+  SearchSpace space(m, options.configs);
   if (fixed) {
     r.strategy.configs = *fixed;
     r.given = true;
     r.strategy.stats.exact = false;
-    r.strategy.cost = evaluateStrategy(m, model, *fixed);
+    r.strategy.cost = evaluateStrategy(space, model, *fixed);
     for (const auto &op : m.main.ops)
       r.strategy.spaceSizes.push_back(
           enumerateConfigs(*op, options.configs).size());
   } else {
-    auto s = solveSharding(m, model, options);
+    auto s = solveSharding(space, model, options);
     if (!s)
       return s.takeError();
     r.strategy = std::move(*s);
@@ -48,7 +49,7 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
   for (SolverKind k : {SolverKind::DataParallel, SolverKind::Expert}) {
     if (!fixed && k == options.solver)
       continue;
-    auto s = solveBaseline(m, model, options, k);
+    auto s = solveBaseline(space, model, options, k);
     if (!s)
       return s.takeError();
     r.baselines[solverName(k).str()] = s->cost;
