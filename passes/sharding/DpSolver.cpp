@@ -599,6 +599,30 @@ struct Tables {
   const Table &operator[](size_t pos) const { return tables[source[pos]]; }
 };
 
+/// The entries the DP builds for \p steps: each class of equal tables once.
+static uint64_t builtStates(const CostGraph &graph, llvm::ArrayRef<Step> steps,
+                            llvm::ArrayRef<uint64_t> sizes) {
+  std::vector<Table> tables(steps.size());
+  for (size_t pos = 0; pos < steps.size(); ++pos)
+    tables[pos].strides = computeStrides(graph, steps[pos].dependents);
+  std::vector<unsigned> source =
+      tableClasses(graph, buildPairCosts(graph), steps, tables);
+  uint64_t total = 0;
+  for (size_t pos = 0; pos < steps.size(); ++pos)
+    if (source[pos] == pos &&
+        __builtin_add_overflow(total, sizes[pos], &total))
+      return UINT64_MAX;
+  return total;
+}
+
+/// Whether the DP over \p steps holds at most \p maxStates entries: \p total,
+/// or failing that the entries built (equal tables held once).
+static bool fitsBudget(const CostGraph &graph, llvm::ArrayRef<Step> steps,
+                       llvm::ArrayRef<uint64_t> sizes, uint64_t total,
+                       uint64_t maxStates) {
+  return total <= maxStates || builtStates(graph, steps, sizes) <= maxStates;
+}
+
 /// Builds every table in sequence order, once per class of equal tables,
 /// freeing a table's costs once every parent that reads them has consumed
 /// them.
@@ -833,15 +857,15 @@ static void splitVertices(Relaxation &r, const std::vector<bool> &split) {
 
 /// Splits the vertices that sit in the most (and largest) dependent sets
 /// until GenerateSeq's tables fit in \p maxStates, or until no vertex of
-/// two or more neighbours is left to split. Returns the tables' total.
-static uint64_t relax(Relaxation &r, uint64_t maxStates) {
+/// two or more neighbours is left to split. Returns whether they fit.
+static bool relax(Relaxation &r, uint64_t maxStates) {
   for (;;) {
     Adjacency adj = buildAdjacency(r.graph);
     std::vector<Step> steps = analyzeOrder(adj, generateSeq(r.graph));
     uint64_t total;
     std::vector<uint64_t> sizes = tableSizes(r.graph, steps, total);
-    if (total <= maxStates)
-      return total;
+    if (fitsBudget(r.graph, steps, sizes, total, maxStates))
+      return true;
     std::vector<uint64_t> weight =
         tableWeights(r.graph.size(), steps, sizes, /*own=*/false);
     std::vector<unsigned> candidates;
@@ -849,7 +873,7 @@ static uint64_t relax(Relaxation &r, uint64_t maxStates) {
       if (adj[v].size() >= 2 && weight[v] > 0)
         candidates.push_back(v);
     if (candidates.empty())
-      return total;
+      return false;
     llvm::stable_sort(candidates, [&](unsigned a, unsigned b) {
       return weight[a] > weight[b];
     });
@@ -1000,13 +1024,14 @@ static Solution solveRelaxed(const CostGraph &graph, const DpOptions &options,
   Relaxation r{graph, {}, 0};
   r.original.resize(graph.size());
   std::iota(r.original.begin(), r.original.end(), 0u);
-  uint64_t total = relax(r, options.maxStates);
+  bool fits = relax(r, options.maxStates);
   std::vector<unsigned> strategy(graph.size(), 0);
   Solution solution;
   std::vector<std::vector<unsigned>> candidates(graph.size());
-  if (total <= options.maxStates) {
+  if (fits) {
     std::vector<Step> steps =
         analyzeOrder(buildAdjacency(r.graph), generateSeq(r.graph));
+    uint64_t total;
     std::vector<uint64_t> sizes = tableSizes(r.graph, steps, total);
     Solution relaxed = exactDp(r.graph, steps, sizes, options);
     solution.stats = relaxed.stats;
@@ -1056,7 +1081,7 @@ static Solution solveRelaxed(const CostGraph &graph, const DpOptions &options,
         analyzeOrder(buildAdjacency(fixed), generateSeq(fixed));
     uint64_t states;
     std::vector<uint64_t> sizes = tableSizes(fixed, steps, states);
-    if (states > options.maxStates)
+    if (!fitsBudget(fixed, steps, sizes, states, options.maxStates))
       break;
     Solution conditioned = exactDp(fixed, steps, sizes, options);
     std::vector<unsigned> next = strategy;
@@ -1073,7 +1098,7 @@ static Solution solveRelaxed(const CostGraph &graph, const DpOptions &options,
   solution.strategy = std::move(strategy);
   solution.cost = cost;
   solution.stats.exact = solution.cost <= solution.stats.lowerBound;
-  solution.stats.splitVertices = total <= options.maxStates ? r.split : 0;
+  solution.stats.splitVertices = fits ? r.split : 0;
   solution.stats.exactStates = exactStates;
   return solution;
 }
@@ -1126,16 +1151,21 @@ pax::solveDp(const CostGraph &graph, const DpOptions &options,
     }
   }
   Solution solution;
-  if (total <= options.maxStates)
+  // The budget counts the entries held: equal tables are held once.
+  uint64_t held = total <= options.maxStates
+                      ? total
+                      : builtStates(graph, steps, sizes);
+  bool fits = held <= options.maxStates;
+  if (fits)
     solution = exactDp(graph, steps, sizes, options);
   else if (auto conditioned = solveConditioned(graph, steps, sizes, options))
     solution = std::move(*conditioned);
   else if (options.exact)
-    return tooManyStates(steps, sizes, total, options.maxStates, vertexName);
+    return tooManyStates(steps, sizes, held, options.maxStates, vertexName);
   else
-    solution = solveRelaxed(graph, options, total);
-  if (total > options.maxStates)
-    solution.stats.exactStates = total;
+    solution = solveRelaxed(graph, options, held);
+  if (!fits)
+    solution.stats.exactStates = held;
   solution.stats.order = chosen;
   solution.stats.largestGenerateSeq = seqLargest;
   solution.stats.largestMinWork = workLargest;

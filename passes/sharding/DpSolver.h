@@ -105,7 +105,8 @@ struct DpStats {
   int64_t lowerBound = 0;
   /// Vertices split by the relaxation (0 when the exact DP fit).
   unsigned splitVertices = 0;
-  /// States the exact DP would have needed (saturating), when it did not fit.
+  /// States the exact DP would have held (equal tables once; saturating),
+  /// when they did not fit.
   uint64_t exactStates = 0;
   /// When the plain DP did not fit but conditioning on one hub vertex did:
   /// the classes of its configurations solved (0 otherwise).

@@ -420,7 +420,8 @@ TEST(DpSolver, RelaxationBoundsTheOptimum) {
 
 // Repeated layers: the copies' tables are built once and read by every
 // copy, with the same optimum as when every edge has its own array (no
-// table is then equal to another), and fewer entries built.
+// table is then equal to another), and fewer entries built; a state budget
+// of the entries built is enough for the exact DP.
 TEST(DpSolver, RepeatedLayersBuildTheirTablesOnce) {
   GraphMaker maker(1124);
   uint64_t built = 0, states = 0;
@@ -440,6 +441,13 @@ TEST(DpSolver, RepeatedLayersBuildTheirTablesOnce) {
     EXPECT_EQ(shared.stats.states, alone.stats.states) << where;
     EXPECT_EQ(alone.stats.builtStates, alone.stats.states) << where;
     EXPECT_LE(shared.stats.builtStates, shared.stats.states) << where;
+    // The budget counts the entries held: equal tables once.
+    options.maxStates = shared.stats.builtStates;
+    Solution within = solveOk(g, options);
+    EXPECT_EQ(within.cost, alone.cost) << where;
+    EXPECT_TRUE(within.stats.exact) << where;
+    EXPECT_EQ(within.stats.exactStates, 0u) << where;
+    EXPECT_EQ(within.stats.splitVertices, 0u) << where;
     built += shared.stats.builtStates;
     states += shared.stats.states;
     fewer += shared.stats.builtStates < shared.stats.states;
