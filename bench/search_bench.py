@@ -4,7 +4,8 @@
 For every model and device count, runs `paxc MODEL --gpus=N --emit=strategy`
 (PaSE's DP with the default configuration space) and reports the search
 time, the peak memory of the process, the largest dependent set, the DP
-states, whether the strategy is proven optimal (and the gap to the lower
+states and those built (repeated layers' equal tables are built once),
+whether the strategy is proven optimal (and the gap to the lower
 bound when not), and the predicted step time against the data-parallel and
 expert baselines searched in the same run (ratios > 1 mean the DP's
 strategy is faster). The DP must never be worse than either baseline.
@@ -114,7 +115,8 @@ def main():
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             models.append((m, path, []))
         print(f"{'model':14} {'gpus':>5} {'total s':>8} {'search s':>9} {'MiB':>7} "
-              f"{'dep':>4} {'states':>10} {'optimum':>12} {'step ms':>9} {'vs data':>8} {'vs expert':>9}")
+              f"{'dep':>4} {'states':>10} {'built':>9} {'optimum':>12} {'step ms':>9} {'vs data':>8} "
+              f"{'vs expert':>9}")
         for name, path, extra in models:
             counts = [int(g) for g in args.gpus.split(",")]
             if name in TRANSFORMERS and args.large:
@@ -131,7 +133,8 @@ def main():
                 st = s["stats"]
                 optimum = "exact" if s["exact"] else f"gap {100 * s['gap']:.2f}%"
                 print(f"{name:14} {g:5d} {wall:8.2f} {s['search_s']:9.3f} {mem:7.0f} "
-                      f"{st['largest_dependent_set']:4d} {st['dp_states']:10d} {optimum:>12} "
+                      f"{st['largest_dependent_set']:4d} {st['dp_states']:10d} "
+                      f"{st['built_dp_states']:9d} {optimum:>12} "
                       f"{s['cost_s'] * 1e3:9.3f} {vs_dp:7.2f}x {vs_ex:8.2f}x")
                 if vs_dp < 1 - 1e-9 or vs_ex < 1 - 1e-9:
                     print(f"  WORSE than a baseline: {name} at {g} GPUs")
