@@ -139,6 +139,12 @@ llvm::Expected<ImportResult> importOnnxFile(llvm::StringRef path,
   if (auto err = parseModel(path, (*buf)->getBuffer(), model))
     return err;
   buf->reset(); // the protobuf holds its own copy
+  int64_t opset = 0;
+  for (const auto &o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opset = o.version();
+  if (auto err = appendLoss(path, model, opset, options.loss))
+    return err;
   for (const auto &[name, v] : options.dims)
     if (v <= 0 || v > kMaxExtent)
       return llvm::createStringError("--dim " + name + "=" + std::to_string(v) +

@@ -1,6 +1,7 @@
 //===- OnnxImporter.h - ONNX models into the paxc IR ----------------------===//
 #pragma once
 
+#include "frontend/Loss.h"
 #include "ir/Module.h"
 
 #include "llvm/Support/Error.h"
@@ -19,6 +20,8 @@ struct ImportOptions {
   std::map<std::string, int64_t> dims;
   /// The leading (batch) dim of every data input (`--batch=N`).
   std::optional<int64_t> batch;
+  /// A training loss to append to the graph (`--loss`, Loss.h).
+  LossOptions loss;
 };
 
 /// A module and the warnings its import produced.

@@ -6,12 +6,14 @@
 #include "runtime/cpu/ScalarOps.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -365,6 +367,10 @@ static llvm::Error runCopy(const Prepared &p) {
     return llvm::Error::success();
   }
   unsigned tuple = lookup ? std::max(1u, p.inMaps[0].lookupCount()) : 0;
+  // An index outside the whole table is bad input (a split table masks the
+  // rows other devices hold, but no device holds these).
+  std::mutex badMutex;
+  std::optional<std::pair<int64_t, int64_t>> bad;
   forEachOuter(s, [&](llvm::MutableArrayRef<int64_t> point) {
     llvm::SmallVector<int64_t, 4> lookupValues(tuple, 0);
     do {
@@ -374,6 +380,12 @@ static llvm::Error runCopy(const Prepared &p) {
         masked = j < 0;
         for (unsigned t = 0; t < tuple && !masked; ++t)
           lookupValues[t] = p.ins[1]->integer(j + t);
+        if (!masked)
+          if (auto out = p.inMaps[0].lookupOutOfRange(lookupValues)) {
+            std::lock_guard<std::mutex> guard(badMutex);
+            bad = bad ? bad : out;
+            masked = true;
+          }
       }
       for (size_t r = 0; r < p.outs.size(); ++r) {
         int64_t o = p.outMaps[r].index(point);
@@ -390,6 +402,10 @@ static llvm::Error runCopy(const Prepared &p) {
       }
     } while (s.nextInner(point));
   });
+  if (bad)
+    return computeError(p.c, llvm::formatv("index {0} is out of range for a "
+                                           "dim of {1} (valid: [-{1}, {1}))",
+                                           bad->first, bad->second));
   return llvm::Error::success();
 }
 

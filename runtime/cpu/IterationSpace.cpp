@@ -164,6 +164,18 @@ AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
   return a;
 }
 
+std::optional<std::pair<int64_t, int64_t>> AccessIndexer::lookupOutOfRange(
+    llvm::ArrayRef<int64_t> lookupValues) const {
+  for (const Term &t : terms) {
+    if (t.lookupSlot < 0 || size_t(t.lookupSlot) >= lookupValues.size())
+      continue;
+    int64_t v = lookupValues[size_t(t.lookupSlot)];
+    if (v < -t.lookupExtent || v >= t.lookupExtent)
+      return std::make_pair(v, t.lookupExtent);
+  }
+  return std::nullopt;
+}
+
 int64_t AccessIndexer::checkedIndex(llvm::ArrayRef<int64_t> point,
                                     llvm::ArrayRef<int64_t> lookupValues) const {
   int64_t flat = 0;

@@ -6,6 +6,8 @@
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
+
+#include <optional>
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -84,6 +86,10 @@ public:
   unsigned lookupCount() const { return lookups; }
   /// The iteration dims that index this tensor (not through a lookup).
   bool usesDim(unsigned d) const { return usedDims[d]; }
+  /// The first of \p lookupValues outside its whole (unsplit) table,
+  /// [-extent, extent), with that extent; nullopt when all are inside.
+  std::optional<std::pair<int64_t, int64_t>>
+  lookupOutOfRange(llvm::ArrayRef<int64_t> lookupValues) const;
 
 private:
   /// One tensor dim: offset + sum(coef * point), or a lookup.

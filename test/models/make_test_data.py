@@ -4,7 +4,12 @@
 onnxruntime's outputs; then compares paxrun's outputs with them.
 
   make_test_data.py MODEL OUT_DIR [--seed S] [--npy]
-      writes OUT_DIR/in/input_N.pb (or .npy) and OUT_DIR/ort/output_N.pb
+                    [--loss cross-entropy|mse [--loss-output NAME]
+                     [--ignore-index N]]
+      writes OUT_DIR/in/input_N.pb (or .npy) and OUT_DIR/ort/output_N.pb;
+      with --loss, as `paxc --loss` compiles the model: seeded labels as
+      the last input, and as the only output the loss, computed in float64
+      numpy from onnxruntime's output (an independent reference)
   make_test_data.py OUT_DIR --compare PAX_DIR
       relative L2 error of PAX_DIR/output_N.(pb|npy); fails above 1e-4
 """
@@ -18,7 +23,33 @@ import onnxruntime as ort
 from onnx import numpy_helper
 
 
-def write(model, out, seed, npy):
+def save(v, path, npy, name=None):
+    if npy:
+        np.save(path + ".npy", v)
+    else:
+        onnx.save_tensor(numpy_helper.from_array(v, name), path + ".pb")
+
+
+def loss_of(y, kind, rng, ignore):
+    """Labels for output y and the loss over them, in float64."""
+    y = y.astype(np.float64)
+    if kind == "mse":
+        labels = rng.uniform(-1, 1, size=y.shape).astype(np.float32)
+        return labels, np.mean((y - labels) ** 2)
+    labels = rng.integers(0, y.shape[-1], size=y.shape[:-1], dtype=np.int64)
+    keep = np.ones(labels.shape, dtype=bool)
+    if ignore is not None:
+        keep = rng.random(size=labels.shape) < 0.75
+        keep.flat[0] = True
+        labels = np.where(keep, labels, ignore)
+    shifted = y - y.max(axis=-1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    picked = np.take_along_axis(logp, np.where(keep, labels, 0)[..., None],
+                                axis=-1)[..., 0]
+    return labels, -picked[keep].sum() / keep.sum()
+
+
+def write(model, out, seed, npy, loss=None, loss_output=None, ignore=None):
     rng = np.random.default_rng(seed)
     sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     os.makedirs(f"{out}/in", exist_ok=True)
@@ -29,19 +60,26 @@ def write(model, out, seed, npy):
             v = rng.integers(0, 32, size=inp.shape, dtype=np.int64)
             if "mask" in inp.name:
                 v = np.ones(inp.shape, dtype=np.int64)
+            elif "token_type" in inp.name:  # BERT's segment ids
+                v = np.zeros(inp.shape, dtype=np.int64)
         elif "bool" in inp.type:  # a mask buffer written as an input
             v = rng.random(size=inp.shape) < 0.8
         else:
             v = (rng.uniform(-1, 1, size=inp.shape) * 0.2).astype(np.float32)
         feeds[inp.name] = v
-        if npy:
-            np.save(f"{out}/in/input_{i}.npy", v)
-        else:
-            onnx.save_tensor(numpy_helper.from_array(v, inp.name),
-                             f"{out}/in/input_{i}.pb")
-    for i, o in enumerate(sess.run(None, feeds)):
+        save(v, f"{out}/in/input_{i}", npy, inp.name)
+    outputs = sess.run(None, feeds)
+    if loss:
+        names = [o.name for o in sess.get_outputs()]
+        y = outputs[names.index(loss_output) if loss_output else 0]
+        labels, value = loss_of(y, loss, rng, ignore)
+        save(labels, f"{out}/in/input_{len(feeds)}", npy, "labels")
+        outputs = [np.array(value, dtype=np.float32)]
+        print(f"{len(feeds) + 1} inputs, loss {float(value):.6f}")
+    for i, o in enumerate(outputs):
         onnx.save_tensor(numpy_helper.from_array(o), f"{out}/ort/output_{i}.pb")
-    print(f"{len(feeds)} inputs, {i + 1} outputs")
+    if not loss:
+        print(f"{len(feeds)} inputs, {i + 1} outputs")
 
 
 def compare(out, pax):
@@ -66,10 +104,14 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--npy", action="store_true")
     ap.add_argument("--compare")
+    ap.add_argument("--loss", choices=["cross-entropy", "mse"])
+    ap.add_argument("--loss-output")
+    ap.add_argument("--ignore-index", type=int)
     a = ap.parse_args()
     if a.compare:
         return compare(a.paths[0], a.compare)
-    write(a.paths[0], a.paths[1], a.seed, a.npy)
+    write(a.paths[0], a.paths[1], a.seed, a.npy, a.loss, a.loss_output,
+          a.ignore_index)
     return 0
 
 

@@ -264,12 +264,18 @@ TEST(GenericKernelTest, MaskedGatherOnSplitTable) {
                .iter("v", 2, plan::IterDim::RED)
                .iter("d1", 2);
   b.c.mutable_iters(1)->set_global_offset(2);
+  b.c.mutable_iters(1)->set_global_extent(4);
   b.in({lookup(1), dim(2)}).in({dim(0)}).out({dim(0), dim(2)});
   Tensor data = make(plan::F32, {2, 2}, {20, 21, 30, 31});
   Tensor idx = make(plan::I32, {3}, {3, 0, 2});
   Tensor z = make(plan::F32, {3, 2});
   ASSERT_EQ(run(b.c, {&data, &idx}, {&z}), "");
   EXPECT_EQ(reals(z), V({30, 31, 0, 0, 20, 21}));
+  // An index no device holds is bad input, named with the whole table.
+  Tensor bad = make(plan::I32, {3}, {3, 4, 2});
+  EXPECT_EQ(run(b.c, {&data, &bad}, {&z}),
+            "compute 'n0' (gather): index 4 is out of range for a dim of 4 "
+            "(valid: [-4, 4))");
 }
 
 TEST(GenericKernelTest, IntegerAndLogSumExpReductions) {

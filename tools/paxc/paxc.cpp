@@ -79,6 +79,24 @@ static cl::opt<std::string> batch(
         "Set the leading (batch) dim of every data input, symbolic or not"),
     cl::value_desc("N"), cl::cat(paxcCategory));
 
+static cl::OptionCategory lossCategory("paxc training loss options");
+static cl::opt<std::string> lossKind(
+    "loss",
+    cl::desc("Append a loss to the model's output and make it the only "
+             "output: cross-entropy (over the output's last axis, int64 "
+             "'labels' input), mse (float 'labels' of the output's shape), "
+             "or output (the output already is the loss)"),
+    cl::value_desc("cross-entropy|mse|output"), cl::cat(lossCategory));
+static cl::opt<std::string>
+    lossOutput("loss-output",
+               cl::desc("The output the loss reads (default: the first)"),
+               cl::value_desc("NAME"), cl::cat(lossCategory));
+static cl::opt<std::string> ignoreIndex(
+    "ignore-index",
+    cl::desc("Cross-entropy: positions with this label count neither in "
+             "the sum nor in the mean"),
+    cl::value_desc("N"), cl::cat(lossCategory));
+
 static cl::opt<bool> quiet("quiet", cl::desc("Do not print warnings"),
                            cl::cat(paxcCategory));
 
@@ -261,6 +279,26 @@ int main(int argc, char **argv) {
     options.batch = n;
   }
 
+  if (lossKind.getNumOccurrences()) {
+    auto kind = parseLossKind(lossKind);
+    if (!kind)
+      return fail("--loss=" + lossKind +
+                  ": expected cross-entropy, mse or output");
+    options.loss.kind = *kind;
+  } else if (lossOutput.getNumOccurrences() ||
+             ignoreIndex.getNumOccurrences()) {
+    return fail(std::string(lossOutput.getNumOccurrences() ? "--loss-output"
+                                                           : "--ignore-index") +
+                " needs --loss");
+  }
+  options.loss.output = lossOutput;
+  if (ignoreIndex.getNumOccurrences()) {
+    int64_t n;
+    if (llvm::StringRef(ignoreIndex).getAsInteger(10, n))
+      return fail("--ignore-index=" + ignoreIndex + ": expected an integer");
+    options.loss.ignoreIndex = n;
+  }
+
   auto imported = importOnnxFile(inputPath, options);
   if (!imported)
     return fail(llvm::toString(imported.takeError()));
@@ -268,6 +306,12 @@ int main(int argc, char **argv) {
     for (const std::string &w : imported->warnings)
       llvm::WithColor::warning(llvm::errs(), "paxc") << w << "\n";
   Module &m = *imported->module;
+  if (mode == "train" &&
+      llvm::none_of(m.globals, [](const std::unique_ptr<Global> &g) {
+        return g->isParameter && isFloat(g->value.type.elem);
+      }))
+    return fail(inputPath + ": --mode=train: the model has no float "
+                            "parameters to train");
 
   std::string verifyErrors;
   if (!verifyModule(m, [&](const Op *op, const llvm::Twine &msg) {

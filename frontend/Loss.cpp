@@ -1,0 +1,276 @@
+//===- Loss.cpp - A training loss appended to an ONNX graph ---------------===//
+#include "frontend/Loss.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
+namespace pax {
+
+std::optional<LossOptions::Kind> parseLossKind(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<LossOptions::Kind>>(name)
+      .Case("cross-entropy", LossOptions::Kind::CrossEntropy)
+      .Case("mse", LossOptions::Kind::Mse)
+      .Case("output", LossOptions::Kind::Output)
+      .Default(std::nullopt);
+}
+
+namespace {
+
+/// Appends nodes and constants to a graph under fresh names.
+class GraphBuilder {
+public:
+  GraphBuilder(onnx::GraphProto &g, int64_t opset) : g(g), opset(opset) {
+    for (const auto &vi : g.input())
+      used.insert(vi.name());
+    for (const auto &t : g.initializer())
+      used.insert(t.name());
+    for (const auto &n : g.node())
+      for (const std::string &o : n.output())
+        used.insert(o);
+  }
+
+  /// A name no value of the graph has yet, from \p base.
+  std::string fresh(llvm::StringRef base, llvm::StringRef prefix = "pax_loss/") {
+    std::string name = (prefix + base).str();
+    for (int k = 1; used.contains(name); ++k)
+      name = (prefix + base + "_" + llvm::Twine(k)).str();
+    used.insert(name);
+    return name;
+  }
+
+  /// Renames the value \p from, written by a node this builder added.
+  std::string rename(const std::string &from, const std::string &to) {
+    for (auto &n : *g.mutable_node())
+      for (std::string &o : *n.mutable_output())
+        if (o == from)
+          o = to;
+    return to;
+  }
+
+  /// A node of \p type on \p inputs; returns its (only) output.
+  onnx::NodeProto &node(llvm::StringRef type,
+                        llvm::ArrayRef<std::string> inputs) {
+    onnx::NodeProto &n = *g.add_node();
+    n.set_op_type(type.str());
+    n.set_name(fresh(type));
+    for (const std::string &in : inputs)
+      n.add_input(in);
+    n.add_output(fresh(type.lower() + "_out"));
+    return n;
+  }
+  std::string apply(llvm::StringRef type, llvm::ArrayRef<std::string> inputs) {
+    return node(type, inputs).output(0);
+  }
+
+  static void intAttr(onnx::NodeProto &n, llvm::StringRef name, int64_t v) {
+    onnx::AttributeProto &a = *n.add_attribute();
+    a.set_name(name.str());
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(v);
+  }
+
+  /// An int64 constant of shape [values.size()], or a scalar: a Constant
+  /// node, so that its values live in the IR (the runtime reads
+  /// initializers from the model file, which does not have this one).
+  std::string int64s(llvm::ArrayRef<int64_t> values, bool scalar) {
+    onnx::NodeProto &n = node("Constant", {});
+    onnx::AttributeProto &a = *n.add_attribute();
+    a.set_name("value");
+    a.set_type(onnx::AttributeProto::TENSOR);
+    onnx::TensorProto &t = *a.mutable_t();
+    t.set_data_type(onnx::TensorProto::INT64);
+    if (!scalar)
+      t.add_dims(int64_t(values.size()));
+    for (int64_t v : values)
+      t.add_int64_data(v);
+    return n.output(0);
+  }
+
+  /// `x` with a new axis of size 1 at \p axis (opset-appropriate form).
+  std::string unsqueeze(const std::string &x, int64_t axis) {
+    if (opset >= 13)
+      return apply("Unsqueeze", {x, int64s({axis}, false)});
+    onnx::NodeProto &n = node("Unsqueeze", {x});
+    onnx::AttributeProto &a = *n.add_attribute();
+    a.set_name("axes");
+    a.set_type(onnx::AttributeProto::INTS);
+    a.add_ints(axis);
+    return n.output(0);
+  }
+
+  /// A reduction of every axis of \p x to a scalar.
+  std::string reduceAll(llvm::StringRef type, const std::string &x) {
+    onnx::NodeProto &n = node(type, {x});
+    intAttr(n, "keepdims", 0);
+    return n.output(0);
+  }
+
+private:
+  onnx::GraphProto &g;
+  int64_t opset;
+  llvm::StringSet<> used;
+};
+
+bool isFloatElem(int32_t elem) {
+  return elem == onnx::TensorProto::FLOAT ||
+         elem == onnx::TensorProto::DOUBLE ||
+         elem == onnx::TensorProto::FLOAT16 ||
+         elem == onnx::TensorProto::BFLOAT16;
+}
+
+std::string elemName(int32_t elem) {
+  return onnx::TensorProto::DataType_IsValid(elem)
+             ? llvm::StringRef(onnx::TensorProto::DataType_Name(
+                                   onnx::TensorProto::DataType(elem)))
+                   .lower()
+             : "element type " + std::to_string(elem);
+}
+
+} // namespace
+
+llvm::Error appendLoss(llvm::StringRef path, onnx::ModelProto &model,
+                       int64_t opset, const LossOptions &options) {
+  if (options.kind == LossOptions::Kind::None)
+    return llvm::Error::success();
+  onnx::GraphProto &g = *model.mutable_graph();
+  const char *flag = options.kind == LossOptions::Kind::CrossEntropy
+                         ? "--loss=cross-entropy"
+                     : options.kind == LossOptions::Kind::Mse ? "--loss=mse"
+                                                              : "--loss=output";
+  auto fail = [&](const llvm::Twine &msg) {
+    return llvm::createStringError(path + ": " + flag + ": " + msg);
+  };
+  if (options.ignoreIndex && options.kind != LossOptions::Kind::CrossEntropy)
+    return fail("--ignore-index applies to cross-entropy only");
+
+  // The output the loss reads.
+  int index = 0;
+  if (!options.output.empty()) {
+    index = -1;
+    std::vector<std::string> names;
+    for (int i = 0; i < g.output_size(); ++i) {
+      names.push_back("'" + g.output(i).name() + "'");
+      if (g.output(i).name() == options.output)
+        index = i;
+    }
+    if (index < 0)
+      return fail("the model has no output '" + options.output +
+                  "' (its outputs: " + llvm::join(names, ", ") + ")");
+  }
+  onnx::ValueInfoProto y = g.output(index);
+  // Its type: as declared, else from ONNX's shape inference.
+  if (!y.type().tensor_type().has_shape()) {
+    onnx::ModelProto copy = model;
+    try {
+      onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
+                                       /*enable_data_propagation=*/false};
+      onnx::shape_inference::InferShapes(
+          copy, onnx::OpSchemaRegistry::Instance(), opts);
+      for (const auto &vi : copy.graph().value_info())
+        if (vi.name() == y.name())
+          y = vi;
+      if (copy.graph().output(index).type().tensor_type().has_shape())
+        y = copy.graph().output(index);
+    } catch (const std::exception &) {
+      // Not inferable: the check below says so.
+    }
+  }
+  std::string what = "output '" + y.name() + "'";
+  if (!y.type().has_tensor_type())
+    return fail(what + " is not a tensor");
+  const onnx::TypeProto::Tensor &type = y.type().tensor_type();
+  int32_t elem = type.elem_type();
+  if (!isFloatElem(elem))
+    return fail(what + " is " + elemName(elem) + "; the loss needs floats");
+  if (!type.has_shape())
+    return fail(what + " declares no shape and ONNX's shape inference finds "
+                       "none; the loss needs its rank");
+  int64_t rank = type.shape().dim_size();
+
+  for (const auto &vi : g.input())
+    if (vi.name() == "labels")
+      return fail("the model already has an input named 'labels'");
+  GraphBuilder b(g, opset);
+  std::string loss;
+  onnx::ValueInfoProto labels;
+  labels.set_name("labels");
+  switch (options.kind) {
+  case LossOptions::Kind::None:
+    break;
+  case LossOptions::Kind::Output: {
+    for (const auto &d : type.shape().dim())
+      if (!d.has_dim_value() || d.dim_value() != 1)
+        return fail(what + " is not a single value (its shape must be [] "
+                           "or all ones)");
+    loss = y.name();
+    break;
+  }
+  case LossOptions::Kind::Mse: {
+    *labels.mutable_type() = y.type();
+    std::string d = b.apply("Sub", {y.name(), "labels"});
+    loss = b.reduceAll("ReduceMean", b.apply("Mul", {d, d}));
+    break;
+  }
+  case LossOptions::Kind::CrossEntropy: {
+    if (rank < 1)
+      return fail(what + " is a scalar; cross-entropy needs the classes "
+                         "along its last axis");
+    if (opset < 11)
+      return fail("cross-entropy needs opset 11 or later (GatherElements); "
+                  "the model imports opset " +
+                  llvm::Twine(opset));
+    auto &lt = *labels.mutable_type()->mutable_tensor_type();
+    lt.set_elem_type(onnx::TensorProto::INT64);
+    auto &shape = *lt.mutable_shape();
+    for (int64_t i = 0; i + 1 < rank; ++i)
+      *shape.add_dim() = type.shape().dim(int(i));
+    int64_t last = rank - 1;
+    onnx::NodeProto &logSoftmax = b.node("LogSoftmax", {y.name()});
+    GraphBuilder::intAttr(logSoftmax, "axis", last);
+    std::string index = "labels", keep;
+    if (options.ignoreIndex) {
+      std::string ignored = b.int64s({*options.ignoreIndex}, true);
+      keep = b.apply("Not", {b.apply("Equal", {"labels", ignored})});
+      index = b.apply("Where", {keep, "labels", b.int64s({0}, true)});
+    }
+    onnx::NodeProto &gather = b.node(
+        "GatherElements", {logSoftmax.output(0), b.unsqueeze(index, last)});
+    GraphBuilder::intAttr(gather, "axis", last);
+    std::string picked = gather.output(0);
+    if (!options.ignoreIndex) {
+      loss = b.apply("Neg", {b.reduceAll("ReduceMean", picked)});
+      break;
+    }
+    onnx::NodeProto &cast = b.node("Cast", {keep});
+    GraphBuilder::intAttr(cast, "to", elem);
+    std::string kept = cast.output(0);
+    std::string total = b.reduceAll(
+        "ReduceSum", b.apply("Mul", {picked, b.unsqueeze(kept, last)}));
+    std::string count = b.reduceAll("ReduceSum", kept);
+    loss = b.apply("Neg", {b.apply("Div", {total, count})});
+    break;
+  }
+  }
+  if (options.kind != LossOptions::Kind::Output) {
+    *g.add_input() = labels;
+    loss = b.rename(loss, b.fresh("loss", ""));
+  }
+  // The loss is the only output.
+  onnx::ValueInfoProto out;
+  out.set_name(loss);
+  out.mutable_type()->mutable_tensor_type()->set_elem_type(elem);
+  if (options.kind == LossOptions::Kind::Output)
+    *out.mutable_type() = y.type();
+  else
+    out.mutable_type()->mutable_tensor_type()->mutable_shape();
+  g.clear_output();
+  *g.add_output() = out;
+  return llvm::Error::success();
+}
+
+} // namespace pax
