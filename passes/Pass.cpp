@@ -2,6 +2,7 @@
 #include "passes/Pass.h"
 
 #include "passes/BasicPasses.h"
+#include "passes/autodiff/Autodiff.h"
 #include "passes/sharding/InsertCollectives.h"
 #include "passes/sharding/ShardingPasses.h"
 

@@ -10,6 +10,7 @@
 #include "ir/Printer.h"
 #include "ir/Summary.h"
 #include "ir/Verifier.h"
+#include "passes/autodiff/Autodiff.h"
 #include "passes/sharding/InsertCollectives.h"
 #include "passes/sharding/StrategyIO.h"
 #include "tools/common/Runnable.h"
@@ -96,6 +97,17 @@ static cl::opt<std::string> ignoreIndex(
     cl::desc("Cross-entropy: positions with this label count neither in "
              "the sum nor in the mean"),
     cl::value_desc("N"), cl::cat(lossCategory));
+
+static cl::opt<bool> gradients(
+    "gradients",
+    cl::desc("Append the gradient of the loss (the first output) with "
+             "respect to every parameter as outputs grad/NAME"),
+    cl::cat(lossCategory));
+static cl::opt<std::string>
+    freeze("freeze",
+           cl::desc("With --gradients: parameters whose name matches this "
+                    "regular expression stay fixed (no gradient)"),
+           cl::value_desc("REGEX"), cl::cat(lossCategory));
 
 static cl::opt<bool> quiet("quiet", cl::desc("Do not print warnings"),
                            cl::cat(paxcCategory));
@@ -312,6 +324,15 @@ int main(int argc, char **argv) {
       }))
     return fail(inputPath + ": --mode=train: the model has no float "
                             "parameters to train");
+
+  if (freeze.getNumOccurrences() && !gradients)
+    return fail("--freeze needs --gradients");
+  if (gradients) {
+    AutodiffOptions ad;
+    ad.freeze = freeze;
+    if (auto err = appendBackward(m, ad))
+      return fail(inputPath + ": " + llvm::toString(std::move(err)));
+  }
 
   std::string verifyErrors;
   if (!verifyModule(m, [&](const Op *op, const llvm::Twine &msg) {

@@ -1,0 +1,227 @@
+//===- Autodiff.cpp - The backward pass of a training step ----------------===//
+#include "passes/autodiff/Autodiff.h"
+
+#include "passes/autodiff/GradientBuilder.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Regex.h"
+
+#include <cstring>
+
+namespace pax {
+
+//===----------------------------------------------------------------------===//
+// GradientBuilder
+//===----------------------------------------------------------------------===//
+
+bool GradientBuilder::needs(unsigned k) const {
+  return k < needed.size() && needed[k];
+}
+
+std::string GradientBuilder::name(llvm::StringRef what) const {
+  llvm::StringRef base = forward ? forward->name() : "";
+  return ("grad/" + (base.empty() ? llvm::StringRef("op") : base) + "/" +
+          what + "#" + llvm::Twine(counter))
+      .str();
+}
+
+AccessMap GradientBuilder::identity(unsigned rank) {
+  AccessMap map;
+  for (unsigned d = 0; d < rank; ++d)
+    map.push_back(AccessExpr::dim(d));
+  return map;
+}
+
+/// Whether iteration dim \p d occurs in \p map.
+static bool mapUses(const AccessMap &map, unsigned d) {
+  return llvm::any_of(map, [&](const AccessExpr &e) { return e.uses(d); });
+}
+
+Value *GradientBuilder::over(OpKind kind, llvm::ArrayRef<Read> ins,
+                             const AccessMap &out, const TensorType &type,
+                             llvm::StringRef what, AttrMap attrs) {
+  Op *op = m.main.addOp(kind);
+  // The forward op's dims that the new op reads or writes (a dim neither
+  // uses would repeat every point), renumbered.
+  std::vector<int> index(forward->iters.size(), -1);
+  for (unsigned d = 0; d < forward->iters.size(); ++d) {
+    bool written = mapUses(out, d);
+    if (!written && llvm::none_of(ins, [&](const Read &r) {
+          return mapUses(r.map, d);
+        }))
+      continue;
+    index[d] = int(op->iters.size());
+    IterDim dim = forward->iters[d];
+    dim.kind = written ? IterKind::Parallel : IterKind::Reduction;
+    op->iters.push_back(dim);
+  }
+  auto renumber = [&](AccessMap map) {
+    for (AccessExpr &e : map)
+      for (unsigned &d : e.dims)
+        d = unsigned(index[d]);
+    return map;
+  };
+  for (const Read &r : ins)
+    op->operands.push_back({r.value, renumber(r.map)});
+  op->attrs = std::move(attrs);
+  op->attrs["name"] = name(what);
+  ++counter;
+  if (auto it = forward->attrs.find("config"); it != forward->attrs.end()) {
+    const auto &config = std::get<std::vector<int64_t>>(it->second);
+    std::vector<int64_t> kept;
+    for (unsigned d = 0; d < index.size() && d < config.size(); ++d)
+      if (index[d] >= 0)
+        kept.push_back(config[d]);
+    op->attrs["config"] = kept;
+  }
+  return op->addResult(type, renumber(out));
+}
+
+Value *GradientBuilder::elementwise(OpKind kind, llvm::ArrayRef<Value *> ins,
+                                    const TensorType &type,
+                                    llvm::StringRef what) {
+  Op *op = m.main.addOp(kind);
+  for (unsigned d = 0; d < type.rank(); ++d)
+    op->iters.push_back({"d" + std::to_string(d), type.shape[d],
+                         IterKind::Parallel});
+  for (Value *v : ins)
+    op->operands.push_back(
+        {v, v->type.rank() == 0 ? AccessMap() : identity(type.rank())});
+  op->attrs["name"] = name(what);
+  ++counter;
+  return op->addResult(type, identity(type.rank()));
+}
+
+Value *GradientBuilder::constant(double value, DType elem) {
+  std::string key = "grad/const/" + std::string(dtypeName(elem)) + "/" +
+                    std::to_string(value);
+  if (Global *g = m.findGlobal(key))
+    return &g->value;
+  Global *g = m.addGlobal(key, TensorType{elem, {}});
+  g->source = DataSource::Fill;
+  g->fill = value;
+  return &g->value;
+}
+
+void GradientBuilder::accumulate(const Value *v, Value *g) {
+  auto [it, fresh] = grads.try_emplace(v, g);
+  if (!fresh)
+    it->second = elementwise(OpKind::Add, {it->second, g}, v->type, "sum");
+}
+
+void GradientBuilder::accumulateOperand(unsigned k, Value *g) {
+  const Operand &x = forward->operands[k];
+  if (x.map == resultMap() && x.value->type == g->type) {
+    accumulate(x.value, g);
+    return;
+  }
+  // Summed over the dims the operand does not have (broadcasting).
+  accumulate(x.value, over(OpKind::ReduceSum, {{g, resultMap()}}, x.map,
+                           x.value->type, "unbroadcast"));
+}
+
+//===----------------------------------------------------------------------===//
+// The backward pass
+//===----------------------------------------------------------------------===//
+
+llvm::Error appendBackward(Module &m, const AutodiffOptions &options) {
+  Func &f = m.main;
+  auto fail = [](const llvm::Twine &msg) {
+    return llvm::createStringError("autodiff: " + msg);
+  };
+  if (f.returns.empty())
+    return fail("the function returns nothing to differentiate");
+  const Value *loss = f.returns[0];
+  if (!isFloat(loss->type.elem) || loss->type.numel() != 1)
+    return fail("the loss, result '" + f.returnNames[0] + "', is " +
+                loss->type.str() +
+                "; it must be a float with one element (see --loss)");
+  std::optional<llvm::Regex> freeze;
+  if (!options.freeze.empty()) {
+    freeze.emplace(options.freeze);
+    std::string err;
+    if (!freeze->isValid(err))
+      return fail("--freeze='" + options.freeze + "': " + err);
+  }
+  // The values that depend on a trainable parameter through floats.
+  llvm::DenseSet<const Value *> varies;
+  std::vector<const Global *> params;
+  for (const auto &g : m.globals)
+    if (g->isParameter && isFloat(g->value.type.elem) &&
+        !(freeze && freeze->match(g->name()))) {
+      varies.insert(&g->value);
+      params.push_back(g.get());
+    }
+  for (const auto &op : f.ops)
+    if (llvm::any_of(op->operands,
+                     [&](const Operand &o) { return varies.count(o.value); }))
+      for (const Result &r : op->results)
+        if (isFloat(r.value->type.elem))
+          varies.insert(r.value.get());
+  if (!varies.count(loss))
+    return fail("the loss does not depend on any trainable parameter");
+
+  GradientBuilder b(m);
+  // d loss / d loss = 1, as a one-element tensor of the loss's type.
+  {
+    Op *one = f.addOp(OpKind::Expand);
+    for (unsigned d = 0; d < loss->type.rank(); ++d)
+      one->iters.push_back({"d" + std::to_string(d), 1, IterKind::Parallel});
+    Value *c = b.constant(1.0, loss->type.elem);
+    one->operands.push_back({c, {}});
+    AccessMap map;
+    for (unsigned d = 0; d < loss->type.rank(); ++d)
+      map.push_back(AccessExpr::dim(d));
+    one->attrs["name"] = std::string("grad/seed");
+    b.accumulate(loss, one->addResult(loss->type, map));
+  }
+  // The forward ops, newest first (the backward ops are appended behind).
+  std::vector<const Op *> forward;
+  for (const auto &op : f.ops)
+    forward.push_back(op.get());
+  forward.pop_back(); // the seed just added
+  for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
+    const Op &op = **it;
+    if (op.results.empty())
+      continue;
+    Value *dy = b.gradientOf(op.results[0].value.get());
+    if (!dy)
+      continue;
+    std::vector<bool> needs;
+    for (const Operand &o : op.operands)
+      needs.push_back(varies.count(o.value) > 0);
+    if (llvm::none_of(needs, [](bool n) { return n; }))
+      continue;
+    if (op.results.size() != 1)
+      return fail("op '" + op.name().str() + "' (" +
+                  opKindName(op.kind).str() +
+                  ") has several results; their gradients are not "
+                  "supported yet");
+    b.setForward(&op);
+    b.setNeeds(std::move(needs));
+    if (llvm::Error err = applyGradientRule(b, op, dy))
+      return err;
+  }
+  for (const Global *g : params)
+    if (Value *grad = b.gradientOf(&g->value)) {
+      f.returns.push_back(grad);
+      f.returnNames.push_back("grad/" + g->name());
+    }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Pass>>
+AutodiffPass::create(const PassOptions &o) {
+  if (auto err = o.checkKnown("pax-autodiff", {"freeze"}))
+    return err;
+  AutodiffOptions options;
+  options.freeze = o.get("freeze", "");
+  return std::make_unique<AutodiffPass>(std::move(options));
+}
+
+llvm::Error AutodiffPass::run(Module &m, PassContext &) {
+  return appendBackward(m, options);
+}
+
+} // namespace pax

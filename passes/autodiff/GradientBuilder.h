@@ -1,0 +1,93 @@
+//===- GradientBuilder.h - What a gradient rule builds with ---------------===//
+//
+// Internal to passes/autodiff. A rule receives the forward op and the
+// gradient of its result, and adds the gradient of each operand that needs
+// one through the builder. Backward ops are built over the forward op's
+// iteration dims (`over`), with each dim's kind set by the op's result map:
+// `par` where the result uses the dim, `red` where it is summed away.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Module.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pax {
+
+/// An operand of a backward op: a value read through a map of the forward
+/// op's iteration dims.
+struct Read {
+  Value *value;
+  AccessMap map;
+};
+
+class GradientBuilder {
+public:
+  explicit GradientBuilder(Module &m) : m(m) {}
+
+  /// The op whose rule is running (names and configurations come from it).
+  void setForward(const Op *op) { forward = op; }
+
+  /// Whether operand \p k of the forward op needs a gradient.
+  bool needs(unsigned k) const;
+  void setNeeds(std::vector<bool> n) { needed = std::move(n); }
+
+  /// A new op of \p kind over the forward op's iteration dims, reading
+  /// \p ins, writing one result of \p type through \p out; each dim is `par`
+  /// when \p out uses it, `red` otherwise. Named after the forward op and
+  /// \p what, with the forward op's configuration.
+  Value *over(OpKind kind, llvm::ArrayRef<Read> ins, const AccessMap &out,
+              const TensorType &type, llvm::StringRef what,
+              AttrMap attrs = {});
+
+  /// A new elementwise op over \p type's dims (d0, d1, ...), reading each of
+  /// \p ins whole (they have \p type's shape) or as a scalar (rank 0).
+  Value *elementwise(OpKind kind, llvm::ArrayRef<Value *> ins,
+                     const TensorType &type, llvm::StringRef what);
+
+  /// The identity map of the forward op's result 0 over its dims, as
+  /// written; and an operand's map.
+  const AccessMap &resultMap() const { return forward->results[0].map; }
+  const AccessMap &operandMap(unsigned k) const {
+    return forward->operands[k].map;
+  }
+
+  /// A scalar constant of element type \p elem.
+  Value *constant(double value, DType elem);
+
+  /// Adds \p g, laid out as \p g's op writes it over the forward op's dims
+  /// through \p map (the operand's own map), to operand \p k's gradient:
+  /// summed over the dims the operand does not have.
+  void accumulateOperand(unsigned k, Value *g);
+
+  /// Adds \p g (of \p v's type) to \p v's gradient.
+  void accumulate(const Value *v, Value *g);
+  /// The gradient of \p v so far, or nullptr.
+  Value *gradientOf(const Value *v) const {
+    auto it = grads.find(v);
+    return it == grads.end() ? nullptr : it->second;
+  }
+
+private:
+  std::string name(llvm::StringRef what) const;
+  /// The identity map over a tensor of rank \p rank (d0, d1, ...).
+  static AccessMap identity(unsigned rank);
+
+  Module &m;
+  const Op *forward = nullptr;
+  std::vector<bool> needed;
+  llvm::DenseMap<const Value *, Value *> grads;
+  unsigned counter = 0;
+};
+
+/// Builds the gradients of the operands of \p op from \p dy, the gradient
+/// of its result 0; an error when \p op's kind has no rule.
+llvm::Error applyGradientRule(GradientBuilder &b, const Op &op, Value *dy);
+
+} // namespace pax

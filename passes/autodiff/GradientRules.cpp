@@ -1,0 +1,301 @@
+//===- GradientRules.cpp - The gradient of each op kind -------------------===//
+//
+// One rule per op kind, in the table at the end. A rule reads the forward
+// op through the builder (its maps, operands, result) and adds the gradient
+// of every operand that needs one. Backward ops are built over the forward
+// op's iteration dims (GradientBuilder::over), or elementwise over a
+// tensor's dims where no forward dim is involved.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/autodiff/GradientBuilder.h"
+
+#include <array>
+
+namespace pax {
+
+namespace {
+
+using Rule = llvm::Error (*)(GradientBuilder &b, const Op &op, Value *dy);
+
+Value *resultOf(const Op &op) { return op.results[0].value.get(); }
+
+/// `v * (1 - v)`-style helpers over the forward op's result layout.
+Value *overResult(GradientBuilder &b, OpKind kind, llvm::ArrayRef<Read> ins,
+                  const Op &op, llvm::StringRef what) {
+  return b.over(kind, ins, b.resultMap(), resultOf(op)->type, what);
+}
+
+llvm::Error addRule(GradientBuilder &b, const Op &op, Value *dy) {
+  for (unsigned k = 0; k < op.operands.size(); ++k)
+    if (b.needs(k))
+      b.accumulateOperand(k, dy);
+  return llvm::Error::success();
+}
+
+llvm::Error subRule(GradientBuilder &b, const Op &op, Value *dy) {
+  if (b.needs(0))
+    b.accumulateOperand(0, dy);
+  if (b.needs(1))
+    b.accumulateOperand(1, b.elementwise(OpKind::Neg, {dy}, dy->type, "neg"));
+  return llvm::Error::success();
+}
+
+llvm::Error negRule(GradientBuilder &b, const Op &op, Value *dy) {
+  b.accumulateOperand(0, b.elementwise(OpKind::Neg, {dy}, dy->type, "neg"));
+  return llvm::Error::success();
+}
+
+Read operandRead(const Op &op, unsigned k) {
+  return {op.operands[k].value, op.operands[k].map};
+}
+
+llvm::Error mulRule(GradientBuilder &b, const Op &op, Value *dy) {
+  for (unsigned k = 0; k < 2; ++k)
+    if (b.needs(k))
+      b.accumulateOperand(
+          k, overResult(b, OpKind::Mul,
+                        {{dy, b.resultMap()}, operandRead(op, 1 - k)}, op,
+                        "mul"));
+  return llvm::Error::success();
+}
+
+// y = a / b: da = dy / b, db = -dy * y / b.
+llvm::Error divRule(GradientBuilder &b, const Op &op, Value *dy) {
+  Read den = operandRead(op, 1);
+  if (b.needs(0))
+    b.accumulateOperand(
+        0, overResult(b, OpKind::Div, {{dy, b.resultMap()}, den}, op, "div"));
+  if (b.needs(1)) {
+    Value *dyy = overResult(
+        b, OpKind::Mul, {{dy, b.resultMap()}, {resultOf(op), b.resultMap()}},
+        op, "mul");
+    Value *q = overResult(b, OpKind::Div, {{dyy, b.resultMap()}, den}, op,
+                          "div");
+    b.accumulateOperand(1, overResult(b, OpKind::Neg, {{q, b.resultMap()}},
+                                      op, "neg"));
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error reluRule(GradientBuilder &b, const Op &op, Value *dy) {
+  DType elem = resultOf(op)->type.elem;
+  Value *zero = b.constant(0, elem);
+  TensorType mask = resultOf(op)->type;
+  mask.elem = DType::I1;
+  Value *positive = b.over(OpKind::Greater,
+                           {operandRead(op, 0), {zero, {}}}, b.resultMap(),
+                           mask, "positive");
+  b.accumulateOperand(
+      0, overResult(b, OpKind::Where,
+                    {{positive, b.resultMap()}, {dy, b.resultMap()}, {zero, {}}},
+                    op, "where"));
+  return llvm::Error::success();
+}
+
+/// dx = dy * f'(x), with f'(x) computed from y = f(x) by \p derivative.
+template <Value *(*Derivative)(GradientBuilder &, const Op &)>
+llvm::Error fromResultRule(GradientBuilder &b, const Op &op, Value *dy) {
+  Value *d = Derivative(b, op);
+  b.accumulateOperand(
+      0, overResult(b, OpKind::Mul, {{dy, b.resultMap()}, {d, b.resultMap()}},
+                    op, "mul"));
+  return llvm::Error::success();
+}
+
+// tanh' = 1 - y^2
+Value *tanhDerivative(GradientBuilder &b, const Op &op) {
+  Read y{resultOf(op), b.resultMap()};
+  Value *y2 = overResult(b, OpKind::Mul, {y, y}, op, "square");
+  return overResult(
+      b, OpKind::Sub,
+      {{b.constant(1, resultOf(op)->type.elem), {}}, {y2, b.resultMap()}}, op,
+      "one_minus");
+}
+
+// sigmoid' = y (1 - y)
+Value *sigmoidDerivative(GradientBuilder &b, const Op &op) {
+  Read y{resultOf(op), b.resultMap()};
+  Value *rest = overResult(
+      b, OpKind::Sub, {{b.constant(1, resultOf(op)->type.elem), {}}, y}, op,
+      "one_minus");
+  return overResult(b, OpKind::Mul, {y, {rest, b.resultMap()}}, op, "mul");
+}
+
+// exp' = y
+Value *expDerivative(GradientBuilder &b, const Op &op) { return resultOf(op); }
+
+// log' = 1 / x
+Value *logDerivative(GradientBuilder &b, const Op &op) {
+  return overResult(b, OpKind::Reciprocal, {operandRead(op, 0)}, op,
+                    "reciprocal");
+}
+
+// sqrt' = 0.5 / y
+Value *sqrtDerivative(GradientBuilder &b, const Op &op) {
+  return overResult(b, OpKind::Div,
+                    {{b.constant(0.5, resultOf(op)->type.elem), {}},
+                     {resultOf(op), b.resultMap()}},
+                    op, "half_over");
+}
+
+// Contractions: each factor's gradient is the contraction of dy with the
+// other factor over the same dims, written through the factor's own map;
+// the dims it does not have are summed. gemm's alpha scales it; its C gets
+// beta times dy, summed over the dims C does not have.
+llvm::Error contractionRule(GradientBuilder &b, const Op &op, Value *dy) {
+  double alpha = 1, beta = 1;
+  if (op.kind == OpKind::Gemm) {
+    if (auto it = op.attrs.find("alpha"); it != op.attrs.end())
+      alpha = std::get<float>(it->second);
+    if (auto it = op.attrs.find("beta"); it != op.attrs.end())
+      beta = std::get<float>(it->second);
+  }
+  for (unsigned k = 0; k < 2; ++k) {
+    if (!b.needs(k))
+      continue;
+    const Operand &x = op.operands[k];
+    AttrMap attrs;
+    OpKind kind = OpKind::MatMul;
+    if (alpha != 1) {
+      kind = OpKind::Gemm;
+      attrs["alpha"] = float(alpha);
+      attrs["beta"] = 0.0f;
+    }
+    b.accumulate(x.value,
+                 b.over(kind, {{dy, b.resultMap()}, operandRead(op, 1 - k)},
+                        x.map, x.value->type, k == 0 ? "da" : "db", attrs));
+  }
+  if (op.operands.size() > 2 && b.needs(2)) {
+    Value *dc = dy;
+    if (beta != 1)
+      dc = overResult(b, OpKind::Mul,
+                      {{dy, b.resultMap()},
+                       {b.constant(beta, dy->type.elem), {}}},
+                      op, "beta");
+    b.accumulateOperand(2, dc);
+  }
+  return llvm::Error::success();
+}
+
+/// The product of the extents of the dims \p map does not use.
+int64_t summedPoints(const Op &op, const AccessMap &map) {
+  int64_t n = 1;
+  for (size_t d = 0; d < op.iters.size(); ++d)
+    if (llvm::none_of(map, [&](const AccessExpr &e) {
+          return e.uses(unsigned(d));
+        }))
+      n *= op.iters[d].extent;
+  return n;
+}
+
+// Sums and means: every summed point gets dy (divided by their count).
+llvm::Error reduceRule(GradientBuilder &b, const Op &op, Value *dy) {
+  const Operand &x = op.operands[0];
+  Value *g;
+  if (op.kind == OpKind::ReduceMean)
+    g = b.over(OpKind::Mul,
+               {{dy, b.resultMap()},
+                {b.constant(1.0 / double(summedPoints(op, b.resultMap())),
+                            dy->type.elem),
+                 {}}},
+               x.map, x.value->type, "mean");
+  else
+    g = b.over(OpKind::Expand, {{dy, b.resultMap()}}, x.map, x.value->type,
+               "expand");
+  b.accumulate(x.value, g);
+  return llvm::Error::success();
+}
+
+/// The result map with the normalized (reduction) dims' entries made
+/// broadcasts, and the matching type: where a normalization's row sums go.
+std::pair<AccessMap, TensorType> rowsOf(const Op &op) {
+  AccessMap map = op.results[0].map;
+  TensorType type = op.results[0].value->type;
+  for (size_t i = 0; i < map.size(); ++i)
+    if (llvm::any_of(map[i].dims, [&](unsigned d) {
+          return op.iters[d].kind == IterKind::Reduction;
+        })) {
+      map[i] = AccessExpr::broadcast();
+      type.shape[i] = 1;
+    }
+  return {map, type};
+}
+
+// log_softmax: dx = dy - exp(y) * sum(dy); softmax: dx = y (dy - sum(dy y)).
+llvm::Error softmaxRule(GradientBuilder &b, const Op &op, Value *dy) {
+  auto [rowMap, rowType] = rowsOf(op);
+  Read y{resultOf(op), b.resultMap()}, dyr{dy, b.resultMap()};
+  bool isLog = op.kind == OpKind::LogSoftmax;
+  Value *weighted =
+      isLog ? dy : overResult(b, OpKind::Mul, {dyr, y}, op, "dy_y");
+  Value *sums = b.over(OpKind::ReduceSum, {{weighted, b.resultMap()}}, rowMap,
+                       rowType, "row_sum");
+  Value *g;
+  if (isLog) {
+    Value *p = overResult(b, OpKind::Exp, {y}, op, "softmax");
+    Value *t = overResult(b, OpKind::Mul,
+                          {{p, b.resultMap()}, {sums, rowMap}}, op, "scaled");
+    g = overResult(b, OpKind::Sub, {dyr, {t, b.resultMap()}}, op, "dx");
+  } else {
+    Value *t = overResult(b, OpKind::Sub, {dyr, {sums, rowMap}}, op,
+                          "centered");
+    g = overResult(b, OpKind::Mul, {y, {t, b.resultMap()}}, op, "dx");
+  }
+  b.accumulateOperand(0, g);
+  return llvm::Error::success();
+}
+
+// Reshape, transpose, expand: dy read through the result's map lands in the
+// operand's layout; dims the operand does not have (expand's broadcast) are
+// summed.
+llvm::Error layoutRule(GradientBuilder &b, const Op &op, Value *dy) {
+  const Operand &x = op.operands[0];
+  bool sums = summedPoints(op, x.map) > 1;
+  b.accumulate(x.value, b.over(sums ? OpKind::ReduceSum : OpKind::Reshape,
+                               {{dy, b.resultMap()}}, x.map, x.value->type,
+                               "layout"));
+  return llvm::Error::success();
+}
+
+struct RuleEntry {
+  OpKind kind;
+  Rule rule;
+};
+
+/// Every op kind with a gradient rule.
+constexpr RuleEntry kRules[] = {
+    {OpKind::Add, addRule},
+    {OpKind::Sub, subRule},
+    {OpKind::Mul, mulRule},
+    {OpKind::Div, divRule},
+    {OpKind::Neg, negRule},
+    {OpKind::Relu, reluRule},
+    {OpKind::Tanh, fromResultRule<tanhDerivative>},
+    {OpKind::Sigmoid, fromResultRule<sigmoidDerivative>},
+    {OpKind::Exp, fromResultRule<expDerivative>},
+    {OpKind::Log, fromResultRule<logDerivative>},
+    {OpKind::Sqrt, fromResultRule<sqrtDerivative>},
+    {OpKind::MatMul, contractionRule},
+    {OpKind::Gemm, contractionRule},
+    {OpKind::ReduceSum, reduceRule},
+    {OpKind::ReduceMean, reduceRule},
+    {OpKind::Softmax, softmaxRule},
+    {OpKind::LogSoftmax, softmaxRule},
+    {OpKind::Reshape, layoutRule},
+    {OpKind::Transpose, layoutRule},
+    {OpKind::Expand, layoutRule},
+};
+
+} // namespace
+
+llvm::Error applyGradientRule(GradientBuilder &b, const Op &op, Value *dy) {
+  for (const RuleEntry &e : kRules)
+    if (e.kind == op.kind)
+      return e.rule(b, op, dy);
+  return llvm::createStringError(
+      "autodiff: op '" + op.name().str() + "' (" + opKindName(op.kind).str() +
+      ") has no gradient rule yet; the loss depends on it through a "
+      "trainable parameter");
+}
+
+} // namespace pax

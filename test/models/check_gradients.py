@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Checks paxrun's gradients against float64 central differences.
+
+  check_gradients.py MODEL DATA_DIR PAX_DIR --loss mse|cross-entropy
+                     [--ignore-index N] [--loss-output NAME]
+                     [--samples K] [--tol T]
+
+MODEL is the model as exported (without the loss); DATA_DIR/in holds its
+inputs and the labels last (make_test_data.py --loss); PAX_DIR holds
+paxrun's outputs of a plan compiled with `paxc --loss=... --gradients`: the
+loss, then `grad/NAME` per parameter. The reference is independent of
+paxc: the model converted to float64 and run by onnx's reference evaluator,
+the loss computed in numpy (make_test_data.loss_of), and each gradient
+element estimated by central differences. Every float initializer of two
+or more elements must have a gradient; K elements of each are checked (all
+when it has fewer), and each must agree within T times the largest
+gradient magnitude of its tensor (default 1e-4).
+"""
+import argparse
+import glob
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_test_data import loss_of  # noqa: E402
+
+
+def to_float64(model):
+    """The model with every float32 tensor, type and cast made float64, and
+    its float initializers turned into inputs (so they can be varied)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    params = {}
+    for t in list(g.initializer):
+        a = numpy_helper.to_array(t)
+        if a.dtype == np.float32:
+            params[t.name] = a.astype(np.float64)
+    keep = [t for t in g.initializer if t.name not in params]
+    del g.initializer[:]
+    g.initializer.extend(keep)
+    for name, a in params.items():
+        g.input.append(onnx.helper.make_tensor_value_info(
+            name, TensorProto.DOUBLE, a.shape))
+    for vi in list(g.input) + list(g.output) + list(g.value_info):
+        if vi.type.tensor_type.elem_type == TensorProto.FLOAT:
+            vi.type.tensor_type.elem_type = TensorProto.DOUBLE
+    for n in g.node:
+        for a in n.attribute:
+            if n.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
+                a.i = TensorProto.DOUBLE
+            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.FLOAT:
+                a.t.CopyFrom(numpy_helper.from_array(
+                    numpy_helper.to_array(a.t).astype(np.float64), a.t.name))
+    return m, params
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model")
+    ap.add_argument("data")
+    ap.add_argument("pax")
+    ap.add_argument("--loss", required=True, choices=["mse", "cross-entropy"])
+    ap.add_argument("--ignore-index", type=int)
+    ap.add_argument("--loss-output")
+    ap.add_argument("--samples", type=int, default=24)
+    ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--eps", type=float, default=1e-6)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args()
+
+    model = onnx.load(a.model)
+    m64, params = to_float64(model)
+    sess = ReferenceEvaluator(m64)
+    names = [i.name for i in model.graph.input
+             if i.name not in {t.name for t in model.graph.initializer}]
+    feeds = {}
+    for k, name in enumerate(names):
+        v = numpy_helper.to_array(onnx.load_tensor(f"{a.data}/in/input_{k}.pb"))
+        feeds[name] = v.astype(np.float64) if v.dtype == np.float32 else v
+    labels = numpy_helper.to_array(
+        onnx.load_tensor(f"{a.data}/in/input_{len(names)}.pb"))
+    outputs = [o.name for o in model.graph.output]
+    which = outputs.index(a.loss_output) if a.loss_output else 0
+
+    def loss(values):
+        y = sess.run(None, {**feeds, **values})[which]
+        if a.loss == "mse":
+            return np.mean((y - labels.astype(np.float64)) ** 2)
+        keep = np.ones(labels.shape, dtype=bool)
+        if a.ignore_index is not None:
+            keep = labels != a.ignore_index
+        shifted = y - y.max(axis=-1, keepdims=True)
+        logp = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+        picked = np.take_along_axis(
+            logp, np.where(keep, labels, 0)[..., None], axis=-1)[..., 0]
+        return -picked[keep].sum() / keep.sum()
+
+    got = {}
+    for f in glob.glob(f"{a.pax}/output_*.pb"):
+        t = onnx.load_tensor(f)
+        got[t.name] = numpy_helper.to_array(t).astype(np.float64)
+    base = loss(params)
+    assert abs(got["loss"] - base) <= 1e-5 * max(1.0, abs(base)), \
+        f"loss {got['loss']} against the reference {base}"
+    rng = np.random.default_rng(a.seed)
+    worst = 0.0
+    checked = 0
+    for name, p in params.items():
+        if p.size < 2:
+            continue
+        key = "grad/" + name
+        assert key in got, f"no gradient for parameter {name}"
+        g = got[key]
+        assert g.shape == p.shape, f"{key}: shape {g.shape}, parameter {p.shape}"
+        idx = rng.permutation(p.size)[:a.samples]
+        fd = np.zeros(len(idx))
+        for j, i in enumerate(idx):
+            plus, minus = p.copy(), p.copy()
+            plus.flat[i] += a.eps
+            minus.flat[i] -= a.eps
+            fd[j] = (loss({**params, name: plus}) -
+                     loss({**params, name: minus})) / (2 * a.eps)
+        scale = max(np.abs(g).max(), np.abs(fd).max(), 1e-12)
+        err = np.abs(g.flat[idx] - fd).max() / scale
+        worst = max(worst, err)
+        checked += 1
+        if err > a.tol:
+            print(f"{key}: relative error {err:.2e} over {len(idx)} elements")
+            return 1
+    print(f"{checked} parameters, loss {base:.6f}, gradients within "
+          f"{worst:.1e} of float64 central differences")
+    return 0 if checked else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
