@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Small models for the gradient tests, with seeded weights.
+
+  grad_models.py mlp|zoo OUT.onnx
+
+mlp: Gemm, Relu, MatMul and a broadcast Add (a two-layer perceptron).
+zoo: every op kind with a gradient rule at least once: Gemm with alpha,
+beta and a transposed weight, Tanh, Sigmoid, Mul, Div, Exp, Log, Sqrt, Sub,
+Neg, Reshape, Transpose, ReduceSum, ReduceMean, Softmax, LogSoftmax, a
+weight read by two ops, and a broadcast bias.
+"""
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper as nh
+
+
+def weight(rng, name, shape, scale=0.3):
+    return nh.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def mlp(rng):
+    inits = [weight(rng, "W1", (8, 16)), weight(rng, "b1", (16,), 0.1),
+             weight(rng, "W2", (16, 5)), weight(rng, "b2", (5,), 0.1)]
+    nodes = [
+        h.make_node("Gemm", ["x", "W1", "b1"], ["h"], name="fc1"),
+        h.make_node("Relu", ["h"], ["r"], name="relu"),
+        h.make_node("MatMul", ["r", "W2"], ["m"], name="fc2"),
+        h.make_node("Add", ["m", "b2"], ["logits"], name="bias2"),
+    ]
+    return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [4, 8])], \
+        [h.make_tensor_value_info("logits", T.FLOAT, [4, 5])]
+
+
+def zoo(rng):
+    inits = [weight(rng, "W1", (5, 6)), weight(rng, "c1", (5,), 0.1),
+             weight(rng, "W2", (5, 5)), weight(rng, "k", (5,), 0.5),
+             weight(rng, "W3", (2, 3)), weight(rng, "b3", (1, 3), 0.1),
+             nh.from_array(np.array(1.0, dtype=np.float32), "one"),
+             nh.from_array(np.array([2, 10], dtype=np.int64), "shape"),
+             nh.from_array(np.array([1], dtype=np.int64), "axis1")]
+    nodes = [
+        h.make_node("Gemm", ["x", "W1", "c1"], ["g"], name="gemm", transB=1,
+                    alpha=0.5, beta=2.0),
+        h.make_node("Tanh", ["g"], ["t"], name="tanh"),
+        h.make_node("MatMul", ["t", "W2"], ["tw"], name="mm"),
+        h.make_node("Sigmoid", ["tw"], ["s"], name="sigmoid"),
+        h.make_node("Mul", ["t", "s"], ["u"], name="gate"),
+        h.make_node("Mul", ["u", "k"], ["uk"], name="scale"),
+        h.make_node("Exp", ["uk"], ["e"], name="exp"),
+        h.make_node("Add", ["e", "one"], ["e1"], name="plus_one"),
+        h.make_node("Log", ["e1"], ["sp"], name="softplus"),
+        h.make_node("Mul", ["u", "u"], ["u2"], name="square"),
+        h.make_node("Add", ["u2", "one"], ["u21"], name="plus_one_b"),
+        h.make_node("Sqrt", ["u21"], ["q"], name="sqrt"),
+        h.make_node("Div", ["sp", "q"], ["v"], name="div"),
+        h.make_node("Sub", ["v", "u"], ["w"], name="sub"),
+        h.make_node("Neg", ["w"], ["nw"], name="neg"),
+        h.make_node("Reshape", ["nw", "shape"], ["r"], name="reshape"),
+        h.make_node("Transpose", ["r"], ["tr"], name="transpose"),
+        h.make_node("MatMul", ["tr", "W3"], ["z"], name="mm3"),
+        h.make_node("Add", ["z", "b3"], ["zb"], name="bias3"),
+        h.make_node("Softmax", ["zb"], ["sm"], name="softmax", axis=-1),
+        h.make_node("LogSoftmax", ["zb"], ["ls"], name="log_softmax", axis=0),
+        h.make_node("Add", ["sm", "ls"], ["a"], name="mix"),
+        h.make_node("ReduceSum", ["a", "axis1"], ["rs"], name="row_sum",
+                    keepdims=1),
+        h.make_node("ReduceMean", ["a"], ["rm"], name="col_mean", axes=[0],
+                    keepdims=1),
+        h.make_node("Add", ["rs", "rm"], ["y0"], name="outer"),
+        h.make_node("MatMul", ["tr", "W3"], ["z2"], name="mm3_again"),
+        h.make_node("Mul", ["y0", "z2"], ["y"], name="out"),
+    ]
+    return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [4, 6])], \
+        [h.make_tensor_value_info("y", T.FLOAT, [10, 3])]
+
+
+def main():
+    name, out = sys.argv[1], sys.argv[2]
+    rng = np.random.default_rng(7)
+    nodes, inits, inputs, outputs = {"mlp": mlp, "zoo": zoo}[name](rng)
+    g = h.make_graph(nodes, name, inputs, outputs, inits)
+    # Opset 13: softmaxes over one axis; ReduceSum's axes an input.
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)], ir_version=7)
+    onnx.checker.check_model(model)
+    onnx.save(model, out)
+
+
+if __name__ == "__main__":
+    main()
