@@ -130,8 +130,10 @@ void Verifier::verifyMap(const Op &op, const AccessMap &map,
         error(&op, where() + accessExprStr(e, op.iters) + " spans " +
                        llvm::Twine(accessSpan(e, op.iters)) +
                        " but the dim has " + llvm::Twine(dim));
-      if (isResult && e.kind == AccessExpr::Kind::Lookup)
-        error(&op, where() + "a result cannot be written through gather()");
+      if (isResult && e.kind == AccessExpr::Kind::Lookup &&
+          op.kind != OpKind::ScatterAdd)
+        error(&op, where() + "only scatter_add writes a result through "
+                             "gather()");
       break;
     case AccessExpr::Kind::Affine:
       if (isResult) {

@@ -257,6 +257,19 @@ llvm::Error layoutRule(GradientBuilder &b, const Op &op, Value *dy) {
   return llvm::Error::success();
 }
 
+// gather: each looked-up row's gradient is the sum of dy over the points
+// that read it (scatter_add through the data's own map, indices alike);
+// the indices take none.
+llvm::Error gatherRule(GradientBuilder &b, const Op &op, Value *dy) {
+  const Operand &data = op.operands[0];
+  if (b.needs(0))
+    b.accumulate(data.value,
+                 b.over(OpKind::ScatterAdd,
+                        {{dy, b.resultMap()}, operandRead(op, 1)}, data.map,
+                        data.value->type, "scatter"));
+  return llvm::Error::success();
+}
+
 struct RuleEntry {
   OpKind kind;
   Rule rule;
@@ -284,6 +297,7 @@ constexpr RuleEntry kRules[] = {
     {OpKind::Reshape, layoutRule},
     {OpKind::Transpose, layoutRule},
     {OpKind::Expand, layoutRule},
+    {OpKind::Gather, gatherRule},
 };
 
 } // namespace

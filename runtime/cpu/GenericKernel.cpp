@@ -70,8 +70,32 @@ static llvm::Error checkTensor(const plan::Compute &c, const Tensor *t,
   return llvm::Error::success();
 }
 
-/// A lookup may only index gather's data operand, with the indices second.
+/// Index tuples of \p n elements lie along the indices' last dim, which
+/// each point reads whole.
+static llvm::Error checkTuples(const Prepared &p, unsigned n) {
+  const Tensor &idx = *p.ins[1];
+  if (n > 1 && (idx.shape.empty() || idx.shape.back() != int64_t(n) ||
+                p.c.inputs(1).exprs_size() != int(idx.shape.size()) ||
+                p.c.inputs(1).exprs().rbegin()->kind() !=
+                    plan::AccessExpr::FULL))
+    return computeError(p.c, "data is looked up in " + llvm::Twine(n) +
+                                 " dims, but the indices' last dim is not "
+                                 "an index tuple of " +
+                                 llvm::Twine(n) + " read whole ('*')");
+  return llvm::Error::success();
+}
+
+/// A lookup may only index gather's data operand, with the indices second,
+/// or scatter_add's result, with the values first and the indices second.
 static llvm::Error checkLookups(const Prepared &p) {
+  if (p.c.kind() == "scatter_add") {
+    if (p.ins.size() != 2 || p.outs.size() != 1 ||
+        !p.outMaps[0].hasLookup() || p.inMaps[0].hasLookup() ||
+        p.inMaps[1].hasLookup())
+      return computeError(p.c, "scatter_add takes values and indices and "
+                               "writes one result through gather()");
+    return checkTuples(p, p.outMaps[0].lookupCount());
+  }
   for (size_t k = 0; k < p.inMaps.size(); ++k) {
     if (!p.inMaps[k].hasLookup())
       continue;
@@ -80,18 +104,8 @@ static llvm::Error checkLookups(const Prepared &p) {
       return computeError(p.c, "input " + llvm::Twine(k) +
                                    " has a lookup access outside gather's "
                                    "data operand");
-    // Index tuples of k elements lie along the indices' last dim, which
-    // each point reads whole.
-    unsigned n = p.inMaps[0].lookupCount();
-    const Tensor &idx = *p.ins[1];
-    if (n > 1 && (idx.shape.empty() || idx.shape.back() != int64_t(n) ||
-                  p.c.inputs(1).exprs_size() != int(idx.shape.size()) ||
-                  p.c.inputs(1).exprs().rbegin()->kind() !=
-                      plan::AccessExpr::FULL))
-      return computeError(p.c, "data is looked up in " + llvm::Twine(n) +
-                                   " dims, but the indices' last dim is not "
-                                   "an index tuple of " +
-                                   llvm::Twine(n) + " read whole ('*')");
+    if (llvm::Error e = checkTuples(p, p.inMaps[0].lookupCount()))
+      return e;
   }
   for (size_t r = 0; r < p.outMaps.size(); ++r)
     if (p.outMaps[r].hasLookup())
@@ -116,7 +130,7 @@ llvm::Expected<Prepared> prepare(const plan::Compute &c,
     if (llvm::Error e = checkTensor(c, inputs[k], what))
       return e;
     // A gather's index tuples (indices [..., k]) are read whole per point.
-    bool tuples = c.kind() == "gather" && k == 1;
+    bool tuples = (c.kind() == "gather" || c.kind() == "scatter_add") && k == 1;
     auto m = AccessIndexer::compile(c, c.inputs(int(k)), inputs[k]->shape,
                                     p.space, what, tuples);
     if (!m)
@@ -409,6 +423,37 @@ static llvm::Error runCopy(const Prepared &p) {
   return llvm::Error::success();
 }
 
+/// scatter_add: the result is zero but where a point's index names a row
+/// this device holds; there, the point's value is added, points in order
+/// (so the sums do not depend on threads).
+static llvm::Error runScatterAdd(const Prepared &p) {
+  Tensor &out = *p.outs[0];
+  std::fill(out.data.begin(), out.data.end(), uint8_t(0));
+  const IterationSpace &s = p.space;
+  unsigned tuple = std::max(1u, p.outMaps[0].lookupCount());
+  llvm::SmallVector<int64_t, 4> lookupValues(tuple, 0);
+  llvm::SmallVector<int64_t, 8> point(s.extents.size(), 0);
+  for (int64_t flat = 0; flat < s.outerPoints; ++flat) {
+    s.setOuter(flat, point);
+    do {
+      int64_t j = p.inMaps[1].index(point), i = p.inMaps[0].index(point);
+      if (j < 0 || i < 0)
+        continue;
+      for (unsigned t = 0; t < tuple; ++t)
+        lookupValues[t] = p.ins[1]->integer(j + t);
+      if (auto bad = p.outMaps[0].lookupOutOfRange(lookupValues))
+        return computeError(
+            p.c, llvm::formatv("index {0} is out of range for a dim of {1} "
+                               "(valid: [-{1}, {1}))",
+                               bad->first, bad->second));
+      int64_t o = p.outMaps[0].index(point, lookupValues);
+      if (o >= 0)
+        out.setReal(o, out.real(o) + p.ins[0]->real(i));
+    } while (s.nextInner(point));
+  }
+  return llvm::Error::success();
+}
+
 /// The data-movement kinds runCopy handles.
 static bool isCopyKind(llvm::StringRef kind) {
   return llvm::StringSwitch<bool>(kind)
@@ -421,7 +466,8 @@ static bool isCopyKind(llvm::StringRef kind) {
 
 bool genericHasKernel(llvm::StringRef kind) {
   using namespace cpu;
-  return parseScalarOp(kind) || parseReduceOp(kind) || isCopyKind(kind);
+  return parseScalarOp(kind) || parseReduceOp(kind) || isCopyKind(kind) ||
+         kind == "scatter_add";
 }
 
 llvm::Error runGeneric(const plan::Compute &c,
@@ -430,11 +476,14 @@ llvm::Error runGeneric(const plan::Compute &c,
   using namespace cpu;
   std::optional<ScalarOp> scalar = parseScalarOp(c.kind());
   std::optional<ReduceOp> reduce = parseReduceOp(c.kind());
-  if (!scalar && !reduce && !isCopyKind(c.kind()))
+  bool scatter = c.kind() == "scatter_add";
+  if (!scalar && !reduce && !isCopyKind(c.kind()) && !scatter)
     return computeError(c, "no generic cpu kernel for kind '" + c.kind() + "'");
   auto p = prepare(c, inputs, outputs);
   if (!p)
     return p.takeError();
+  if (scatter)
+    return runScatterAdd(*p);
   if (scalar) {
     if (outputs.empty())
       return computeError(c, "has no outputs");

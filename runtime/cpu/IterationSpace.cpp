@@ -16,6 +16,8 @@ IterationSpace IterationSpace::of(const plan::Compute &c) {
   };
   for (const plan::Access &a : c.inputs())
     mark(a);
+  for (const plan::Access &a : c.outputs()) // scatter_add's result
+    mark(a);
   for (int d = 0; d < c.iters_size(); ++d) {
     const plan::IterDim &it = c.iters(d);
     s.extents.push_back(isLookup[d] ? 1 : std::max<int64_t>(it.extent(), 0));

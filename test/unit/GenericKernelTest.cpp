@@ -278,6 +278,29 @@ TEST(GenericKernelTest, MaskedGatherOnSplitTable) {
             "(valid: [-4, 4))");
 }
 
+TEST(GenericKernelTest, ScatterAddOnSplitTable) {
+  // A gather's gradient: rows [2, 4) of a 4-row table on this device; each
+  // point adds its value to the row its index names, when held here.
+  auto b = ComputeBuilder("scatter_add")
+               .iter("i0", 4, plan::IterDim::RED)
+               .iter("v", 2)
+               .iter("d1", 2);
+  b.c.mutable_iters(1)->set_global_offset(2);
+  b.c.mutable_iters(1)->set_global_extent(4);
+  b.in({dim(0), dim(2)}).in({dim(0)}).out({lookup(1), dim(2)});
+  Tensor values = make(plan::F32, {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Tensor idx = make(plan::I64, {4}, {3, 0, 3, -2});
+  Tensor z = make(plan::F32, {2, 2}, {9, 9, 9, 9});
+  ASSERT_EQ(run(b.c, {&values, &idx}, {&z}), "");
+  // Row 2 (local 0) gets point 3 (-2 counts from the end: row 2); row 3
+  // (local 1) points 0 and 2; point 1's row 0 is another device's.
+  EXPECT_EQ(reals(z), V({7, 8, 6, 8}));
+  Tensor bad = make(plan::I64, {4}, {3, 0, 4, 1});
+  EXPECT_EQ(run(b.c, {&values, &bad}, {&z}),
+            "compute 'n0' (scatter_add): index 4 is out of range for a dim "
+            "of 4 (valid: [-4, 4))");
+}
+
 TEST(GenericKernelTest, IntegerAndLogSumExpReductions) {
   Tensor x = make(plan::I32, {2, 3}, {1, 2, 3, -4, 5, 7});
   Tensor z = make(plan::I32, {2});

@@ -175,6 +175,32 @@ TEST(VerifierTest, DimProblemMessagesNameOperandAndDim) {
   }
 }
 
+// Only scatter_add writes its result through gather(): a gather's gradient.
+TEST(VerifierTest, ResultLookupsOnlyForScatterAdd) {
+  for (OpKind kind : {OpKind::Relu, OpKind::ScatterAdd}) {
+    auto m = std::make_unique<Module>();
+    Value *x = m->main.addArg("x", TensorType{DType::F32, {3}});
+    Value *i = m->main.addArg("i", TensorType{DType::I64, {3}});
+    Op *op = m->main.addOp(kind);
+    op->iters = {{"n", 3, IterKind::Reduction}, {"v", 5, IterKind::Parallel}};
+    op->operands.push_back({x, {AccessExpr::dim(0)}});
+    op->operands.push_back({i, {AccessExpr::dim(0)}});
+    m->main.returns = {
+        op->addResult({DType::F32, {5}}, {AccessExpr::lookup(1)})};
+    m->main.returnNames = {"y"};
+    auto msgs = verify(*m);
+    if (kind == OpKind::ScatterAdd) {
+      EXPECT_TRUE(msgs.empty());
+    } else {
+      ASSERT_EQ(msgs.size(), 1u);
+      EXPECT_NE(msgs[0].find("only scatter_add writes a result through "
+                             "gather()"),
+                std::string::npos)
+          << msgs[0];
+    }
+  }
+}
+
 TEST(VerifierTest, DuplicateIterationDim) {
   auto m = reluWith({AccessExpr::dim(0), AccessExpr::full()},
                     {AccessExpr::dim(0), AccessExpr::full()});

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Small models for the gradient tests, with seeded weights.
 
-  grad_models.py mlp|zoo OUT.onnx
+  grad_models.py mlp|embed|zoo OUT.onnx
 
 mlp: Gemm, Relu, MatMul and a broadcast Add (a two-layer perceptron).
+embed: an embedding lookup (Gather of a 32-row table), a mean over the
+sequence, Tanh and a Gemm head.
 zoo: every op kind with a gradient rule at least once: Gemm with alpha,
 beta and a transposed weight, Tanh, Sigmoid, Mul, Div, Exp, Log, Sqrt, Sub,
 Neg, Reshape, Transpose, ReduceSum, ReduceMean, Softmax, LogSoftmax, a
@@ -32,6 +34,22 @@ def mlp(rng):
         h.make_node("Add", ["m", "b2"], ["logits"], name="bias2"),
     ]
     return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [4, 8])], \
+        [h.make_tensor_value_info("logits", T.FLOAT, [4, 5])]
+
+
+def embed(rng):
+    # 32 rows: make_test_data.py draws token ids below 32.
+    inits = [weight(rng, "E", (32, 6), 0.5), weight(rng, "W", (5, 6)),
+             weight(rng, "b", (5,), 0.1)]
+    nodes = [
+        h.make_node("Gather", ["E", "ids"], ["e"], name="embedding"),
+        h.make_node("ReduceMean", ["e"], ["m"], name="pool", axes=[1],
+                    keepdims=0),
+        h.make_node("Tanh", ["m"], ["t"], name="tanh"),
+        h.make_node("Gemm", ["t", "W", "b"], ["logits"], name="head",
+                    transB=1),
+    ]
+    return nodes, inits, [h.make_tensor_value_info("ids", T.INT64, [4, 3])], \
         [h.make_tensor_value_info("logits", T.FLOAT, [4, 5])]
 
 
@@ -81,7 +99,8 @@ def zoo(rng):
 def main():
     name, out = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(7)
-    nodes, inits, inputs, outputs = {"mlp": mlp, "zoo": zoo}[name](rng)
+    nodes, inits, inputs, outputs = {"mlp": mlp, "zoo": zoo,
+                                     "embed": embed}[name](rng)
     g = h.make_graph(nodes, name, inputs, outputs, inits)
     # Opset 13: softmaxes over one axis; ReduceSum's axes an input.
     model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)], ir_version=7)
