@@ -5,6 +5,8 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Regex.h"
 
 #include <cstring>
@@ -93,9 +95,24 @@ Value *GradientBuilder::elementwise(OpKind kind, llvm::ArrayRef<Value *> ins,
   return op->addResult(type, identity(type.rank()));
 }
 
+Value *GradientBuilder::padded(Value *x, const AccessMap &read,
+                               const TensorType &type, llvm::StringRef what) {
+  Op *op = m.main.addOp(OpKind::Pad);
+  for (unsigned d = 0; d < type.rank(); ++d)
+    op->iters.push_back({"d" + std::to_string(d), type.shape[d],
+                         IterKind::Parallel});
+  op->operands.push_back({x, read});
+  op->attrs["name"] = name(what);
+  op->attrs["value"] = 0.0f;
+  ++counter;
+  return op->addResult(type, identity(type.rank()));
+}
+
 Value *GradientBuilder::constant(double value, DType elem) {
-  std::string key = "grad/const/" + std::string(dtypeName(elem)) + "/" +
-                    std::to_string(value);
+  // Exact: two constants share a global only when their values are equal.
+  std::string key = llvm::formatv("grad/const/{0}/{1}", dtypeName(elem),
+                                  llvm::format("%.17g", value))
+                        .str();
   if (Global *g = m.findGlobal(key))
     return &g->value;
   Global *g = m.addGlobal(key, TensorType{elem, {}});
@@ -183,24 +200,19 @@ llvm::Error appendBackward(Module &m, const AutodiffOptions &options) {
   forward.pop_back(); // the seed just added
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
     const Op &op = **it;
-    if (op.results.empty())
-      continue;
-    Value *dy = b.gradientOf(op.results[0].value.get());
-    if (!dy)
+    std::vector<Value *> dys;
+    for (const Result &r : op.results)
+      dys.push_back(b.gradientOf(r.value.get()));
+    if (llvm::none_of(dys, [](Value *v) { return v != nullptr; }))
       continue;
     std::vector<bool> needs;
     for (const Operand &o : op.operands)
       needs.push_back(varies.count(o.value) > 0);
     if (llvm::none_of(needs, [](bool n) { return n; }))
       continue;
-    if (op.results.size() != 1)
-      return fail("op '" + op.name().str() + "' (" +
-                  opKindName(op.kind).str() +
-                  ") has several results; their gradients are not "
-                  "supported yet");
     b.setForward(&op);
     b.setNeeds(std::move(needs));
-    if (llvm::Error err = applyGradientRule(b, op, dy))
+    if (llvm::Error err = applyGradientRule(b, op, dys))
       return err;
   }
   for (const Global *g : params)

@@ -58,6 +58,11 @@ public:
     return forward->operands[k].map;
   }
 
+  /// A pad over \p type's dims (d0, d1, ...): \p x read through \p read,
+  /// zero where it reads outside \p x.
+  Value *padded(Value *x, const AccessMap &read, const TensorType &type,
+                llvm::StringRef what);
+
   /// A scalar constant of element type \p elem.
   Value *constant(double value, DType elem);
 
@@ -86,8 +91,10 @@ private:
   unsigned counter = 0;
 };
 
-/// Builds the gradients of the operands of \p op from \p dy, the gradient
-/// of its result 0; an error when \p op's kind has no rule.
-llvm::Error applyGradientRule(GradientBuilder &b, const Op &op, Value *dy);
+/// Builds the gradients of the operands of \p op from \p dys, the
+/// gradients of its results (nullptr for a result without one); an error
+/// when \p op's kind has no rule.
+llvm::Error applyGradientRule(GradientBuilder &b, const Op &op,
+                              llvm::ArrayRef<Value *> dys);
 
 } // namespace pax

@@ -10,6 +10,7 @@
 #include "passes/autodiff/GradientBuilder.h"
 
 #include <array>
+#include <optional>
 
 namespace pax {
 
@@ -245,15 +246,137 @@ llvm::Error softmaxRule(GradientBuilder &b, const Op &op, Value *dy) {
   return llvm::Error::success();
 }
 
-// Reshape, transpose, expand: dy read through the result's map lands in the
-// operand's layout; dims the operand does not have (expand's broadcast) are
+// Reshape, transpose, expand, concat: dy read through the result's map
+// lands in each operand's layout (a concat input's `d - offset` writes its
+// own range); dims an operand does not have (expand's broadcast) are
 // summed.
 llvm::Error layoutRule(GradientBuilder &b, const Op &op, Value *dy) {
+  for (unsigned k = 0; k < op.operands.size(); ++k) {
+    if (!b.needs(k))
+      continue;
+    const Operand &x = op.operands[k];
+    bool sums = summedPoints(op, x.map) > 1;
+    b.accumulate(x.value, b.over(sums ? OpKind::ReduceSum : OpKind::Reshape,
+                                 {{dy, b.resultMap()}}, x.map, x.value->type,
+                                 "layout"));
+  }
+  return llvm::Error::success();
+}
+
+/// For a slice read `x[d + c]` per dim (stride 1) written `[d]`: the
+/// offsets c per dim of x, or nullopt when the maps are not of that form.
+std::optional<std::vector<int64_t>> sliceOffsets(const Op &op) {
+  const AccessMap &in = op.operands[0].map, &out = op.results[0].map;
+  if (in.size() != out.size())
+    return std::nullopt;
+  std::vector<int64_t> offsets;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i].isPlainDim() && !(in[i].kind == AccessExpr::Kind::Affine &&
+                                  in[i].dims.size() == 1 &&
+                                  in[i].stride == 1))
+      return std::nullopt;
+    if (!out[i].isPlainDim() || out[i].dims[0] != in[i].dims[0])
+      return std::nullopt;
+    offsets.push_back(in[i].offset);
+  }
+  return offsets;
+}
+
+// slice (stride 1): x's gradient is dy placed at the slice's offsets, zero
+// elsewhere: a pad over x's dims.
+llvm::Error sliceRule(GradientBuilder &b, const Op &op, Value *dy) {
+  std::optional<std::vector<int64_t>> offsets = sliceOffsets(op);
+  if (!offsets)
+    return llvm::createStringError(
+        "autodiff: op '" + op.name().str() +
+        "' (slice) reads with a stride or across dims; its gradient is not "
+        "supported yet");
+  const TensorType &xt = op.operands[0].value->type;
+  AccessMap read;
+  for (size_t i = 0; i < offsets->size(); ++i)
+    read.push_back(AccessExpr::shifted(unsigned(i), 1, -(*offsets)[i]));
+  b.accumulate(op.operands[0].value,
+               b.padded(dy, read, xt, "unslice"));
+  return llvm::Error::success();
+}
+
+// pow(a, e): da = dy e a^(e-1); de = dy y log(a).
+llvm::Error powRule(GradientBuilder &b, const Op &op, Value *dy) {
+  DType elem = resultOf(op)->type.elem;
+  Read base = operandRead(op, 0), exponent = operandRead(op, 1);
+  Read dyr{dy, b.resultMap()};
+  if (b.needs(0)) {
+    Value *e1 = overResult(b, OpKind::Sub, {exponent, {b.constant(1, elem), {}}},
+                           op, "exponent_minus_one");
+    Value *p = overResult(b, OpKind::Pow, {base, {e1, b.resultMap()}}, op,
+                          "power");
+    Value *ep = overResult(b, OpKind::Mul, {exponent, {p, b.resultMap()}}, op,
+                           "derivative");
+    b.accumulateOperand(
+        0, overResult(b, OpKind::Mul, {dyr, {ep, b.resultMap()}}, op, "da"));
+  }
+  if (b.needs(1)) {
+    Value *l = overResult(b, OpKind::Log, {base}, op, "log");
+    Value *yl = overResult(
+        b, OpKind::Mul, {{resultOf(op), b.resultMap()}, {l, b.resultMap()}},
+        op, "y_log");
+    b.accumulateOperand(
+        1, overResult(b, OpKind::Mul, {dyr, {yl, b.resultMap()}}, op, "de"));
+  }
+  return llvm::Error::success();
+}
+
+// where(c, a, b): a gets dy where c holds, b where it does not.
+llvm::Error whereRule(GradientBuilder &b, const Op &op, Value *dy) {
+  Value *zero = b.constant(0, dy->type.elem);
+  Read cond = operandRead(op, 0), dyr{dy, b.resultMap()}, z{zero, {}};
+  if (b.needs(1))
+    b.accumulateOperand(
+        1, overResult(b, OpKind::Where, {cond, dyr, z}, op, "then"));
+  if (b.needs(2))
+    b.accumulateOperand(
+        2, overResult(b, OpKind::Where, {cond, z, dyr}, op, "else"));
+  return llvm::Error::success();
+}
+
+// reciprocal' = -y^2
+Value *reciprocalDerivative(GradientBuilder &b, const Op &op) {
+  Read y{resultOf(op), b.resultMap()};
+  Value *y2 = overResult(b, OpKind::Mul, {y, y}, op, "square");
+  return overResult(b, OpKind::Neg, {{y2, b.resultMap()}}, op, "neg");
+}
+
+// erf' = 2/sqrt(pi) exp(-x^2)
+Value *erfDerivative(GradientBuilder &b, const Op &op) {
+  DType elem = resultOf(op)->type.elem;
+  Read x = operandRead(op, 0);
+  Value *x2 = overResult(b, OpKind::Mul, {x, x}, op, "square");
+  Value *n = overResult(b, OpKind::Neg, {{x2, b.resultMap()}}, op, "neg");
+  Value *e = overResult(b, OpKind::Exp, {{n, b.resultMap()}}, op, "exp");
+  return overResult(b, OpKind::Mul,
+                    {{e, b.resultMap()},
+                     {b.constant(1.1283791670955126, elem), {}}},
+                    op, "scaled");
+}
+
+// sin' = cos x, cos' = -sin x
+Value *sinDerivative(GradientBuilder &b, const Op &op) {
+  return overResult(b, OpKind::Cos, {operandRead(op, 0)}, op, "cos");
+}
+Value *cosDerivative(GradientBuilder &b, const Op &op) {
+  Value *s = overResult(b, OpKind::Sin, {operandRead(op, 0)}, op, "sin");
+  return overResult(b, OpKind::Neg, {{s, b.resultMap()}}, op, "neg");
+}
+
+// cast between floats: the gradient cast back.
+llvm::Error castRule(GradientBuilder &b, const Op &op, Value *dy) {
   const Operand &x = op.operands[0];
-  bool sums = summedPoints(op, x.map) > 1;
-  b.accumulate(x.value, b.over(sums ? OpKind::ReduceSum : OpKind::Reshape,
-                               {{dy, b.resultMap()}}, x.map, x.value->type,
-                               "layout"));
+  if (!isFloat(x.value->type.elem))
+    return llvm::Error::success();
+  TensorType t = dy->type;
+  t.elem = x.value->type.elem;
+  b.accumulateOperand(0, b.over(OpKind::Cast, {{dy, b.resultMap()}},
+                                b.resultMap(), t, "cast_back"));
   return llvm::Error::success();
 }
 
@@ -267,6 +390,65 @@ llvm::Error gatherRule(GradientBuilder &b, const Op &op, Value *dy) {
                  b.over(OpKind::ScatterAdd,
                         {{dy, b.resultMap()}, operandRead(op, 1)}, data.map,
                         data.value->type, "scatter"));
+  return llvm::Error::success();
+}
+
+// layer_norm and rms_norm over the red dims (the row), y = xhat g + b with
+// xhat = (x - mean) rstd (rms_norm: no mean):
+//   db = sum dy, dg = sum dy xhat,
+//   dx = rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)), dxhat = dy g
+// (rms_norm: without the mean(dxhat) term). The statistics are computed
+// again from x.
+llvm::Error normRule(GradientBuilder &b, const Op &op, Value *dy) {
+  bool rms = op.kind == OpKind::RmsNorm;
+  DType elem = dy->type.elem;
+  double eps = 1e-5;
+  if (auto it = op.attrs.find("epsilon"); it != op.attrs.end())
+    eps = std::get<float>(it->second);
+  auto [rowMap, rowType] = rowsOf(op);
+  const AccessMap &full = b.resultMap();
+  auto at = [&](Value *v) { return Read{v, full}; };
+  auto row = [&](Value *v) { return Read{v, rowMap}; };
+  auto rowMean = [&](Value *v, llvm::StringRef what) {
+    return b.over(OpKind::ReduceMean, {at(v)}, rowMap, rowType, what);
+  };
+  Read x = operandRead(op, 0);
+  Value *centered = x.value;
+  if (!rms) {
+    Value *mean = b.over(OpKind::ReduceMean, {x}, rowMap, rowType, "mean");
+    centered = overResult(b, OpKind::Sub, {x, row(mean)}, op, "centered");
+  }
+  Read xc = rms ? x : at(centered);
+  Value *sq = overResult(b, OpKind::Mul, {xc, xc}, op, "square");
+  Value *var = rowMean(sq, "variance");
+  Value *shifted = b.over(OpKind::Add, {row(var), {b.constant(eps, elem), {}}},
+                          rowMap, rowType, "plus_epsilon");
+  Value *sd = b.over(OpKind::Sqrt, {row(shifted)}, rowMap, rowType, "std");
+  Value *rstd = b.over(OpKind::Reciprocal, {row(sd)}, rowMap, rowType, "rstd");
+  Value *xhat = overResult(b, OpKind::Mul, {xc, row(rstd)}, op, "xhat");
+  bool hasScale = op.operands.size() > 1;
+  if (op.operands.size() > 2 && b.needs(2))
+    b.accumulateOperand(2, dy);
+  if (hasScale && b.needs(1))
+    b.accumulateOperand(
+        1, overResult(b, OpKind::Mul, {at(dy), at(xhat)}, op, "dscale"));
+  if (!b.needs(0))
+    return llvm::Error::success();
+  Value *dxhat =
+      hasScale ? overResult(b, OpKind::Mul, {at(dy), operandRead(op, 1)}, op,
+                            "dxhat")
+               : dy;
+  Value *prod = overResult(b, OpKind::Mul, {at(dxhat), at(xhat)}, op,
+                           "dxhat_xhat");
+  Value *m2 = rowMean(prod, "mean_dxhat_xhat");
+  Value *t = overResult(b, OpKind::Mul, {at(xhat), row(m2)}, op, "projected");
+  Value *inner = overResult(b, OpKind::Sub, {at(dxhat), at(t)}, op, "inner");
+  if (!rms) {
+    Value *m1 = rowMean(dxhat, "mean_dxhat");
+    inner = overResult(b, OpKind::Sub, {at(inner), row(m1)}, op, "centered_d");
+  }
+  b.accumulateOperand(
+      0, overResult(b, OpKind::Mul, {at(inner), row(rstd)}, op, "dx"));
   return llvm::Error::success();
 }
 
@@ -297,15 +479,53 @@ constexpr RuleEntry kRules[] = {
     {OpKind::Reshape, layoutRule},
     {OpKind::Transpose, layoutRule},
     {OpKind::Expand, layoutRule},
+    {OpKind::Concat, layoutRule},
+    {OpKind::Slice, sliceRule},
     {OpKind::Gather, gatherRule},
+    {OpKind::Pow, powRule},
+    {OpKind::Where, whereRule},
+    {OpKind::Reciprocal, fromResultRule<reciprocalDerivative>},
+    {OpKind::Erf, fromResultRule<erfDerivative>},
+    {OpKind::Sin, fromResultRule<sinDerivative>},
+    {OpKind::Cos, fromResultRule<cosDerivative>},
+    {OpKind::Cast, castRule},
+    {OpKind::LayerNorm, normRule},
+    {OpKind::RmsNorm, normRule},
 };
 
 } // namespace
 
-llvm::Error applyGradientRule(GradientBuilder &b, const Op &op, Value *dy) {
+// split: its results' gradients side by side (a concat over the forward
+// dims, each read through its result's `d - offset`); a result with no
+// gradient contributes zeros.
+llvm::Error splitRule(GradientBuilder &b, const Op &op,
+                      llvm::ArrayRef<Value *> dys) {
+  std::vector<Read> parts;
+  for (size_t r = 0; r < op.results.size(); ++r) {
+    Value *dy = dys[r];
+    const TensorType &t = op.results[r].value->type;
+    if (!dy)
+      dy = b.elementwise(OpKind::Expand, {b.constant(0, t.elem)}, t, "zeros");
+    parts.push_back({dy, op.results[r].map});
+  }
+  const Operand &x = op.operands[0];
+  b.accumulate(x.value, b.over(OpKind::Concat, parts, x.map, x.value->type,
+                               "unsplit"));
+  return llvm::Error::success();
+}
+
+llvm::Error applyGradientRule(GradientBuilder &b, const Op &op,
+                              llvm::ArrayRef<Value *> dys) {
+  if (op.kind == OpKind::Split)
+    return splitRule(b, op, dys);
+  if (dys.size() != 1)
+    return llvm::createStringError(
+        "autodiff: op '" + op.name().str() + "' (" +
+        opKindName(op.kind).str() +
+        ") has several results; their gradients are not supported yet");
   for (const RuleEntry &e : kRules)
     if (e.kind == op.kind)
-      return e.rule(b, op, dy);
+      return e.rule(b, op, dys[0]);
   return llvm::createStringError(
       "autodiff: op '" + op.name().str() + "' (" + opKindName(op.kind).str() +
       ") has no gradient rule yet; the loss depends on it through a "
