@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Small models for the gradient tests, with seeded weights.
 
-  grad_models.py mlp|embed|zoo OUT.onnx
+  grad_models.py mlp|embed|zoo|conv OUT.onnx
 
 mlp: Gemm, Relu, MatMul and a broadcast Add (a two-layer perceptron).
 embed: an embedding lookup (Gather of a 32-row table), a mean over the
@@ -53,6 +53,14 @@ def embed(rng):
         [h.make_tensor_value_info("logits", T.FLOAT, [4, 5])]
 
 
+def conv(rng):
+    """A convolution (no gradient rule yet)."""
+    inits = [weight(rng, "W", (3, 2, 3, 3))]
+    nodes = [h.make_node("Conv", ["x", "W"], ["y"], name="conv1")]
+    return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [1, 2, 5, 5])], \
+        [h.make_tensor_value_info("y", T.FLOAT, [1, 3, 3, 3])]
+
+
 def zoo(rng):
     inits = [weight(rng, "W1", (5, 6)), weight(rng, "c1", (5,), 0.1),
              weight(rng, "W2", (5, 5)), weight(rng, "k", (5,), 0.5),
@@ -99,8 +107,8 @@ def zoo(rng):
 def main():
     name, out = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(7)
-    nodes, inits, inputs, outputs = {"mlp": mlp, "zoo": zoo,
-                                     "embed": embed}[name](rng)
+    nodes, inits, inputs, outputs = {"mlp": mlp, "zoo": zoo, "embed": embed,
+                                     "conv": conv}[name](rng)
     g = h.make_graph(nodes, name, inputs, outputs, inits)
     # Opset 13: softmaxes over one axis; ReduceSum's axes an input.
     model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)], ir_version=7)
