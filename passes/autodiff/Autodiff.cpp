@@ -23,7 +23,7 @@ bool GradientBuilder::needs(unsigned k) const {
 
 std::string GradientBuilder::name(llvm::StringRef what) const {
   llvm::StringRef base = forward ? forward->name() : "";
-  return ("grad/" + (base.empty() ? llvm::StringRef("op") : base) + "/" +
+  return (prefix + "/" + (base.empty() ? llvm::StringRef("op") : base) + "/" +
           what + "#" + llvm::Twine(counter))
       .str();
 }

@@ -29,7 +29,9 @@ struct Read {
 
 class GradientBuilder {
 public:
-  explicit GradientBuilder(Module &m) : m(m) {}
+  /// Ops it builds are named `PREFIX/forward-op/what#N`.
+  explicit GradientBuilder(Module &m, std::string prefix = "grad")
+      : m(m), prefix(std::move(prefix)) {}
 
   /// The op whose rule is running (names and configurations come from it).
   void setForward(const Op *op) { forward = op; }
@@ -85,6 +87,7 @@ private:
   static AccessMap identity(unsigned rank);
 
   Module &m;
+  std::string prefix;
   const Op *forward = nullptr;
   std::vector<bool> needed;
   llvm::DenseMap<const Value *, Value *> grads;

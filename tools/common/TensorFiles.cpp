@@ -142,14 +142,20 @@ llvm::Error writeNpyFile(llvm::StringRef path, const runtime::Tensor &t) {
   return llvm::Error::success();
 }
 
-llvm::Error writeTensorFile(llvm::StringRef path, llvm::StringRef name,
-                            const runtime::Tensor &t) {
+onnx::TensorProto toTensorProto(llvm::StringRef name,
+                                const runtime::Tensor &t) {
   onnx::TensorProto proto;
   proto.set_name(name.str());
   for (int64_t d : t.shape)
     proto.add_dims(d);
   proto.set_data_type(dtypeToOnnx(fromPlanDType(t.dtype)));
   proto.set_raw_data(t.data.data(), t.data.size());
+  return proto;
+}
+
+llvm::Error writeTensorFile(llvm::StringRef path, llvm::StringRef name,
+                            const runtime::Tensor &t) {
+  onnx::TensorProto proto = toTensorProto(name, t);
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec)

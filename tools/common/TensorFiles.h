@@ -6,6 +6,8 @@
 
 #include "llvm/Support/Error.h"
 
+#include <onnx/onnx_pb.h>
+
 namespace pax {
 
 /// Reads a TensorProto file (ONNX's test-data layout); errors say
@@ -20,6 +22,10 @@ llvm::Expected<runtime::Tensor> readNpyFile(llvm::StringRef path,
 
 /// Writes \p t as a `.npy` file (format 1.0).
 llvm::Error writeNpyFile(llvm::StringRef path, const runtime::Tensor &t);
+
+/// \p t as an ONNX TensorProto named \p name (raw little-endian data).
+onnx::TensorProto toTensorProto(llvm::StringRef name,
+                                const runtime::Tensor &t);
 
 /// Writes \p t as an ONNX TensorProto file named \p name, keeping its
 /// element type (raw little-endian data, as ONNX's test data stores it).

@@ -11,6 +11,7 @@
 #include "ir/Summary.h"
 #include "ir/Verifier.h"
 #include "passes/autodiff/Autodiff.h"
+#include "passes/autodiff/Optimizer.h"
 #include "passes/sharding/InsertCollectives.h"
 #include "passes/sharding/StrategyIO.h"
 #include "tools/common/Runnable.h"
@@ -109,6 +110,34 @@ static cl::opt<std::string>
                     "regular expression stay fixed (no gradient)"),
            cl::value_desc("REGEX"), cl::cat(lossCategory));
 
+static cl::OptionCategory trainCategory(
+    "paxc training step options (--mode=train with --loss)");
+static cl::opt<std::string> optimizerKind(
+    "optimizer", cl::desc("The parameter update of a training step"),
+    cl::value_desc("sgd|adam|adamw"), cl::init("sgd"), cl::cat(trainCategory));
+static cl::opt<double> learningRate("lr", cl::desc("Learning rate"),
+                                    cl::init(0.01), cl::cat(trainCategory));
+static cl::opt<double> momentum("momentum",
+                                cl::desc("SGD momentum (torch's, dampening 0)"),
+                                cl::init(0), cl::cat(trainCategory));
+static cl::opt<bool> nesterov("nesterov",
+                              cl::desc("SGD: Nesterov momentum"),
+                              cl::cat(trainCategory));
+static cl::opt<double> weightDecay(
+    "weight-decay",
+    cl::desc("Weight decay (added to the gradient; decoupled for adamw)"),
+    cl::init(0), cl::cat(trainCategory));
+static cl::opt<double> beta1("beta1", cl::desc("Adam's beta1"), cl::init(0.9),
+                             cl::cat(trainCategory));
+static cl::opt<double> beta2("beta2", cl::desc("Adam's beta2"),
+                             cl::init(0.999), cl::cat(trainCategory));
+static cl::opt<double> adamEps("adam-eps", cl::desc("Adam's epsilon"),
+                               cl::init(1e-8), cl::cat(trainCategory));
+static cl::opt<double> clipNorm(
+    "clip-norm",
+    cl::desc("Clip the gradients' global norm, after aggregation (0: none)"),
+    cl::init(0), cl::cat(trainCategory));
+
 static cl::opt<bool> quiet("quiet", cl::desc("Do not print warnings"),
                            cl::cat(paxcCategory));
 
@@ -185,6 +214,9 @@ static int fail(const llvm::Twine &msg) {
 static std::optional<Cluster> theCluster;
 
 /// Searches (or reads with --strategy) the strategy of \p m.
+/// Whether the program is a training step (backward and updates built in).
+static bool trainingStep = false;
+
 static llvm::Expected<StrategyReport> shardModel(const Module &m,
                                                  bool forPlan) {
   auto cluster = makeCluster(
@@ -250,9 +282,12 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m,
       return configs.takeError();
     fixed = std::move(*configs);
   }
-  auto report = buildReport(m, *theCluster,
-                            mode == "train" ? CostMode::Train : CostMode::Infer,
-                            o, fixed);
+  // A training step's backward ops are in the program: each op is priced
+  // once, as it runs.
+  auto report = buildReport(
+      m, *theCluster,
+      mode == "train" && !trainingStep ? CostMode::Train : CostMode::Infer, o,
+      fixed);
   if (shown)
     llvm::errs() << "\n";
   return report;
@@ -325,12 +360,36 @@ int main(int argc, char **argv) {
     return fail(inputPath + ": --mode=train: the model has no float "
                             "parameters to train");
 
-  if (freeze.getNumOccurrences() && !gradients)
-    return fail("--freeze needs --gradients");
-  if (gradients) {
+  // A training step: --mode=train with a loss builds the backward pass and
+  // the parameter updates into the program.
+  trainingStep = mode == "train" && lossKind.getNumOccurrences();
+  if (trainingStep && gradients)
+    return fail("--gradients makes gradients outputs; a training step "
+                "(--mode=train with --loss) applies them instead");
+  if (freeze.getNumOccurrences() && !gradients && !trainingStep)
+    return fail("--freeze needs --gradients or a training step");
+  if (gradients || trainingStep) {
     AutodiffOptions ad;
     ad.freeze = freeze;
     if (auto err = appendBackward(m, ad))
+      return fail(inputPath + ": " + llvm::toString(std::move(err)));
+  }
+  if (trainingStep) {
+    OptimizerOptions opt;
+    auto kind = parseOptimizerKind(optimizerKind);
+    if (!kind)
+      return fail("--optimizer=" + optimizerKind +
+                  ": expected sgd, adam or adamw");
+    opt.kind = *kind;
+    opt.lr = learningRate;
+    opt.momentum = momentum;
+    opt.nesterov = nesterov;
+    opt.weightDecay = weightDecay;
+    opt.beta1 = beta1;
+    opt.beta2 = beta2;
+    opt.eps = adamEps;
+    opt.clipNorm = clipNorm;
+    if (auto err = appendOptimizer(m, opt))
       return fail(inputPath + ": " + llvm::toString(std::move(err)));
   }
 
@@ -349,9 +408,9 @@ int main(int argc, char **argv) {
                   (!emit.getNumOccurrences() &&
                    llvm::StringRef(outputPath).ends_with(".paxplan"));
   if (planning) {
-    if (mode.getNumOccurrences() && mode == "train")
-      return fail("training plans are not supported yet (--mode=infer)");
-    mode = "infer";
+    if (mode == "train" && !trainingStep)
+      return fail("a training plan needs a loss (--loss); --mode=train alone "
+                  "prices a training step of the model as it is");
     if (auto err = checkRunnable(m))
       return fail(llvm::toString(std::move(err)));
     PlanOptions po;

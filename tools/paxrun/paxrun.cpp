@@ -26,7 +26,9 @@
 #include "runtime/mpi/MpiWorld.h"
 #endif
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/xxhash.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -104,6 +106,37 @@ static cl::opt<bool>
     timeKernels("time",
                 cl::desc("Print each run's seconds in compute instructions"),
                 cl::cat(runCategory));
+
+static cl::OptionCategory trainCategory("paxrun training options");
+static cl::opt<bool>
+    train("train",
+          cl::desc("Run training steps: a plan of paxc --mode=train with a "
+                   "loss; each step's `update/NAME` outputs become NAME's "
+                   "value for the next step"),
+          cl::cat(trainCategory));
+static cl::opt<unsigned> steps("steps", cl::desc("Training steps to run"),
+                               cl::init(1), cl::cat(trainCategory));
+static cl::opt<std::string> dataDir(
+    "data",
+    cl::desc("Training data: input_N.pb files (the labels last), reused every "
+             "step, or folders step_0, step_1, ... used in turn"),
+    cl::value_desc("DIR"), cl::cat(trainCategory));
+static cl::opt<std::string>
+    savePath("save",
+             cl::desc("After training, write the source model with its "
+                      "trained initializers"),
+             cl::value_desc("FILE.onnx"), cl::cat(trainCategory));
+static cl::opt<std::string> checkpointDir(
+    "checkpoint",
+    cl::desc("Write the weights, the optimizer state and the step here"),
+    cl::value_desc("DIR"), cl::cat(trainCategory));
+static cl::opt<unsigned>
+    every("every", cl::desc("With --checkpoint: every K steps (0: at the end)"),
+          cl::init(0), cl::cat(trainCategory));
+static cl::opt<std::string>
+    resumeDir("resume",
+              cl::desc("Continue from a checkpoint of the same plan"),
+              cl::value_desc("DIR"), cl::cat(trainCategory));
 
 static int fail(const llvm::Twine &msg) {
   // One write, so the lines of several MPI ranks sharing a stderr do not
@@ -204,12 +237,27 @@ public:
       : model(model), modelDir(std::move(modelDir)), inputs(inputs),
         inputWeight(std::move(inputWeight)) {}
 
+  /// From now on, weight \p name (any source) has the values of \p t: a
+  /// training step's update.
+  void set(const std::string &name, runtime::Tensor t) {
+    std::lock_guard<std::mutex> lock(m);
+    overrides[name] = std::move(t);
+  }
+  const std::map<std::string, runtime::Tensor> &updated() const {
+    return overrides;
+  }
+
   llvm::Error loadWeight(const plan::LoadWeight &load,
                          runtime::Tensor &out) override {
     std::vector<int64_t> lo(load.offset().begin(), load.offset().end());
     if (lo.size() != out.shape.size())
       return llvm::createStringError("weight '" + load.tensor() +
                                      "': the load's offset has the wrong rank");
+    if (auto it = overrides.find(load.tensor()); it != overrides.end()) {
+      runtime::moveOverlap(it->second, std::vector<int64_t>(lo.size(), 0), out,
+                           lo, false);
+      return llvm::Error::success();
+    }
     switch (load.source()) {
     case plan::LoadWeight::FILL:
       for (int64_t i = 0; i < out.numel(); ++i)
@@ -292,7 +340,7 @@ private:
   const std::vector<runtime::Tensor> &inputs;
   InputWeight inputWeight;
   std::mutex m;
-  std::map<std::string, runtime::Tensor> cache;
+  std::map<std::string, runtime::Tensor> cache, overrides;
 };
 } // namespace
 
@@ -575,6 +623,157 @@ static bool compare(const plan::Plan &plan,
   return ok;
 }
 
+/// A fingerprint of \p plan: a checkpoint resumes only the plan it came
+/// from.
+static std::string planFingerprint(const plan::Plan &plan) {
+  std::string bytes;
+  plan.SerializeToString(&bytes);
+  return llvm::utohexstr(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(bytes)));
+}
+
+/// Writes the updated weights and optimizer state and the next step to DIR.
+static llvm::Error writeCheckpoint(const std::string &dir,
+                                   const plan::Plan &plan, const Feed &feed,
+                                   unsigned nextStep) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return llvm::createStringError("cannot create '" + dir +
+                                   "': " + ec.message());
+  std::error_code ec;
+  llvm::raw_fd_ostream index(dir + "/checkpoint.txt", ec);
+  if (ec)
+    return llvm::createStringError("cannot write '" + dir +
+                                   "/checkpoint.txt': " + ec.message());
+  index << "plan " << planFingerprint(plan) << "\nstep " << nextStep << "\n";
+  unsigned n = 0;
+  for (const auto &[name, t] : feed.updated())
+    if (auto err = writeTensorFile(dir + "/tensor_" + std::to_string(n++) +
+                                       ".pb",
+                                   name, t))
+      return err;
+  return llvm::Error::success();
+}
+
+/// Loads a checkpoint of \p plan into \p feed; returns the step to run next.
+static llvm::Expected<unsigned> readCheckpoint(const std::string &dir,
+                                               const plan::Plan &plan,
+                                               Feed &feed) {
+  auto text = llvm::MemoryBuffer::getFile(dir + "/checkpoint.txt");
+  if (!text)
+    return llvm::createStringError("--resume=" + dir +
+                                   ": no checkpoint there (" +
+                                   text.getError().message() + ")");
+  llvm::SmallVector<llvm::StringRef, 4> lines;
+  (*text)->getBuffer().split(lines, '\n', -1, false);
+  unsigned step = 0;
+  std::string fingerprint;
+  for (llvm::StringRef line : lines) {
+    auto [key, value] = line.split(' ');
+    if (key == "plan")
+      fingerprint = value.str();
+    else if (key == "step" && value.getAsInteger(10, step))
+      return llvm::createStringError("--resume=" + dir + ": a bad step line");
+  }
+  if (fingerprint != planFingerprint(plan))
+    return llvm::createStringError(
+        "--resume=" + dir +
+        ": the checkpoint was written by another plan (compile with the same "
+        "model and options, or start afresh)");
+  for (unsigned n = 0;; ++n) {
+    std::string path = dir + "/tensor_" + std::to_string(n) + ".pb";
+    if (!llvm::sys::fs::exists(path))
+      break;
+    auto c = readTensorFile(path, "checkpoint tensor");
+    if (!c)
+      return c.takeError();
+    onnx::TensorProto proto;
+    {
+      auto buf = llvm::MemoryBuffer::getFile(path, false, false);
+      if (!buf || !proto.ParseFromArray((*buf)->getBufferStart(),
+                                        int((*buf)->getBufferSize())))
+        return llvm::createStringError("cannot read '" + path + "'");
+    }
+    feed.set(proto.name(), toRuntimeTensor(*c));
+  }
+  return step;
+}
+
+/// Writes the source model with its initializers replaced by \p feed's
+/// updated values (same names, shapes and types).
+static llvm::Error saveModel(const std::string &path,
+                             const onnx::ModelProto &source, const Feed &feed) {
+  onnx::ModelProto model = source;
+  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer()) {
+    auto it = feed.updated().find(init.name());
+    if (it == feed.updated().end())
+      continue;
+    onnx::TensorProto t = toTensorProto(init.name(), it->second);
+    if (t.data_type() != init.data_type())
+      return llvm::createStringError("weight '" + init.name() +
+                                     "' changed its element type");
+    init = t;
+  }
+  std::ofstream out(path, std::ios::binary);
+  if (!out || !model.SerializeToOstream(&out))
+    return llvm::createStringError("cannot write '" + path + "'");
+  return llvm::Error::success();
+}
+
+/// --train: runs --steps steps, printing each step's loss; every output
+/// `update/NAME` is NAME's value for the next step.
+static llvm::Error
+runTraining(const plan::Plan &plan,
+            llvm::ArrayRef<const plan::DeviceProgram *> progs, Feed &feed,
+            const onnx::ModelProto &model,
+            llvm::function_ref<llvm::Error()> loadInputs,
+            std::vector<runtime::Tensor> &outputs,
+            std::vector<runtime::DeviceStats> &stats) {
+  if (plan.outputs_size() < 2 || plan.outputs(0).name() != "loss")
+    return llvm::createStringError(
+        "--train needs a training plan: the loss first, then the updates "
+        "(paxc MODEL --mode=train --loss=... -o PLAN)");
+  std::vector<std::pair<int, std::string>> updates;
+  for (int i = 1; i < plan.outputs_size(); ++i) {
+    llvm::StringRef name = plan.outputs(i).name();
+    if (!name.consume_front("update/"))
+      return llvm::createStringError("output '" + plan.outputs(i).name() +
+                                     "' of a training plan is not an update");
+    updates.push_back({i, name.str()});
+  }
+  unsigned first = 0;
+  if (!resumeDir.empty()) {
+    auto step = readCheckpoint(resumeDir, plan, feed);
+    if (!step)
+      return step.takeError();
+    first = *step;
+  }
+  // step_0, step_1, ... in turn, or the one folder every step.
+  unsigned folders = 0;
+  while (llvm::sys::fs::exists(dataDir + "/step_" + std::to_string(folders)))
+    ++folders;
+  for (unsigned step = first; step < steps; ++step) {
+    if (folders) {
+      inputsDir = dataDir + "/step_" + std::to_string(step % folders);
+      if (auto err = loadInputs())
+        return err;
+    }
+    if (auto err = runThreads(plan, progs, feed, outputs, stats))
+      return err;
+    llvm::outs() << llvm::formatv("step {0}: loss {1:F6}\n", step,
+                                  outputs[0].real(0));
+    for (auto &[index, name] : updates)
+      feed.set(name, outputs[size_t(index)]);
+    bool last = step + 1 == steps;
+    if (!checkpointDir.empty() &&
+        (last || (every > 0 && (step + 1) % every == 0)))
+      if (auto err = writeCheckpoint(checkpointDir, plan, feed, step + 1))
+        return err;
+  }
+  if (!savePath.empty())
+    if (auto err = saveModel(savePath, model, feed))
+      return err;
+  return llvm::Error::success();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(runCategory);
@@ -617,7 +816,7 @@ int main(int argc, char **argv) {
                       " (run mpirun -np " + llvm::Twine(plan->devices()) + ")")
                : 1;
 #endif
-  if (inputsDir.empty() == !randomInputs)
+  if (!train && inputsDir.empty() == !randomInputs)
     return fail("give exactly one of --inputs DIR and --random-inputs");
 
   onnx::ModelProto model;
@@ -636,17 +835,37 @@ int main(int argc, char **argv) {
   std::vector<runtime::Tensor> inputs;
   std::mt19937 rng(seed);
   std::vector<std::string> names = dataInputs(model);
-  for (int i = 0; i < plan->inputs_size(); ++i) {
-    const plan::TensorInfo &info = plan->inputs(i);
-    if (randomInputs) {
-      inputs.push_back(randomTensor(info, rng));
-      continue;
+  auto loadInputs = [&]() -> llvm::Error {
+    inputs.clear();
+    for (int i = 0; i < plan->inputs_size(); ++i) {
+      const plan::TensorInfo &info = plan->inputs(i);
+      if (randomInputs) {
+        inputs.push_back(randomTensor(info, rng));
+        continue;
+      }
+      auto t = readInput(dataIndex(names, info.name(), unsigned(i)), info);
+      if (!t)
+        return t.takeError();
+      inputs.push_back(std::move(*t));
     }
-    auto t = readInput(dataIndex(names, info.name(), unsigned(i)), info);
-    if (!t)
-      return fail(llvm::toString(t.takeError()));
-    inputs.push_back(std::move(*t));
+    return llvm::Error::success();
+  };
+  if (train) {
+    if (dataDir.empty() || !inputsDir.empty() || randomInputs)
+      return fail("--train reads its data from --data DIR (not --inputs or "
+                  "--random-inputs)");
+    inputsDir = std::string(dataDir);
+    if (llvm::sys::fs::exists(dataDir + "/step_0"))
+      inputsDir = dataDir + "/step_0";
+  } else if (dataDir.getNumOccurrences() || steps.getNumOccurrences() ||
+             savePath.getNumOccurrences() ||
+             checkpointDir.getNumOccurrences() ||
+             resumeDir.getNumOccurrences()) {
+    return fail("--data, --steps, --save, --checkpoint and --resume need "
+                "--train");
   }
+  if (auto err = loadInputs())
+    return fail(llvm::toString(std::move(err)));
   // Weights the model takes as graph inputs: from the same folder, or
   // seeded random values (seeded by name, so every device agrees).
   auto inputWeight = [&](const plan::LoadWeight &load, plan::DType dtype)
@@ -674,6 +893,20 @@ int main(int argc, char **argv) {
     progs.push_back(&p);
   std::vector<runtime::Tensor> outputs;
   std::vector<runtime::DeviceStats> stats;
+  if (train) {
+#ifdef PAX_HAVE_MPI
+    if (world)
+      return fail("--train runs its devices as threads for now, not under "
+                  "MPI");
+#endif
+    if (auto err = runTraining(*plan, progs, feed, model, loadInputs, outputs,
+                               stats))
+      return fail(llvm::toString(std::move(err)));
+    if (!outputsDir.empty())
+      if (auto err = writeOutputs(*plan, outputs))
+        return fail(llvm::toString(std::move(err)));
+    return 0;
+  }
 #ifdef PAX_HAVE_MPI
   if (world) {
     auto ran = runRank(*plan, *world, feed, outputs, stats);

@@ -1,0 +1,215 @@
+//===- Optimizer.cpp - Parameter updates of a training step ---------------===//
+#include "passes/autodiff/Optimizer.h"
+
+#include "passes/autodiff/GradientBuilder.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+namespace pax {
+
+std::optional<OptimizerOptions::Kind> parseOptimizerKind(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<OptimizerOptions::Kind>>(name)
+      .Case("sgd", OptimizerOptions::Kind::Sgd)
+      .Case("adam", OptimizerOptions::Kind::Adam)
+      .Case("adamw", OptimizerOptions::Kind::AdamW)
+      .Default(std::nullopt);
+}
+
+namespace {
+
+/// Elementwise arithmetic over one parameter's shape (scalars broadcast).
+class Updates {
+public:
+  Updates(Module &m) : m(m), b(m, "optimizer") {}
+
+  Value *op(OpKind kind, llvm::ArrayRef<Value *> ins, llvm::StringRef what) {
+    const TensorType *type = &ins[0]->type;
+    for (Value *v : ins)
+      if (v->type.rank() > type->rank())
+        type = &v->type;
+    return b.elementwise(kind, ins, *type, what);
+  }
+  Value *c(double v, DType elem) { return b.constant(v, elem); }
+
+  /// The sum of every element of \p x, as a scalar.
+  Value *sumAll(Value *x, llvm::StringRef what) {
+    Op *o = m.main.addOp(OpKind::ReduceSum);
+    AccessMap map;
+    for (unsigned d = 0; d < x->type.rank(); ++d) {
+      o->iters.push_back({"d" + std::to_string(d), x->type.shape[d],
+                          IterKind::Reduction});
+      map.push_back(AccessExpr::dim(d));
+    }
+    o->operands.push_back({x, map});
+    o->attrs["name"] = ("optimizer/" + what).str();
+    return o->addResult(TensorType{x->type.elem, {}}, {});
+  }
+
+  /// A global holding optimizer state, zero at the first step.
+  Global *state(const std::string &name, const TensorType &type) {
+    Global *g = m.addGlobal(name, type);
+    g->source = DataSource::Fill;
+    g->fill = 0;
+    return g;
+  }
+
+private:
+  Module &m;
+  GradientBuilder b;
+};
+
+} // namespace
+
+llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
+  auto fail = [](const llvm::Twine &msg) {
+    return llvm::createStringError("optimizer: " + msg);
+  };
+  if (!(o.lr > 0))
+    return fail("--lr must be positive");
+  if (o.momentum < 0 || o.momentum >= 1)
+    return fail("--momentum must be in [0, 1)");
+  if (o.nesterov && (o.kind != OptimizerOptions::Kind::Sgd || o.momentum == 0))
+    return fail("--nesterov needs sgd with a --momentum");
+  if (o.weightDecay < 0)
+    return fail("--weight-decay must not be negative");
+  if (o.clipNorm < 0)
+    return fail("--clip-norm must not be negative");
+  if (o.beta1 < 0 || o.beta1 >= 1 || o.beta2 < 0 || o.beta2 >= 1 ||
+      !(o.eps > 0))
+    return fail("the betas must be in [0, 1) and eps positive");
+  Func &f = m.main;
+  // The parameters with a gradient, in result order.
+  std::vector<std::pair<Global *, Value *>> params;
+  std::vector<Value *> keep;
+  std::vector<std::string> keepNames;
+  for (size_t i = 0; i < f.returns.size(); ++i) {
+    llvm::StringRef name = f.returnNames[i];
+    if (name.consume_front("grad/")) {
+      Global *g = m.findGlobal(name);
+      if (!g || !g->isParameter)
+        return fail("result '" + f.returnNames[i] +
+                    "' is the gradient of no parameter");
+      params.push_back({g, f.returns[i]});
+      continue;
+    }
+    keep.push_back(f.returns[i]);
+    keepNames.push_back(f.returnNames[i]);
+  }
+  if (params.empty())
+    return fail("the module has no gradients to apply (run autodiff first)");
+  Updates u(m);
+  std::vector<std::pair<std::string, Value *>> updates, states;
+  DType elem = params[0].second->type.elem;
+  // Clipping by the global norm of all the gradients.
+  if (o.clipNorm > 0) {
+    Value *total = nullptr;
+    for (auto &[g, grad] : params) {
+      Value *sq = u.sumAll(u.op(OpKind::Mul, {grad, grad}, "square"),
+                           "sum_squares");
+      total = total ? u.op(OpKind::Add, {total, sq}, "total") : sq;
+    }
+    Value *norm = u.op(OpKind::Sqrt, {total}, "norm");
+    Value *coef = u.op(
+        OpKind::Div,
+        {u.c(o.clipNorm, elem), u.op(OpKind::Add, {norm, u.c(1e-6, elem)},
+                                     "norm_eps")},
+        "clip_coef");
+    coef = u.op(OpKind::Min, {coef, u.c(1, elem)}, "clip_coef_clamped");
+    for (auto &[g, grad] : params)
+      grad = u.op(OpKind::Mul, {grad, coef}, "clipped");
+  }
+  // Adam's step count and bias corrections.
+  Value *bias1 = nullptr, *bias2Sqrt = nullptr;
+  bool adam = o.kind != OptimizerOptions::Kind::Sgd;
+  if (adam) {
+    Global *step = u.state("optimizer/step", TensorType{elem, {}});
+    Value *t = u.op(OpKind::Add, {&step->value, u.c(1, elem)}, "step");
+    states.push_back({step->name(), t});
+    bias1 = u.op(OpKind::Sub,
+                 {u.c(1, elem), u.op(OpKind::Pow, {u.c(o.beta1, elem), t},
+                                     "beta1_t")},
+                 "bias_correction1");
+    Value *bias2 = u.op(
+        OpKind::Sub,
+        {u.c(1, elem), u.op(OpKind::Pow, {u.c(o.beta2, elem), t}, "beta2_t")},
+        "bias_correction2");
+    bias2Sqrt = u.op(OpKind::Sqrt, {bias2}, "bias_correction2_sqrt");
+  }
+  for (auto &[g, grad] : params) {
+    Value *p = &g->value;
+    const TensorType &type = g->value.type;
+    Value *d = grad;
+    bool decoupled = o.kind == OptimizerOptions::Kind::AdamW;
+    if (o.weightDecay > 0 && !decoupled)
+      d = u.op(OpKind::Add,
+               {d, u.op(OpKind::Mul, {p, u.c(o.weightDecay, elem)}, "decay")},
+               "with_decay");
+    Value *next;
+    if (!adam) {
+      if (o.momentum > 0) {
+        Global *buf = u.state("optimizer/momentum/" + g->name(), type);
+        Value *v = u.op(OpKind::Add,
+                        {u.op(OpKind::Mul,
+                              {&buf->value, u.c(o.momentum, elem)},
+                              "momentum"),
+                         d},
+                        "momentum_buffer");
+        states.push_back({buf->name(), v});
+        d = o.nesterov
+                ? u.op(OpKind::Add,
+                       {d, u.op(OpKind::Mul, {v, u.c(o.momentum, elem)},
+                                "nesterov")},
+                       "nesterov_step")
+                : v;
+      }
+      next = u.op(OpKind::Sub,
+                  {p, u.op(OpKind::Mul, {d, u.c(o.lr, elem)}, "scaled")},
+                  "sgd");
+    } else {
+      Global *m1 = u.state("optimizer/exp_avg/" + g->name(), type);
+      Global *m2 = u.state("optimizer/exp_avg_sq/" + g->name(), type);
+      Value *avg = u.op(
+          OpKind::Add,
+          {u.op(OpKind::Mul, {&m1->value, u.c(o.beta1, elem)}, "beta1_m"),
+           u.op(OpKind::Mul, {d, u.c(1 - o.beta1, elem)}, "one_minus_beta1_g")},
+          "exp_avg");
+      Value *sq = u.op(OpKind::Mul, {d, d}, "grad_sq");
+      Value *avgSq = u.op(
+          OpKind::Add,
+          {u.op(OpKind::Mul, {&m2->value, u.c(o.beta2, elem)}, "beta2_v"),
+           u.op(OpKind::Mul, {sq, u.c(1 - o.beta2, elem)}, "one_minus_beta2")},
+          "exp_avg_sq");
+      states.push_back({m1->name(), avg});
+      states.push_back({m2->name(), avgSq});
+      // torch: denom = sqrt(v) / sqrt(1 - b2^t) + eps;
+      //        p -= lr / (1 - b1^t) * m / denom.
+      Value *denom = u.op(
+          OpKind::Add,
+          {u.op(OpKind::Div, {u.op(OpKind::Sqrt, {avgSq}, "sqrt_v"), bias2Sqrt},
+                "corrected_sqrt_v"),
+           u.c(o.eps, elem)},
+          "denom");
+      Value *stepSize =
+          u.op(OpKind::Div, {u.c(o.lr, elem), bias1}, "step_size");
+      Value *delta = u.op(
+          OpKind::Mul,
+          {u.op(OpKind::Div, {avg, denom}, "ratio"), stepSize}, "delta");
+      Value *base = p;
+      if (decoupled && o.weightDecay > 0)
+        base = u.op(OpKind::Mul, {p, u.c(1 - o.lr * o.weightDecay, elem)},
+                    "decayed");
+      next = u.op(OpKind::Sub, {base, delta}, "adam");
+    }
+    updates.push_back({g->name(), next});
+  }
+  f.returns = keep;
+  f.returnNames = keepNames;
+  for (auto *list : {&updates, &states})
+    for (auto &[name, v] : *list) {
+      f.returns.push_back(v);
+      f.returnNames.push_back("update/" + name);
+    }
+  return llvm::Error::success();
+}
+
+} // namespace pax

@@ -1,0 +1,48 @@
+//===- Optimizer.h - Parameter updates of a training step -----------------===//
+//
+// appendOptimizer() turns a module whose results are the loss and the
+// gradients `grad/NAME` (appendBackward) into one training step: each
+// parameter's new value, and each piece of optimizer state's, becomes a
+// result `update/NAME`; the gradients are no longer results. Optimizer
+// state (momentum, Adam's moments, the step count) is a global that starts
+// at zero; the program that runs the steps (paxrun --train) feeds every
+// `update/NAME` back as NAME's value for the next step. The formulas are
+// torch's: SGD with momentum, dampening 0 and optional Nesterov; Adam with
+// bias correction (weight decay added to the gradient); AdamW with decoupled
+// weight decay. Clipping scales every gradient by min(1, clip / norm), the
+// norm taken over all the gradients together (after their aggregation,
+// since the ops read whole gradients).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Module.h"
+
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+
+namespace pax {
+
+struct OptimizerOptions {
+  enum class Kind { Sgd, Adam, AdamW };
+  Kind kind = Kind::Sgd;
+  double lr = 0.01;
+  double momentum = 0;
+  bool nesterov = false;
+  double weightDecay = 0;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  /// Clip the gradients' global norm to this; 0 for none.
+  double clipNorm = 0;
+};
+
+/// "sgd", "adam", "adamw"; nullopt otherwise.
+std::optional<OptimizerOptions::Kind> parseOptimizerKind(llvm::StringRef name);
+
+/// Appends the update of every parameter that has a gradient result (see
+/// the file comment). Fails on options out of range and when the module
+/// has no gradients.
+llvm::Error appendOptimizer(Module &m, const OptimizerOptions &options);
+
+} // namespace pax
