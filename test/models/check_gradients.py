@@ -29,8 +29,11 @@ from onnx import TensorProto, numpy_helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "models"))
 from make_test_data import loss_of  # noqa: E402
+from onnx_float64 import to_float64  # noqa: E402
 
 
 class LayerNormalization64(OpRun):
@@ -51,36 +54,6 @@ class LayerNormalization64(OpRun):
 LayerNormalization64.__name__ = "LayerNormalization"
 
 
-def to_float64(model):
-    """The model with every float32 tensor, type and cast made float64, and
-    its float initializers turned into inputs (so they can be varied)."""
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    g = m.graph
-    params = {}
-    for t in list(g.initializer):
-        a = numpy_helper.to_array(t)
-        if a.dtype == np.float32:
-            params[t.name] = a.astype(np.float64)
-    keep = [t for t in g.initializer if t.name not in params]
-    del g.initializer[:]
-    g.initializer.extend(keep)
-    for name, a in params.items():
-        g.input.append(onnx.helper.make_tensor_value_info(
-            name, TensorProto.DOUBLE, a.shape))
-    for vi in list(g.input) + list(g.output) + list(g.value_info):
-        if vi.type.tensor_type.elem_type == TensorProto.FLOAT:
-            vi.type.tensor_type.elem_type = TensorProto.DOUBLE
-    for n in g.node:
-        for a in n.attribute:
-            if n.op_type == "Cast" and a.name == "to" and a.i == TensorProto.FLOAT:
-                a.i = TensorProto.DOUBLE
-            if a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.FLOAT:
-                a.t.CopyFrom(numpy_helper.from_array(
-                    numpy_helper.to_array(a.t).astype(np.float64), a.t.name))
-    return m, params
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model")
@@ -96,7 +69,7 @@ def main():
     a = ap.parse_args()
 
     model = onnx.load(a.model)
-    m64, params = to_float64(model)
+    m64, params = to_float64(model, params_as_inputs=True)
     sess = ReferenceEvaluator(m64, new_ops=[LayerNormalization64])
     names = [i.name for i in model.graph.input
              if i.name not in {t.name for t in model.graph.initializer}]

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""A real learning run: a small GPT-style model learns the GPL-3 licence
+text (byte tokens), on one simulated device and on four with every op split
+at random, with paxc's training plans and paxrun --train.
+
+  python3 tools/models/train_text.py [--steps 200] [--gpus 4] [--float64]
+        [--optimizer "--optimizer=adam --lr=0.003"] [--agree 1e-4]
+        [--bin build/bin] [--out docs/training] [--work DIR]
+
+Checks that the loss falls (the last ten steps' mean below 60% of the
+first step's) and that the two loss curves agree to --agree (relative,
+every step; default 1e-4); writes OUT/loss_curve.png (both curves: one
+device dark blue, four devices orange, dotted over it) and OUT/losses.csv
+(with --float64, a float64 copy of the model: *_float64.*). Needs onnx and
+numpy; the PNG is written with zlib alone.
+"""
+import argparse
+import os
+import re
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+import numpy as np
+import onnx
+from onnx import numpy_helper as nh
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TEXT = "/usr/share/common-licenses/GPL-3"
+BATCH, SEQ, STEP_FOLDERS = 8, 32, 50
+
+
+def prepare(work):
+    """Byte tokens of the text; folders step_K with input_ids and the next
+    tokens as labels, batches drawn with a fixed seed."""
+    data = np.frombuffer(open(TEXT, "rb").read(), dtype=np.uint8).astype(np.int64)
+    rng = np.random.default_rng(0)
+    for k in range(STEP_FOLDERS):
+        starts = rng.integers(0, len(data) - SEQ - 1, size=BATCH)
+        x = np.stack([data[s:s + SEQ] for s in starts])
+        y = np.stack([data[s + 1:s + SEQ + 1] for s in starts])
+        d = os.path.join(work, "data", f"step_{k}")
+        os.makedirs(d, exist_ok=True)
+        onnx.save_tensor(nh.from_array(x, "input_ids"), os.path.join(d, "input_0.pb"))
+        onnx.save_tensor(nh.from_array(y, "labels"), os.path.join(d, "input_1.pb"))
+    return len(data)
+
+
+def run(cmd):
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [float(m.group(1)) for m in re.finditer(r"step \d+: loss ([0-9.eE+-]+)", out)]
+
+
+def png(path, curves, width=720, height=420):
+    """Line plot of \\p curves [(values, rgb, dotted)] on a white canvas with
+    axes and a tick per 50 steps and per unit of loss."""
+    img = np.full((height, width, 3), 255, dtype=np.uint8)
+    left, right, top, bottom = 50, 20, 20, 40
+    n = max(len(c[0]) for c in curves)
+    hi = np.ceil(max(max(c[0]) for c in curves))
+    x = lambda i: left + (width - left - right) * i / max(n - 1, 1)
+    y = lambda v: top + (height - top - bottom) * (1 - v / hi)
+    img[top:height - bottom + 1, left] = 0
+    img[height - bottom, left:width - right] = 0
+    for i in range(0, n, 50):
+        img[height - bottom:height - bottom + 6, int(x(i))] = 0
+    for v in range(0, int(hi) + 1):
+        img[int(y(v)), left - 6:left] = 0
+        img[int(y(v)), left:width - right:4] = 200
+    for values, rgb, dotted in curves:
+        for i in range(len(values) - 1):
+            x0, y0, x1, y1 = x(i), y(values[i]), x(i + 1), y(values[i + 1])
+            steps = int(max(abs(x1 - x0), abs(y1 - y0))) + 1
+            for t in range(steps + 1):
+                if dotted and (t // 2) % 2:
+                    continue
+                px = int(round(x0 + (x1 - x0) * t / steps))
+                py = int(round(y0 + (y1 - y0) * t / steps))
+                img[max(py - 1, 0):py + 1, max(px - 1, 0):px + 1] = rgb
+    raw = b"".join(b"\0" + img[r].tobytes() for r in range(height))
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n")
+        f.write(chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)))
+        f.write(chunk(b"IDAT", zlib.compress(raw, 9)))
+        f.write(chunk(b"IEND", b""))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--gpus", type=int, default=4)
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "training"))
+    ap.add_argument("--work")
+    ap.add_argument("--optimizer", default="--optimizer=adam --lr=0.003",
+                    help="paxc's optimizer options")
+    ap.add_argument("--float64", action="store_true",
+                    help="train a float64 copy of the model")
+    ap.add_argument("--agree", type=float, default=1e-4,
+                    help="the largest relative difference of the two curves")
+    a = ap.parse_args()
+    work = a.work or tempfile.mkdtemp(prefix="pax-train-")
+    os.makedirs(a.out, exist_ok=True)
+    size = prepare(work)
+    model = os.path.join(work, "gpt.onnx")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "models", "paxmodels.py"),
+                    "gpt2", "--layers", "2", "--hidden", "64", "--heads", "4",
+                    "--ffn", "256", "--vocab", "256", "--positions", "64",
+                    "--batch", str(BATCH), "--seq", str(SEQ), "--weights", "random",
+                    "-o", model], check=True, capture_output=True)
+    if a.float64:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from onnx_float64 import to_float64
+        onnx.save(to_float64(onnx.load(model))[0], model)
+    paxc, paxrun = os.path.join(a.bin, "paxc"), os.path.join(a.bin, "paxrun")
+    train = ["--mode=train", "--loss=cross-entropy", *a.optimizer.split(),
+             "--quiet"]
+    one = os.path.join(work, "one.paxplan")
+    subprocess.run([paxc, model, *train, "-o", one], check=True)
+    searched = os.path.join(work, "searched.json")
+    subprocess.run([paxc, model, *train, f"--gpus={a.gpus}", "--emit=strategy",
+                    "-o", searched], check=True)
+    forced = os.path.join(work, "forced.json")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "models", "force_strategy.py"),
+                    searched, "random", f"--gpus={a.gpus}", "--seed=3", "-o", forced],
+                   check=True)
+    many = os.path.join(work, "many.paxplan")
+    subprocess.run([paxc, model, *train, f"--gpus={a.gpus}", f"--strategy={forced}",
+                    "-o", many], check=True)
+    data = os.path.join(work, "data")
+    l1 = run([paxrun, one, "--train", f"--steps={a.steps}", f"--data={data}"])
+    ln = run([paxrun, many, "--train", f"--steps={a.steps}", f"--data={data}"])
+    rel = max(abs(p - q) / abs(p) for p, q in zip(l1, ln))
+    first, last = l1[0], float(np.mean(l1[-10:]))
+    with open(os.path.join(a.out, f"losses{'_float64' if a.float64 else ''}.csv"),
+              "w") as f:
+        f.write(f"step,loss_1_device,loss_{a.gpus}_devices\n")
+        for i, (p, q) in enumerate(zip(l1, ln)):
+            f.write(f"{i},{p:.6f},{q:.6f}\n")
+    suffix = "_float64" if a.float64 else ""
+    png(os.path.join(a.out, f"loss_curve{suffix}.png"),
+        [(l1, (20, 40, 140), False), (ln, (240, 140, 20), True)])
+    print(f"{TEXT}: {size} bytes; {a.steps} steps of {BATCH}x{SEQ} tokens; loss "
+          f"{first:.4f} -> {last:.4f} (mean of the last 10); 1 and {a.gpus} devices "
+          f"agree within {rel:.1e}")
+    ok = len(l1) == len(ln) == a.steps and rel <= a.agree and last < 0.6 * first
+    print("ok" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
