@@ -136,7 +136,14 @@ void Verifier::verifyMap(const Op &op, const AccessMap &map,
                              "gather()");
       break;
     case AccessExpr::Kind::Affine:
-      if (isResult) {
+      if (isResult && op.kind == OpKind::ScatterAdd) {
+        // Sums into what it reaches (a convolution's input gradient through
+        // its window), zero elsewhere.
+        if (affineRange(e, op.iters).second < 0 ||
+            affineRange(e, op.iters).first >= dim)
+          error(&op, where() + accessExprStr(e, op.iters) +
+                         " never writes inside a dim of " + llvm::Twine(dim));
+      } else if (isResult) {
         // Results are written once per point: `d` or `d - offset`, covering
         // the whole dim.
         if (e.dims.size() != 1 || e.stride != 1 || e.offset > 0 ||

@@ -452,6 +452,126 @@ llvm::Error normRule(GradientBuilder &b, const Op &op, Value *dy) {
   return llvm::Error::success();
 }
 
+/// Plain dims for every forward dim \p map uses, and the tensor they span:
+/// a value laid out over the points a window reads.
+std::pair<AccessMap, TensorType> pointsOf(const Op &op, const AccessMap &map,
+                                          DType elem) {
+  AccessMap out;
+  TensorType type{elem, {}};
+  for (unsigned d = 0; d < op.iters.size(); ++d)
+    if (llvm::any_of(map, [&](const AccessExpr &e) { return e.uses(d); })) {
+      out.push_back(AccessExpr::dim(d));
+      type.shape.push_back(op.iters[d].extent);
+    }
+  return {out, type};
+}
+
+/// Sums \p g, laid out by \p gMap over the forward dims, into operand
+/// \p k through its own map (a window's overlapping reads add up; reads
+/// into the padding are dropped).
+void scatterInto(GradientBuilder &b, const Op &op, unsigned k, Value *g,
+                 const AccessMap &gMap) {
+  const Operand &x = op.operands[k];
+  b.accumulate(x.value, b.over(OpKind::ScatterAdd, {{g, gMap}}, x.map,
+                               x.value->type, "scatter"));
+}
+
+// conv: the weight's gradient contracts dy with the input's windows; the
+// bias's sums dy; the input's contracts dy with the weight over the output
+// channels at every window point, then sums the points into the input
+// through the window (scatter_add).
+llvm::Error convRule(GradientBuilder &b, const Op &op, Value *dy) {
+  Read dyr{dy, b.resultMap()};
+  if (b.needs(1)) {
+    const Operand &w = op.operands[1];
+    b.accumulate(w.value, b.over(OpKind::MatMul, {dyr, operandRead(op, 0)},
+                                 w.map, w.value->type, "dweight"));
+  }
+  if (op.operands.size() > 2 && b.needs(2))
+    b.accumulateOperand(2, dy);
+  if (b.needs(0)) {
+    auto [map, type] = pointsOf(op, op.operands[0].map, dy->type.elem);
+    Value *t = b.over(OpKind::MatMul, {dyr, operandRead(op, 1)}, map, type,
+                      "window_grads");
+    scatterInto(b, op, 0, t, map);
+  }
+  return llvm::Error::success();
+}
+
+// max_pool: dy goes to the window points equal to the maximum (every one of
+// them on a tie), summed through the window.
+llvm::Error maxPoolRule(GradientBuilder &b, const Op &op, Value *dy) {
+  auto [map, type] = pointsOf(op, op.operands[0].map, dy->type.elem);
+  TensorType mask = type;
+  mask.elem = DType::I1;
+  Value *hit = b.over(OpKind::Equal,
+                      {operandRead(op, 0), {resultOf(op), b.resultMap()}}, map,
+                      mask, "argmax");
+  Value *g = b.over(OpKind::Where,
+                    {{hit, map}, {dy, b.resultMap()},
+                     {b.constant(0, dy->type.elem), {}}},
+                    map, type, "routed");
+  scatterInto(b, op, 0, g, map);
+  return llvm::Error::success();
+}
+
+// average_pool: every window point gets dy over the window's size.
+llvm::Error averagePoolRule(GradientBuilder &b, const Op &op, Value *dy) {
+  if (auto it = op.attrs.find("pads"); it != op.attrs.end())
+    for (int64_t pad : std::get<std::vector<int64_t>>(it->second))
+      if (pad != 0)
+        return llvm::createStringError(
+            "autodiff: op '" + op.name().str() +
+            "' (average_pool) is padded; its gradient is not supported yet");
+  auto [map, type] = pointsOf(op, op.operands[0].map, dy->type.elem);
+  Value *g = b.over(OpKind::Mul,
+                    {{dy, b.resultMap()},
+                     {b.constant(1.0 / double(summedPoints(op, b.resultMap())),
+                                 dy->type.elem),
+                      {}}},
+                    map, type, "share");
+  scatterInto(b, op, 0, g, map);
+  return llvm::Error::success();
+}
+
+// batch_norm with its running statistics (inference form):
+// y = (x - mean) rstd scale + bias, rstd = 1/sqrt(var + eps):
+// dx = dy scale rstd, dscale = sum dy (x - mean) rstd, dbias = sum dy.
+llvm::Error batchNormRule(GradientBuilder &b, const Op &op, Value *dy) {
+  DType elem = dy->type.elem;
+  double eps = 1e-5;
+  if (auto it = op.attrs.find("epsilon"); it != op.attrs.end())
+    eps = std::get<float>(it->second);
+  Read dyr{dy, b.resultMap()};
+  auto at = [&](Value *v) { return Read{v, b.resultMap()}; };
+  Value *shifted = overResult(
+      b, OpKind::Add, {operandRead(op, 4), {b.constant(eps, elem), {}}}, op,
+      "var_eps");
+  Value *sd = overResult(b, OpKind::Sqrt, {at(shifted)}, op, "std");
+  Value *rstd = overResult(b, OpKind::Reciprocal, {at(sd)}, op, "rstd");
+  if (op.operands.size() > 2 && b.needs(2))
+    b.accumulateOperand(2, dy);
+  if (b.needs(1)) {
+    Value *c = overResult(b, OpKind::Sub,
+                          {operandRead(op, 0), operandRead(op, 3)}, op,
+                          "centered");
+    Value *xhat = overResult(b, OpKind::Mul, {at(c), at(rstd)}, op, "xhat");
+    b.accumulateOperand(1, overResult(b, OpKind::Mul, {dyr, at(xhat)}, op,
+                                      "dscale"));
+  }
+  if (b.needs(0)) {
+    Value *k = overResult(b, OpKind::Mul, {operandRead(op, 1), at(rstd)}, op,
+                          "factor");
+    b.accumulateOperand(0, overResult(b, OpKind::Mul, {dyr, at(k)}, op, "dx"));
+  }
+  if (b.needs(3) || b.needs(4))
+    return llvm::createStringError(
+        "autodiff: op '" + op.name().str() +
+        "' (batch_norm): its statistics are trained parameters; only the "
+        "running statistics of an inference export are supported");
+  return llvm::Error::success();
+}
+
 struct RuleEntry {
   OpKind kind;
   Rule rule;
@@ -491,6 +611,10 @@ constexpr RuleEntry kRules[] = {
     {OpKind::Cast, castRule},
     {OpKind::LayerNorm, normRule},
     {OpKind::RmsNorm, normRule},
+    {OpKind::Conv, convRule},
+    {OpKind::MaxPool, maxPoolRule},
+    {OpKind::AveragePool, averagePoolRule},
+    {OpKind::BatchNorm, batchNormRule},
 };
 
 } // namespace

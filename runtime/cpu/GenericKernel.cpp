@@ -89,12 +89,17 @@ static llvm::Error checkTuples(const Prepared &p, unsigned n) {
 /// or scatter_add's result, with the values first and the indices second.
 static llvm::Error checkLookups(const Prepared &p) {
   if (p.c.kind() == "scatter_add") {
-    if (p.ins.size() != 2 || p.outs.size() != 1 ||
-        !p.outMaps[0].hasLookup() || p.inMaps[0].hasLookup() ||
-        p.inMaps[1].hasLookup())
+    bool indexed = p.ins.size() == 2 && p.outs.size() == 1 &&
+                   p.outMaps[0].hasLookup() && !p.inMaps[0].hasLookup() &&
+                   !p.inMaps[1].hasLookup();
+    bool affine = p.ins.size() == 1 && p.outs.size() == 1 &&
+                  !p.outMaps[0].hasLookup() && !p.inMaps[0].hasLookup();
+    if (!indexed && !affine)
       return computeError(p.c, "scatter_add takes values and indices and "
-                               "writes one result through gather()");
-    return checkTuples(p, p.outMaps[0].lookupCount());
+                               "writes one result through gather(), or "
+                               "values alone written through affine maps");
+    return indexed ? checkTuples(p, p.outMaps[0].lookupCount())
+                   : llvm::Error::success();
   }
   for (size_t k = 0; k < p.inMaps.size(); ++k) {
     if (!p.inMaps[k].hasLookup())
@@ -424,20 +429,31 @@ static llvm::Error runCopy(const Prepared &p) {
 }
 
 /// scatter_add: the result is zero but where a point's index names a row
-/// this device holds; there, the point's value is added, points in order
-/// (so the sums do not depend on threads).
+/// this device holds (or, without indices, where its affine map reaches
+/// inside); there, the point's value is added, points in order (so the
+/// sums do not depend on threads).
 static llvm::Error runScatterAdd(const Prepared &p) {
   Tensor &out = *p.outs[0];
   std::fill(out.data.begin(), out.data.end(), uint8_t(0));
   const IterationSpace &s = p.space;
-  unsigned tuple = std::max(1u, p.outMaps[0].lookupCount());
+  bool indexed = p.ins.size() == 2;
+  unsigned tuple = indexed ? std::max(1u, p.outMaps[0].lookupCount()) : 0;
   llvm::SmallVector<int64_t, 4> lookupValues(tuple, 0);
   llvm::SmallVector<int64_t, 8> point(s.extents.size(), 0);
   for (int64_t flat = 0; flat < s.outerPoints; ++flat) {
     s.setOuter(flat, point);
     do {
-      int64_t j = p.inMaps[1].index(point), i = p.inMaps[0].index(point);
-      if (j < 0 || i < 0)
+      int64_t i = p.inMaps[0].index(point);
+      if (i < 0)
+        continue;
+      if (!indexed) {
+        int64_t o = p.outMaps[0].index(point);
+        if (o >= 0)
+          out.setReal(o, out.real(o) + p.ins[0]->real(i));
+        continue;
+      }
+      int64_t j = p.inMaps[1].index(point);
+      if (j < 0)
         continue;
       for (unsigned t = 0; t < tuple; ++t)
         lookupValues[t] = p.ins[1]->integer(j + t);

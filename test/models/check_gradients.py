@@ -54,6 +54,22 @@ class LayerNormalization64(OpRun):
 LayerNormalization64.__name__ = "LayerNormalization"
 
 
+class BatchNormalization64(OpRun):
+    """ONNX BatchNormalization in inference form, with the running
+    statistics, in the input's type (the reference evaluator's version
+    disagrees with onnxruntime's on 4-d inputs)."""
+    op_domain = ""
+
+    def _run(self, x, scale, bias, mean, var, epsilon=1e-5, momentum=0.9,
+             training_mode=0, spatial=1):
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + epsilon)
+        return ((y * scale.reshape(shape) + bias.reshape(shape)).astype(x.dtype),)
+
+
+BatchNormalization64.__name__ = "BatchNormalization"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model")
@@ -70,7 +86,8 @@ def main():
 
     model = onnx.load(a.model)
     m64, params = to_float64(model, params_as_inputs=True)
-    sess = ReferenceEvaluator(m64, new_ops=[LayerNormalization64])
+    sess = ReferenceEvaluator(m64, new_ops=[LayerNormalization64,
+                                            BatchNormalization64])
     names = [i.name for i in model.graph.input
              if i.name not in {t.name for t in model.graph.initializer}]
     feeds = {}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Small models for the gradient tests, with seeded weights.
 
-  grad_models.py mlp|embed|zoo|conv OUT.onnx
+  grad_models.py mlp|embed|zoo|cnn|lrn OUT.onnx
 
 mlp: Gemm, Relu, MatMul and a broadcast Add (a two-layer perceptron).
 embed: an embedding lookup (Gather of a 32-row table), a mean over the
@@ -53,12 +53,40 @@ def embed(rng):
         [h.make_tensor_value_info("logits", T.FLOAT, [4, 5])]
 
 
-def conv(rng):
-    """A convolution (no gradient rule yet)."""
+def lrn(rng):
+    """A local response normalization (no gradient rule yet)."""
     inits = [weight(rng, "W", (3, 2, 3, 3))]
-    nodes = [h.make_node("Conv", ["x", "W"], ["y"], name="conv1")]
+    nodes = [h.make_node("Conv", ["x", "W"], ["c"], name="conv1"),
+             h.make_node("LRN", ["c"], ["y"], name="lrn1", size=3)]
     return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [1, 2, 5, 5])], \
         [h.make_tensor_value_info("y", T.FLOAT, [1, 3, 3, 3])]
+
+
+def cnn(rng):
+    """Padded and strided convolutions with a bias, max pooling, batch norm
+    with running statistics, a global average pool and a Gemm head."""
+    inits = [weight(rng, "C1", (4, 2, 3, 3)), weight(rng, "c1", (4,), 0.1),
+             weight(rng, "C2", (4, 4, 3, 3)), weight(rng, "gamma", (4,), 0.2),
+             weight(rng, "beta", (4,), 0.1),
+             nh.from_array(np.zeros(4, np.float32), "mean"),
+             nh.from_array(np.ones(4, np.float32), "var"),
+             weight(rng, "F", (4, 5)), weight(rng, "f", (5,), 0.1)]
+    nodes = [
+        h.make_node("Conv", ["x", "C1", "c1"], ["a"], name="conv1", pads=[1, 1, 1, 1]),
+        h.make_node("Relu", ["a"], ["r"], name="relu1"),
+        h.make_node("MaxPool", ["r"], ["p"], name="pool1", kernel_shape=[2, 2],
+                    strides=[2, 2]),
+        h.make_node("Conv", ["p", "C2"], ["b"], name="conv2", pads=[1, 1, 1, 1],
+                    strides=[2, 2]),
+        h.make_node("BatchNormalization", ["b", "gamma", "beta", "mean", "var"],
+                    ["bn"], name="bn"),
+        h.make_node("Relu", ["bn"], ["r2"], name="relu2"),
+        h.make_node("GlobalAveragePool", ["r2"], ["g"], name="gap"),
+        h.make_node("Flatten", ["g"], ["fl"], name="flatten"),
+        h.make_node("Gemm", ["fl", "F", "f"], ["logits"], name="fc"),
+    ]
+    return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [2, 2, 8, 8])], \
+        [h.make_tensor_value_info("logits", T.FLOAT, [2, 5])]
 
 
 def zoo(rng):
@@ -108,7 +136,7 @@ def main():
     name, out = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(7)
     nodes, inits, inputs, outputs = {"mlp": mlp, "zoo": zoo, "embed": embed,
-                                     "conv": conv}[name](rng)
+                                     "cnn": cnn, "lrn": lrn}[name](rng)
     g = h.make_graph(nodes, name, inputs, outputs, inits)
     # Opset 13: softmaxes over one axis; ReduceSum's axes an input.
     model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)], ir_version=7)
