@@ -28,6 +28,9 @@ def main():
     ap.add_argument("--nesterov", action="store_true")
     ap.add_argument("--weight-decay", type=float, default=0.0)
     ap.add_argument("--clip-norm", type=float, default=0.0)
+    ap.add_argument("--clip-per-shard", type=int, default=0,
+                    help="clip each of K batch shards' gradients on its own "
+                         "(what clipping before aggregation would do)")
     ap.add_argument("--tol", type=float, default=1e-5)
     a = ap.parse_args()
     w = {t.name: nh.to_array(t).astype(np.float64)
@@ -47,13 +50,24 @@ def main():
             p /= p.sum(1, keepdims=True)
             p[np.arange(len(labels)), labels] -= 1
             dy = p / len(labels)
-        g = {"b2": dy.sum(0), "W2": r.T @ dy}
         dh = (dy @ w["W2"].T) * (h > 0)
-        g["b1"], g["W1"] = dh.sum(0), x.T @ dh
-        if a.clip_norm > 0:
+
+        def grads(rows):
+            return {"b2": dy[rows].sum(0), "W2": r[rows].T @ dy[rows],
+                    "b1": dh[rows].sum(0), "W1": x[rows].T @ dh[rows]}
+
+        def clipped(g):
             norm = np.sqrt(sum((v ** 2).sum() for v in g.values()))
             coef = min(a.clip_norm / (norm + 1e-6), 1.0)
-            g = {k: v * coef for k, v in g.items()}
+            return {k: v * coef for k, v in g.items()}
+        if a.clip_per_shard:
+            shards = [clipped(grads(rows)) for rows in
+                      np.array_split(np.arange(len(x)), a.clip_per_shard)]
+            g = {k: sum(s[k] for s in shards) for k in shards[0]}
+        else:
+            g = grads(slice(None))
+            if a.clip_norm > 0:
+                g = clipped(g)
         for k in g:
             d = g[k]
             if a.optimizer == "sgd":
