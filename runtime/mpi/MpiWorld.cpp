@@ -142,4 +142,15 @@ MpiWorld::gatherOnRoot(std::vector<uint8_t> bytes) {
   return all;
 }
 
+llvm::Error MpiWorld::broadcastFromRoot(std::vector<uint8_t> &bytes) {
+  int64_t size = int64_t(bytes.size());
+  PAX_MPI_TRY(MPI_Bcast(&size, 1, MPI_INT64_T, 0, MPI_COMM_WORLD));
+  bytes.resize(size_t(size));
+  constexpr int64_t piece = int64_t(1) << 30;
+  for (int64_t at = 0; at < size; at += piece)
+    PAX_MPI_TRY(MPI_Bcast(bytes.data() + at, int(std::min(piece, size - at)),
+                          MPI_BYTE, 0, MPI_COMM_WORLD));
+  return llvm::Error::success();
+}
+
 } // namespace pax::runtime

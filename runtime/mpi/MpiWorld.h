@@ -51,6 +51,12 @@ public:
   llvm::Expected<std::vector<std::vector<uint8_t>>>
   gatherOnRoot(std::vector<uint8_t> bytes);
 
+  /// Every rank receives rank 0's \p bytes into its own \p bytes.
+  llvm::Error broadcastFromRoot(std::vector<uint8_t> &bytes);
+
+  /// Whether startTogether() was called.
+  bool hasStarted() const { return started; }
+
 private:
   MpiWorld() = default;
 

@@ -504,13 +504,17 @@ static llvm::Expected<bool> runRank(const plan::Plan &plan,
   if (!prog)
     return llvm::createStringError("the plan has no program for device " +
                                    llvm::Twine(world.rank()));
-  auto first = world.startTogether(true);
-  if (!first)
-    return first.takeError();
-  if (*first != world.size()) {
-    if (world.rank() == 0)
-      fail("rank " + llvm::Twine(*first) + " could not start, so no rank ran");
-    return false;
+  // Agreed once; a training run calls this every step.
+  if (!world.hasStarted()) {
+    auto first = world.startTogether(true);
+    if (!first)
+      return first.takeError();
+    if (*first != world.size()) {
+      if (world.rank() == 0)
+        fail("rank " + llvm::Twine(*first) +
+             " could not start, so no rank ran");
+      return false;
+    }
   }
   auto comm = runtime::makeMpiCommunicator(plan);
   if (!comm)
@@ -720,13 +724,14 @@ static llvm::Error saveModel(const std::string &path,
 
 /// --train: runs --steps steps, printing each step's loss; every output
 /// `update/NAME` is NAME's value for the next step.
+/// One step on this process's devices: threads, or this rank's device with
+/// every rank receiving the outputs (rank 0 gathers, then broadcasts).
+using StepRunner = std::function<llvm::Error(std::vector<runtime::Tensor> &)>;
+
 static llvm::Error
-runTraining(const plan::Plan &plan,
-            llvm::ArrayRef<const plan::DeviceProgram *> progs, Feed &feed,
-            const onnx::ModelProto &model,
-            llvm::function_ref<llvm::Error()> loadInputs,
-            std::vector<runtime::Tensor> &outputs,
-            std::vector<runtime::DeviceStats> &stats) {
+runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
+            llvm::function_ref<llvm::Error()> loadInputs, StepRunner runStep,
+            bool reports, std::vector<runtime::Tensor> &outputs) {
   if (plan.outputs_size() < 2 || plan.outputs(0).name() != "loss")
     return llvm::createStringError(
         "--train needs a training plan: the loss first, then the updates "
@@ -756,19 +761,20 @@ runTraining(const plan::Plan &plan,
       if (auto err = loadInputs())
         return err;
     }
-    if (auto err = runThreads(plan, progs, feed, outputs, stats))
+    if (auto err = runStep(outputs))
       return err;
-    llvm::outs() << llvm::formatv("step {0}: loss {1:F6}\n", step,
-                                  outputs[0].real(0));
+    if (reports)
+      llvm::outs() << llvm::formatv("step {0}: loss {1:F6}\n", step,
+                                    outputs[0].real(0));
     for (auto &[index, name] : updates)
       feed.set(name, outputs[size_t(index)]);
     bool last = step + 1 == steps;
-    if (!checkpointDir.empty() &&
+    if (reports && !checkpointDir.empty() &&
         (last || (every > 0 && (step + 1) % every == 0)))
       if (auto err = writeCheckpoint(checkpointDir, plan, feed, step + 1))
         return err;
   }
-  if (!savePath.empty())
+  if (reports && !savePath.empty())
     if (auto err = saveModel(savePath, model, feed))
       return err;
   return llvm::Error::success();
@@ -894,15 +900,50 @@ int main(int argc, char **argv) {
   std::vector<runtime::Tensor> outputs;
   std::vector<runtime::DeviceStats> stats;
   if (train) {
+    StepRunner step = [&](std::vector<runtime::Tensor> &out) {
+      return runThreads(*plan, progs, feed, out, stats);
+    };
+    bool reports = true;
 #ifdef PAX_HAVE_MPI
-    if (world)
-      return fail("--train runs its devices as threads for now, not under "
-                  "MPI");
+    if (world) {
+      // Every rank needs the updates: rank 0 gathers the outputs, then
+      // sends them to all.
+      reports = world->rank() == 0;
+      step = [&](std::vector<runtime::Tensor> &out) -> llvm::Error {
+        auto ran = runRank(*plan, *world, feed, out, stats);
+        if (!ran)
+          return ran.takeError();
+        if (!*ran)
+          return llvm::createStringError("a rank could not start");
+        std::vector<uint8_t> bytes;
+        if (world->rank() == 0)
+          for (const runtime::Tensor &t : out)
+            bytes.insert(bytes.end(), t.data.begin(), t.data.end());
+        if (auto err = world->broadcastFromRoot(bytes))
+          return err;
+        if (world->rank() != 0) {
+          out.clear();
+          size_t at = 0;
+          for (const plan::TensorInfo &info : plan->outputs()) {
+            runtime::Tensor t =
+                runtime::Tensor::zeros(info.dtype(), shapeOf(info.shape()));
+            if (at + t.data.size() > bytes.size())
+              return llvm::createStringError(
+                  "rank 0 sent fewer output bytes than the plan's outputs");
+            std::copy(bytes.begin() + at, bytes.begin() + at + t.data.size(),
+                      t.data.begin());
+            at += t.data.size();
+            out.push_back(std::move(t));
+          }
+        }
+        return llvm::Error::success();
+      };
+    }
 #endif
-    if (auto err = runTraining(*plan, progs, feed, model, loadInputs, outputs,
-                               stats))
+    if (auto err =
+            runTraining(*plan, feed, model, loadInputs, step, reports, outputs))
       return fail(llvm::toString(std::move(err)));
-    if (!outputsDir.empty())
+    if (reports && !outputsDir.empty())
       if (auto err = writeOutputs(*plan, outputs))
         return fail(llvm::toString(std::move(err)));
     return 0;
