@@ -26,6 +26,10 @@ struct ConfigOptions {
   unsigned maxSplitDims = 0; ///< most dims split at once (0: any number)
   /// Only splits a plan can run (see executableSplit).
   bool executable = false;
+  /// An op with a `config` attribute keeps it as its only candidate, with
+  /// the splits it may not take (see splittableDims) undone: a training
+  /// step's backward ops keep their forward op's configuration.
+  bool keepGiven = false;
 };
 
 /// Which iteration dims of \p op may be split at all: `par` and `red` dims,

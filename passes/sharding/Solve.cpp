@@ -192,7 +192,20 @@ SearchSpace::SearchSpace(const Module &m, const ConfigOptions &options)
   d->signatures.resize(f.ops.size());
   tbb::parallel_for(size_t(0), f.ops.size(), [&](size_t i) {
     const Op &op = *f.ops[i];
-    std::vector<Config> configs = enumerateConfigs(op, options);
+    std::vector<Config> configs;
+    auto given = op.attrs.find("config");
+    if (options.keepGiven && given != op.attrs.end() &&
+        !d->constants.count(&op)) {
+      const auto &factors = std::get<std::vector<int64_t>>(given->second);
+      auto ok = splittableDims(op, options.executable);
+      Config c(op.iters.size(), 1);
+      for (size_t k = 0; k < c.size() && k < factors.size(); ++k)
+        if (ok[k] && factors[k] > 1 && op.iters[k].extent % factors[k] == 0)
+          c[k] = factors[k];
+      configs.push_back(std::move(c));
+    } else {
+      configs = enumerateConfigs(op, options);
+    }
     if (d->constants.count(&op))
       configs.resize(1); // the unsplit configuration comes first
     d->vertices[i] = {&op, std::move(configs)};
@@ -598,7 +611,7 @@ llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
   const SearchSpace::Data &d = space.data();
   auto fields = [](const ConfigOptions &c) {
     return std::tuple(c.devices, c.powersOfTwo, c.exact, c.maxPerDim,
-                      c.maxSplitDims, c.executable);
+                      c.maxSplitDims, c.executable, c.keepGiven);
   };
   (void)fields;
   assert(fields(d.options) == fields(o.configs) &&

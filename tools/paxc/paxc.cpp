@@ -218,7 +218,8 @@ static std::optional<Cluster> theCluster;
 static bool trainingStep = false;
 
 static llvm::Expected<StrategyReport> shardModel(const Module &m,
-                                                 bool forPlan) {
+                                                 bool forPlan,
+                                                 bool keepGiven = false) {
   auto cluster = makeCluster(
       clusterName,
       gpus.getNumOccurrences() ? std::optional<unsigned>(gpus) : std::nullopt,
@@ -243,6 +244,7 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m,
   o.configs.exact = exact;
   o.configs.maxPerDim = maxSplit;
   o.configs.executable = forPlan;
+  o.configs.keepGiven = keepGiven;
   // Past 16 devices the full space grows faster than it pays: two split
   // dims per op keep the search in seconds at 1024 GPUs (docs/PERFORMANCE.md).
   o.configs.maxSplitDims = maxDims.getNumOccurrences() ? unsigned(maxDims)
@@ -368,6 +370,34 @@ int main(int argc, char **argv) {
                 "(--mode=train with --loss) applies them instead");
   if (freeze.getNumOccurrences() && !gradients && !trainingStep)
     return fail("--freeze needs --gradients or a training step");
+  bool planning = emit == Emit::Plan || emit == Emit::PlanText ||
+                  (!emit.getNumOccurrences() &&
+                   llvm::StringRef(outputPath).ends_with(".paxplan"));
+  bool partitioned = (gpus.getNumOccurrences() && gpus > 1) ||
+                     strategyPath.getNumOccurrences() ||
+                     clusterName.getNumOccurrences();
+  bool sharding =
+      emit == Emit::Report || emit == Emit::Strategy ||
+      (!emit.getNumOccurrences() &&
+       (gpus.getNumOccurrences() || strategyPath.getNumOccurrences()));
+  // A training step searched in two phases: the forward program, priced as
+  // a training step (forward, backward, gradient synchronization), decides
+  // each op's configuration, which its backward ops then share; the search
+  // graph does not grow. Only the ops that belong to no forward op (the
+  // sums of gradients, the updates) are searched afterwards.
+  bool twoPhase = trainingStep && !strategyPath.getNumOccurrences() &&
+                  ((planning && partitioned) || (!planning && sharding));
+  if (twoPhase) {
+    trainingStep = false; // price the forward program as a training step
+    auto first = shardModel(m, /*forPlan=*/planning);
+    trainingStep = true;
+    if (!first)
+      return fail(llvm::toString(first.takeError()));
+    for (size_t i = 0; i < m.main.ops.size(); ++i)
+      m.main.ops[i]->attrs["config"] =
+          std::vector<int64_t>(first->strategy.configs[i].begin(),
+                               first->strategy.configs[i].end());
+  }
   if (gradients || trainingStep) {
     AutodiffOptions ad;
     ad.freeze = freeze;
@@ -404,9 +434,6 @@ int main(int argc, char **argv) {
   llvm::ToolOutputFile out(outputPath, ec, llvm::sys::fs::OF_Text);
   if (ec)
     return fail("cannot write '" + outputPath + "': " + ec.message());
-  bool planning = emit == Emit::Plan || emit == Emit::PlanText ||
-                  (!emit.getNumOccurrences() &&
-                   llvm::StringRef(outputPath).ends_with(".paxplan"));
   if (planning) {
     if (mode == "train" && !trainingStep)
       return fail("a training plan needs a loss (--loss); --mode=train alone "
@@ -418,11 +445,8 @@ int main(int argc, char **argv) {
     llvm::SmallString<256> source(inputPath);
     llvm::sys::fs::make_absolute(source);
     po.source = source.str().str();
-    bool partitioned = (gpus.getNumOccurrences() && gpus > 1) ||
-                       strategyPath.getNumOccurrences() ||
-                       clusterName.getNumOccurrences();
     if (partitioned) {
-      auto report = shardModel(m, /*forPlan=*/true);
+      auto report = shardModel(m, /*forPlan=*/true, /*keepGiven=*/twoPhase);
       if (!report)
         return fail(llvm::toString(report.takeError()));
       const Strategy &s = report->strategy;
@@ -461,10 +485,6 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
-  bool sharding =
-      emit == Emit::Report || emit == Emit::Strategy ||
-      (!emit.getNumOccurrences() &&
-       (gpus.getNumOccurrences() || strategyPath.getNumOccurrences()));
   if (!sharding) {
     if (emit == Emit::IR) {
       printModule(m, out.os());
@@ -478,7 +498,7 @@ int main(int argc, char **argv) {
     out.keep();
     return 0;
   }
-  auto report = shardModel(m, /*forPlan=*/false);
+  auto report = shardModel(m, /*forPlan=*/false, /*keepGiven=*/twoPhase);
   if (!report)
     return fail(llvm::toString(report.takeError()));
   if (emit == Emit::Strategy || format == Format::Json)
