@@ -164,25 +164,45 @@ void contractRuns(const Prepared &p, double alpha, double beta) {
 /// columns; the other outer dims are batch dims.
 struct MatmulDims {
   std::optional<unsigned> m, n;
+  /// The inner dims, as one: each input walks them with one stride (a
+  /// weight's gradient sums over batch and sequence together).
   unsigned k = 0;
+  int64_t kExtent = 1;
   llvm::SmallVector<unsigned, 4> batch;
   int64_t batchPoints = 1;
 };
 
-/// The dims of \p p when every tensor is f32, every map linear, k the one
-/// inner dim, and the output written once per outer point.
+/// Whether every input walks the inner dims as one run: each inner dim's
+/// step is the next one's times the next one's extent.
+static bool innerDimsMerge(const Prepared &p) {
+  const IterationSpace &s = p.space;
+  for (const AccessIndexer &m : p.inMaps)
+    for (size_t i = 0; i + 1 < s.inner.size(); ++i)
+      if (m.step(s.inner[i]) !=
+          m.step(s.inner[i + 1]) * s.extents[s.inner[i + 1]])
+        return false;
+  return true;
+}
+
+/// The dims of \p p when every tensor is f32, every map linear, the inner
+/// dims walked as one by both inputs, and the output written once per
+/// outer point.
 std::optional<MatmulDims> matchMatmul(const Prepared &p) {
   const IterationSpace &s = p.space;
   auto f32 = [](const Tensor *t) { return t->dtype == plan::F32; };
   auto linear = [](const AccessIndexer &m) { return m.isLinear(); };
-  if (s.inner.size() != 1 || !llvm::all_of(p.ins, f32) || !f32(p.outs[0]) ||
-      !llvm::all_of(p.inMaps, linear) || !p.outMaps[0].isLinear())
+  if (s.inner.empty() || !llvm::all_of(p.ins, f32) || !f32(p.outs[0]) ||
+      !llvm::all_of(p.inMaps, linear) || !p.outMaps[0].isLinear() ||
+      !innerDimsMerge(p))
     return std::nullopt;
   const AccessIndexer &a = p.inMaps[0], &b = p.inMaps[1], &y = p.outMaps[0];
   MatmulDims d;
-  d.k = s.inner[0];
-  if (y.usesDim(d.k))
-    return std::nullopt;
+  d.k = s.inner.back();
+  for (unsigned dim : s.inner) {
+    d.kExtent *= s.extents[dim];
+    if (y.usesDim(dim))
+      return std::nullopt;
+  }
   // Rows and columns are the largest dims of A only and of B only; any
   // other outer dim is a batch dim (each batch point is one GEMM).
   for (unsigned dim : s.outer) {
@@ -202,14 +222,18 @@ std::optional<MatmulDims> matchMatmul(const Prepared &p) {
 }
 
 /// The strided matrix \p map reads at \p point over dims (\p rows, \p
-/// cols); a missing dim is one row or column.
+/// cols); a missing dim is one row or column; the merged inner dims
+/// (\p d.k) span d.kExtent.
 template <typename T>
 MatrixView<T> matrixAt(T *data, const AccessIndexer &map,
                        llvm::ArrayRef<int64_t> point, const IterationSpace &s,
-                       std::optional<unsigned> rows,
+                       const MatmulDims &d, std::optional<unsigned> rows,
                        std::optional<unsigned> cols) {
-  return {data + map.index(point), rows ? s.extents[*rows] : 1,
-          cols ? s.extents[*cols] : 1, rows ? map.step(*rows) : 0,
+  auto extent = [&](unsigned dim) {
+    return dim == d.k ? d.kExtent : s.extents[dim];
+  };
+  return {data + map.index(point), rows ? extent(*rows) : 1,
+          cols ? extent(*cols) : 1, rows ? map.step(*rows) : 0,
           cols ? map.step(*cols) : 1};
 }
 
@@ -223,7 +247,7 @@ void runMatmulF32(const Prepared &p, const MatmulDims &d, float alpha,
   };
   float *y = reinterpret_cast<float *>(p.outs[0]->data.data());
   int64_t rows = d.m ? s.extents[*d.m] : 1, cols = d.n ? s.extents[*d.n] : 1;
-  GemmBlocking blocking = GemmBlocking::of(rows, cols, s.extents[d.k]);
+  GemmBlocking blocking = GemmBlocking::of(rows, cols, d.kExtent);
   int64_t blocks = blocking.count();
   tbb::parallel_for(int64_t(0), d.batchPoints * blocks, [&](int64_t t) {
     llvm::SmallVector<int64_t, 8> point(s.extents.size(), 0);
@@ -232,13 +256,13 @@ void runMatmulF32(const Prepared &p, const MatmulDims &d, float alpha,
       point[d.batch[i]] = rest % s.extents[d.batch[i]];
       rest /= s.extents[d.batch[i]];
     }
-    ConstMatrixF32 a = matrixAt(in(0), p.inMaps[0], point, s, d.m, d.k);
-    ConstMatrixF32 b = matrixAt(in(1), p.inMaps[1], point, s, d.k, d.n);
-    MatrixF32 out = matrixAt(y, p.outMaps[0], point, s, d.m, d.n);
+    ConstMatrixF32 a = matrixAt(in(0), p.inMaps[0], point, s, d, d.m, d.k);
+    ConstMatrixF32 b = matrixAt(in(1), p.inMaps[1], point, s, d, d.k, d.n);
+    MatrixF32 out = matrixAt(y, p.outMaps[0], point, s, d, d.m, d.n);
     gemmBlockF32(a, b, out, alpha, blocking, t % blocks);
     if (p.ins.size() < 3)
       return;
-    ConstMatrixF32 c = matrixAt(in(2), p.inMaps[2], point, s, d.m, d.n);
+    ConstMatrixF32 c = matrixAt(in(2), p.inMaps[2], point, s, d, d.m, d.n);
     auto [r0, r1] = blocking.rows(t % blocks);
     auto [c0, c1] = blocking.cols(t % blocks);
     for (int64_t i = r0; i < r1; ++i)

@@ -67,6 +67,54 @@ TEST(KernelsTest, MatMulDoesNotDependOnThreadCount) {
     }
 }
 
+// A weight's gradient: dW[k, n] = sum over b and s of x[b, s, k] dy[b, s, n].
+// When both inputs walk (b, s) as one run the GEMM takes them as one K of
+// b * s; otherwise the generic loop runs. Both equal a naive sum.
+TEST(KernelsTest, ContractionOverTwoInnerDims) {
+  const int64_t B = 3, S = 5, K = 4, N = 6;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  Tensor x = make(plan::F32, {B, S, K}), dy = make(plan::F32, {B, S, N});
+  for (Tensor *t : {&x, &dy})
+    for (int64_t i = 0; i < t->numel(); ++i)
+      t->setReal(i, dist(rng));
+  for (bool contiguous : {true, false}) {
+    SCOPED_TRACE(contiguous);
+    // Not contiguous: dy laid out [S, B, N] walks b and s with strides
+    // that do not chain, so the generic loop runs.
+    auto c = ComputeBuilder("matmul")
+                 .iter("k", K)
+                 .iter("n", N)
+                 .red("b", B)
+                 .red("s", S);
+    c.in({dim(2), dim(3), dim(0)});
+    if (contiguous)
+      c.in({dim(2), dim(3), dim(1)});
+    else
+      c.in({dim(3), dim(2), dim(1)});
+    c.out({dim(0), dim(1)});
+    Tensor dyIn = dy;
+    if (!contiguous) { // dy laid out [S, B, N]
+      dyIn = make(plan::F32, {S, B, N});
+      for (int64_t bb = 0; bb < B; ++bb)
+        for (int64_t ss = 0; ss < S; ++ss)
+          for (int64_t nn = 0; nn < N; ++nn)
+            dyIn.setReal((ss * B + bb) * N + nn, dy.real((bb * S + ss) * N + nn));
+    }
+    Tensor dw = make(plan::F32, {K, N});
+    ASSERT_EQ(run(c.c, {&x, &dyIn}, {&dw}), "");
+    for (int64_t kk = 0; kk < K; ++kk)
+      for (int64_t nn = 0; nn < N; ++nn) {
+        double want = 0;
+        for (int64_t bb = 0; bb < B; ++bb)
+          for (int64_t ss = 0; ss < S; ++ss)
+            want += x.real((bb * S + ss) * K + kk) *
+                    dy.real((bb * S + ss) * N + nn);
+        EXPECT_NEAR(dw.real(kk * N + nn), want, 1e-5);
+      }
+  }
+}
+
 TEST(KernelsTest, BatchedMatMulBroadcastsB) {
   auto b = ComputeBuilder("matmul").iter("b", 2).iter("m", 1).iter("n", 2).red(
       "k", 2);
