@@ -96,7 +96,9 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
   out["model"] = m.name;
   out["cluster"] = clusterToJson(*r.cluster);
   out["gpus"] = int64_t(r.cluster->gpus);
-  out["mode"] = r.mode == CostMode::Train ? "train" : "infer";
+  out["mode"] =
+      r.mode == CostMode::Train || r.trainingProgram ? "train" : "infer";
+  out["training_program"] = r.trainingProgram;
   out["solver"] = solverName(r.solver);
   out["search_s"] = r.searchSeconds;
   const DpStats &st = r.strategy.stats;
@@ -277,7 +279,11 @@ void printReport(const Module &m, const StrategyReport &r,
   const StrategyCost &c = r.strategy.cost;
   os << "strategy for " << m.name << " on " << r.cluster->gpus << " GPUs ("
      << r.cluster->name << ", " << r.cluster->gpusPerNode << " per node), "
-     << (r.mode == CostMode::Train ? "training" : "inference") << ", solver "
+     << (r.trainingProgram ? "training step (backward and updates in the "
+                             "program)"
+         : r.mode == CostMode::Train ? "training"
+                                     : "inference")
+     << ", solver "
      << solverName(r.solver) << "\n\n";
   printConfigs(m, r.strategy, os);
   os << "\npredicted step time: " << seconds(c.seconds) << " (compute "

@@ -30,6 +30,9 @@ struct StrategyReport {
   std::map<std::string, StrategyCost> baselines;
   /// The strategy was given (--strategy), not searched.
   bool given = false;
+  /// The program is a whole training step (backward and updates built in,
+  /// each op priced once as it runs): reported as training.
+  bool trainingProgram = false;
 };
 
 /// Searches (or, given \p fixed, prices) a strategy for \p m and the two

@@ -292,6 +292,8 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m,
       fixed);
   if (shown)
     llvm::errs() << "\n";
+  if (report)
+    report->trainingProgram = trainingStep;
   return report;
 }
 
