@@ -179,25 +179,15 @@ llvm::Error appendBackward(Module &m, const AutodiffOptions &options) {
   if (!varies.count(loss))
     return fail("the loss does not depend on any trainable parameter");
 
-  GradientBuilder b(m);
-  // d loss / d loss = 1, as a one-element tensor of the loss's type.
-  {
-    Op *one = f.addOp(OpKind::Expand);
-    for (unsigned d = 0; d < loss->type.rank(); ++d)
-      one->iters.push_back({"d" + std::to_string(d), 1, IterKind::Parallel});
-    Value *c = b.constant(1.0, loss->type.elem);
-    one->operands.push_back({c, {}});
-    AccessMap map;
-    for (unsigned d = 0; d < loss->type.rank(); ++d)
-      map.push_back(AccessExpr::dim(d));
-    one->attrs["name"] = std::string("grad/seed");
-    b.accumulate(loss, one->addResult(loss->type, map));
-  }
-  // The forward ops, newest first (the backward ops are appended behind).
+  // The forward ops, visited newest first (backward ops are appended).
   std::vector<const Op *> forward;
   for (const auto &op : f.ops)
     forward.push_back(op.get());
-  forward.pop_back(); // the seed just added
+  GradientBuilder b(m);
+  // d loss / d loss = 1, as a one-element tensor of the loss's type.
+  b.accumulate(loss, b.elementwise(OpKind::Expand,
+                                   {b.constant(1.0, loss->type.elem)},
+                                   loss->type, "seed"));
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
     const Op &op = **it;
     std::vector<Value *> dys;

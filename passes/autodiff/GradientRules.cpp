@@ -271,9 +271,8 @@ std::optional<std::vector<int64_t>> sliceOffsets(const Op &op) {
     return std::nullopt;
   std::vector<int64_t> offsets;
   for (size_t i = 0; i < in.size(); ++i) {
-    if (!in[i].isPlainDim() && !(in[i].kind == AccessExpr::Kind::Affine &&
-                                  in[i].dims.size() == 1 &&
-                                  in[i].stride == 1))
+    if (in[i].kind != AccessExpr::Kind::Affine || in[i].dims.size() != 1 ||
+        in[i].stride != 1)
       return std::nullopt;
     if (!out[i].isPlainDim() || out[i].dims[0] != in[i].dims[0])
       return std::nullopt;

@@ -208,8 +208,12 @@ SearchSpace::SearchSpace(const Module &m, const ConfigOptions &options)
     }
     if (d->constants.count(&op))
       configs.resize(1); // the unsplit configuration comes first
-    d->vertices[i] = {&op, std::move(configs)};
     d->signatures[i] = signature(op, d->returned);
+    // Ops alike but kept at different configurations price differently.
+    if (options.keepGiven && given != op.attrs.end())
+      for (int64_t f : configs.front())
+        d->signatures[i] += "/" + std::to_string(f);
+    d->vertices[i] = {&op, std::move(configs)};
   });
   d->uses = usesOf(f);
   d->roles = computeSoapRoles(f);

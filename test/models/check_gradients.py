@@ -10,7 +10,7 @@ inputs and the labels last (make_test_data.py --loss); PAX_DIR holds
 paxrun's outputs of a plan compiled with `paxc --loss=... --gradients`: the
 loss, then `grad/NAME` per parameter. The reference is independent of
 paxc: the model converted to float64 and run by onnx's reference evaluator,
-the loss computed in numpy (make_test_data.loss_of), and each gradient
+the loss computed in numpy (make_test_data.loss_value), and each gradient
 element estimated by central differences. Every gradient paxrun wrote is
 checked, K elements of each (all when it has fewer), each within T times
 the largest gradient magnitude of its tensor (default 1e-4; at least a
@@ -32,7 +32,7 @@ from onnx.reference.op_run import OpRun
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "models"))
-from make_test_data import loss_of  # noqa: E402
+from make_test_data import loss_value  # noqa: E402
 from onnx_float64 import to_float64  # noqa: E402
 
 
@@ -101,16 +101,7 @@ def main():
 
     def loss(values):
         y = sess.run(None, {**feeds, **values})[which]
-        if a.loss == "mse":
-            return np.mean((y - labels.astype(np.float64)) ** 2)
-        keep = np.ones(labels.shape, dtype=bool)
-        if a.ignore_index is not None:
-            keep = labels != a.ignore_index
-        shifted = y - y.max(axis=-1, keepdims=True)
-        logp = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-        picked = np.take_along_axis(
-            logp, np.where(keep, labels, 0)[..., None], axis=-1)[..., 0]
-        return -picked[keep].sum() / keep.sum()
+        return loss_value(y, labels, a.loss, a.ignore_index)
 
     got = {}
     for f in glob.glob(f"{a.pax}/output_*.pb"):

@@ -30,23 +30,31 @@ def save(v, path, npy, name=None):
         onnx.save_tensor(numpy_helper.from_array(v, name), path + ".pb")
 
 
-def loss_of(y, kind, rng, ignore):
-    """Labels for output y and the loss over them, in float64."""
+def loss_value(y, labels, kind, ignore=None):
+    """The loss paxc --loss appends, in float64: mse, or cross-entropy over
+    y's last axis with positions labelled `ignore` left out."""
     y = y.astype(np.float64)
     if kind == "mse":
-        labels = rng.uniform(-1, 1, size=y.shape).astype(np.float32)
-        return labels, np.mean((y - labels) ** 2)
-    labels = rng.integers(0, y.shape[-1], size=y.shape[:-1], dtype=np.int64)
-    keep = np.ones(labels.shape, dtype=bool)
-    if ignore is not None:
-        keep = rng.random(size=labels.shape) < 0.75
-        keep.flat[0] = True
-        labels = np.where(keep, labels, ignore)
+        return np.mean((y - labels.astype(np.float64)) ** 2)
+    keep = np.ones(labels.shape, dtype=bool) if ignore is None else labels != ignore
     shifted = y - y.max(axis=-1, keepdims=True)
     logp = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
     picked = np.take_along_axis(logp, np.where(keep, labels, 0)[..., None],
                                 axis=-1)[..., 0]
-    return labels, -picked[keep].sum() / keep.sum()
+    return -picked[keep].sum() / keep.sum()
+
+
+def loss_of(y, kind, rng, ignore):
+    """Seeded labels for output y and the loss over them."""
+    if kind == "mse":
+        labels = rng.uniform(-1, 1, size=y.shape).astype(np.float32)
+    else:
+        labels = rng.integers(0, y.shape[-1], size=y.shape[:-1], dtype=np.int64)
+        if ignore is not None:
+            keep = rng.random(size=labels.shape) < 0.75
+            keep.flat[0] = True
+            labels = np.where(keep, labels, ignore)
+    return labels, loss_value(y, labels, kind, ignore)
 
 
 def write(model, out, seed, npy, loss=None, loss_output=None, ignore=None):

@@ -21,6 +21,8 @@
 #include "runtime/Exchange.h"
 #include "runtime/cpu/Kernels.h"
 #include "tools/common/TensorFiles.h"
+#include "tools/paxrun/Feed.h"
+#include "tools/paxrun/Training.h"
 #ifdef PAX_HAVE_MPI
 #include "runtime/mpi/MpiCommunicator.h"
 #include "runtime/mpi/MpiWorld.h"
@@ -28,7 +30,6 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/xxhash.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -145,11 +146,6 @@ static int fail(const llvm::Twine &msg) {
   return 1;
 }
 
-static std::vector<int64_t>
-shapeOf(const google::protobuf::RepeatedField<int64_t> &s) {
-  return std::vector<int64_t>(s.begin(), s.end());
-}
-
 /// Reads graph input number \p index of the test-data folder
 /// (DIR/input_N.pb, or DIR/input_N.npy) into a tensor of the type and shape
 /// the plan expects.
@@ -223,126 +219,6 @@ static runtime::Tensor randomTensor(const plan::TensorInfo &info,
   return t;
 }
 
-namespace {
-/// Weights from the source model and the whole graph inputs, shared by
-/// every device of the process; each device copies out its box.
-class Feed : public runtime::DataFeed {
-public:
-  /// Reads a weight the model takes as a graph input (no initializer).
-  using InputWeight = std::function<llvm::Expected<runtime::Tensor>(
-      const plan::LoadWeight &, plan::DType)>;
-
-  Feed(const onnx::ModelProto &model, std::string modelDir,
-       const std::vector<runtime::Tensor> &inputs, InputWeight inputWeight)
-      : model(model), modelDir(std::move(modelDir)), inputs(inputs),
-        inputWeight(std::move(inputWeight)) {}
-
-  /// From now on, weight \p name (any source) has the values of \p t: a
-  /// training step's update.
-  void set(const std::string &name, runtime::Tensor t) {
-    std::lock_guard<std::mutex> lock(m);
-    overrides[name] = std::move(t);
-  }
-  const std::map<std::string, runtime::Tensor> &updated() const {
-    return overrides;
-  }
-
-  llvm::Error loadWeight(const plan::LoadWeight &load,
-                         runtime::Tensor &out) override {
-    std::vector<int64_t> lo(load.offset().begin(), load.offset().end());
-    if (lo.size() != out.shape.size())
-      return llvm::createStringError("weight '" + load.tensor() +
-                                     "': the load's offset has the wrong rank");
-    if (auto it = overrides.find(load.tensor()); it != overrides.end()) {
-      runtime::moveOverlap(it->second, std::vector<int64_t>(lo.size(), 0), out,
-                           lo, false);
-      return llvm::Error::success();
-    }
-    switch (load.source()) {
-    case plan::LoadWeight::FILL:
-      for (int64_t i = 0; i < out.numel(); ++i)
-        runtime::isFloatDType(out.dtype)
-            ? out.setReal(i, load.fill())
-            : out.setInteger(i, int64_t(load.fill()));
-      return llvm::Error::success();
-    case plan::LoadWeight::DENSE: {
-      runtime::Tensor whole =
-          runtime::Tensor::zeros(out.dtype, shapeOf(load.global_shape()));
-      if (int64_t(load.dense().size()) != whole.bytes())
-        return llvm::createStringError("dense weight '" + load.tensor() +
-                                       "' has the wrong size");
-      std::memcpy(whole.data.data(), load.dense().data(), load.dense().size());
-      runtime::moveOverlap(whole, std::vector<int64_t>(lo.size(), 0), out, lo,
-                           false);
-      return llvm::Error::success();
-    }
-    case plan::LoadWeight::INITIALIZER:
-    case plan::LoadWeight::INPUT: {
-      auto whole = initializer(load, out.dtype);
-      if (!whole)
-        return whole.takeError();
-      runtime::moveOverlap(**whole, std::vector<int64_t>(lo.size(), 0), out,
-                           lo, false);
-      return llvm::Error::success();
-    }
-    default:
-      return llvm::createStringError("weight '" + load.tensor() +
-                                     "' has an unknown source");
-    }
-  }
-
-  llvm::Error input(const plan::Binding &b, runtime::Tensor &out) override {
-    if (b.index() >= inputs.size())
-      return llvm::createStringError("a binding names input " +
-                                     llvm::Twine(b.index()));
-    std::vector<int64_t> lo(b.offset().begin(), b.offset().end());
-    if (lo.size() != out.shape.size())
-      return llvm::createStringError("an input binding has the wrong rank");
-    runtime::moveOverlap(inputs[b.index()], std::vector<int64_t>(lo.size(), 0),
-                         out, lo, false);
-    return llvm::Error::success();
-  }
-
-private:
-  /// The whole initializer, read once for all devices.
-  llvm::Expected<const runtime::Tensor *>
-  initializer(const plan::LoadWeight &load, plan::DType dtype) {
-    std::lock_guard<std::mutex> lock(m);
-    auto it = cache.find(load.tensor());
-    if (it != cache.end())
-      return &it->second;
-    for (const auto &init : model.graph().initializer())
-      if (init.name() == load.tensor()) {
-        auto c = readTensorProto(init, modelDir);
-        if (!c)
-          return c.takeError();
-        runtime::Tensor t =
-            runtime::Tensor::zeros(dtype, shapeOf(load.global_shape()));
-        if (t.numel() != int64_t(c->numel()))
-          return llvm::createStringError("initializer '" + load.tensor() +
-                                         "' has the wrong size");
-        copyValues(*c, t);
-        return &cache.emplace(load.tensor(), std::move(t)).first->second;
-      }
-    if (load.source() == plan::LoadWeight::INPUT) {
-      // A weight fed at run time, like any other graph input.
-      auto t = inputWeight(load, dtype);
-      if (!t)
-        return t.takeError();
-      return &cache.emplace(load.tensor(), std::move(*t)).first->second;
-    }
-    return llvm::createStringError("the model has no initializer '" +
-                                   load.tensor() + "'");
-  }
-
-  const onnx::ModelProto &model;
-  std::string modelDir;
-  const std::vector<runtime::Tensor> &inputs;
-  InputWeight inputWeight;
-  std::mutex m;
-  std::map<std::string, runtime::Tensor> cache, overrides;
-};
-} // namespace
 
 /// Runs \p programs of \p plan as threads; fills \p outputs (whole tensors).
 static llvm::Error runThreads(const plan::Plan &plan,
@@ -627,159 +503,6 @@ static bool compare(const plan::Plan &plan,
   return ok;
 }
 
-/// A fingerprint of \p plan: a checkpoint resumes only the plan it came
-/// from.
-static std::string planFingerprint(const plan::Plan &plan) {
-  std::string bytes;
-  plan.SerializeToString(&bytes);
-  return llvm::utohexstr(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(bytes)));
-}
-
-/// Writes the updated weights and optimizer state and the next step to DIR.
-static llvm::Error writeCheckpoint(const std::string &dir,
-                                   const plan::Plan &plan, const Feed &feed,
-                                   unsigned nextStep) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    return llvm::createStringError("cannot create '" + dir +
-                                   "': " + ec.message());
-  std::error_code ec;
-  llvm::raw_fd_ostream index(dir + "/checkpoint.txt", ec);
-  if (ec)
-    return llvm::createStringError("cannot write '" + dir +
-                                   "/checkpoint.txt': " + ec.message());
-  index << "plan " << planFingerprint(plan) << "\nstep " << nextStep << "\n";
-  unsigned n = 0;
-  for (const auto &[name, t] : feed.updated())
-    if (auto err = writeTensorFile(dir + "/tensor_" + std::to_string(n++) +
-                                       ".pb",
-                                   name, t))
-      return err;
-  return llvm::Error::success();
-}
-
-/// Loads a checkpoint of \p plan into \p feed; returns the step to run next.
-static llvm::Expected<unsigned> readCheckpoint(const std::string &dir,
-                                               const plan::Plan &plan,
-                                               Feed &feed) {
-  auto text = llvm::MemoryBuffer::getFile(dir + "/checkpoint.txt");
-  if (!text)
-    return llvm::createStringError("--resume=" + dir +
-                                   ": no checkpoint there (" +
-                                   text.getError().message() + ")");
-  llvm::SmallVector<llvm::StringRef, 4> lines;
-  (*text)->getBuffer().split(lines, '\n', -1, false);
-  unsigned step = 0;
-  std::string fingerprint;
-  for (llvm::StringRef line : lines) {
-    auto [key, value] = line.split(' ');
-    if (key == "plan")
-      fingerprint = value.str();
-    else if (key == "step" && value.getAsInteger(10, step))
-      return llvm::createStringError("--resume=" + dir + ": a bad step line");
-  }
-  if (fingerprint != planFingerprint(plan))
-    return llvm::createStringError(
-        "--resume=" + dir +
-        ": the checkpoint was written by another plan (compile with the same "
-        "model and options, or start afresh)");
-  for (unsigned n = 0;; ++n) {
-    std::string path = dir + "/tensor_" + std::to_string(n) + ".pb";
-    if (!llvm::sys::fs::exists(path))
-      break;
-    auto c = readTensorFile(path, "checkpoint tensor");
-    if (!c)
-      return c.takeError();
-    onnx::TensorProto proto;
-    {
-      auto buf = llvm::MemoryBuffer::getFile(path, false, false);
-      if (!buf || !proto.ParseFromArray((*buf)->getBufferStart(),
-                                        int((*buf)->getBufferSize())))
-        return llvm::createStringError("cannot read '" + path + "'");
-    }
-    feed.set(proto.name(), toRuntimeTensor(*c));
-  }
-  return step;
-}
-
-/// Writes the source model with its initializers replaced by \p feed's
-/// updated values (same names, shapes and types).
-static llvm::Error saveModel(const std::string &path,
-                             const onnx::ModelProto &source, const Feed &feed) {
-  onnx::ModelProto model = source;
-  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer()) {
-    auto it = feed.updated().find(init.name());
-    if (it == feed.updated().end())
-      continue;
-    onnx::TensorProto t = toTensorProto(init.name(), it->second);
-    if (t.data_type() != init.data_type())
-      return llvm::createStringError("weight '" + init.name() +
-                                     "' changed its element type");
-    init = t;
-  }
-  std::ofstream out(path, std::ios::binary);
-  if (!out || !model.SerializeToOstream(&out))
-    return llvm::createStringError("cannot write '" + path + "'");
-  return llvm::Error::success();
-}
-
-/// --train: runs --steps steps, printing each step's loss; every output
-/// `update/NAME` is NAME's value for the next step.
-/// One step on this process's devices: threads, or this rank's device with
-/// every rank receiving the outputs (rank 0 gathers, then broadcasts).
-using StepRunner = std::function<llvm::Error(std::vector<runtime::Tensor> &)>;
-
-static llvm::Error
-runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
-            llvm::function_ref<llvm::Error()> loadInputs, StepRunner runStep,
-            bool reports, std::vector<runtime::Tensor> &outputs) {
-  if (plan.outputs_size() < 2 || plan.outputs(0).name() != "loss")
-    return llvm::createStringError(
-        "--train needs a training plan: the loss first, then the updates "
-        "(paxc MODEL --mode=train --loss=... -o PLAN)");
-  std::vector<std::pair<int, std::string>> updates;
-  for (int i = 1; i < plan.outputs_size(); ++i) {
-    llvm::StringRef name = plan.outputs(i).name();
-    if (!name.consume_front("update/"))
-      return llvm::createStringError("output '" + plan.outputs(i).name() +
-                                     "' of a training plan is not an update");
-    updates.push_back({i, name.str()});
-  }
-  unsigned first = 0;
-  if (!resumeDir.empty()) {
-    auto step = readCheckpoint(resumeDir, plan, feed);
-    if (!step)
-      return step.takeError();
-    first = *step;
-  }
-  // step_0, step_1, ... in turn, or the one folder every step.
-  unsigned folders = 0;
-  while (llvm::sys::fs::exists(dataDir + "/step_" + std::to_string(folders)))
-    ++folders;
-  for (unsigned step = first; step < steps; ++step) {
-    if (folders) {
-      inputsDir = dataDir + "/step_" + std::to_string(step % folders);
-      if (auto err = loadInputs())
-        return err;
-    }
-    if (auto err = runStep(outputs))
-      return err;
-    if (reports)
-      llvm::outs() << llvm::formatv("step {0}: loss {1:F6}\n", step,
-                                    outputs[0].real(0));
-    for (auto &[index, name] : updates)
-      feed.set(name, outputs[size_t(index)]);
-    bool last = step + 1 == steps;
-    if (reports && !checkpointDir.empty() &&
-        (last || (every > 0 && (step + 1) % every == 0)))
-      if (auto err = writeCheckpoint(checkpointDir, plan, feed, step + 1))
-        return err;
-  }
-  if (reports && !savePath.empty())
-    if (auto err = saveModel(savePath, model, feed))
-      return err;
-  return llvm::Error::success();
-}
-
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(runCategory);
@@ -872,6 +595,15 @@ int main(int argc, char **argv) {
   }
   if (auto err = loadInputs())
     return fail(llvm::toString(std::move(err)));
+  // A training step's data folder; read again only when it changes.
+  std::string loaded = inputsDir;
+  auto loadInputsFrom = [&](const std::string &dir) -> llvm::Error {
+    if (dir == loaded)
+      return llvm::Error::success();
+    inputsDir = dir;
+    loaded = dir;
+    return loadInputs();
+  };
   // Weights the model takes as graph inputs: from the same folder, or
   // seeded random values (seeded by name, so every device agrees).
   auto inputWeight = [&](const plan::LoadWeight &load, plan::DType dtype)
@@ -940,8 +672,16 @@ int main(int argc, char **argv) {
       };
     }
 #endif
-    if (auto err =
-            runTraining(*plan, feed, model, loadInputs, step, reports, outputs))
+    TrainingOptions to;
+    to.steps = steps;
+    to.dataDir = dataDir;
+    to.savePath = savePath;
+    to.checkpointDir = checkpointDir;
+    to.resumeDir = resumeDir;
+    to.every = every;
+    to.reports = reports;
+    if (auto err = runTraining(*plan, feed, model, to, loadInputsFrom, step,
+                               outputs))
       return fail(llvm::toString(std::move(err)));
     if (reports && !outputsDir.empty())
       if (auto err = writeOutputs(*plan, outputs))

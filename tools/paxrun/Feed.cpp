@@ -1,0 +1,99 @@
+//===- Feed.cpp - Weights and inputs for paxrun's devices -----------------===//
+#include "tools/paxrun/Feed.h"
+
+#include "frontend/TensorProto.h"
+#include "runtime/Exchange.h"
+#include "tools/common/TensorFiles.h"
+
+#include <cstring>
+
+namespace pax {
+
+llvm::Error Feed::loadWeight(const plan::LoadWeight &load,
+                           runtime::Tensor &out) {
+  std::vector<int64_t> lo(load.offset().begin(), load.offset().end());
+  if (lo.size() != out.shape.size())
+    return llvm::createStringError("weight '" + load.tensor() +
+                                   "': the load's offset has the wrong rank");
+  if (auto it = overrides.find(load.tensor()); it != overrides.end()) {
+    runtime::moveOverlap(it->second, std::vector<int64_t>(lo.size(), 0), out,
+                         lo, false);
+    return llvm::Error::success();
+  }
+  switch (load.source()) {
+  case plan::LoadWeight::FILL:
+    for (int64_t i = 0; i < out.numel(); ++i)
+      runtime::isFloatDType(out.dtype)
+          ? out.setReal(i, load.fill())
+          : out.setInteger(i, int64_t(load.fill()));
+    return llvm::Error::success();
+  case plan::LoadWeight::DENSE: {
+    runtime::Tensor whole =
+        runtime::Tensor::zeros(out.dtype, shapeOf(load.global_shape()));
+    if (int64_t(load.dense().size()) != whole.bytes())
+      return llvm::createStringError("dense weight '" + load.tensor() +
+                                     "' has the wrong size");
+    std::memcpy(whole.data.data(), load.dense().data(), load.dense().size());
+    runtime::moveOverlap(whole, std::vector<int64_t>(lo.size(), 0), out, lo,
+                         false);
+    return llvm::Error::success();
+  }
+  case plan::LoadWeight::INITIALIZER:
+  case plan::LoadWeight::INPUT: {
+    auto whole = initializer(load, out.dtype);
+    if (!whole)
+      return whole.takeError();
+    runtime::moveOverlap(**whole, std::vector<int64_t>(lo.size(), 0), out,
+                         lo, false);
+    return llvm::Error::success();
+  }
+  default:
+    return llvm::createStringError("weight '" + load.tensor() +
+                                   "' has an unknown source");
+  }
+}
+
+llvm::Error Feed::input(const plan::Binding &b, runtime::Tensor &out) {
+  if (b.index() >= inputs.size())
+    return llvm::createStringError("a binding names input " +
+                                   llvm::Twine(b.index()));
+  std::vector<int64_t> lo(b.offset().begin(), b.offset().end());
+  if (lo.size() != out.shape.size())
+    return llvm::createStringError("an input binding has the wrong rank");
+  runtime::moveOverlap(inputs[b.index()], std::vector<int64_t>(lo.size(), 0),
+                       out, lo, false);
+  return llvm::Error::success();
+}
+
+/// The whole initializer, read once for all devices.
+llvm::Expected<const runtime::Tensor *>
+Feed::initializer(const plan::LoadWeight &load, plan::DType dtype) {
+  std::lock_guard<std::mutex> lock(m);
+  auto it = cache.find(load.tensor());
+  if (it != cache.end())
+    return &it->second;
+  for (const auto &init : model.graph().initializer())
+    if (init.name() == load.tensor()) {
+      auto c = readTensorProto(init, modelDir);
+      if (!c)
+        return c.takeError();
+      runtime::Tensor t =
+          runtime::Tensor::zeros(dtype, shapeOf(load.global_shape()));
+      if (t.numel() != int64_t(c->numel()))
+        return llvm::createStringError("initializer '" + load.tensor() +
+                                       "' has the wrong size");
+      copyValues(*c, t);
+      return &cache.emplace(load.tensor(), std::move(t)).first->second;
+    }
+  if (load.source() == plan::LoadWeight::INPUT) {
+    // A weight fed at run time, like any other graph input.
+    auto t = inputWeight(load, dtype);
+    if (!t)
+      return t.takeError();
+    return &cache.emplace(load.tensor(), std::move(*t)).first->second;
+  }
+  return llvm::createStringError("the model has no initializer '" +
+                                 load.tensor() + "'");
+}
+
+} // namespace pax

@@ -1,0 +1,72 @@
+//===- Feed.h - Weights and inputs for paxrun's devices ---------*- C++ -*-===//
+//
+// The data every device of the process reads: weight blocks from the model
+// the plan names (initializers, external data, weights fed as inputs,
+// fills and dense values) and the whole graph inputs. A training session
+// replaces weights by their updated values (set()).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Device.h"
+#include "runtime/Tensor.h"
+
+#include "llvm/Support/Error.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace pax {
+
+/// A plan's repeated dims (a shape, an offset) as a vector.
+inline std::vector<int64_t>
+shapeOf(const google::protobuf::RepeatedField<int64_t> &s) {
+  return std::vector<int64_t>(s.begin(), s.end());
+}
+
+/// Weights from the source model and the whole graph inputs, shared by
+/// every device of the process; each device copies out its box.
+class Feed : public runtime::DataFeed {
+public:
+  /// Reads a weight the model takes as a graph input (no initializer).
+  using InputWeight = std::function<llvm::Expected<runtime::Tensor>(
+      const plan::LoadWeight &, plan::DType)>;
+
+  Feed(const onnx::ModelProto &model, std::string modelDir,
+       const std::vector<runtime::Tensor> &inputs, InputWeight inputWeight)
+      : model(model), modelDir(std::move(modelDir)), inputs(inputs),
+        inputWeight(std::move(inputWeight)) {}
+
+  /// From now on, weight \p name (any source) has the values of \p t: a
+  /// training step's update.
+  void set(const std::string &name, runtime::Tensor t) {
+    std::lock_guard<std::mutex> lock(m);
+    overrides[name] = std::move(t);
+  }
+  const std::map<std::string, runtime::Tensor> &updated() const {
+    return overrides;
+  }
+
+  llvm::Error loadWeight(const plan::LoadWeight &load,
+                         runtime::Tensor &out) override;
+  llvm::Error input(const plan::Binding &b, runtime::Tensor &out) override;
+
+private:
+  /// The whole initializer, read once for all devices.
+  llvm::Expected<const runtime::Tensor *>
+  initializer(const plan::LoadWeight &load, plan::DType dtype);
+
+  const onnx::ModelProto &model;
+  std::string modelDir;
+  const std::vector<runtime::Tensor> &inputs;
+  InputWeight inputWeight;
+  std::mutex m;
+  std::map<std::string, runtime::Tensor> cache, overrides;
+};
+
+} // namespace pax

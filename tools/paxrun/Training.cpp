@@ -1,0 +1,166 @@
+//===- Training.cpp - paxrun --train: training sessions -------------------===//
+#include "tools/paxrun/Training.h"
+
+#include "frontend/TensorProto.h"
+#include "tools/common/TensorFiles.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
+
+#include <fstream>
+
+namespace pax {
+
+/// A fingerprint of \p plan: a checkpoint resumes only the plan it came
+/// from.
+static std::string planFingerprint(const plan::Plan &plan) {
+  std::string bytes;
+  plan.SerializeToString(&bytes);
+  return llvm::utohexstr(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(bytes)));
+}
+
+/// Writes the updated weights and optimizer state and the next step to DIR.
+static llvm::Error writeCheckpoint(const std::string &dir,
+                                   const plan::Plan &plan, const Feed &feed,
+                                   unsigned nextStep) {
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    return llvm::createStringError("cannot create '" + dir +
+                                   "': " + ec.message());
+  std::error_code ec;
+  llvm::raw_fd_ostream index(dir + "/checkpoint.txt", ec);
+  if (ec)
+    return llvm::createStringError("cannot write '" + dir +
+                                   "/checkpoint.txt': " + ec.message());
+  index << "plan " << planFingerprint(plan) << "\nstep " << nextStep << "\n";
+  unsigned n = 0;
+  for (const auto &[name, t] : feed.updated())
+    if (auto err = writeTensorFile(dir + "/tensor_" + std::to_string(n++) +
+                                       ".pb",
+                                   name, t))
+      return err;
+  return llvm::Error::success();
+}
+
+/// Loads a checkpoint of \p plan into \p feed; returns the step to run next.
+static llvm::Expected<unsigned> readCheckpoint(const std::string &dir,
+                                               const plan::Plan &plan,
+                                               Feed &feed) {
+  auto text = llvm::MemoryBuffer::getFile(dir + "/checkpoint.txt");
+  if (!text)
+    return llvm::createStringError("--resume=" + dir +
+                                   ": no checkpoint there (" +
+                                   text.getError().message() + ")");
+  llvm::SmallVector<llvm::StringRef, 4> lines;
+  (*text)->getBuffer().split(lines, '\n', -1, false);
+  unsigned step = 0;
+  std::string fingerprint;
+  for (llvm::StringRef line : lines) {
+    auto [key, value] = line.split(' ');
+    if (key == "plan")
+      fingerprint = value.str();
+    else if (key == "step" && value.getAsInteger(10, step))
+      return llvm::createStringError("--resume=" + dir + ": a bad step line");
+  }
+  if (fingerprint != planFingerprint(plan))
+    return llvm::createStringError(
+        "--resume=" + dir +
+        ": the checkpoint was written by another plan (compile with the same "
+        "model and options, or start afresh)");
+  for (unsigned n = 0;; ++n) {
+    std::string path = dir + "/tensor_" + std::to_string(n) + ".pb";
+    if (!llvm::sys::fs::exists(path))
+      break;
+    onnx::TensorProto proto;
+    auto buf = llvm::MemoryBuffer::getFile(path, false, false);
+    if (!buf || !proto.ParseFromArray((*buf)->getBufferStart(),
+                                      int((*buf)->getBufferSize())))
+      return llvm::createStringError("cannot read '" + path + "'");
+    auto c = readTensorProto(proto, dir);
+    if (!c)
+      return c.takeError();
+    feed.set(proto.name(), toRuntimeTensor(*c));
+  }
+  return step;
+}
+
+/// Writes the source model with its initializers replaced by \p feed's
+/// updated values (same names, shapes and types).
+static llvm::Error saveModel(const std::string &path,
+                             const onnx::ModelProto &source, const Feed &feed) {
+  onnx::ModelProto model = source;
+  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer()) {
+    auto it = feed.updated().find(init.name());
+    if (it == feed.updated().end())
+      continue;
+    onnx::TensorProto t = toTensorProto(init.name(), it->second);
+    if (t.data_type() != init.data_type())
+      return llvm::createStringError("weight '" + init.name() +
+                                     "' changed its element type");
+    init = t;
+  }
+  std::ofstream out(path, std::ios::binary);
+  if (!out || !model.SerializeToOstream(&out))
+    return llvm::createStringError("cannot write '" + path + "'");
+  return llvm::Error::success();
+}
+
+llvm::Error runTraining(const plan::Plan &plan, Feed &feed,
+                        const onnx::ModelProto &model,
+                        const TrainingOptions &o,
+                        llvm::function_ref<llvm::Error(const std::string &dir)>
+                            loadInputs,
+                        StepRunner runStep,
+                        std::vector<runtime::Tensor> &outputs) {
+  if (plan.outputs_size() < 2 || plan.outputs(0).name() != "loss")
+    return llvm::createStringError(
+        "--train needs a training plan: the loss first, then the updates "
+        "(paxc MODEL --mode=train --loss=... -o PLAN)");
+  std::vector<std::pair<int, std::string>> updates;
+  for (int i = 1; i < plan.outputs_size(); ++i) {
+    llvm::StringRef name = plan.outputs(i).name();
+    if (!name.consume_front("update/"))
+      return llvm::createStringError("output '" + plan.outputs(i).name() +
+                                     "' of a training plan is not an update");
+    updates.push_back({i, name.str()});
+  }
+  unsigned first = 0;
+  if (!o.resumeDir.empty()) {
+    auto step = readCheckpoint(o.resumeDir, plan, feed);
+    if (!step)
+      return step.takeError();
+    first = *step;
+  }
+  // step_0, step_1, ... in turn, or the one folder every step.
+  unsigned folders = 0;
+  while (llvm::sys::fs::exists(o.dataDir + "/step_" + std::to_string(folders)))
+    ++folders;
+  for (unsigned step = first; step < o.steps; ++step) {
+    std::string dir = folders ? o.dataDir + "/step_" +
+                                    std::to_string(step % folders)
+                              : o.dataDir;
+    if (auto err = loadInputs(dir))
+      return err;
+    if (auto err = runStep(outputs))
+      return err;
+    if (o.reports)
+      llvm::outs() << llvm::formatv("step {0}: loss {1:F6}\n", step,
+                                    outputs[0].real(0));
+    for (auto &[index, name] : updates)
+      feed.set(name, outputs[size_t(index)]);
+    bool last = step + 1 == o.steps;
+    if (o.reports && !o.checkpointDir.empty() &&
+        (last || (o.every > 0 && (step + 1) % o.every == 0)))
+      if (auto err = writeCheckpoint(o.checkpointDir, plan, feed, step + 1))
+        return err;
+  }
+  if (o.reports && !o.savePath.empty())
+    if (auto err = saveModel(o.savePath, model, feed))
+      return err;
+  return llvm::Error::success();
+}
+
+} // namespace pax

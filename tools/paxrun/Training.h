@@ -1,0 +1,49 @@
+//===- Training.h - paxrun --train: training sessions -----------*- C++ -*-===//
+//
+// Runs a training plan (paxc --mode=train with a loss) step after step:
+// every output `update/NAME` is NAME's weight at the next step; writes
+// checkpoints (the updated tensors, the next step and a fingerprint of the
+// plan), resumes from them bit-identically, and saves the source model
+// with its trained initializers.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "tools/paxrun/Feed.h"
+
+#include "codegen/plan/Plan.pb.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace pax {
+
+struct TrainingOptions {
+  unsigned steps = 1;
+  /// input_K.pb files used every step, or folders step_0, step_1, ...
+  std::string dataDir;
+  std::string savePath, checkpointDir, resumeDir;
+  /// Checkpoint every this many steps (0: at the end only).
+  unsigned every = 0;
+  /// Whether this process prints, checkpoints and saves (rank 0 under MPI).
+  bool reports = true;
+};
+
+/// Runs one step on this process's devices, filling every output.
+using StepRunner = std::function<llvm::Error(std::vector<runtime::Tensor> &)>;
+
+/// The training session. \p loadInputs reads the graph inputs of a data
+/// folder for the next step. Prints `step K: loss X` per step.
+llvm::Error runTraining(const plan::Plan &plan, Feed &feed,
+                        const onnx::ModelProto &model,
+                        const TrainingOptions &options,
+                        llvm::function_ref<llvm::Error(const std::string &dir)>
+                            loadInputs,
+                        StepRunner runStep,
+                        std::vector<runtime::Tensor> &outputs);
+
+} // namespace pax
