@@ -100,3 +100,45 @@ TEST(SolveTest, DpEqualsExhaustiveOnRandomOpGraphs) {
   }
   EXPECT_EQ(tested, 300u);
 }
+
+// With keepGiven, an op with a `config` keeps it as its only candidate, with
+// the splits it may not take undone, and ops alike but kept at different
+// splits are each priced at their own: the searched cost is the strategy's.
+TEST(SolveTest, KeptConfigurationsArePricedEach) {
+  auto m = std::make_unique<Module>();
+  auto d = AccessExpr::dim;
+  TensorType act{DType::F32, {64, 64}};
+  Value *v = m->main.addArg("x", act);
+  std::vector<std::vector<int64_t>> given = {{4, 1, 1}, {1, 1, 4}, {1, 4, 1}};
+  for (size_t i = 0; i < given.size(); ++i) {
+    Global *w = m->addGlobal("w" + std::to_string(i), {DType::F32, {64, 64}});
+    w->isParameter = true;
+    Op *op = m->main.addOp(OpKind::MatMul);
+    op->attrs["name"] = "mm" + std::to_string(i);
+    op->iters = {{"m", 64, IterKind::Parallel},
+                 {"n", 64, IterKind::Parallel},
+                 {"k", 64, IterKind::Reduction}};
+    op->operands = {{v, {d(0), d(2)}}, {&w->value, {d(2), d(1)}}};
+    op->attrs["config"] = given[i];
+    v = op->addResult(act, {d(0), d(1)});
+  }
+  // A relu without a configuration: the search places it.
+  Op *relu = m->main.addOp(OpKind::Relu);
+  relu->iters = {{"d0", 64, IterKind::Parallel}, {"d1", 64, IterKind::Parallel}};
+  relu->operands = {{v, {d(0), d(1)}}};
+  m->main.returns = {relu->addResult(act, {d(0), d(1)})};
+  m->main.returnNames = {"y"};
+  auto cluster = makeCluster("pase", 4, std::nullopt);
+  ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
+  CostModel model(*cluster, CostMode::Infer);
+  ShardingOptions o;
+  o.configs.devices = 4;
+  o.configs.keepGiven = true;
+  auto s = solveSharding(*m, model, o);
+  ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());
+  for (size_t i = 0; i < given.size(); ++i)
+    EXPECT_EQ(std::vector<int64_t>(s->configs[i].begin(), s->configs[i].end()),
+              given[i]);
+  EXPECT_NEAR(double(s->searchCost) * 1e-12, s->cost.seconds,
+              1e-9 * s->cost.seconds + 1e-12);
+}
