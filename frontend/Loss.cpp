@@ -1,9 +1,8 @@
 //===- Loss.cpp - A training loss appended to an ONNX graph ---------------===//
 #include "frontend/Loss.h"
+#include "frontend/GraphBuilder.h"
 
-#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <onnx/defs/schema.h>
@@ -20,101 +19,6 @@ std::optional<LossOptions::Kind> parseLossKind(llvm::StringRef name) {
 }
 
 namespace {
-
-/// Appends nodes and constants to a graph under fresh names.
-class GraphBuilder {
-public:
-  GraphBuilder(onnx::GraphProto &g, int64_t opset) : g(g), opset(opset) {
-    for (const auto &vi : g.input())
-      used.insert(vi.name());
-    for (const auto &t : g.initializer())
-      used.insert(t.name());
-    for (const auto &n : g.node())
-      for (const std::string &o : n.output())
-        used.insert(o);
-  }
-
-  /// A name no value of the graph has yet, from \p base.
-  std::string fresh(llvm::StringRef base, llvm::StringRef prefix = "pax_loss/") {
-    std::string name = (prefix + base).str();
-    for (int k = 1; used.contains(name); ++k)
-      name = (prefix + base + "_" + llvm::Twine(k)).str();
-    used.insert(name);
-    return name;
-  }
-
-  /// Renames the value \p from, written by a node this builder added.
-  std::string rename(const std::string &from, const std::string &to) {
-    for (auto &n : *g.mutable_node())
-      for (std::string &o : *n.mutable_output())
-        if (o == from)
-          o = to;
-    return to;
-  }
-
-  /// A node of \p type on \p inputs; returns its (only) output.
-  onnx::NodeProto &node(llvm::StringRef type,
-                        llvm::ArrayRef<std::string> inputs) {
-    onnx::NodeProto &n = *g.add_node();
-    n.set_op_type(type.str());
-    n.set_name(fresh(type));
-    for (const std::string &in : inputs)
-      n.add_input(in);
-    n.add_output(fresh(type.lower() + "_out"));
-    return n;
-  }
-  std::string apply(llvm::StringRef type, llvm::ArrayRef<std::string> inputs) {
-    return node(type, inputs).output(0);
-  }
-
-  static void intAttr(onnx::NodeProto &n, llvm::StringRef name, int64_t v) {
-    onnx::AttributeProto &a = *n.add_attribute();
-    a.set_name(name.str());
-    a.set_type(onnx::AttributeProto::INT);
-    a.set_i(v);
-  }
-
-  /// An int64 constant of shape [values.size()], or a scalar: a Constant
-  /// node, so that its values live in the IR (the runtime reads
-  /// initializers from the model file, which does not have this one).
-  std::string int64s(llvm::ArrayRef<int64_t> values, bool scalar) {
-    onnx::NodeProto &n = node("Constant", {});
-    onnx::AttributeProto &a = *n.add_attribute();
-    a.set_name("value");
-    a.set_type(onnx::AttributeProto::TENSOR);
-    onnx::TensorProto &t = *a.mutable_t();
-    t.set_data_type(onnx::TensorProto::INT64);
-    if (!scalar)
-      t.add_dims(int64_t(values.size()));
-    for (int64_t v : values)
-      t.add_int64_data(v);
-    return n.output(0);
-  }
-
-  /// `x` with a new axis of size 1 at \p axis (opset-appropriate form).
-  std::string unsqueeze(const std::string &x, int64_t axis) {
-    if (opset >= 13)
-      return apply("Unsqueeze", {x, int64s({axis}, false)});
-    onnx::NodeProto &n = node("Unsqueeze", {x});
-    onnx::AttributeProto &a = *n.add_attribute();
-    a.set_name("axes");
-    a.set_type(onnx::AttributeProto::INTS);
-    a.add_ints(axis);
-    return n.output(0);
-  }
-
-  /// A reduction of every axis of \p x to a scalar.
-  std::string reduceAll(llvm::StringRef type, const std::string &x) {
-    onnx::NodeProto &n = node(type, {x});
-    intAttr(n, "keepdims", 0);
-    return n.output(0);
-  }
-
-private:
-  onnx::GraphProto &g;
-  int64_t opset;
-  llvm::StringSet<> used;
-};
 
 bool isFloatElem(int32_t elem) {
   return elem == onnx::TensorProto::FLOAT ||
@@ -195,7 +99,7 @@ llvm::Error appendLoss(llvm::StringRef path, onnx::ModelProto &model,
   for (const auto &vi : g.input())
     if (vi.name() == "labels")
       return fail("the model already has an input named 'labels'");
-  GraphBuilder b(g, opset);
+  GraphBuilder b(g, opset, "pax_loss/");
   std::string loss;
   onnx::ValueInfoProto labels;
   labels.set_name("labels");
@@ -239,7 +143,7 @@ llvm::Error appendLoss(llvm::StringRef path, onnx::ModelProto &model,
       index = b.apply("Where", {keep, "labels", b.int64s({0}, true)});
     }
     onnx::NodeProto &gather = b.node(
-        "GatherElements", {logSoftmax.output(0), b.unsqueeze(index, last)});
+        "GatherElements", {logSoftmax.output(0), b.unsqueeze(index, {last})});
     GraphBuilder::intAttr(gather, "axis", last);
     std::string picked = gather.output(0);
     if (!options.ignoreIndex) {
@@ -250,7 +154,7 @@ llvm::Error appendLoss(llvm::StringRef path, onnx::ModelProto &model,
     GraphBuilder::intAttr(cast, "to", elem);
     std::string kept = cast.output(0);
     std::string total = b.reduceAll(
-        "ReduceSum", b.apply("Mul", {picked, b.unsqueeze(kept, last)}));
+        "ReduceSum", b.apply("Mul", {picked, b.unsqueeze(kept, {last})}));
     std::string count = b.reduceAll("ReduceSum", kept);
     loss = b.apply("Neg", {b.apply("Div", {total, count})});
     break;

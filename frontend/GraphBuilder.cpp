@@ -1,0 +1,129 @@
+//===- GraphBuilder.cpp - ONNX nodes appended to a graph before import ----===//
+#include "frontend/GraphBuilder.h"
+
+#include "llvm/ADT/Twine.h"
+
+namespace pax {
+
+GraphBuilder::GraphBuilder(onnx::GraphProto &g, int64_t opset,
+                           std::string prefix)
+    : g(g), opset(opset), prefix(std::move(prefix)) {
+  for (const auto &vi : g.input())
+    used.insert(vi.name());
+  for (const auto &t : g.initializer())
+    used.insert(t.name());
+  for (const auto &n : g.node())
+    for (const std::string &o : n.output())
+      used.insert(o);
+}
+
+std::string GraphBuilder::fresh(llvm::StringRef base) {
+  return fresh(base, prefix);
+}
+
+std::string GraphBuilder::fresh(llvm::StringRef base,
+                                llvm::StringRef namePrefix) {
+  std::string name = (namePrefix + base).str();
+  for (int k = 1; used.contains(name); ++k)
+    name = (namePrefix + base + "_" + llvm::Twine(k)).str();
+  used.insert(name);
+  return name;
+}
+
+std::string GraphBuilder::rename(const std::string &from,
+                                 const std::string &to) {
+  for (auto &n : *g.mutable_node())
+    for (std::string &o : *n.mutable_output())
+      if (o == from)
+        o = to;
+  return to;
+}
+
+onnx::NodeProto &GraphBuilder::node(llvm::StringRef type,
+                                    llvm::ArrayRef<std::string> inputs) {
+  onnx::NodeProto &n = *g.add_node();
+  n.set_op_type(type.str());
+  n.set_name(fresh(type));
+  for (const std::string &in : inputs)
+    n.add_input(in);
+  n.add_output(fresh(type.lower() + "_out"));
+  return n;
+}
+
+void GraphBuilder::intAttr(onnx::NodeProto &n, llvm::StringRef name,
+                           int64_t v) {
+  onnx::AttributeProto &a = *n.add_attribute();
+  a.set_name(name.str());
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(v);
+}
+
+void GraphBuilder::intsAttr(onnx::NodeProto &n, llvm::StringRef name,
+                            llvm::ArrayRef<int64_t> v) {
+  onnx::AttributeProto &a = *n.add_attribute();
+  a.set_name(name.str());
+  a.set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v)
+    a.add_ints(x);
+}
+
+std::string GraphBuilder::int64s(llvm::ArrayRef<int64_t> values,
+                                 bool scalar) {
+  onnx::NodeProto &n = node("Constant", {});
+  onnx::AttributeProto &a = *n.add_attribute();
+  a.set_name("value");
+  a.set_type(onnx::AttributeProto::TENSOR);
+  onnx::TensorProto &t = *a.mutable_t();
+  t.set_data_type(onnx::TensorProto::INT64);
+  if (!scalar)
+    t.add_dims(int64_t(values.size()));
+  for (int64_t v : values)
+    t.add_int64_data(v);
+  return n.output(0);
+}
+
+std::string GraphBuilder::scalar(double v, int32_t elem) {
+  onnx::NodeProto &n = node("Constant", {});
+  onnx::AttributeProto &a = *n.add_attribute();
+  a.set_name("value");
+  a.set_type(onnx::AttributeProto::TENSOR);
+  onnx::TensorProto &t = *a.mutable_t();
+  if (elem == onnx::TensorProto::DOUBLE) {
+    t.set_data_type(onnx::TensorProto::DOUBLE);
+    t.add_double_data(v);
+    return n.output(0);
+  }
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_float_data(float(v));
+  if (elem == onnx::TensorProto::FLOAT)
+    return n.output(0);
+  onnx::NodeProto &cast = node("Cast", {n.output(0)});
+  intAttr(cast, "to", elem);
+  return cast.output(0);
+}
+
+std::string GraphBuilder::unsqueeze(const std::string &x,
+                                    llvm::ArrayRef<int64_t> axes) {
+  if (opset >= 13)
+    return apply("Unsqueeze", {x, int64s(axes, false)});
+  onnx::NodeProto &n = node("Unsqueeze", {x});
+  intsAttr(n, "axes", axes);
+  return n.output(0);
+}
+
+std::string GraphBuilder::reduce(llvm::StringRef type, const std::string &x,
+                                 llvm::ArrayRef<int64_t> axes, bool keepdims) {
+  // ReduceSum takes its axes as an input from opset 13, the others from 18.
+  bool axesInput = opset >= (type == "ReduceSum" ? 13 : 18);
+  onnx::NodeProto &n = node(type, {x});
+  if (!axes.empty()) {
+    if (axesInput)
+      n.add_input(int64s(axes, false));
+    else
+      intsAttr(n, "axes", axes);
+  }
+  intAttr(n, "keepdims", keepdims);
+  return n.output(0);
+}
+
+} // namespace pax

@@ -1,0 +1,73 @@
+//===- GraphBuilder.h - ONNX nodes appended to a graph before import ------===//
+//
+// The rewrites paxc makes on an ONNX graph before it imports it (the
+// training loss, batch statistics) append ordinary ONNX nodes in the model's
+// opset, so everything downstream sees ops it already knows. GraphBuilder
+// names every new value freshly (under a prefix) and writes each node in the
+// form the opset asks for (axes as attributes or as inputs).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+
+namespace pax {
+
+class GraphBuilder {
+public:
+  /// Appends to \p g, whose default-domain opset is \p opset; new names
+  /// start with \p prefix.
+  GraphBuilder(onnx::GraphProto &g, int64_t opset, std::string prefix);
+
+  /// A name no value of the graph has yet, from \p base.
+  std::string fresh(llvm::StringRef base);
+  /// As fresh(), under another prefix.
+  std::string fresh(llvm::StringRef base, llvm::StringRef prefix);
+
+  /// Renames the value \p from, written by a node this builder added.
+  std::string rename(const std::string &from, const std::string &to);
+
+  /// A node of \p type on \p inputs with one fresh output.
+  onnx::NodeProto &node(llvm::StringRef type,
+                        llvm::ArrayRef<std::string> inputs);
+  /// node()'s output.
+  std::string apply(llvm::StringRef type, llvm::ArrayRef<std::string> inputs) {
+    return node(type, inputs).output(0);
+  }
+
+  static void intAttr(onnx::NodeProto &n, llvm::StringRef name, int64_t v);
+  static void intsAttr(onnx::NodeProto &n, llvm::StringRef name,
+                       llvm::ArrayRef<int64_t> v);
+
+  /// An int64 constant of shape [values.size()], or a scalar: a Constant
+  /// node, so that its values live in the IR (the runtime reads
+  /// initializers from the model file, which does not have this one).
+  std::string int64s(llvm::ArrayRef<int64_t> values, bool scalar);
+  /// A scalar of element type \p elem (an ONNX TensorProto data type) with
+  /// the value \p v: a float constant cast to \p elem.
+  std::string scalar(double v, int32_t elem);
+
+  /// `x` with new axes of size 1 at \p axes (of the result).
+  std::string unsqueeze(const std::string &x, llvm::ArrayRef<int64_t> axes);
+  /// A reduction of \p x over \p axes (every axis when empty).
+  std::string reduce(llvm::StringRef type, const std::string &x,
+                     llvm::ArrayRef<int64_t> axes, bool keepdims);
+  /// A reduction of every axis of \p x to a scalar.
+  std::string reduceAll(llvm::StringRef type, const std::string &x) {
+    return reduce(type, x, {}, false);
+  }
+
+private:
+  onnx::GraphProto &g;
+  int64_t opset;
+  std::string prefix;
+  llvm::StringSet<> used;
+};
+
+} // namespace pax
