@@ -3,6 +3,9 @@
 
 #include "llvm/ADT/Twine.h"
 
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+
 namespace pax {
 
 GraphBuilder::GraphBuilder(onnx::GraphProto &g, int64_t opset,
@@ -124,6 +127,41 @@ std::string GraphBuilder::reduce(llvm::StringRef type, const std::string &x,
   }
   intAttr(n, "keepdims", keepdims);
   return n.output(0);
+}
+
+llvm::StringMap<onnx::TypeProto> inferTypes(const onnx::ModelProto &model) {
+  llvm::StringMap<onnx::TypeProto> types;
+  auto add = [&](const onnx::ValueInfoProto &vi) {
+    if (vi.has_type())
+      types[vi.name()] = vi.type();
+  };
+  onnx::ModelProto copy = model;
+  try {
+    onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
+                                     /*enable_data_propagation=*/false};
+    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
+                                       opts);
+  } catch (const std::exception &) {
+    // Not inferable: the declared types only.
+    copy = model;
+  }
+  const onnx::GraphProto &g = copy.graph();
+  for (const auto &t : g.initializer()) {
+    onnx::TypeProto &type = types[t.name()];
+    auto &tt = *type.mutable_tensor_type();
+    tt.set_elem_type(t.data_type());
+    auto &shape = *tt.mutable_shape();
+    for (int64_t d : t.dims())
+      shape.add_dim()->set_dim_value(d);
+  }
+  for (const auto &vi : g.input())
+    add(vi);
+  for (const auto &vi : g.value_info())
+    add(vi);
+  for (const auto &vi : g.output())
+    if (vi.type().tensor_type().has_shape() || !types.count(vi.name()))
+      add(vi);
+  return types;
 }
 
 } // namespace pax

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -69,5 +70,10 @@ private:
   std::string prefix;
   llvm::StringSet<> used;
 };
+
+/// The type of every value of \p model's graph that its declarations or
+/// ONNX's shape inference (on a copy) give: inputs, initializers, node
+/// outputs, graph outputs. Values whose type is unknown are missing.
+llvm::StringMap<onnx::TypeProto> inferTypes(const onnx::ModelProto &model);
 
 } // namespace pax

@@ -5,8 +5,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
-#include <onnx/defs/schema.h>
-#include <onnx/shape_inference/implementation.h>
 
 namespace pax {
 
@@ -69,20 +67,9 @@ llvm::Error appendLoss(llvm::StringRef path, onnx::ModelProto &model,
   onnx::ValueInfoProto y = g.output(index);
   // Its type: as declared, else from ONNX's shape inference.
   if (!y.type().tensor_type().has_shape()) {
-    onnx::ModelProto copy = model;
-    try {
-      onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
-                                       /*enable_data_propagation=*/false};
-      onnx::shape_inference::InferShapes(
-          copy, onnx::OpSchemaRegistry::Instance(), opts);
-      for (const auto &vi : copy.graph().value_info())
-        if (vi.name() == y.name())
-          y = vi;
-      if (copy.graph().output(index).type().tensor_type().has_shape())
-        y = copy.graph().output(index);
-    } catch (const std::exception &) {
-      // Not inferable: the check below says so.
-    }
+    auto types = inferTypes(model);
+    if (auto it = types.find(y.name()); it != types.end())
+      *y.mutable_type() = it->second;
   }
   std::string what = "output '" + y.name() + "'";
   if (!y.type().has_tensor_type())

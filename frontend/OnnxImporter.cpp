@@ -145,6 +145,8 @@ llvm::Expected<ImportResult> importOnnxFile(llvm::StringRef path,
       opset = o.version();
   if (auto err = appendLoss(path, model, opset, options.loss))
     return err;
+  if (auto err = rewriteBatchNorm(path, model, opset, options.batchNorm))
+    return err;
   for (const auto &[name, v] : options.dims)
     if (v <= 0 || v > kMaxExtent)
       return llvm::createStringError("--dim " + name + "=" + std::to_string(v) +

@@ -1,6 +1,7 @@
 //===- OnnxImporter.h - ONNX models into the paxc IR ----------------------===//
 #pragma once
 
+#include "frontend/BatchStats.h"
 #include "frontend/Loss.h"
 #include "ir/Module.h"
 
@@ -22,6 +23,8 @@ struct ImportOptions {
   std::optional<int64_t> batch;
   /// A training loss to append to the graph (`--loss`, Loss.h).
   LossOptions loss;
+  /// Batch statistics in BatchNormalization (`--batchnorm`, BatchStats.h).
+  BatchNormOptions batchNorm;
 };
 
 /// A module and the warnings its import produced.

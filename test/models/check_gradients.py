@@ -55,16 +55,36 @@ LayerNormalization64.__name__ = "LayerNormalization"
 
 
 class BatchNormalization64(OpRun):
-    """ONNX BatchNormalization in inference form, with the running
-    statistics, in the input's type (the reference evaluator's version
-    disagrees with onnxruntime's on 4-d inputs)."""
+    """ONNX BatchNormalization in the input's type (the reference
+    evaluator's version disagrees with onnxruntime's on 4-d inputs): with
+    the running statistics, or in training mode (or every node under
+    BATCH_STATS) with the batch's mean and population variance over every
+    axis but the channels; then it also returns the running statistics
+    moved toward them, ONNX's definition."""
     op_domain = ""
+    BATCH_STATS = False
 
     def _run(self, x, scale, bias, mean, var, epsilon=1e-5, momentum=0.9,
              training_mode=0, spatial=1):
         shape = (1, -1) + (1,) * (x.ndim - 2)
-        y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + epsilon)
-        return ((y * scale.reshape(shape) + bias.reshape(shape)).astype(x.dtype),)
+        if not (training_mode or self.BATCH_STATS):
+            y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + epsilon)
+            return ((y * scale.reshape(shape) + bias.reshape(shape)).astype(x.dtype),)
+        bmean, bvar = self.batch_stats(x, mean, var, momentum)[2:]
+        y = (x - bmean.reshape(shape)) / np.sqrt(bvar.reshape(shape) + epsilon)
+        y = y * scale.reshape(shape) + bias.reshape(shape)
+        out = (y.astype(x.dtype),) + self.batch_stats(x, mean, var, momentum)[:2]
+        return out[:len(self.onnx_node.output)]
+
+    @staticmethod
+    def batch_stats(x, mean, var, momentum):
+        """The moved running mean and variance, then the batch's."""
+        axes = (0,) + tuple(range(2, x.ndim))
+        bmean = x.mean(axis=axes)
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        bvar = ((x - bmean.reshape(shape)) ** 2).mean(axis=axes)
+        return (mean * momentum + bmean * (1 - momentum),
+                var * momentum + bvar * (1 - momentum), bmean, bvar)
 
 
 BatchNormalization64.__name__ = "BatchNormalization"
@@ -82,7 +102,10 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--eps", type=float, default=1e-4)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--batchnorm", choices=["graph", "batch-stats"],
+                    default="graph")
     a = ap.parse_args()
+    BatchNormalization64.BATCH_STATS = a.batchnorm == "batch-stats"
 
     model = onnx.load(a.model)
     m64, params = to_float64(model, params_as_inputs=True)
@@ -145,6 +168,21 @@ def main():
           f"{worst:.1e} of float64 central differences")
     if fixed:
         print("float initializers without a gradient: " + ", ".join(sorted(fixed)))
+    # Running statistics a batch-statistics BatchNormalization moved.
+    for key in sorted(k for k in got if k.startswith("update/")):
+        name = key[len("update/"):]
+        node = next(n for n in m64.graph.node if n.op_type == "BatchNormalization"
+                    and name in n.input[3:5])
+        attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+        x = sess.run([node.input[0]], {**feeds, **params})[0]
+        want = BatchNormalization64.batch_stats(
+            x, params[node.input[3]], params[node.input[4]],
+            attrs.get("momentum", 0.9))[node.input[3:5].index(name)]
+        err = np.abs(got[key] - want).max() / max(np.abs(want).max(), 1e-12)
+        if err > a.tol:
+            print(f"{key}: relative error {err:.2e} against the reference")
+            return 1
+        print(f"{key}: running statistic within {err:.1e} of the reference")
     extra = [k for k in got if k.startswith("grad/") and k[5:] not in params]
     assert not extra, f"gradients of no initializer: {extra}"
     return 0 if checked else 1

@@ -99,6 +99,15 @@ static cl::opt<std::string> ignoreIndex(
              "the sum nor in the mean"),
     cl::value_desc("N"), cl::cat(lossCategory));
 
+static cl::opt<std::string> batchNormMode(
+    "batchnorm",
+    cl::desc("BatchNormalization statistics: graph (each node's "
+             "training_mode: the running statistics unless it is 1) or "
+             "batch-stats (every node normalizes with its batch's statistics "
+             "and, in a training step, updates its running statistics)"),
+    cl::value_desc("graph|batch-stats"), cl::init("graph"),
+    cl::cat(lossCategory));
+
 static cl::opt<bool> gradients(
     "gradients",
     cl::desc("Append the gradient of the loss (the first output) with "
@@ -349,6 +358,13 @@ int main(int argc, char **argv) {
       return fail("--ignore-index=" + ignoreIndex + ": expected an integer");
     options.loss.ignoreIndex = n;
   }
+
+  if (batchNormMode != "graph" && batchNormMode != "batch-stats")
+    return fail("--batchnorm=" + batchNormMode +
+                ": expected graph or batch-stats");
+  options.batchNorm.batchStats = batchNormMode == "batch-stats";
+  options.batchNorm.updateRunningStats =
+      lossKind.getNumOccurrences() && (mode == "train" || gradients);
 
   auto imported = importOnnxFile(inputPath, options);
   if (!imported)

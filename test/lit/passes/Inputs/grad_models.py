@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Small models for the gradient tests, with seeded weights.
 
-  grad_models.py mlp|embed|zoo|cnn|lrn OUT.onnx
+  grad_models.py mlp|embed|zoo|cnn|cnn_bn|lrn OUT.onnx
 
 mlp: Gemm, Relu, MatMul and a broadcast Add (a two-layer perceptron).
 embed: an embedding lookup (Gather of a 32-row table), a mean over the
@@ -89,6 +89,18 @@ def cnn(rng):
         [h.make_tensor_value_info("logits", T.FLOAT, [2, 5])]
 
 
+def cnn_bn(rng):
+    """cnn with its batch norm in training mode (batch statistics, opset
+    15) and a batch of 4."""
+    nodes, inits, inputs, outputs = cnn(rng)
+    bn = next(n for n in nodes if n.op_type == "BatchNormalization")
+    bn.attribute.append(h.make_attribute("training_mode", 1))
+    bn.attribute.append(h.make_attribute("momentum", 0.8))
+    bn.output.extend(["bn_running_mean", "bn_running_var"])
+    return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [4, 2, 8, 8])], \
+        [h.make_tensor_value_info("logits", T.FLOAT, [4, 5])]
+
+
 def zoo(rng):
     inits = [weight(rng, "W1", (5, 6)), weight(rng, "c1", (5,), 0.1),
              weight(rng, "W2", (5, 5)), weight(rng, "k", (5,), 0.5),
@@ -136,10 +148,12 @@ def main():
     name, out = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(7)
     nodes, inits, inputs, outputs = {"mlp": mlp, "zoo": zoo, "embed": embed,
-                                     "cnn": cnn, "lrn": lrn}[name](rng)
+                                     "cnn": cnn, "cnn_bn": cnn_bn, "lrn": lrn}[name](rng)
     g = h.make_graph(nodes, name, inputs, outputs, inits)
-    # Opset 13: softmaxes over one axis; ReduceSum's axes an input.
-    model = h.make_model(g, opset_imports=[h.make_opsetid("", 13)], ir_version=7)
+    # Opset 13: softmaxes over one axis; ReduceSum's axes an input. 15 for
+    # BatchNormalization's training_mode.
+    opset = 15 if name == "cnn_bn" else 13
+    model = h.make_model(g, opset_imports=[h.make_opsetid("", opset)], ir_version=8)
     onnx.checker.check_model(model)
     onnx.save(model, out)
 

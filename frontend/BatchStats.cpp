@@ -1,0 +1,130 @@
+//===- BatchStats.cpp - BatchNormalization over the batch's statistics ----===//
+#include "frontend/BatchStats.h"
+#include "frontend/GraphBuilder.h"
+
+#include "llvm/ADT/StringSet.h"
+
+#include <vector>
+
+namespace pax {
+
+namespace {
+
+const onnx::AttributeProto *attr(const onnx::NodeProto &n,
+                                 llvm::StringRef name) {
+  for (const auto &a : n.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+bool usesBatchStats(const onnx::NodeProto &n, const BatchNormOptions &o) {
+  if (n.op_type() != "BatchNormalization" || !n.domain().empty())
+    return false;
+  if (o.batchStats)
+    return true;
+  const onnx::AttributeProto *mode = attr(n, "training_mode");
+  return mode && mode->i() != 0;
+}
+
+} // namespace
+
+llvm::Error rewriteBatchNorm(llvm::StringRef path, onnx::ModelProto &model,
+                             int64_t opset, const BatchNormOptions &options) {
+  onnx::GraphProto &g = *model.mutable_graph();
+  bool any = false;
+  for (const auto &n : g.node())
+    any |= usesBatchStats(n, options);
+  if (!any)
+    return llvm::Error::success();
+  llvm::StringMap<onnx::TypeProto> types = inferTypes(model);
+  llvm::StringSet<> initializers;
+  for (const auto &t : g.initializer())
+    initializers.insert(t.name());
+
+  GraphBuilder b(g, opset, "pax_bn/");
+  std::vector<onnx::NodeProto> nodes(g.node().begin(), g.node().end());
+  g.clear_node();
+  std::vector<std::pair<std::string, std::string>> updates;
+  llvm::StringSet<> updated;
+  for (onnx::NodeProto &n : nodes) {
+    if (!usesBatchStats(n, options)) {
+      *g.add_node() = std::move(n);
+      continue;
+    }
+    std::string where = (path + ": node '" + n.name() +
+                         "' (BatchNormalization, batch statistics): ")
+                            .str();
+    auto fail = [&](const llvm::Twine &msg) {
+      return llvm::createStringError(where + msg);
+    };
+    if (n.input_size() < 5)
+      return fail("expected 5 inputs (X, scale, B, mean, var)");
+    for (int i = 3; i < n.output_size(); ++i)
+      if (!n.output(i).empty())
+        return fail("its saved statistics (output " + llvm::Twine(i) +
+                    ") are not supported");
+    auto it = types.find(n.input(0));
+    if (it == types.end() || !it->second.tensor_type().has_shape())
+      return fail("the rank of input 'X' (" + n.input(0) +
+                  ") is unknown to ONNX's shape inference");
+    int64_t rank = it->second.tensor_type().shape().dim_size();
+    int32_t elem = it->second.tensor_type().elem_type();
+    if (rank < 2)
+      return fail("input 'X' must have rank 2 or more");
+    double eps = 1e-5, momentum = 0.9;
+    if (const auto *a = attr(n, "epsilon"))
+      eps = a->f();
+    if (const auto *a = attr(n, "momentum"))
+      momentum = a->f();
+    // Every axis but the channels (1), and the channels' broadcast shape.
+    std::vector<int64_t> axes = {0}, unsqueezed = {0};
+    for (int64_t a = 2; a < rank; ++a) {
+      axes.push_back(a);
+      unsqueezed.push_back(a);
+    }
+    const std::string &x = n.input(0);
+    std::string mean = b.reduce("ReduceMean", x, axes, false);
+    std::string centered = b.apply("Sub", {x, b.unsqueeze(mean, unsqueezed)});
+    std::string var = b.reduce(
+        "ReduceMean", b.apply("Mul", {centered, centered}), axes, false);
+    std::string rstd = b.apply(
+        "Reciprocal",
+        {b.apply("Sqrt", {b.apply("Add", {var, b.scalar(eps, elem)})})});
+    std::string scaled =
+        b.apply("Mul", {b.apply("Mul", {centered, b.unsqueeze(rstd, unsqueezed)}),
+                        b.unsqueeze(n.input(1), unsqueezed)});
+    onnx::NodeProto &y =
+        b.node("Add", {scaled, b.unsqueeze(n.input(2), unsqueezed)});
+    b.rename(y.output(0), n.output(0));
+    // The running statistics, moved toward the batch's.
+    std::string keep = b.scalar(momentum, elem);
+    std::string move = b.scalar(1 - momentum, elem);
+    for (int s = 0; s < 2; ++s) {
+      const std::string &running = n.input(3 + s);
+      std::string next = b.apply(
+          "Add", {b.apply("Mul", {running, keep}),
+                  b.apply("Mul", {s == 0 ? mean : var, move})});
+      if (n.output_size() > 1 + s && !n.output(1 + s).empty())
+        next = b.rename(next, n.output(1 + s));
+      if (options.updateRunningStats && initializers.contains(running)) {
+        if (!updated.insert(running).second)
+          return fail("its running statistic '" + running +
+                      "' is also another BatchNormalization's");
+        updates.push_back({running, next});
+      }
+    }
+  }
+  for (auto &[name, value] : updates) {
+    // An Identity names the output, whatever else reads the value.
+    onnx::NodeProto &id = b.node("Identity", {value});
+    b.rename(id.output(0), "update/" + name);
+    onnx::ValueInfoProto &out = *g.add_output();
+    out.set_name("update/" + name);
+    if (auto it = types.find(name); it != types.end())
+      *out.mutable_type() = it->second;
+  }
+  return llvm::Error::success();
+}
+
+} // namespace pax
