@@ -26,6 +26,9 @@ public:
   /// start with \p prefix.
   GraphBuilder(onnx::GraphProto &g, int64_t opset, std::string prefix);
 
+  /// The prefix of the names from now on.
+  void setPrefix(std::string p) { prefix = std::move(p); }
+
   /// A name no value of the graph has yet, from \p base.
   std::string fresh(llvm::StringRef base);
   /// As fresh(), under another prefix.

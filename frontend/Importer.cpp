@@ -937,6 +937,17 @@ llvm::Error NodeContext::finish(std::unique_ptr<Op> op) {
   return llvm::Error::success();
 }
 
+Value *NodeContext::rngStep() {
+  if (!imp.rngStep) {
+    imp.rngStep = imp.module->addGlobal(kRngStepName, TensorType{DType::I64, {}});
+    imp.rngStep->source = DataSource::Fill;
+    imp.rngStep->fill = 0;
+  }
+  return &imp.rngStep->value;
+}
+
+uint64_t NodeContext::seed() const { return imp.options.seed; }
+
 void NodeContext::setConstant(unsigned i, ConstTensor t) {
   Slot s;
   s.type = t.type;

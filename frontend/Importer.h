@@ -80,6 +80,11 @@ public:
                                                       llvm::StringRef what);
   /// The input as an IR value.
   Value *value(unsigned i);
+  /// The global step counter random ops read (`rng/step`, an int64 scalar
+  /// that starts at 0), created on first use.
+  Value *rngStep();
+  /// The seed of the random ops (`--seed`).
+  uint64_t seed() const;
 
   // --- Attributes -----------------------------------------------------------
   const onnx::AttributeProto *attr(llvm::StringRef name) const;
@@ -161,6 +166,7 @@ private:
   /// The static batch dim --batch replaced, if any.
   std::optional<int64_t> originalBatch;
   std::unique_ptr<Module> module;
+  Global *rngStep = nullptr;
   std::vector<std::string> warnings;
   llvm::StringMap<Slot> slots;
   llvm::DenseMap<const Value *, Slot *> slotOf;

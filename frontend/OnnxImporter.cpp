@@ -145,7 +145,7 @@ llvm::Expected<ImportResult> importOnnxFile(llvm::StringRef path,
       opset = o.version();
   if (auto err = appendLoss(path, model, opset, options.loss))
     return err;
-  if (auto err = rewriteBatchNorm(path, model, opset, options.batchNorm))
+  if (auto err = rewriteTrainingMode(path, model, opset, options.trainingMode))
     return err;
   for (const auto &[name, v] : options.dims)
     if (v <= 0 || v > kMaxExtent)

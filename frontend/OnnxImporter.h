@@ -1,7 +1,7 @@
 //===- OnnxImporter.h - ONNX models into the paxc IR ----------------------===//
 #pragma once
 
-#include "frontend/BatchStats.h"
+#include "frontend/TrainingMode.h"
 #include "frontend/Loss.h"
 #include "ir/Module.h"
 
@@ -23,9 +23,12 @@ struct ImportOptions {
   std::optional<int64_t> batch;
   /// A training loss to append to the graph (`--loss`, Loss.h).
   LossOptions loss;
-  /// Batch statistics in BatchNormalization (`--batchnorm`, BatchStats.h).
-  BatchNormOptions batchNorm;
+  /// BatchNormalization and Dropout in training mode (TrainingMode.h).
+  TrainingModeOptions trainingMode;
+  /// The seed of random ops (`--seed`): dropout's masks.
+  uint64_t seed = 0;
 };
+
 
 /// A module and the warnings its import produced.
 struct ImportResult {

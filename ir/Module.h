@@ -82,6 +82,10 @@ enum class DataSource : uint8_t {
   Input,       ///< `input("name")`: a graph input fed at run time
 };
 
+/// The global that counts training steps for random ops (an int64 scalar,
+/// fill 0): random_uniform reads it, a training step's updates add one.
+inline constexpr const char *kRngStepName = "rng/step";
+
 /// A module-level tensor: a parameter (a weight) or a constant.
 struct Global {
   explicit Global(TensorType type) : value(Value::Kind::Global, type) {

@@ -3,10 +3,13 @@
 
 #include "frontend/TensorProto.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/xxhash.h"
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 namespace pax {
 
@@ -70,6 +73,54 @@ llvm::Error importConstantOfShape(NodeContext &ctx) {
   }
   ctx.setConstant(0, ConstTensor::splat(type, fill));
   return llvm::Error::success();
+}
+
+/// RandomUniform and RandomUniformLike, drawn from paxc's counter-based
+/// generator (random_uniform): the value at each element is a hash of the
+/// seed (`--seed`), the op's key (the node's `seed` attribute, or its name),
+/// the training step and the element's index, so any partition draws the
+/// same numbers as one device, and a step draws new ones.
+llvm::Error importRandomUniform(NodeContext &ctx) {
+  bool like = ctx.opType() == "RandomUniformLike";
+  TensorType type{DType::F32, {}};
+  if (like) {
+    if (!ctx.hasInput(0))
+      return ctx.error("missing input 0");
+    type = ctx.type(0);
+  } else {
+    std::vector<int64_t> shape = ctx.attrInts("shape");
+    type.shape.assign(shape.begin(), shape.end());
+  }
+  if (const auto *a = ctx.attr("dtype")) {
+    auto dt = dtypeFromOnnx(int32_t(a->i()));
+    if (!dt)
+      return ctx.error("dtype " + llvm::Twine(a->i()) + " is not supported");
+    type.elem = *dt;
+  }
+  if (!isFloat(type.elem))
+    return ctx.error("the values must be floats, not " +
+                     dtypeName(type.elem).str());
+  auto op = ctx.newOp(OpKind::RandomUniform);
+  op->iters = parallelSpace(type.shape);
+  op->operands.push_back({ctx.rngStep(), {}});
+  op->addResult(type, identityMap(type.rank()));
+  op->attrs["low"] = ctx.attrFloat("low", 0);
+  op->attrs["high"] = ctx.attrFloat("high", 1);
+  uint64_t key;
+  if (const auto *a = ctx.attr("seed")) {
+    float s = a->f();
+    uint32_t bits;
+    std::memcpy(&bits, &s, sizeof bits);
+    key = bits;
+  } else {
+    std::string name = ctx.proto().name().empty() ? ctx.proto().output(0)
+                                                  : ctx.proto().name();
+    key = llvm::xxh3_64bits(llvm::arrayRefFromStringRef(name));
+  }
+  // Attributes are signed; the bits are what count.
+  op->attrs["key"] = int64_t(key);
+  op->attrs["seed"] = int64_t(ctx.seed());
+  return ctx.finish(std::move(op));
 }
 
 llvm::Error importShape(NodeContext &ctx) {

@@ -202,6 +202,11 @@ llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
     }
     updates.push_back({g->name(), next});
   }
+  // The random ops' step counter moves on: each step draws new numbers.
+  if (Global *rng = m.findGlobal(kRngStepName))
+    states.push_back({rng->name(), u.op(OpKind::Add,
+                                        {&rng->value, u.c(1, DType::I64)},
+                                        "rng_step")});
   f.returns = keep;
   f.returnNames = keepNames;
   for (auto *list : {&updates, &states})

@@ -7,6 +7,7 @@
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/xxhash.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -470,6 +471,39 @@ static llvm::Error runScatterAdd(const Prepared &p) {
   return llvm::Error::success();
 }
 
+/// random_uniform: each point's value is low + (high - low) * u, u in [0, 1)
+/// from 53 bits of the xxh3 hash of (seed, key, step, the point's index in
+/// the whole result), so the blocks of a split result hold the numbers of
+/// the unsplit one.
+static llvm::Error runRandomUniform(const Prepared &p) {
+  if (p.ins.size() != 1 || p.outs.size() != 1 || p.ins[0]->numel() != 1)
+    return computeError(p.c, "takes the step (one integer) and has one "
+                             "result");
+  uint64_t words[4] = {uint64_t(attrInt(p.c, "seed", 0)),
+                       uint64_t(attrInt(p.c, "key", 0)),
+                       uint64_t(p.ins[0]->integer(0)), 0};
+  double low = attrReal(p.c, "low", 0), high = attrReal(p.c, "high", 1);
+  const IterationSpace &s = p.space;
+  Tensor &out = *p.outs[0];
+  forEachOuter(s, [&](llvm::MutableArrayRef<int64_t> point) {
+    llvm::SmallVector<int64_t, 8> at(point.begin(), point.end());
+    do {
+      uint64_t flat = 0;
+      for (size_t d = 0; d < at.size(); ++d)
+        flat = flat * uint64_t(s.globalExtents[d]) +
+               uint64_t(at[d] + s.globalOffsets[d]);
+      uint64_t w[4] = {words[0], words[1], words[2], flat};
+      uint64_t h = llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+          reinterpret_cast<const uint8_t *>(w), sizeof w));
+      double u = double(h >> 11) * 0x1.0p-53;
+      int64_t o = p.outMaps[0].index(at);
+      if (o >= 0)
+        out.setReal(o, low + (high - low) * u);
+    } while (s.nextInner(at));
+  });
+  return llvm::Error::success();
+}
+
 /// The data-movement kinds runCopy handles.
 static bool isCopyKind(llvm::StringRef kind) {
   return llvm::StringSwitch<bool>(kind)
@@ -483,7 +517,7 @@ static bool isCopyKind(llvm::StringRef kind) {
 bool genericHasKernel(llvm::StringRef kind) {
   using namespace cpu;
   return parseScalarOp(kind) || parseReduceOp(kind) || isCopyKind(kind) ||
-         kind == "scatter_add";
+         kind == "scatter_add" || kind == "random_uniform";
 }
 
 llvm::Error runGeneric(const plan::Compute &c,
@@ -493,13 +527,16 @@ llvm::Error runGeneric(const plan::Compute &c,
   std::optional<ScalarOp> scalar = parseScalarOp(c.kind());
   std::optional<ReduceOp> reduce = parseReduceOp(c.kind());
   bool scatter = c.kind() == "scatter_add";
-  if (!scalar && !reduce && !isCopyKind(c.kind()) && !scatter)
+  bool random = c.kind() == "random_uniform";
+  if (!scalar && !reduce && !isCopyKind(c.kind()) && !scatter && !random)
     return computeError(c, "no generic cpu kernel for kind '" + c.kind() + "'");
   auto p = prepare(c, inputs, outputs);
   if (!p)
     return p.takeError();
   if (scatter)
     return runScatterAdd(*p);
+  if (random)
+    return runRandomUniform(*p);
   if (scalar) {
     if (outputs.empty())
       return computeError(c, "has no outputs");

@@ -87,6 +87,9 @@ static Outcome runTest(const std::string &dir) {
   for (const auto &op : m.main.ops) {
     if (op->kind == OpKind::Opaque)
       return {Outcome::Skip, "no importer for the op"};
+    // ONNX leaves the generator open; a test's numbers are numpy's.
+    if (op->kind == OpKind::RandomUniform)
+      return {Outcome::Skip, "random: paxc's generator draws other numbers"};
     // paxc refuses plans holding such an op; it is never run.
     if (!hasCpuKernel(*op))
       return {Outcome::Skip, "no kernel: " + describeOpKind(*op)};

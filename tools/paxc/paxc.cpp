@@ -108,6 +108,14 @@ static cl::opt<std::string> batchNormMode(
     cl::value_desc("graph|batch-stats"), cl::init("graph"),
     cl::cat(lossCategory));
 
+static cl::opt<uint64_t> seed(
+    "seed",
+    cl::desc("Seed of random ops (training-mode Dropout, RandomUniform): "
+             "with the op, the training step and the element's index it "
+             "keys a counter-based generator, so every partition draws the "
+             "same numbers"),
+    cl::init(0), cl::cat(lossCategory));
+
 static cl::opt<bool> gradients(
     "gradients",
     cl::desc("Append the gradient of the loss (the first output) with "
@@ -362,8 +370,9 @@ int main(int argc, char **argv) {
   if (batchNormMode != "graph" && batchNormMode != "batch-stats")
     return fail("--batchnorm=" + batchNormMode +
                 ": expected graph or batch-stats");
-  options.batchNorm.batchStats = batchNormMode == "batch-stats";
-  options.batchNorm.updateRunningStats =
+  options.seed = seed;
+  options.trainingMode.batchStats = batchNormMode == "batch-stats";
+  options.trainingMode.updateRunningStats =
       lossKind.getNumOccurrences() && (mode == "train" || gradients);
 
   auto imported = importOnnxFile(inputPath, options);

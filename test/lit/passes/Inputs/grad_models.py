@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Small models for the gradient tests, with seeded weights.
 
-  grad_models.py mlp|embed|zoo|cnn|cnn_bn|lrn OUT.onnx
+  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|lrn OUT.onnx
 
 mlp: Gemm, Relu, MatMul and a broadcast Add (a two-layer perceptron).
 embed: an embedding lookup (Gather of a 32-row table), a mean over the
@@ -35,6 +35,20 @@ def mlp(rng):
     ]
     return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [4, 8])], \
         [h.make_tensor_value_info("logits", T.FLOAT, [4, 5])]
+
+
+def dropout(rng):
+    """mlp with training-mode Dropout (ratio 0.3) after the Relu, a batch
+    of 32, and the dropout mask as a second output."""
+    nodes, inits, inputs, outputs = mlp(rng)
+    inits += [nh.from_array(np.array(0.3, np.float32), "ratio"),
+              nh.from_array(np.array(True), "training")]
+    nodes.insert(2, h.make_node("Dropout", ["r", "ratio", "training"],
+                                ["rd", "mask"], name="drop"))
+    nodes[3].input[0] = "rd"
+    return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [32, 8])], \
+        [h.make_tensor_value_info("logits", T.FLOAT, [32, 5]),
+         h.make_tensor_value_info("mask", T.BOOL, [32, 16])]
 
 
 def embed(rng):
@@ -148,7 +162,8 @@ def main():
     name, out = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(7)
     nodes, inits, inputs, outputs = {"mlp": mlp, "zoo": zoo, "embed": embed,
-                                     "cnn": cnn, "cnn_bn": cnn_bn, "lrn": lrn}[name](rng)
+                                     "cnn": cnn, "cnn_bn": cnn_bn, "dropout": dropout,
+                                     "lrn": lrn}[name](rng)
     g = h.make_graph(nodes, name, inputs, outputs, inits)
     # Opset 13: softmaxes over one axis; ReduceSum's axes an input. 15 for
     # BatchNormalization's training_mode.

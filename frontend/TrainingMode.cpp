@@ -1,9 +1,11 @@
-//===- BatchStats.cpp - BatchNormalization over the batch's statistics ----===//
-#include "frontend/BatchStats.h"
+//===- TrainingMode.cpp - ONNX nodes in training mode, rewritten ----------===//
+#include "frontend/TrainingMode.h"
 #include "frontend/GraphBuilder.h"
+#include "frontend/TensorProto.h"
 
 #include "llvm/ADT/StringSet.h"
 
+#include <optional>
 #include <vector>
 
 namespace pax {
@@ -18,7 +20,7 @@ const onnx::AttributeProto *attr(const onnx::NodeProto &n,
   return nullptr;
 }
 
-bool usesBatchStats(const onnx::NodeProto &n, const BatchNormOptions &o) {
+bool usesBatchStats(const onnx::NodeProto &n, const TrainingModeOptions &o) {
   if (n.op_type() != "BatchNormalization" || !n.domain().empty())
     return false;
   if (o.batchStats)
@@ -27,14 +29,60 @@ bool usesBatchStats(const onnx::NodeProto &n, const BatchNormOptions &o) {
   return mode && mode->i() != 0;
 }
 
+/// The value of the constant \p name (an initializer or a Constant node's
+/// output) as an integer, or nullopt when it is not one.
+std::optional<int64_t> constantInt(const onnx::GraphProto &g,
+                                   const std::string &name) {
+  const onnx::TensorProto *t = nullptr;
+  for (const auto &init : g.initializer())
+    if (init.name() == name)
+      t = &init;
+  for (const auto &n : g.node())
+    if (n.op_type() == "Constant" && n.output_size() == 1 &&
+        n.output(0) == name)
+      if (const auto *a = attr(n, "value"))
+        t = &a->t();
+  if (!t)
+    return std::nullopt;
+  auto v = readTensorProto(*t, "");
+  if (!v) {
+    llvm::consumeError(v.takeError());
+    return std::nullopt;
+  }
+  if (v->numel() != 1)
+    return std::nullopt;
+  return int64_t(v->real(0));
+}
+
+/// Dropout in training mode: training_mode given and true.
+llvm::Expected<bool> dropsOut(llvm::StringRef path, const onnx::GraphProto &g,
+                              const onnx::NodeProto &n) {
+  if (n.op_type() != "Dropout" || !n.domain().empty() || n.input_size() < 3 ||
+      n.input(2).empty())
+    return false;
+  auto mode = constantInt(g, n.input(2));
+  if (!mode)
+    return llvm::createStringError(
+        path + ": node '" + n.name() +
+        "' (Dropout): training_mode must be a constant");
+  return *mode != 0;
+}
+
 } // namespace
 
-llvm::Error rewriteBatchNorm(llvm::StringRef path, onnx::ModelProto &model,
-                             int64_t opset, const BatchNormOptions &options) {
+llvm::Error rewriteTrainingMode(llvm::StringRef path, onnx::ModelProto &model,
+                                int64_t opset,
+                                const TrainingModeOptions &options) {
   onnx::GraphProto &g = *model.mutable_graph();
   bool any = false;
-  for (const auto &n : g.node())
-    any |= usesBatchStats(n, options);
+  std::vector<bool> drop;
+  for (const auto &n : g.node()) {
+    auto drops = dropsOut(path, g, n);
+    if (!drops)
+      return drops.takeError();
+    drop.push_back(*drops);
+    any |= *drops || usesBatchStats(n, options);
+  }
   if (!any)
     return llvm::Error::success();
   llvm::StringMap<onnx::TypeProto> types = inferTypes(model);
@@ -47,11 +95,39 @@ llvm::Error rewriteBatchNorm(llvm::StringRef path, onnx::ModelProto &model,
   g.clear_node();
   std::vector<std::pair<std::string, std::string>> updates;
   llvm::StringSet<> updated;
-  for (onnx::NodeProto &n : nodes) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    onnx::NodeProto &n = nodes[i];
+    if (drop[i]) {
+      b.setPrefix("pax_dropout/");
+      // X / (1 - ratio) where the draw is at least the ratio, else 0.
+      const std::string &x = n.input(0);
+      auto xt = types.find(x);
+      if (xt == types.end())
+        return llvm::createStringError(path + ": node '" + n.name() +
+                                       "' (Dropout): the type of input '" +
+                                       x + "' is unknown");
+      int32_t elem = xt->second.tensor_type().elem_type();
+      std::string ratio = n.input_size() > 1 && !n.input(1).empty()
+                              ? n.input(1)
+                              : b.scalar(0.5, elem);
+      onnx::NodeProto &draw = b.node("RandomUniformLike", {x});
+      draw.set_name(b.fresh(n.name()));
+      std::string keep = b.apply("GreaterOrEqual", {draw.output(0), ratio});
+      std::string one = b.scalar(1, elem);
+      std::string scaled =
+          b.apply("Div", {x, b.apply("Sub", {one, ratio})});
+      onnx::NodeProto &y =
+          b.node("Where", {keep, scaled, b.scalar(0, elem)});
+      b.rename(y.output(0), n.output(0));
+      if (n.output_size() > 1 && !n.output(1).empty())
+        b.rename(b.apply("Identity", {keep}), n.output(1));
+      continue;
+    }
     if (!usesBatchStats(n, options)) {
       *g.add_node() = std::move(n);
       continue;
     }
+    b.setPrefix("pax_bn/");
     std::string where = (path + ": node '" + n.name() +
                          "' (BatchNormalization, batch statistics): ")
                             .str();
