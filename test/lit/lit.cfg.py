@@ -23,6 +23,18 @@ config.substitutions.append(("%check-summary", config.python_executable + " " +
 config.substitutions.append(("%force-strategy", config.python_executable + " " +
                              os.path.join(config.pax_src_root, "tools", "models", "force_strategy.py")))
 
+# The onnxruntime-training reference of the training steps
+# (test/models/ort_train_reference.py) runs in a venv of its own, which
+# tools/dev/ortrain_env.sh fills (tools/dev/test.sh runs it): "ortrain" and
+# %ortrain-python when that venv is complete, at $PAX_ORTRAIN_VENV or else
+# <build dir>/ortrain-venv.
+ortrain_venv = os.environ.get("PAX_ORTRAIN_VENV") or os.path.join(config.pax_obj_root, "ortrain-venv")
+ortrain_python = os.path.join(ortrain_venv, "bin", "python")
+if os.path.exists(os.path.join(ortrain_venv, ".ortrain_requirements.sha256")) and \
+        os.access(ortrain_python, os.X_OK):
+    config.available_features.add("ortrain")
+    config.substitutions.append(("%ortrain-python", ortrain_python))
+
 # Built with -fsanitize=address,undefined (PAX_SANITIZE). The MPI tests are
 # unsupported there: Open MPI leaves allocations behind at MPI_Finalize
 # (in MPI_Init, its progress thread and its plugins), which LeakSanitizer

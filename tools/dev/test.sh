@@ -5,6 +5,11 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 "$root/tools/dev/setup.sh"
+# The onnxruntime-training reference's venv (lit's "ortrain" tests), made
+# once from PyPI and reused; both builds' lit runs find it through
+# PAX_ORTRAIN_VENV.
+export PAX_ORTRAIN_VENV=${PAX_ORTRAIN_VENV:-$root/build/ortrain-venv}
+"$root/tools/dev/ortrain_env.sh" >/dev/null
 (cd "$root/build" && ctest --output-on-failure -j2 -LE long)
 
 if [ "${PAX_SANITIZE:-1}" != 0 ]; then
