@@ -68,6 +68,14 @@ int64_t Op::intAttr(llvm::StringRef key, int64_t dflt) const {
   return dflt;
 }
 
+bool Op::isReplicaDim(unsigned d) const {
+  auto uses = [&](const AccessMap &m) {
+    return llvm::any_of(m, [&](const AccessExpr &e) { return e.uses(d); });
+  };
+  return llvm::none_of(operands, [&](const Operand &o) { return uses(o.map); }) &&
+         llvm::none_of(results, [&](const Result &r) { return uses(r.map); });
+}
+
 double Op::flops() const {
   unsigned perPoint = opKindFlopsPerPoint(kind);
   if (perPoint == 0)
@@ -85,7 +93,7 @@ double Op::flops() const {
       scan(o.map);
     for (const Result &r : results)
       scan(r.map);
-    lookupOnly[d] = lookup && !other;
+    lookupOnly[d] = (lookup && !other) || (!lookup && !other);
   }
   double points = 1;
   for (size_t d = 0; d < iters.size(); ++d)

@@ -138,8 +138,13 @@ public:
   /// Integer attribute \p key, or \p dflt when absent.
   int64_t intAttr(llvm::StringRef key, int64_t dflt) const;
   /// Forward FLOPs of the whole op: points of the iteration space (dims
-  /// indexed only by lookups excluded) times the kind's flops per point.
+  /// indexed only by lookups, and replica dims, excluded) times the kind's
+  /// flops per point.
   double flops() const;
+  /// True when no access map uses iteration dim \p d: a replica dim. Split
+  /// k ways, k devices each compute the whole op (every tensor is
+  /// replicated along it); the kernels walk it once.
+  bool isReplicaDim(unsigned d) const;
 };
 
 /// A function: arguments, ops in topological order, returned values.

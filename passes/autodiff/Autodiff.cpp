@@ -121,6 +121,11 @@ Value *GradientBuilder::constant(double value, DType elem) {
   return &g->value;
 }
 
+void GradientBuilder::replicate(Op &op, int64_t replicas) {
+  if (replicas > 1)
+    op.iters.push_back({"r", replicas, IterKind::Parallel});
+}
+
 void GradientBuilder::accumulate(const Value *v, Value *g) {
   auto [it, fresh] = grads.try_emplace(v, g);
   if (!fresh)
@@ -184,6 +189,7 @@ llvm::Error appendBackward(Module &m, const AutodiffOptions &options) {
   for (const auto &op : f.ops)
     forward.push_back(op.get());
   GradientBuilder b(m);
+  b.setReplicas(options.replicas);
   // d loss / d loss = 1, as a one-element tensor of the loss's type.
   b.accumulate(loss, b.elementwise(OpKind::Expand,
                                    {b.constant(1.0, loss->type.elem)},
@@ -209,6 +215,11 @@ llvm::Error appendBackward(Module &m, const AutodiffOptions &options) {
     if (Value *grad = b.gradientOf(&g->value)) {
       f.returns.push_back(grad);
       f.returnNames.push_back("grad/" + g->name());
+      // Where the gradient is complete: the report says how it is
+      // aggregated (Aggregation.h).
+      if (grad->kind == Value::Kind::Result &&
+          !grad->def->attrs.count("gradient_of"))
+        grad->def->attrs["gradient_of"] = g->name();
     }
   return llvm::Error::success();
 }

@@ -26,6 +26,9 @@ struct AutodiffOptions {
   /// Parameters whose name matches this regular expression stay fixed
   /// (`--freeze`); empty for none.
   std::string freeze;
+  /// The devices a lookup's gradient (scatter_add) may be computed on at
+  /// once: its replica dim's extent (GradientBuilder::replicate); 1 for none.
+  int64_t replicas = 1;
 };
 
 /// Appends to @main the gradient of its loss (its first result, a float

@@ -68,6 +68,15 @@ public:
   /// A scalar constant of element type \p elem.
   Value *constant(double value, DType elem);
 
+  /// Gives \p op a replica dim `r` of extent \p replicas (nothing when 1):
+  /// the search may then run the whole op on several devices at once
+  /// (Op::isReplicaDim), as data-parallel training updates a replicated
+  /// weight on every device, or scatters a sparse gradient's gathered rows.
+  static void replicate(Op &op, int64_t replicas);
+  /// The replica extent of the ops that take one (AutodiffOptions).
+  int64_t replicas() const { return replicaCount; }
+  void setReplicas(int64_t n) { replicaCount = n; }
+
   /// Adds \p g, laid out as \p g's op writes it over the forward op's dims
   /// through \p map (the operand's own map), to operand \p k's gradient:
   /// summed over the dims the operand does not have.
@@ -92,6 +101,7 @@ private:
   std::vector<bool> needed;
   llvm::DenseMap<const Value *, Value *> grads;
   unsigned counter = 0;
+  int64_t replicaCount = 1;
 };
 
 /// Builds the gradients of the operands of \p op from \p dys, the

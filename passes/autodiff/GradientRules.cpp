@@ -382,13 +382,25 @@ llvm::Error castRule(GradientBuilder &b, const Op &op, Value *dy) {
 // gather: each looked-up row's gradient is the sum of dy over the points
 // that read it (scatter_add through the data's own map, indices alike);
 // the indices take none.
+//
+// The scatter_add does not take the gather's configuration: how a sparse
+// gradient is aggregated is its own choice (Parallax), searched with the
+// updates. Split like the gather's samples, each device scatters its rows
+// into a whole table and the partial tables are all-reduced (dense); not
+// split over the samples, the devices all-gather the (index, row) pairs and
+// each scatters them all (sparse; split over its replica dim, every device
+// scatters all the pairs and holds the whole table); split over the
+// table's rows, each device keeps the rows it holds (vocabulary-sharded).
 llvm::Error gatherRule(GradientBuilder &b, const Op &op, Value *dy) {
   const Operand &data = op.operands[0];
-  if (b.needs(0))
-    b.accumulate(data.value,
-                 b.over(OpKind::ScatterAdd,
-                        {{dy, b.resultMap()}, operandRead(op, 1)}, data.map,
-                        data.value->type, "scatter"));
+  if (!b.needs(0))
+    return llvm::Error::success();
+  Value *g = b.over(OpKind::ScatterAdd,
+                    {{dy, b.resultMap()}, operandRead(op, 1)}, data.map,
+                    data.value->type, "scatter");
+  g->def->attrs.erase("config");
+  GradientBuilder::replicate(*g->def, b.replicas());
+  b.accumulate(data.value, g);
   return llvm::Error::success();
 }
 

@@ -20,14 +20,17 @@ namespace {
 /// Elementwise arithmetic over one parameter's shape (scalars broadcast).
 class Updates {
 public:
-  Updates(Module &m) : m(m), b(m, "optimizer") {}
+  Updates(Module &m, int64_t replicas)
+      : m(m), b(m, "optimizer"), replicas(replicas) {}
 
   Value *op(OpKind kind, llvm::ArrayRef<Value *> ins, llvm::StringRef what) {
     const TensorType *type = &ins[0]->type;
     for (Value *v : ins)
       if (v->type.rank() > type->rank())
         type = &v->type;
-    return b.elementwise(kind, ins, *type, what);
+    Value *v = b.elementwise(kind, ins, *type, what);
+    GradientBuilder::replicate(*v->def, replicas);
+    return v;
   }
   Value *c(double v, DType elem) { return b.constant(v, elem); }
 
@@ -42,6 +45,7 @@ public:
     }
     o->operands.push_back({x, map});
     o->attrs["name"] = ("optimizer/" + what).str();
+    GradientBuilder::replicate(*o, replicas);
     return o->addResult(TensorType{x->type.elem, {}}, {});
   }
 
@@ -56,6 +60,7 @@ public:
 private:
   Module &m;
   GradientBuilder b;
+  int64_t replicas;
 };
 
 } // namespace
@@ -97,7 +102,7 @@ llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
   }
   if (params.empty())
     return fail("the module has no gradients to apply (run autodiff first)");
-  Updates u(m);
+  Updates u(m, o.replicas);
   std::vector<std::pair<std::string, Value *>> updates, states;
   DType elem = params[0].second->type.elem;
   // Clipping by the global norm of all the gradients.

@@ -35,6 +35,9 @@ struct OptimizerOptions {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   /// Clip the gradients' global norm to this; 0 for none.
   double clipNorm = 0;
+  /// Each update op's replica dim (GradientBuilder::replicate): the devices
+  /// it may run on at once, whole; 1 for none.
+  int64_t replicas = 1;
 };
 
 /// "sgd", "adam", "adamw"; nullopt otherwise.

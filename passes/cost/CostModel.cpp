@@ -74,7 +74,12 @@ double CostModel::edgeSeconds(const TensorLayout &from,
 
 /// Elements of an op's iteration space one device computes.
 static double pointsPerDevice(const Op &op, const Config &c) {
-  return op.flops() / double(configDevices(c));
+  // A replica dim's split devices each compute the whole op.
+  double devices = 1;
+  for (size_t d = 0; d < c.size(); ++d)
+    if (!op.isReplicaDim(unsigned(d)))
+      devices *= double(c[d]);
+  return op.flops() / devices;
 }
 
 /// The statistics of normalizations (red dims the result keeps) inside the

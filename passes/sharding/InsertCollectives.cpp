@@ -78,15 +78,20 @@ private:
                  llvm::ArrayRef<int64_t> space, llvm::ArrayRef<Digit> layout,
                  llvm::ArrayRef<int64_t> halo, int64_t bytes);
 
-  Module &m;
-  int64_t devices, perNode;
-  std::vector<std::unique_ptr<Op>> out;
   /// Where each value came from: its compute op, result and config.
   struct Source {
     const Op *op;
     unsigned result;
     Config config;
   };
+  /// The moves of planReshard from where \p s leaves \p v to \p to, as
+  /// collectives named from \p base; the moved value.
+  Value *moveTo(Value *v, const Source &s, const TensorLayout &to,
+                const std::string &base);
+
+  Module &m;
+  int64_t devices, perNode;
+  std::vector<std::unique_ptr<Op>> out;
   llvm::DenseMap<const Value *, Source> sources;
 };
 } // namespace
@@ -116,9 +121,69 @@ Op *Inserter::collective(OpKind kind, Value *in, llvm::StringRef name,
   return out.back().get();
 }
 
+Value *Inserter::moveTo(Value *v, const Source &s, const TensorLayout &to,
+                        const std::string &base) {
+  const TensorType &t = v->type;
+  // Partial sums travel as they are: the plan reduces them where this
+  // consumer needs them (all_reduce, or reduce_scatter into a block).
+  TensorLayout from = resultLayout(*s.op, s.config, s.result);
+  ReshardTrace trace;
+  auto steps = planReshard(from, to, t, perNode, false, &trace);
+  Value *cur = v;
+  if (trace.pointToPoint) {
+    if (steps.size() == 2) { // partial sums are reduced first
+      llvm::SmallVector<int64_t, 8> space;
+      for (const Digit &d : from.digits)
+        space.push_back(d.size);
+      cur = collective(OpKind::AllReduce, cur, base + "all_reduce",
+                       steps[0].digits, space, reducedLayout(from).digits,
+                       std::vector<int64_t>(2 * t.rank(), 0),
+                       steps[0].bytes)
+                ->results[0]
+                .value.get();
+    }
+    TensorLayout target = to;
+    std::vector<int64_t> halo(2 * t.rank(), 0);
+    for (Digit &d : target.digits)
+      if (to.irregular && d.role == Digit::Role::Split)
+        d = Digit{d.size, Digit::Role::Replicated, -1, 0};
+    if (!to.irregular)
+      for (size_t d = 0; d < t.rank(); ++d)
+        halo[2 * d] = to.haloLo[d], halo[2 * d + 1] = to.haloHi[d];
+    int64_t space = std::max(from.devices(), to.devices());
+    cur = collective(OpKind::SendRecv, cur, base + "send_recv", {0},
+                     {space}, target.digits, halo, steps.back().bytes)
+              ->results[0]
+              .value.get();
+  } else {
+    llvm::SmallVector<int64_t, 8> space;
+    for (const Digit &d : trace.start)
+      space.push_back(d.size);
+    std::vector<int64_t> halo(2 * t.rank(), 0);
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const ReshardStep &st = steps[i];
+      if (st.kind == ReshardStep::Kind::Halo) {
+        int dim = to.digits[st.digits[0]].tensorDim;
+        halo[2 * dim] = to.haloLo[dim];
+        halo[2 * dim + 1] = to.haloHi[dim];
+      }
+      std::string name =
+          base + reshardStepName(st.kind).str() + std::to_string(i);
+      cur = collective(collectiveKind(st.kind), cur, name, st.digits,
+                       space, trace.after[i], halo, st.bytes)
+                ->results[0]
+                .value.get();
+    }
+  }
+  return cur;
+}
+
 llvm::Error Inserter::run() {
   Func &f = m.main;
   llvm::DenseSet<const Op *> constants = constantOps(m);
+  std::vector<std::optional<std::pair<const Op *, unsigned>>> readers;
+  for (size_t i = 0; i < f.returns.size(); ++i)
+    readers.push_back(nextStepReader(m, i));
   for (auto &owned : f.ops) {
     Op &q = *owned;
     if (opKindFamily(q.kind) == OpFamily::Collective)
@@ -142,73 +207,31 @@ llvm::Error Inserter::run() {
       auto src = sources.find(o.value);
       if (src == sources.end() || constants.count(src->second.op))
         continue; // an input, a weight, or computed everywhere
-      const Source &s = src->second;
-      const TensorType &t = o.value->type;
-      // Partial sums travel as they are: the plan reduces them where this
-      // consumer needs them (all_reduce, or reduce_scatter into a block).
-      TensorLayout from = resultLayout(*s.op, s.config, s.result);
-      TensorLayout to = operandLayout(q, *cq, k);
-      ReshardTrace trace;
-      auto steps = planReshard(from, to, t, perNode, false, &trace);
       std::string base = q.name().str() + ".in" + std::to_string(k) + ".";
-      Value *cur = o.value;
-      if (trace.pointToPoint) {
-        if (steps.size() == 2) { // partial sums are reduced first
-          llvm::SmallVector<int64_t, 8> space;
-          for (const Digit &d : from.digits)
-            space.push_back(d.size);
-          cur = collective(OpKind::AllReduce, cur, base + "all_reduce",
-                           steps[0].digits, space, reducedLayout(from).digits,
-                           std::vector<int64_t>(2 * t.rank(), 0),
-                           steps[0].bytes)
-                    ->results[0]
-                    .value.get();
-        }
-        TensorLayout target = to;
-        std::vector<int64_t> halo(2 * t.rank(), 0);
-        for (Digit &d : target.digits)
-          if (to.irregular && d.role == Digit::Role::Split)
-            d = Digit{d.size, Digit::Role::Replicated, -1, 0};
-        if (!to.irregular)
-          for (size_t d = 0; d < t.rank(); ++d)
-            halo[2 * d] = to.haloLo[d], halo[2 * d + 1] = to.haloHi[d];
-        int64_t space = std::max(from.devices(), to.devices());
-        cur = collective(OpKind::SendRecv, cur, base + "send_recv", {0},
-                         {space}, target.digits, halo, steps.back().bytes)
-                  ->results[0]
-                  .value.get();
-      } else {
-        llvm::SmallVector<int64_t, 8> space;
-        for (const Digit &d : trace.start)
-          space.push_back(d.size);
-        std::vector<int64_t> halo(2 * t.rank(), 0);
-        for (size_t i = 0; i < steps.size(); ++i) {
-          const ReshardStep &st = steps[i];
-          if (st.kind == ReshardStep::Kind::Halo) {
-            int dim = to.digits[st.digits[0]].tensorDim;
-            halo[2 * dim] = to.haloLo[dim];
-            halo[2 * dim + 1] = to.haloHi[dim];
-          }
-          std::string name =
-              base + reshardStepName(st.kind).str() + std::to_string(i);
-          cur = collective(collectiveKind(st.kind), cur, name, st.digits,
-                           space, trace.after[i], halo, st.bytes)
-                    ->results[0]
-                    .value.get();
-        }
-      }
+      Value *cur = moveTo(o.value, src->second, operandLayout(q, *cq, k), base);
       o.value = cur;
     }
     out.push_back(std::move(owned));
     for (unsigned r = 0; r < q.results.size(); ++r)
       sources[q.results[r].value.get()] = {&q, r, *cq};
   }
-  // A returned result leaves reduced (CostModel::returnStep).
+  // A returned result leaves reduced (CostModel::returnStep); an update
+  // leaves where the next step reads it (nextStepReader).
   llvm::DenseMap<Value *, Value *> reduced;
-  for (Value *&v : f.returns) {
+  for (size_t i = 0; i < f.returns.size(); ++i) {
+    Value *&v = f.returns[i];
     auto src = sources.find(v);
     if (src == sources.end() || constants.count(src->second.op))
       continue;
+    if (readers[i]) {
+      auto [reader, k] = *readers[i];
+      auto c = configOf(*reader);
+      if (!c)
+        return c.takeError();
+      v = moveTo(v, src->second, operandLayout(*reader, *c, k),
+                 src->second.op->name().str() + ".next.");
+      continue;
+    }
     if (auto it = reduced.find(v); it != reduced.end()) {
       v = it->second;
       continue;

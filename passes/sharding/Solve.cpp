@@ -93,7 +93,27 @@ llvm::DenseSet<const Op *> constantOps(const Module &m) {
   return constants;
 }
 
-static std::vector<Use> usesOf(const Func &f) {
+std::optional<std::pair<const Op *, unsigned>>
+nextStepReader(const Module &m, size_t index) {
+  const Func &f = m.main;
+  llvm::StringRef name = f.returnNames[index];
+  const Value *v = f.returns[index];
+  if (!name.consume_front("update/") || v->kind != Value::Kind::Result)
+    return std::nullopt;
+  const Global *g = m.findGlobal(name);
+  if (!g)
+    return std::nullopt;
+  for (const auto &op : f.ops)
+    for (unsigned k = 0; k < op->operands.size(); ++k)
+      if (op->operands[k].value == &g->value)
+        return std::pair{op.get(), k};
+  return std::nullopt;
+}
+
+/// Every use of a result by an operand, and each training-step update's use
+/// by its next-step reader (nextStepReader).
+static std::vector<Use> usesOf(const Module &m) {
+  const Func &f = m.main;
   llvm::DenseMap<const Op *, unsigned> index;
   for (unsigned i = 0; i < f.ops.size(); ++i)
     index[f.ops[i].get()] = i;
@@ -103,6 +123,12 @@ static std::vector<Use> usesOf(const Func &f) {
       const Value *val = f.ops[v]->operands[k].value;
       if (val->kind == Value::Kind::Result)
         uses.push_back({index[val->def], val->index, v, k});
+    }
+  for (size_t i = 0; i < f.returns.size(); ++i)
+    if (auto reader = nextStepReader(m, i)) {
+      const Value *val = f.returns[i];
+      uses.push_back({index[val->def], val->index, index[reader->first],
+                      reader->second});
     }
   return uses;
 }
@@ -215,7 +241,7 @@ SearchSpace::SearchSpace(const Module &m, const ConfigOptions &options)
         d->signatures[i] += "/" + std::to_string(f);
     d->vertices[i] = {&op, std::move(configs)};
   });
-  d->uses = usesOf(f);
+  d->uses = usesOf(m);
   d->roles = computeSoapRoles(f);
 }
 
@@ -448,7 +474,7 @@ StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
                               llvm::ArrayRef<Config> configs) {
   const Func &f = m.main;
   llvm::DenseSet<const Value *> returned(f.returns.begin(), f.returns.end());
-  return priceStrategy(f, model, constantOps(m), returned, usesOf(f), configs);
+  return priceStrategy(f, model, constantOps(m), returned, usesOf(m), configs);
 }
 
 StrategyCost evaluateStrategy(const SearchSpace &space, const CostModel &model,

@@ -104,6 +104,17 @@ bool isReplicatedInput(const Value &arg);
 /// the high-degree vertices they would be out of the DP's dependent sets.
 llvm::DenseSet<const Op *> constantOps(const Module &m);
 
+/// Where the next training step reads result \p index of @main: for a
+/// result `update/NAME` (a training step's new value of the global NAME),
+/// NAME's first reader and operand in program order (the forward op that
+/// reads a weight, the update that reads its optimizer state); nullopt for
+/// other results. The cost model prices moving the result to that
+/// operand's layout, and insert-collectives emits the moves, so a sharded
+/// update of a replicated weight pays its all-gather (ZeRO-1's shape) and
+/// optimizer state that stays sharded pays nothing.
+std::optional<std::pair<const Op *, unsigned>>
+nextStepReader(const Module &m, size_t index);
+
 /// Prices a given strategy (one configuration per op, in op order).
 StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
                               llvm::ArrayRef<Config> configs);

@@ -1,6 +1,8 @@
 //===- StrategyIO.cpp - Strategies as JSON and as a report ----------------===//
 #include "passes/sharding/StrategyIO.h"
 
+#include "passes/sharding/Aggregation.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -99,6 +101,22 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
   out["mode"] =
       r.mode == CostMode::Train || r.trainingProgram ? "train" : "infer";
   out["training_program"] = r.trainingProgram;
+  if (r.trainingProgram) {
+    llvm::json::Array aggregation;
+    for (const GradientAggregation &a : describeAggregation(
+             m, r.strategy.configs, r.cluster->gpusPerNode)) {
+      llvm::json::Array moves;
+      for (const auto &[kind, bytes] : a.moves)
+        moves.push_back(llvm::json::Object{{"collective", kind},
+                                           {"bytes", bytes}});
+      aggregation.push_back(llvm::json::Object{
+          {"parameter", a.parameter},
+          {"kind", a.kind},
+          {"bytes", a.bytes},
+          {"collectives", std::move(moves)}});
+    }
+    out["aggregation"] = std::move(aggregation);
+  }
   out["solver"] = solverName(r.solver);
   out["search_s"] = r.searchSeconds;
   const DpStats &st = r.strategy.stats;
@@ -274,6 +292,39 @@ static void printConfigs(const Module &m, const Strategy &s,
   }
 }
 
+/// How each gradient is aggregated, one line per kind with its parameters
+/// (a few named) and the bytes per device per step.
+static void printAggregation(const Module &m, const StrategyReport &r,
+                             llvm::raw_ostream &os) {
+  auto all = describeAggregation(m, r.strategy.configs, r.cluster->gpusPerNode);
+  // One line per kind, in order of first appearance.
+  std::vector<std::string> kinds;
+  for (const GradientAggregation &a : all)
+    if (!llvm::is_contained(kinds, a.kind))
+      kinds.push_back(a.kind);
+  for (const std::string &kind : kinds) {
+    std::vector<std::string> names;
+    std::map<std::string, int64_t> bytes;
+    for (const GradientAggregation &a : all) {
+      if (a.kind != kind)
+        continue;
+      names.push_back(a.parameter);
+      for (const auto &[c, b] : a.moves)
+        bytes[c] += b;
+    }
+    std::string list;
+    for (size_t i = 0; i < names.size() && i < 3; ++i)
+      list += (i ? ", " : "") + names[i];
+    if (names.size() > 3)
+      list += llvm::formatv(", ... ({0} in all)", names.size()).str();
+    std::string how;
+    for (const auto &[c, b] : bytes)
+      how += llvm::formatv("{0}{1} {2} B", how.empty() ? "" : ", ", c, b).str();
+    os << llvm::formatv("gradients {0,-14} {1}{2}\n", kind, list,
+                        how.empty() ? "" : " (" + how + " per device)");
+  }
+}
+
 void printReport(const Module &m, const StrategyReport &r,
                  llvm::raw_ostream &os) {
   const StrategyCost &c = r.strategy.cost;
@@ -290,6 +341,8 @@ void printReport(const Module &m, const StrategyReport &r,
      << seconds(c.computeSeconds) << ", communication "
      << seconds(c.commSeconds) << ")\n";
   os << "memory per device:   " << gib(c.memoryBytes) << "\n";
+  if (r.trainingProgram)
+    printAggregation(m, r, os);
   os << "communication:       "
      << llvm::formatv("{0:F1} MiB", c.commBytes / double(1 << 20))
      << " per device per step\n";

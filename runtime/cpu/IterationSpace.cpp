@@ -18,13 +18,26 @@ IterationSpace IterationSpace::of(const plan::Compute &c) {
     mark(a);
   for (const plan::Access &a : c.outputs()) // scatter_add's result
     mark(a);
+  // A replica dim (no access uses it) is walked once: its points repeat.
+  llvm::SmallVector<bool, 8> used(c.iters_size(), false);
+  auto use = [&](const plan::Access &a) {
+    for (const plan::AccessExpr &e : a.exprs())
+      for (uint32_t d : e.dims())
+        if (d < used.size())
+          used[d] = true;
+  };
+  for (const plan::Access &a : c.inputs())
+    use(a);
+  for (const plan::Access &a : c.outputs())
+    use(a);
   for (int d = 0; d < c.iters_size(); ++d) {
     const plan::IterDim &it = c.iters(d);
-    s.extents.push_back(isLookup[d] ? 1 : std::max<int64_t>(it.extent(), 0));
+    bool once = isLookup[d] || !used[d];
+    s.extents.push_back(once ? 1 : std::max<int64_t>(it.extent(), 0));
     s.globalOffsets.push_back(it.global_offset());
     s.globalExtents.push_back(it.global_extent() > 0 ? it.global_extent()
                                                      : it.extent());
-    if (isLookup[d])
+    if (once)
       continue;
     bool isInner = it.kind() != plan::IterDim::PAR;
     (isInner ? s.inner : s.outer).push_back(unsigned(d));

@@ -267,7 +267,12 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m,
   o.configs.maxSplitDims = maxDims.getNumOccurrences() ? unsigned(maxDims)
                            : theCluster->gpus > 16     ? 2u
                                                        : 0u;
-  o.solver = *kind;
+  // A training step's second phase searches what no forward op decided
+  // (how gradients are aggregated, where updates run) with the cost model,
+  // whatever solver chose the forward configurations.
+  bool baseline =
+      *kind == SolverKind::DataParallel || *kind == SolverKind::Expert;
+  o.solver = keepGiven && baseline ? SolverKind::Dp : *kind;
   o.maxStates = maxStates;
   o.exactSearch = exactSearch;
   o.threads = threads;
@@ -309,8 +314,10 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m,
       fixed);
   if (shown)
     llvm::errs() << "\n";
-  if (report)
+  if (report) {
     report->trainingProgram = trainingStep;
+    report->solver = *kind;
+  }
   return report;
 }
 
@@ -425,9 +432,28 @@ int main(int argc, char **argv) {
           std::vector<int64_t>(first->strategy.configs[i].begin(),
                                first->strategy.configs[i].end());
   }
+  // Partitioned, a lookup's gradient and the updates may run whole on
+  // every device (replica dims of the plan's device count).
+  int64_t replicas = 1;
+  if (partitioned && (gradients || trainingStep)) {
+    if (!theCluster) {
+      auto cluster = makeCluster(
+          clusterName,
+          gpus.getNumOccurrences() ? std::optional<unsigned>(gpus)
+                                   : std::nullopt,
+          gpusPerNode.getNumOccurrences()
+              ? std::optional<unsigned>(gpusPerNode)
+              : std::nullopt);
+      if (!cluster)
+        return fail(llvm::toString(cluster.takeError()));
+      theCluster = *cluster;
+    }
+    replicas = theCluster->gpus;
+  }
   if (gradients || trainingStep) {
     AutodiffOptions ad;
     ad.freeze = freeze;
+    ad.replicas = replicas;
     if (auto err = appendBackward(m, ad))
       return fail(inputPath + ": " + llvm::toString(std::move(err)));
   }
@@ -439,6 +465,7 @@ int main(int argc, char **argv) {
                   ": expected sgd, adam or adamw");
     opt.kind = *kind;
     opt.lr = learningRate;
+    opt.replicas = replicas;
     opt.momentum = momentum;
     opt.nesterov = nesterov;
     opt.weightDecay = weightDecay;

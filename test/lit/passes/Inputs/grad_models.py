@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Small models for the gradient tests, with seeded weights.
 
-  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|lrn OUT.onnx
+  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|sparse|dense|lrn OUT.onnx
 
 mlp: Gemm, Relu, MatMul and a broadcast Add (a two-layer perceptron).
 embed: an embedding lookup (Gather of a 32-row table), a mean over the
@@ -65,6 +65,26 @@ def embed(rng):
     ]
     return nodes, inits, [h.make_tensor_value_info("ids", T.INT64, [4, 3])], \
         [h.make_tensor_value_info("logits", T.FLOAT, [4, 5])]
+
+
+def sparse(rng):
+    """embed with a 20000 x 64 table and a batch of 16 x 8 tokens: a step
+    touches at most 128 of its rows (a sparse gradient)."""
+    inits = [weight(rng, "E", (20000, 64), 0.5), weight(rng, "W", (5, 64)),
+             weight(rng, "b", (5,), 0.1)]
+    nodes, _, _, _ = embed(rng)
+    return nodes, inits, [h.make_tensor_value_info("ids", T.INT64, [16, 8])], \
+        [h.make_tensor_value_info("logits", T.FLOAT, [16, 5])]
+
+
+def dense(rng):
+    """embed with a 1024 x 128 table and a batch of 64 x 64 tokens: more
+    (index, row) pairs than the table has rows (a dense gradient)."""
+    inits = [weight(rng, "E", (1024, 128), 0.5), weight(rng, "W", (5, 128)),
+             weight(rng, "b", (5,), 0.1)]
+    nodes, _, _, _ = embed(rng)
+    return nodes, inits, [h.make_tensor_value_info("ids", T.INT64, [64, 64])], \
+        [h.make_tensor_value_info("logits", T.FLOAT, [64, 5])]
 
 
 def lrn(rng):
@@ -162,7 +182,7 @@ def main():
     name, out = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(7)
     nodes, inits, inputs, outputs = {"mlp": mlp, "zoo": zoo, "embed": embed,
-                                     "cnn": cnn, "cnn_bn": cnn_bn, "dropout": dropout,
+                                     "cnn": cnn, "cnn_bn": cnn_bn, "dropout": dropout, "sparse": sparse, "dense": dense,
                                      "lrn": lrn}[name](rng)
     g = h.make_graph(nodes, name, inputs, outputs, inits)
     # Opset 13: softmaxes over one axis; ReduceSum's axes an input. 15 for
