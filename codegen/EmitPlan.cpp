@@ -452,6 +452,21 @@ llvm::Error Emitter::emitCompute(const Op &op) {
     }
     for (const Result &r : op.results) {
       Box box = reachedBox(op, r.map, r.value->type, b);
+      // scatter_add zeroes its whole result: a dim written through a
+      // window its points never finish (a strided convolution's input
+      // gradient, whose last rows no window reads) is still held whole.
+      if (op.kind == OpKind::ScatterAdd && !box.empty)
+        for (size_t i = 0; i < r.map.size(); ++i) {
+          const AccessExpr &e = r.map[i];
+          bool unsplit = llvm::all_of(e.dims, [&](unsigned j) {
+            return everywhere || config[j] == 1;
+          });
+          if (e.kind == AccessExpr::Kind::Affine && !e.isPlainDim() &&
+              unsplit) {
+            box.lo[i] = 0;
+            box.size[i] = r.value->type.shape[i];
+          }
+        }
       outs.push_back(newBuffer(d, r.value.get(), box));
       outBoxes.push_back(box);
     }

@@ -55,11 +55,8 @@ ORT_SKIP = {
              "Squeezes a dim of 2 (ShapeInferenceError)",
 }
 
-# paxc's known failures: the message each one must still give.
-XFAIL = {
-    name: "reads past the block it holds"
-    for name in ("resnet_ts", "resnet_dyn", "regnet_ts", "regnet_dyn")
-}
+# paxc's known failures: the message each one must still give (none now).
+XFAIL = {}
 
 
 def run(cmd, **kw):

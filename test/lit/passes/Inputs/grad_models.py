@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Small models for the gradient tests, with seeded weights.
 
-  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|sparse|dense|lrn OUT.onnx
+  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|sparse|dense|strided|lrn OUT.onnx
 
 mlp: Gemm, Relu, MatMul and a broadcast Add (a two-layer perceptron).
 embed: an embedding lookup (Gather of a 32-row table), a mean over the
@@ -85,6 +85,21 @@ def dense(rng):
     nodes, _, _, _ = embed(rng)
     return nodes, inits, [h.make_tensor_value_info("ids", T.INT64, [64, 64])], \
         [h.make_tensor_value_info("logits", T.FLOAT, [64, 5])]
+
+
+def strided(rng):
+    """A 1x1 convolution, then a stride-2 one whose windows never read the
+    last row and column of its input (ResNet's downsampling): the first
+    one's input gradient is zero there."""
+    inits = [weight(rng, "W0", (4, 2, 1, 1)), weight(rng, "W", (4, 4, 1, 1)),
+             weight(rng, "F", (16, 5))]
+    nodes = [h.make_node("Conv", ["x", "W0"], ["a"], name="a"),
+             h.make_node("Relu", ["a"], ["r"], name="relu"),
+             h.make_node("Conv", ["r", "W"], ["c"], name="c", strides=[2, 2]),
+             h.make_node("Flatten", ["c"], ["f"], name="flatten"),
+             h.make_node("MatMul", ["f", "F"], ["logits"], name="head")]
+    return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [4, 2, 4, 4])], \
+        [h.make_tensor_value_info("logits", T.FLOAT, [4, 5])]
 
 
 def lrn(rng):
@@ -182,7 +197,7 @@ def main():
     name, out = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(7)
     nodes, inits, inputs, outputs = {"mlp": mlp, "zoo": zoo, "embed": embed,
-                                     "cnn": cnn, "cnn_bn": cnn_bn, "dropout": dropout, "sparse": sparse, "dense": dense,
+                                     "cnn": cnn, "cnn_bn": cnn_bn, "dropout": dropout, "sparse": sparse, "dense": dense, "strided": strided,
                                      "lrn": lrn}[name](rng)
     g = h.make_graph(nodes, name, inputs, outputs, inits)
     # Opset 13: softmaxes over one axis; ReduceSum's axes an input. 15 for
