@@ -10,6 +10,7 @@
 #include "passes/autodiff/GradientBuilder.h"
 
 #include <array>
+#include <cmath>
 #include <optional>
 
 namespace pax {
@@ -45,6 +46,9 @@ llvm::Error negRule(GradientBuilder &b, const Op &op, Value *dy) {
   b.accumulateOperand(0, b.elementwise(OpKind::Neg, {dy}, dy->type, "neg"));
   return llvm::Error::success();
 }
+
+void scatterInto(GradientBuilder &b, const Op &op, unsigned k, Value *g,
+                 const AccessMap &gMap);
 
 Read operandRead(const Op &op, unsigned k) {
   return {op.operands[k].value, op.operands[k].map};
@@ -285,6 +289,14 @@ std::optional<std::vector<int64_t>> sliceOffsets(const Op &op) {
 // elsewhere: a pad over x's dims.
 llvm::Error sliceRule(GradientBuilder &b, const Op &op, Value *dy) {
   std::optional<std::vector<int64_t>> offsets = sliceOffsets(op);
+  bool affine = llvm::all_of(op.operands[0].map, [](const AccessExpr &e) {
+    return e.kind == AccessExpr::Kind::Affine;
+  });
+  if (!offsets && affine) {
+    // A strided slice: dy summed into x through x's own map (scatter_add).
+    scatterInto(b, op, 0, dy, b.resultMap());
+    return llvm::Error::success();
+  }
   if (!offsets)
     return llvm::createStringError(
         "autodiff: op '" + op.name().str() +
@@ -365,6 +377,170 @@ Value *sinDerivative(GradientBuilder &b, const Op &op) {
 Value *cosDerivative(GradientBuilder &b, const Op &op) {
   Value *s = overResult(b, OpKind::Sin, {operandRead(op, 0)}, op, "sin");
   return overResult(b, OpKind::Neg, {{s, b.resultMap()}}, op, "neg");
+}
+
+/// A float attribute of \p op, or \p dflt.
+double floatAttr(const Op &op, llvm::StringRef name, double dflt) {
+  auto it = op.attrs.find(name);
+  if (it == op.attrs.end())
+    return dflt;
+  if (auto *f = std::get_if<float>(&it->second))
+    return *f;
+  if (auto *i = std::get_if<int64_t>(&it->second))
+    return double(*i);
+  return dflt;
+}
+
+/// Builds f'(x) elementwise over the forward op's result layout.
+struct Pointwise {
+  GradientBuilder &b;
+  const Op &op;
+  DType elem = resultOf(op)->type.elem;
+  Read at(Value *v) const { return {v, b.resultMap()}; }
+  Read c(double v) const { return {b.constant(v, elem), {}}; }
+  Value *apply(OpKind kind, llvm::ArrayRef<Read> ins,
+               llvm::StringRef what) const {
+    return overResult(b, kind, ins, op, what);
+  }
+  Value *mask(OpKind kind, llvm::ArrayRef<Read> ins,
+              llvm::StringRef what) const {
+    TensorType t = resultOf(op)->type;
+    t.elem = DType::I1;
+    return b.over(kind, ins, b.resultMap(), t, what);
+  }
+};
+
+// gelu' = Phi(x) + x phi(x) (Phi, phi: the standard normal's distribution
+// and density); with approximate = "tanh", t = tanh(k (x + 0.044715 x^3)):
+// 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2), k = sqrt(2/pi).
+Value *geluDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  Read x = operandRead(op, 0);
+  Value *x2 = p.apply(OpKind::Mul, {x, x}, "square");
+  bool tanhForm = false;
+  if (auto it = op.attrs.find("approximate"); it != op.attrs.end())
+    if (auto *s = std::get_if<std::string>(&it->second))
+      tanhForm = *s == "tanh";
+  if (!tanhForm) {
+    Value *scaled = p.apply(OpKind::Mul, {x, p.c(M_SQRT1_2)}, "over_sqrt2");
+    Value *erf = p.apply(OpKind::Erf, {p.at(scaled)}, "erf");
+    Value *cdf = p.apply(OpKind::Mul,
+                         {p.at(p.apply(OpKind::Add, {p.at(erf), p.c(1)},
+                                       "one_plus")),
+                          p.c(0.5)},
+                         "cdf");
+    Value *g = p.apply(OpKind::Exp,
+                       {p.at(p.apply(OpKind::Mul, {p.at(x2), p.c(-0.5)},
+                                     "minus_half_square"))},
+                       "gauss");
+    Value *pdf = p.apply(OpKind::Mul, {p.at(g), p.c(0.3989422804014327)},
+                         "pdf");
+    Value *xpdf = p.apply(OpKind::Mul, {x, p.at(pdf)}, "x_pdf");
+    return p.apply(OpKind::Add, {p.at(cdf), p.at(xpdf)}, "derivative");
+  }
+  const double k = 0.7978845608028654, a = 0.044715;
+  Value *inner = p.apply(
+      OpKind::Mul,
+      {x, p.at(p.apply(OpKind::Add,
+                       {p.c(1), p.at(p.apply(OpKind::Mul, {p.at(x2), p.c(a)},
+                                             "a_square"))},
+                       "one_plus_a_square"))},
+      "inner");
+  Value *t = p.apply(OpKind::Tanh,
+                     {p.at(p.apply(OpKind::Mul, {p.at(inner), p.c(k)}, "u"))},
+                     "tanh");
+  Value *left = p.apply(OpKind::Mul,
+                        {p.at(p.apply(OpKind::Add, {p.at(t), p.c(1)},
+                                      "one_plus_t")),
+                         p.c(0.5)},
+                        "left");
+  Value *sech2 = p.apply(
+      OpKind::Sub,
+      {p.c(1), p.at(p.apply(OpKind::Mul, {p.at(t), p.at(t)}, "t_square"))},
+      "sech_square");
+  Value *du = p.apply(
+      OpKind::Add,
+      {p.c(k), p.at(p.apply(OpKind::Mul, {p.at(x2), p.c(3 * a * k)},
+                            "du_square"))},
+      "du");
+  Value *right = p.apply(
+      OpKind::Mul,
+      {p.at(p.apply(OpKind::Mul, {x, p.at(sech2)}, "x_sech_square")),
+       p.at(p.apply(OpKind::Mul, {p.at(du), p.c(0.5)}, "half_du"))},
+      "right");
+  return p.apply(OpKind::Add, {p.at(left), p.at(right)}, "derivative");
+}
+
+/// dx = dy where \p keep holds, 0 elsewhere.
+void maskedGradient(GradientBuilder &b, const Op &op, Value *dy, Value *keep) {
+  b.accumulateOperand(
+      0, overResult(b, OpKind::Where,
+                    {{keep, b.resultMap()}, {dy, b.resultMap()},
+                     {b.constant(0, dy->type.elem), {}}},
+                    op, "where"));
+}
+
+// clip: dy passes where min <= x <= max (torch's convention at the bounds).
+llvm::Error clipRule(GradientBuilder &b, const Op &op, Value *dy) {
+  Pointwise p{b, op};
+  Read x = operandRead(op, 0);
+  Read lo = op.operands.size() > 1 ? operandRead(op, 1)
+                                   : p.c(floatAttr(op, "min", -INFINITY));
+  Read hi = op.operands.size() > 2 ? operandRead(op, 2)
+                                   : p.c(floatAttr(op, "max", INFINITY));
+  Value *above = p.mask(OpKind::GreaterOrEqual, {x, lo}, "above_min");
+  Value *below = p.mask(OpKind::LessOrEqual, {x, hi}, "below_max");
+  maskedGradient(b, op, dy,
+                 p.mask(OpKind::And, {p.at(above), p.at(below)}, "inside"));
+  for (unsigned k = 1; k < op.operands.size(); ++k)
+    if (b.needs(k))
+      return llvm::createStringError(
+          "autodiff: op '" + op.name().str() +
+          "' (clip): gradients of its bounds are not supported");
+  return llvm::Error::success();
+}
+
+// leaky_relu' = 1 for x >= 0, alpha below.
+Value *leakyReluDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  Value *pos =
+      p.mask(OpKind::GreaterOrEqual, {operandRead(op, 0), p.c(0)}, "positive");
+  return p.apply(OpKind::Where,
+                 {p.at(pos), p.c(1), p.c(floatAttr(op, "alpha", 0.01))},
+                 "slope");
+}
+
+// hard_sigmoid' = alpha inside (0 < alpha x + beta < 1), 0 outside.
+Value *hardSigmoidDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  Read y = p.at(resultOf(op));
+  Value *inside = p.mask(
+      OpKind::And,
+      {p.at(p.mask(OpKind::Greater, {y, p.c(0)}, "above_zero")),
+       p.at(p.mask(OpKind::Less, {y, p.c(1)}, "below_one"))},
+      "inside");
+  return p.apply(OpKind::Where,
+                 {p.at(inside), p.c(floatAttr(op, "alpha", 0.2)), p.c(0)},
+                 "slope");
+}
+
+// hard_swish = x clamp(x/6 + 1/2, 0, 1): 0 below -3, 1 above 3, x/3 + 1/2
+// between.
+Value *hardSwishDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  Read x = operandRead(op, 0);
+  Value *mid = p.apply(
+      OpKind::Add,
+      {p.at(p.apply(OpKind::Mul, {x, p.c(1.0 / 3)}, "third")), p.c(0.5)},
+      "middle");
+  Value *high = p.apply(
+      OpKind::Where,
+      {p.at(p.mask(OpKind::Greater, {x, p.c(3)}, "above")), p.c(1), p.at(mid)},
+      "upper");
+  return p.apply(
+      OpKind::Where,
+      {p.at(p.mask(OpKind::Less, {x, p.c(-3)}, "below")), p.c(0), p.at(high)},
+      "slope");
 }
 
 // cast between floats: the gradient cast back.
@@ -545,6 +721,13 @@ llvm::Error averagePoolRule(GradientBuilder &b, const Op &op, Value *dy) {
   return llvm::Error::success();
 }
 
+// pad (constant): x's gradient is dy where x lies, the padding dropped
+// (a scatter_add through x's shifted map).
+llvm::Error padRule(GradientBuilder &b, const Op &op, Value *dy) {
+  scatterInto(b, op, 0, dy, b.resultMap());
+  return llvm::Error::success();
+}
+
 // batch_norm with its running statistics (inference form):
 // y = (x - mean) rstd scale + bias, rstd = 1/sqrt(var + eps):
 // dx = dy scale rstd, dscale = sum dy (x - mean) rstd, dbias = sum dy.
@@ -626,6 +809,12 @@ constexpr RuleEntry kRules[] = {
     {OpKind::MaxPool, maxPoolRule},
     {OpKind::AveragePool, averagePoolRule},
     {OpKind::BatchNorm, batchNormRule},
+    {OpKind::Gelu, fromResultRule<geluDerivative>},
+    {OpKind::Clip, clipRule},
+    {OpKind::LeakyRelu, fromResultRule<leakyReluDerivative>},
+    {OpKind::HardSigmoid, fromResultRule<hardSigmoidDerivative>},
+    {OpKind::HardSwish, fromResultRule<hardSwishDerivative>},
+    {OpKind::Pad, padRule},
 };
 
 } // namespace

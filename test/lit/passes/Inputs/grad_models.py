@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Small models for the gradient tests, with seeded weights.
 
-  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|sparse|dense|strided|lrn OUT.onnx
+  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|sparse|dense|strided|acts|lrn OUT.onnx
 
 mlp: Gemm, Relu, MatMul and a broadcast Add (a two-layer perceptron).
 embed: an embedding lookup (Gather of a 32-row table), a mean over the
@@ -102,6 +102,39 @@ def strided(rng):
         [h.make_tensor_value_info("logits", T.FLOAT, [4, 5])]
 
 
+def acts(rng):
+    """Gelu (exact and tanh), Clip, LeakyRelu, HardSigmoid, HardSwish, a
+    constant Pad and a strided Slice between Gemms (opset 20)."""
+    inits = [weight(rng, "W1", (6, 8)), weight(rng, "W2", (8, 8)),
+             weight(rng, "W3", (8, 8)), weight(rng, "W4", (6, 5)),
+             nh.from_array(np.array(-0.4, np.float32), "lo"),
+             nh.from_array(np.array(0.5, np.float32), "hi"),
+             nh.from_array(np.array([0, 1, 0, 3], np.int64), "pads"),
+             nh.from_array(np.array([1], np.int64), "starts"),
+             nh.from_array(np.array([12], np.int64), "ends"),
+             nh.from_array(np.array([1], np.int64), "axes"),
+             nh.from_array(np.array([2], np.int64), "steps")]
+    nodes = [
+        h.make_node("Gemm", ["x", "W1"], ["g1"], name="fc1"),
+        h.make_node("Gelu", ["g1"], ["a1"], name="gelu"),
+        h.make_node("Gemm", ["a1", "W2"], ["g2"], name="fc2"),
+        h.make_node("Gelu", ["g2"], ["a2"], name="gelu_tanh", approximate="tanh"),
+        h.make_node("Clip", ["a2", "lo", "hi"], ["a3"], name="clip"),
+        h.make_node("Gemm", ["a3", "W3"], ["g3"], name="fc3"),
+        h.make_node("LeakyRelu", ["g3"], ["a4"], name="leaky", alpha=0.2),
+        h.make_node("HardSigmoid", ["a4"], ["a5"], name="hsig", alpha=0.3),
+        h.make_node("Mul", ["a4", "a5"], ["a6"], name="gate"),
+        h.make_node("HardSwish", ["a6"], ["a7"], name="hswish"),
+        h.make_node("Add", ["a7", "g3"], ["a8"], name="skip"),
+        h.make_node("Pad", ["a8", "pads"], ["p"], name="pad"),
+        h.make_node("Slice", ["p", "starts", "ends", "axes", "steps"], ["q"],
+                    name="strided_slice"),
+        h.make_node("MatMul", ["q", "W4"], ["logits"], name="head"),
+    ]
+    return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [4, 6])], \
+        [h.make_tensor_value_info("logits", T.FLOAT, [4, 5])]
+
+
 def lrn(rng):
     """A local response normalization (no gradient rule yet)."""
     inits = [weight(rng, "W", (3, 2, 3, 3))]
@@ -197,12 +230,12 @@ def main():
     name, out = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(7)
     nodes, inits, inputs, outputs = {"mlp": mlp, "zoo": zoo, "embed": embed,
-                                     "cnn": cnn, "cnn_bn": cnn_bn, "dropout": dropout, "sparse": sparse, "dense": dense, "strided": strided,
+                                     "cnn": cnn, "cnn_bn": cnn_bn, "dropout": dropout, "sparse": sparse, "dense": dense, "strided": strided, "acts": acts,
                                      "lrn": lrn}[name](rng)
     g = h.make_graph(nodes, name, inputs, outputs, inits)
     # Opset 13: softmaxes over one axis; ReduceSum's axes an input. 15 for
     # BatchNormalization's training_mode.
-    opset = 15 if name == "cnn_bn" else 13
+    opset = {"cnn_bn": 15, "acts": 20}.get(name, 13)
     model = h.make_model(g, opset_imports=[h.make_opsetid("", opset)], ir_version=8)
     onnx.checker.check_model(model)
     onnx.save(model, out)
