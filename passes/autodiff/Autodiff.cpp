@@ -121,6 +121,26 @@ Value *GradientBuilder::constant(double value, DType elem) {
   return &g->value;
 }
 
+Value *GradientBuilder::dense(const TensorType &type,
+                              llvm::ArrayRef<double> values,
+                              llvm::StringRef what) {
+  Global *g = m.addGlobal(name(what), type);
+  ++counter;
+  g->source = DataSource::Dense;
+  for (double v : values) {
+    uint8_t bytes[8];
+    size_t n = type.elem == DType::F64 ? 8 : 4;
+    if (n == 8)
+      std::memcpy(bytes, &v, 8);
+    else {
+      float f = float(v);
+      std::memcpy(bytes, &f, 4);
+    }
+    g->bytes.insert(g->bytes.end(), bytes, bytes + n);
+  }
+  return &g->value;
+}
+
 void GradientBuilder::replicate(Op &op, int64_t replicas) {
   if (replicas > 1)
     op.iters.push_back({"r", replicas, IterKind::Parallel});

@@ -67,6 +67,10 @@ public:
 
   /// A scalar constant of element type \p elem.
   Value *constant(double value, DType elem);
+  /// A constant tensor of \p type (f32 or f64) holding \p values (row
+  /// major), named after the forward op and \p what.
+  Value *dense(const TensorType &type, llvm::ArrayRef<double> values,
+               llvm::StringRef what);
 
   /// Gives \p op a replica dim `r` of extent \p replicas (nothing when 1):
   /// the search may then run the whole op on several devices at once

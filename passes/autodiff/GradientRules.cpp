@@ -702,21 +702,65 @@ llvm::Error maxPoolRule(GradientBuilder &b, const Op &op, Value *dy) {
   return llvm::Error::success();
 }
 
-// average_pool: every window point gets dy over the window's size.
+// average_pool: every window point gets dy over the count the forward
+// divided by: the window's size unpadded; padded, the points inside the
+// input (or, with count_include_pad, inside the padded input) of each
+// output position's window, a constant over the output positions.
 llvm::Error averagePoolRule(GradientBuilder &b, const Op &op, Value *dy) {
+  std::vector<int64_t> pads;
   if (auto it = op.attrs.find("pads"); it != op.attrs.end())
-    for (int64_t pad : std::get<std::vector<int64_t>>(it->second))
-      if (pad != 0)
-        return llvm::createStringError(
-            "autodiff: op '" + op.name().str() +
-            "' (average_pool) is padded; its gradient is not supported yet");
+    pads = std::get<std::vector<int64_t>>(it->second);
   auto [map, type] = pointsOf(op, op.operands[0].map, dy->type.elem);
-  Value *g = b.over(OpKind::Mul,
-                    {{dy, b.resultMap()},
-                     {b.constant(1.0 / double(summedPoints(op, b.resultMap())),
-                                 dy->type.elem),
-                      {}}},
-                    map, type, "share");
+  bool padded = llvm::any_of(pads, [](int64_t p) { return p != 0; });
+  Read share{b.constant(1.0 / double(summedPoints(op, b.resultMap())),
+                        dy->type.elem),
+             {}};
+  if (padded) {
+    if (dy->type.elem != DType::F32 && dy->type.elem != DType::F64)
+      return llvm::createStringError(
+          "autodiff: op '" + op.name().str() +
+          "' (average_pool) is padded over " +
+          dtypeName(dy->type.elem).str() +
+          " values; its gradient needs f32 or f64");
+    const Operand &x = op.operands[0];
+    size_t ns = (op.iters.size() - 2) / 2;
+    bool includePad = op.intAttr("count_include_pad", 0) != 0;
+    // Per spatial dim, how many of each output position's window points
+    // the forward counted; the divisor is their product.
+    std::vector<std::vector<double>> counts(ns);
+    TensorType inv{dy->type.elem, {}};
+    AccessMap invMap;
+    for (size_t i = 0; i < ns; ++i) {
+      const AccessExpr &e = x.map[2 + i];
+      int64_t size = x.value->type.shape[2 + i];
+      int64_t lo = includePad ? -pads[i] : 0;
+      int64_t hi = includePad ? size + pads[i + ns] : size;
+      int64_t outs = op.iters[2 + i].extent, window = op.iters[2 + ns + i].extent;
+      for (int64_t o = 0; o < outs; ++o) {
+        int64_t n = 0;
+        for (int64_t k = 0; k < window; ++k) {
+          int64_t at = e.stride * o + e.dilation * k + e.offset;
+          n += at >= lo && at < hi;
+        }
+        counts[i].push_back(double(std::max<int64_t>(n, 1)));
+      }
+      inv.shape.push_back(outs);
+      invMap.push_back(AccessExpr::dim(unsigned(2 + i)));
+    }
+    std::vector<double> values(size_t(inv.numel()), 1.0);
+    for (size_t flat = 0; flat < values.size(); ++flat) {
+      size_t rest = flat;
+      double divisor = 1;
+      for (size_t i = ns; i-- > 0;) {
+        divisor *= counts[i][rest % counts[i].size()];
+        rest /= counts[i].size();
+      }
+      values[flat] = 1.0 / divisor;
+    }
+    share = {b.dense(inv, values, "inverse_counts"), invMap};
+  }
+  Value *g = b.over(OpKind::Mul, {{dy, b.resultMap()}, share}, map, type,
+                    "share");
   scatterInto(b, op, 0, g, map);
   return llvm::Error::success();
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Small models for the gradient tests, with seeded weights.
 
-  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|sparse|dense|strided|acts|lrn OUT.onnx
+  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|sparse|dense|strided|acts|pools|lrn OUT.onnx
 
 mlp: Gemm, Relu, MatMul and a broadcast Add (a two-layer perceptron).
 embed: an embedding lookup (Gather of a 32-row table), a mean over the
@@ -135,6 +135,24 @@ def acts(rng):
         [h.make_tensor_value_info("logits", T.FLOAT, [4, 5])]
 
 
+def pools(rng):
+    """Padded average pools: counting only the input's points (the
+    default), then the padded ones (count_include_pad, padding at the end
+    only)."""
+    inits = [weight(rng, "C", (4, 3, 3, 3)), weight(rng, "F", (36, 5))]
+    nodes = [
+        h.make_node("Conv", ["x", "C"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        h.make_node("AveragePool", ["c"], ["p1"], name="pool1", kernel_shape=[3, 3],
+                    strides=[2, 2], pads=[1, 1, 1, 1]),
+        h.make_node("AveragePool", ["p1"], ["p2"], name="pool2", kernel_shape=[2, 2],
+                    pads=[0, 0, 1, 1], count_include_pad=1),
+        h.make_node("Flatten", ["p2"], ["f"], name="flatten"),
+        h.make_node("MatMul", ["f", "F"], ["logits"], name="head"),
+    ]
+    return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 6, 6])], \
+        [h.make_tensor_value_info("logits", T.FLOAT, [2, 5])]
+
+
 def lrn(rng):
     """A local response normalization (no gradient rule yet)."""
     inits = [weight(rng, "W", (3, 2, 3, 3))]
@@ -230,7 +248,7 @@ def main():
     name, out = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(7)
     nodes, inits, inputs, outputs = {"mlp": mlp, "zoo": zoo, "embed": embed,
-                                     "cnn": cnn, "cnn_bn": cnn_bn, "dropout": dropout, "sparse": sparse, "dense": dense, "strided": strided, "acts": acts,
+                                     "cnn": cnn, "cnn_bn": cnn_bn, "dropout": dropout, "sparse": sparse, "dense": dense, "strided": strided, "acts": acts, "pools": pools,
                                      "lrn": lrn}[name](rng)
     g = h.make_graph(nodes, name, inputs, outputs, inits)
     # Opset 13: softmaxes over one axis; ReduceSum's axes an input. 15 for
