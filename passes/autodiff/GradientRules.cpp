@@ -849,6 +849,7 @@ constexpr RuleEntry kRules[] = {
     {OpKind::Cast, castRule},
     {OpKind::LayerNorm, normRule},
     {OpKind::RmsNorm, normRule},
+    {OpKind::InstanceNorm, normRule},
     {OpKind::Conv, convRule},
     {OpKind::MaxPool, maxPoolRule},
     {OpKind::AveragePool, averagePoolRule},

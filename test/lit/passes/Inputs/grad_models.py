@@ -136,12 +136,14 @@ def acts(rng):
 
 
 def pools(rng):
-    """Padded average pools: counting only the input's points (the
-    default), then the padded ones (count_include_pad, padding at the end
-    only)."""
-    inits = [weight(rng, "C", (4, 3, 3, 3)), weight(rng, "F", (36, 5))]
+    """An instance normalization, then padded average pools: counting only
+    the input's points (the default), then the padded ones
+    (count_include_pad, padding at the end only)."""
+    inits = [weight(rng, "C", (4, 3, 3, 3)), weight(rng, "F", (36, 5)),
+             weight(rng, "s", (4,), 0.5), weight(rng, "t", (4,), 0.2)]
     nodes = [
-        h.make_node("Conv", ["x", "C"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        h.make_node("Conv", ["x", "C"], ["c0"], name="conv", pads=[1, 1, 1, 1]),
+        h.make_node("InstanceNormalization", ["c0", "s", "t"], ["c"], name="inorm"),
         h.make_node("AveragePool", ["c"], ["p1"], name="pool1", kernel_shape=[3, 3],
                     strides=[2, 2], pads=[1, 1, 1, 1]),
         h.make_node("AveragePool", ["p1"], ["p2"], name="pool2", kernel_shape=[2, 2],
