@@ -80,6 +80,22 @@ Value *GradientBuilder::over(OpKind kind, llvm::ArrayRef<Read> ins,
   return op->addResult(type, renumber(out));
 }
 
+Op *GradientBuilder::newOp(OpKind kind, llvm::ArrayRef<IterDim> iters,
+                           llvm::StringRef what) {
+  Op *op = m.main.addOp(kind);
+  op->iters.assign(iters.begin(), iters.end());
+  op->attrs["name"] = name(what);
+  ++counter;
+  return op;
+}
+
+Op *GradientBuilder::newOpLikeForward(OpKind kind, llvm::StringRef what) {
+  Op *op = newOp(kind, forward->iters, what);
+  if (auto it = forward->attrs.find("config"); it != forward->attrs.end())
+    op->attrs["config"] = it->second;
+  return op;
+}
+
 Value *GradientBuilder::elementwise(OpKind kind, llvm::ArrayRef<Value *> ins,
                                     const TensorType &type,
                                     llvm::StringRef what) {

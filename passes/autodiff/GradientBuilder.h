@@ -48,6 +48,12 @@ public:
               const TensorType &type, llvm::StringRef what,
               AttrMap attrs = {});
 
+  /// A new op of \p kind over \p iters, without operands or results yet,
+  /// named after the forward op and \p what; with \p likeForward, over the
+  /// forward op's own iteration dims and with its configuration.
+  Op *newOp(OpKind kind, llvm::ArrayRef<IterDim> iters, llvm::StringRef what);
+  Op *newOpLikeForward(OpKind kind, llvm::StringRef what);
+
   /// A new elementwise op over \p type's dims (d0, d1, ...), reading each of
   /// \p ins whole (they have \p type's shape) or as a scalar (rank 0).
   Value *elementwise(OpKind kind, llvm::ArrayRef<Value *> ins,

@@ -509,6 +509,8 @@ llvm::Error dispatch(const plan::Compute &c,
   using namespace cpu;
   if (std::optional<RecurrentCell> cell = parseRecurrentCell(c.kind()))
     return runRecurrent(c, *cell, inputs, outputs);
+  if (std::optional<RecurrentCell> cell = parseRecurrentGradCell(c.kind()))
+    return runRecurrentGrad(c, *cell, inputs, outputs);
   if (isScanKind(c.kind())) {
     auto p = prepare(c, inputs, outputs);
     if (!p)
@@ -566,7 +568,8 @@ llvm::Error runKernel(const plan::Compute &c,
 }
 
 bool hasKernel(llvm::StringRef kind) {
-  return cpu::parseRecurrentCell(kind) || cpu::isScanKind(kind) ||
+  return cpu::parseRecurrentCell(kind) || cpu::parseRecurrentGradCell(kind) ||
+         cpu::isScanKind(kind) ||
          cpu::parseKernel(kind) || genericHasKernel(kind);
 }
 

@@ -21,6 +21,13 @@ std::optional<RecurrentCell> parseRecurrentCell(llvm::StringRef kind) {
       .Default(std::nullopt);
 }
 
+std::optional<RecurrentCell> parseRecurrentGradCell(llvm::StringRef kind) {
+  return llvm::StringSwitch<std::optional<RecurrentCell>>(kind)
+      .Case("lstm_grad", RecurrentCell::Lstm)
+      .Case("gru_grad", RecurrentCell::Gru)
+      .Default(std::nullopt);
+}
+
 namespace {
 /// The iteration dims of a recurrent op, in the importer's order.
 enum Dim : unsigned { D, S, B, G, H, K, NumDims };
@@ -37,6 +44,9 @@ struct Layer {
   IterationSpace space;
   int64_t dirs = 0, hs = 0, in = 0, gates = 0;
   bool reverse = false, linearBeforeReset = false;
+  /// The operands the forward layer's inputs take (X, W, R, then the
+  /// optional ones present).
+  int consumed = 3;
 };
 } // namespace
 
@@ -44,13 +54,14 @@ struct Layer {
 static llvm::Expected<Layer> prepareLayer(const plan::Compute &c,
                                           RecurrentCell cell,
                                           llvm::ArrayRef<const Tensor *> ins,
-                                          llvm::ArrayRef<Tensor *> outs) {
+                                          llvm::ArrayRef<Tensor *> outs,
+                                          bool grad = false) {
   if (findAttr(c, "activations") || findAttr(c, "activation_alpha") ||
       findAttr(c, "activation_beta"))
     return computeError(c, "custom activations are not supported");
   if (attrReal(c, "clip", 0) != 0 || attrInt(c, "input_forget", 0) != 0)
     return computeError(c, "clip and input_forget are not supported");
-  size_t maxOuts = cell == RecurrentCell::Lstm ? 3 : 2;
+  size_t maxOuts = grad ? 5 : cell == RecurrentCell::Lstm ? 3 : 2;
   if (ins.size() < 3 || outs.empty() || outs.size() > maxOuts)
     return computeError(c, "needs X, W, R and one to " +
                                llvm::Twine(maxOuts) + " outputs");
@@ -96,6 +107,7 @@ static llvm::Expected<Layer> prepareLayer(const plan::Compute &c,
   if (cell == RecurrentCell::Lstm)
     l.c0 = opt[6], l.peep = opt[7];
   int64_t biasSize = l.dirs * 2 * l.gates * l.hs;
+  l.consumed = next;
   if (l.bias && l.bias->numel() != biasSize)
     return computeError(c, "b has the wrong size");
   if (l.peep && l.peep->numel() != l.dirs * 3 * l.hs)
@@ -240,6 +252,233 @@ llvm::Error runRecurrent(const plan::Compute &c, RecurrentCell cell,
         outs[1]->setReal(at(l.outMaps[1], 0, j, 0), h[j]);
       if (outs.size() > 2)
         outs[2]->setReal(at(l.outMaps[2], 0, j, 0), state[j]);
+    }
+  });
+  return llvm::Error::success();
+}
+
+} // namespace pax::runtime::cpu
+
+namespace pax::runtime::cpu {
+
+llvm::Error runRecurrentGrad(const plan::Compute &c, RecurrentCell cell,
+                             llvm::ArrayRef<const Tensor *> ins,
+                             llvm::ArrayRef<Tensor *> outs) {
+  bool lstm = cell == RecurrentCell::Lstm;
+  size_t wantOuts = lstm ? 5 : 4;
+  if (outs.size() != wantOuts)
+    return computeError(c, "has " + llvm::Twine(outs.size()) +
+                               " outputs; needs the gate gradients (x side "
+                               "and h side), the vectors R multiplied, dH0" +
+                               (lstm ? " and dC0" : ""));
+  auto prepared = prepareLayer(c, cell, ins, outs, /*grad=*/true);
+  if (!prepared)
+    return prepared.takeError();
+  const Layer &l = *prepared;
+  if (l.peep)
+    return computeError(c, "peepholes are not supported in the gradient");
+  // The result gradients present (bit 0: Y, 1: Y_h, 2: Y_c), after the
+  // layer's own operands.
+  int64_t grads = attrInt(c, "grads", 0);
+  std::optional<AccessIndexer> gradMaps[3];
+  const Tensor *gradTensors[3] = {};
+  int next = l.consumed;
+  for (int i = 0; i < 3; ++i) {
+    if (!(grads & (int64_t(1) << i)))
+      continue;
+    if (next >= int(ins.size()))
+      return computeError(c, "the grads attribute names more operands than "
+                             "there are");
+    auto m = AccessIndexer::compile(c, c.inputs(next),
+                                    ins[size_t(next)]->shape, l.space,
+                                    "a result's gradient");
+    if (!m)
+      return m.takeError();
+    gradMaps[i] = std::move(*m);
+    gradTensors[i] = ins[size_t(next++)];
+  }
+  int64_t batch = l.space.extents[B], steps = l.space.extents[S];
+  int64_t hs = l.hs, in = l.in, gs = l.gates, gh = gs * hs;
+  bool lbr = l.linearBeforeReset;
+  tbb::parallel_for(int64_t(0), l.dirs * batch, [&](int64_t db) {
+    int64_t d = db / batch, b = db % batch;
+    bool back = l.reverse || d == 1;
+    llvm::SmallVector<int64_t, NumDims> point(NumDims, 0);
+    point[D] = d, point[B] = b;
+    auto at = [&](const AccessIndexer &m, int64_t s, int64_t g, int64_t h) {
+      point[S] = s, point[G] = g, point[H] = h, point[K] = 0;
+      return m.index(point);
+    };
+    auto bias = [&](int64_t which, int64_t g) {
+      return l.bias ? l.bias->real((d * 2 + which) * gh + g) : 0.0;
+    };
+    auto rAt = [&](int64_t row, int64_t k) {
+      return l.r->real((d * gh + row) * hs + k);
+    };
+    int64_t len = l.lens ? std::clamp<int64_t>(
+                               l.lens->integer(at(*l.lensMap, 0, 0, 0)), 0,
+                               steps)
+                         : steps;
+    // Zero where no step runs.
+    for (int64_t t = len; t < steps; ++t)
+      for (int64_t g = 0; g < gs; ++g)
+        for (int64_t j = 0; j < hs; ++j)
+          for (size_t o = 0; o < 3; ++o)
+            outs[o]->setReal(at(l.outMaps[o], t, g, j), 0.0);
+
+    // The forward pass again, keeping per step (in processing order) the
+    // previous state, the gates after their activations and, for a GRU
+    // with linear_before_reset, R_h h + Rb_h.
+    size_t n = size_t(std::max<int64_t>(len, 1));
+    std::vector<double> hPrev(n * hs), cPrev(n * hs), cNow(n * hs),
+        act(n * gh), hn(n * hs);
+    std::vector<double> h(hs, 0.0), state(hs, 0.0), xg(gh), hg(gh), xt(in),
+        rh(hs);
+    for (int64_t j = 0; j < hs; ++j) {
+      if (l.h0)
+        h[j] = l.h0->real(at(*l.h0Map, 0, 0, j));
+      if (l.c0)
+        state[j] = l.c0->real(at(*l.c0Map, 0, 0, j));
+    }
+    auto recur = [&](int64_t g0, int64_t g1, const std::vector<double> &v) {
+      for (int64_t g = g0; g < g1; ++g) {
+        double acc = 0;
+        for (int64_t k = 0; k < hs; ++k)
+          acc += rAt(g, k) * v[k];
+        hg[g] = acc + bias(1, g);
+      }
+    };
+    for (int64_t step = 0; step < len; ++step) {
+      int64_t t = back ? len - 1 - step : step;
+      double *a = &act[size_t(step * gh)];
+      for (int64_t k = 0; k < in; ++k) {
+        point[S] = t, point[G] = 0, point[H] = 0, point[K] = k;
+        xt[k] = l.x->real(l.xMap->index(point));
+      }
+      for (int64_t g = 0; g < gh; ++g) {
+        double acc = 0;
+        int64_t row = (d * gh + g) * in;
+        for (int64_t k = 0; k < in; ++k)
+          acc += l.w->real(row + k) * xt[k];
+        xg[g] = acc + bias(0, g);
+      }
+      for (int64_t j = 0; j < hs; ++j)
+        hPrev[step * hs + j] = h[j], cPrev[step * hs + j] = state[j];
+      if (lstm) {
+        recur(0, gh, h);
+        for (int64_t j = 0; j < hs; ++j) {
+          auto pre = [&](int64_t g) { return xg[g * hs + j] + hg[g * hs + j]; };
+          a[0 * hs + j] = sigmoid(pre(0));
+          a[1 * hs + j] = sigmoid(pre(1));
+          a[2 * hs + j] = sigmoid(pre(2));
+          a[3 * hs + j] = std::tanh(pre(3));
+          state[j] = a[2 * hs + j] * state[j] + a[0 * hs + j] * a[3 * hs + j];
+          cNow[step * hs + j] = state[j];
+          h[j] = a[1 * hs + j] * std::tanh(state[j]);
+        }
+      } else {
+        recur(0, (lbr ? 3 : 2) * hs, h);
+        for (int64_t j = 0; j < hs; ++j) {
+          a[j] = sigmoid(xg[j] + hg[j]);
+          a[hs + j] = sigmoid(xg[hs + j] + hg[hs + j]);
+          rh[j] = a[hs + j] * h[j];
+        }
+        if (!lbr)
+          recur(2 * hs, 3 * hs, rh);
+        for (int64_t j = 0; j < hs; ++j) {
+          hn[step * hs + j] = hg[2 * hs + j];
+          a[2 * hs + j] =
+              lbr ? std::tanh(xg[2 * hs + j] + a[hs + j] * hg[2 * hs + j])
+                  : std::tanh(xg[2 * hs + j] + hg[2 * hs + j]);
+          h[j] = (1 - a[j]) * a[2 * hs + j] + a[j] * h[j];
+        }
+      }
+    }
+
+    // Backward through time: dh and dc carry the gradient of the state
+    // each step hands to the next.
+    std::vector<double> dh(hs, 0.0), dc(hs, 0.0), dx(gh), dhGate(gh),
+        dPrev(hs), drh(hs);
+    auto addFinal = [&] {
+      for (int64_t j = 0; j < hs; ++j) {
+        if (gradTensors[1])
+          dh[j] += gradTensors[1]->real(at(*gradMaps[1], 0, 0, j));
+        if (gradTensors[2])
+          dc[j] += gradTensors[2]->real(at(*gradMaps[2], 0, 0, j));
+      }
+    };
+    if (len == 0)
+      addFinal();
+    for (int64_t step = len - 1; step >= 0; --step) {
+      int64_t t = back ? len - 1 - step : step;
+      const double *a = &act[size_t(step * gh)];
+      const double *hp = &hPrev[size_t(step * hs)];
+      if (gradTensors[0])
+        for (int64_t j = 0; j < hs; ++j)
+          dh[j] += gradTensors[0]->real(at(*gradMaps[0], t, 0, j));
+      if (step == len - 1)
+        addFinal();
+      std::fill(dPrev.begin(), dPrev.end(), 0.0);
+      if (lstm) {
+        for (int64_t j = 0; j < hs; ++j) {
+          double ig = a[j], og = a[hs + j], fg = a[2 * hs + j],
+                 cg = a[3 * hs + j];
+          double tc = std::tanh(cNow[step * hs + j]);
+          double dct = dc[j] + dh[j] * og * (1 - tc * tc);
+          dx[0 * hs + j] = dct * cg * ig * (1 - ig);
+          dx[1 * hs + j] = dh[j] * tc * og * (1 - og);
+          dx[2 * hs + j] = dct * cPrev[step * hs + j] * fg * (1 - fg);
+          dx[3 * hs + j] = dct * ig * (1 - cg * cg);
+          dc[j] = dct * fg;
+        }
+        dhGate = dx;
+        for (int64_t g = 0; g < gh; ++g)
+          for (int64_t k = 0; k < hs; ++k)
+            dPrev[k] += rAt(g, k) * dhGate[g];
+      } else {
+        for (int64_t j = 0; j < hs; ++j) {
+          double z = a[j], nn = a[2 * hs + j];
+          double dn = dh[j] * (1 - z) * (1 - nn * nn);
+          dx[j] = dh[j] * (hp[j] - nn) * z * (1 - z);
+          dx[2 * hs + j] = dn;
+          dhGate[j] = dx[j];
+          dhGate[2 * hs + j] = lbr ? dn * a[hs + j] : dn;
+          dPrev[j] = dh[j] * z;
+        }
+        // The reset gate: through r h (or r (R_h h + Rb_h)).
+        if (!lbr) {
+          std::fill(drh.begin(), drh.end(), 0.0);
+          for (int64_t g = 2 * hs; g < 3 * hs; ++g)
+            for (int64_t k = 0; k < hs; ++k)
+              drh[k] += rAt(g, k) * dhGate[g];
+        }
+        for (int64_t j = 0; j < hs; ++j) {
+          double r = a[hs + j];
+          double dr = lbr ? dx[2 * hs + j] * hn[step * hs + j] : drh[j] * hp[j];
+          dx[hs + j] = dr * r * (1 - r);
+          dhGate[hs + j] = dx[hs + j];
+          if (!lbr)
+            dPrev[j] += drh[j] * r;
+        }
+        int64_t rows = lbr ? 3 * hs : 2 * hs;
+        for (int64_t g = 0; g < rows; ++g)
+          for (int64_t k = 0; k < hs; ++k)
+            dPrev[k] += rAt(g, k) * dhGate[g];
+      }
+      // The step's gate gradients and the vectors R multiplied.
+      for (int64_t g = 0; g < gs; ++g)
+        for (int64_t j = 0; j < hs; ++j) {
+          outs[0]->setReal(at(l.outMaps[0], t, g, j), dx[g * hs + j]);
+          outs[1]->setReal(at(l.outMaps[1], t, g, j), dhGate[g * hs + j]);
+          double v = !lstm && !lbr && g == 2 ? a[hs + j] * hp[j] : hp[j];
+          outs[2]->setReal(at(l.outMaps[2], t, g, j), v);
+        }
+      dh = dPrev;
+    }
+    for (int64_t j = 0; j < hs; ++j) {
+      outs[3]->setReal(at(l.outMaps[3], 0, 0, j), dh[j]);
+      if (lstm)
+        outs[4]->setReal(at(l.outMaps[4], 0, 0, j), dc[j]);
     }
   });
   return llvm::Error::success();

@@ -27,6 +27,23 @@ llvm::Error runRecurrent(const plan::Compute &c, RecurrentCell cell,
                          llvm::ArrayRef<const Tensor *> ins,
                          llvm::ArrayRef<Tensor *> outs);
 
+/// The cell of a recurrent gradient kind (`"lstm_grad"`, `"gru_grad"`).
+std::optional<RecurrentCell> parseRecurrentGradCell(llvm::StringRef kind);
+
+/// Backpropagation through time of one LSTM or GRU layer (the op autodiff
+/// builds for a layer, over the same iteration dims). Its operands are the
+/// layer's, then the gradients of its results that exist (attribute
+/// `grads`: bit 0 Y, 1 Y_h, 2 Y_c). It runs the layer forward again, then
+/// backward, and writes per time step and gate (layout [s, dir, b, gate,
+/// h]) the gradient of the gates' x-side pre-activations (W x + Wb), of
+/// their h-side ones (R v + Rb) and the vectors v that R multiplied (the
+/// previous state; for a GRU's candidate without linear_before_reset, the
+/// reset state), then dH0 and, for an LSTM, dC0. The weights' and the
+/// input's gradients are contractions of these (autodiff builds them).
+llvm::Error runRecurrentGrad(const plan::Compute &c, RecurrentCell cell,
+                             llvm::ArrayRef<const Tensor *> ins,
+                             llvm::ArrayRef<Tensor *> outs);
+
 } // namespace pax::runtime::cpu
 
 #endif // PAX_RUNTIME_CPU_RECURRENT_H

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Small models for the gradient tests, with seeded weights.
 
-  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|sparse|dense|strided|acts|pools|lrn OUT.onnx
+  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|sparse|dense|strided|acts|pools|lstm|lstm_bi|gru|gru_lbr|lrn OUT.onnx
 
 mlp: Gemm, Relu, MatMul and a broadcast Add (a two-layer perceptron).
 embed: an embedding lookup (Gather of a 32-row table), a mean over the
@@ -155,6 +155,35 @@ def pools(rng):
         [h.make_tensor_value_info("logits", T.FLOAT, [2, 5])]
 
 
+def rnn(rng, kind, **attrs):
+    """x [5, 3, 4] (sequence, batch, features) through one ONNX LSTM or GRU
+    layer with biases and initial states, both outputs used; a MatMul head
+    on Y (its direction axis squeezed) plus Y_h's sum."""
+    gates = 4 if kind == "LSTM" else 3
+    dirs = 2 if attrs.get("direction") == "bidirectional" else 1
+    hs = 6
+    inits = [weight(rng, "W", (dirs, gates * hs, 4), 0.4),
+             weight(rng, "R", (dirs, gates * hs, hs), 0.4),
+             weight(rng, "B", (dirs, 2 * gates * hs), 0.2),
+             weight(rng, "h0", (dirs, 3, hs), 0.5),
+             weight(rng, "F", (dirs * hs, 5), 0.5),
+             nh.from_array(np.array([5, 3, dirs * hs], np.int64), "yshape")]
+    ins = ["x", "W", "R", "B", "", "h0"]
+    if kind == "LSTM":
+        inits.append(weight(rng, "c0", (dirs, 3, hs), 0.5))
+        ins.append("c0")
+    nodes = [h.make_node(kind, ins, ["y", "yh"], name="rnn", hidden_size=hs,
+                         **attrs),
+             h.make_node("Transpose", ["y"], ["yt"], name="to_sbdh",
+                         perm=[0, 2, 1, 3]),
+             h.make_node("Reshape", ["yt", "yshape"], ["yr"], name="flat"),
+             h.make_node("MatMul", ["yr", "F"], ["z"], name="head"),
+             h.make_node("ReduceSum", ["yh"], ["hsum"], name="hsum", keepdims=0),
+             h.make_node("Add", ["z", "hsum"], ["logits"], name="plus_h")]
+    return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [5, 3, 4])], \
+        [h.make_tensor_value_info("logits", T.FLOAT, [5, 3, 5])]
+
+
 def lrn(rng):
     """A local response normalization (no gradient rule yet)."""
     inits = [weight(rng, "W", (3, 2, 3, 3))]
@@ -249,9 +278,17 @@ def zoo(rng):
 def main():
     name, out = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(7)
-    nodes, inits, inputs, outputs = {"mlp": mlp, "zoo": zoo, "embed": embed,
-                                     "cnn": cnn, "cnn_bn": cnn_bn, "dropout": dropout, "sparse": sparse, "dense": dense, "strided": strided, "acts": acts, "pools": pools,
-                                     "lrn": lrn}[name](rng)
+    models = {
+        "mlp": mlp, "zoo": zoo, "embed": embed, "cnn": cnn, "cnn_bn": cnn_bn,
+        "dropout": dropout, "sparse": sparse, "dense": dense,
+        "strided": strided, "acts": acts, "pools": pools, "lrn": lrn,
+        "lstm": lambda r: rnn(r, "LSTM"),
+        "lstm_bi": lambda r: rnn(r, "LSTM", direction="bidirectional"),
+        "gru": lambda r: rnn(r, "GRU"),
+        "gru_lbr": lambda r: rnn(r, "GRU", linear_before_reset=1,
+                                 direction="reverse"),
+    }
+    nodes, inits, inputs, outputs = models[name](rng)
     g = h.make_graph(nodes, name, inputs, outputs, inits)
     # Opset 13: softmaxes over one axis; ReduceSum's axes an input. 15 for
     # BatchNormalization's training_mode.
