@@ -82,18 +82,39 @@ double schedule(Group g, CollectiveAlgo algo,
 
 } // namespace
 
+/// All-reduce with inner rings of \p inner devices: reduce-scatter in the
+/// inner rings, all-reduce of the inner part across the outer rings,
+/// all-gather in the inner rings.
+static double twoLevelAllReduce(const Cluster &c, Group g, double bytes,
+                                unsigned inner) {
+  TwoLevel s = splitGroup(c, g, inner);
+  return 2 * ringGather(s.innerLink, s.inner, bytes) +
+         ringAllReduce(s.outerLink, s.outer, bytes / s.inner);
+}
+
 double pax::allReduce(const Cluster &c, Group g, double bytes,
                       CollectiveAlgo algo) {
   checkGroup(c, g);
   if (g.size == 1 || bytes <= 0)
     return 0;
-  // Reduce-scatter in the inner rings, all-reduce of the inner part across
-  // the outer rings, all-gather in the inner rings.
   return schedule(g, algo, [&](unsigned inner) {
-    TwoLevel s = splitGroup(c, g, inner);
-    return 2 * ringGather(s.innerLink, s.inner, bytes) +
-           ringAllReduce(s.outerLink, s.outer, bytes / s.inner);
+    return twoLevelAllReduce(c, g, bytes, inner);
   });
+}
+
+unsigned pax::allReduceInnerRing(const Cluster &c, Group g, double bytes) {
+  checkGroup(c, g);
+  if (g.size == 1 || bytes <= 0)
+    return 1;
+  unsigned best = 1;
+  double bestCost = twoLevelAllReduce(c, g, bytes, 1);
+  for (unsigned inner = 2; inner <= g.perNode; ++inner)
+    if (g.perNode % inner == 0) {
+      double cost = twoLevelAllReduce(c, g, bytes, inner);
+      if (cost < bestCost)
+        best = inner, bestCost = cost;
+    }
+  return best;
 }
 
 double pax::allGather(const Cluster &c, Group g, double bytes,

@@ -43,6 +43,11 @@ enum class CollectiveAlgo {
 double allReduce(const Cluster &c, Group g, double bytes,
                  CollectiveAlgo algo = CollectiveAlgo::Best);
 
+/// The inner ring size CollectiveAlgo::Best runs an all-reduce of \p bytes
+/// over \p g with: 1 for one flat ring; more for Parallax's local
+/// aggregation, reducing inside each node before crossing nodes.
+unsigned allReduceInnerRing(const Cluster &c, Group g, double bytes);
+
 /// All-gather into a \p bytes buffer: each member starts with bytes/n and ends
 /// with all of it. Ring: (n-1)/n * bytes / bw + (n-1) alpha. Hierarchical:
 /// all-gather across nodes (to bytes/perNode), then inside the node.

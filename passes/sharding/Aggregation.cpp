@@ -1,6 +1,7 @@
 //===- Aggregation.cpp - How a training step aggregates each gradient -----===//
 #include "passes/sharding/Aggregation.h"
 
+#include "passes/cost/Collectives.h"
 #include "passes/sharding/Layout.h"
 #include "passes/sharding/Reshard.h"
 #include "passes/sharding/Solve.h"
@@ -12,7 +13,8 @@ namespace pax {
 
 std::vector<GradientAggregation>
 describeAggregation(const Module &m, llvm::ArrayRef<Config> configs,
-                    int64_t gpusPerNode) {
+                    const Cluster &cluster) {
+  int64_t gpusPerNode = cluster.gpusPerNode;
   const Func &f = m.main;
   llvm::DenseMap<const Op *, size_t> index;
   for (size_t i = 0; i < f.ops.size(); ++i)
@@ -51,6 +53,12 @@ describeAggregation(const Module &m, llvm::ArrayRef<Config> configs,
           continue;
         a.moves.push_back({reshardStepName(s.kind).str(), s.bytes});
         a.bytes += s.bytes;
+        Group group{unsigned(s.groupSize), unsigned(s.groupPerNode)};
+        if (s.kind == ReshardStep::Kind::AllReduce && group.nodes() > 1) {
+          unsigned inner = allReduceInnerRing(cluster, group, double(s.bytes));
+          if (inner > 1)
+            a.innerRing = inner, a.nodes = group.nodes();
+        }
       }
     };
     // The contributions: up the chain of sums of same-typed gradients.

@@ -28,6 +28,7 @@
 #pragma once
 
 #include "ir/Module.h"
+#include "passes/cost/Cluster.h"
 #include "passes/sharding/ConfigSpace.h"
 
 #include <string>
@@ -43,13 +44,17 @@ struct GradientAggregation {
   /// device (as the cost model counts them).
   std::vector<std::pair<std::string, int64_t>> moves;
   int64_t bytes = 0;
+  /// An all-reduce that crosses nodes runs inside each node first (inner
+  /// rings of `innerRing` devices), then across `nodes` nodes: Parallax's
+  /// local aggregation, as the cost model prices it; 0 when none does.
+  unsigned innerRing = 0, nodes = 0;
 };
 
 /// The aggregation of every marked gradient of \p m under \p configs (one
-/// per op of @main), devices grouped \p gpusPerNode to a node; in the
-/// order of the parameters' gradients.
+/// per op of @main) on \p cluster; in the order of the parameters'
+/// gradients.
 std::vector<GradientAggregation>
 describeAggregation(const Module &m, llvm::ArrayRef<Config> configs,
-                    int64_t gpusPerNode);
+                    const Cluster &cluster);
 
 } // namespace pax

@@ -103,8 +103,8 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
   out["training_program"] = r.trainingProgram;
   if (r.trainingProgram) {
     llvm::json::Array aggregation;
-    for (const GradientAggregation &a : describeAggregation(
-             m, r.strategy.configs, r.cluster->gpusPerNode)) {
+    for (const GradientAggregation &a :
+         describeAggregation(m, r.strategy.configs, *r.cluster)) {
       llvm::json::Array moves;
       for (const auto &[kind, bytes] : a.moves)
         moves.push_back(llvm::json::Object{{"collective", kind},
@@ -113,6 +113,7 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
           {"parameter", a.parameter},
           {"kind", a.kind},
           {"bytes", a.bytes},
+          {"local_aggregation", a.innerRing > 1},
           {"collectives", std::move(moves)}});
     }
     out["aggregation"] = std::move(aggregation);
@@ -296,7 +297,7 @@ static void printConfigs(const Module &m, const Strategy &s,
 /// (a few named) and the bytes per device per step.
 static void printAggregation(const Module &m, const StrategyReport &r,
                              llvm::raw_ostream &os) {
-  auto all = describeAggregation(m, r.strategy.configs, r.cluster->gpusPerNode);
+  auto all = describeAggregation(m, r.strategy.configs, *r.cluster);
   // One line per kind, in order of first appearance.
   std::vector<std::string> kinds;
   for (const GradientAggregation &a : all)
@@ -305,10 +306,13 @@ static void printAggregation(const Module &m, const StrategyReport &r,
   for (const std::string &kind : kinds) {
     std::vector<std::string> names;
     std::map<std::string, int64_t> bytes;
+    unsigned inner = 0, nodes = 0;
     for (const GradientAggregation &a : all) {
       if (a.kind != kind)
         continue;
       names.push_back(a.parameter);
+      if (a.innerRing > 1)
+        inner = a.innerRing, nodes = a.nodes;
       for (const auto &[c, b] : a.moves)
         bytes[c] += b;
     }
@@ -322,6 +326,11 @@ static void printAggregation(const Module &m, const StrategyReport &r,
       how += llvm::formatv("{0}{1} {2} B", how.empty() ? "" : ", ", c, b).str();
     os << llvm::formatv("gradients {0,-14} {1}{2}\n", kind, list,
                         how.empty() ? "" : " (" + how + " per device)");
+    if (inner > 1)
+      os << llvm::formatv("          local aggregation: all-reduced inside "
+                          "each node first (rings of {0}), then across {1} "
+                          "nodes\n",
+                          inner, nodes);
   }
 }
 

@@ -185,4 +185,22 @@ TEST(CollectivesTest, HierarchicalAllReduceWinsAcrossDgxH100Nodes) {
             allReduce(c, g, 1024, Algo::Ring));
 }
 
+TEST(CollectivesTest, InnerRingIsTheOneBestPrices) {
+  Cluster c = *makeCluster("dgx-h100", 32, std::nullopt);
+  for (Group g : {Group{32, 8}, Group{16, 8}, Group{8, 8}, Group{4, 2}})
+    for (double bytes : {1024.0, 1e6, double(1u << 30)}) {
+      unsigned inner = allReduceInnerRing(c, g, bytes);
+      EXPECT_EQ(g.perNode % inner, 0u);
+      // Best's cost is the two-level schedule with that inner ring.
+      double ring = allReduce(c, g, bytes, Algo::Ring);
+      double best = allReduce(c, g, bytes);
+      if (inner == 1)
+        EXPECT_DOUBLE_EQ(best, ring);
+      else
+        EXPECT_LT(best, ring);
+    }
+  // Across nodes a large buffer reduces inside each node first.
+  EXPECT_GT(allReduceInnerRing(c, {32, 8}, double(1u << 30)), 1u);
+}
+
 } // namespace
