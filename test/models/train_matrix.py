@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Partitioned training equals one device: every static export of the
+PyTorch corpus (test/models/torch) trained 3 steps of SGD with momentum on
+1 device, then on 2, 4 and 8 devices with the searched strategy (dp), the
+data-parallel and expert baselines and a random forced strategy (every op
+split at random), on threads or, with --mpi, MPI ranks. For each run: the
+losses and the weights after 3 steps equal the one-device run's within
+--tol (relative, per tensor: max|a-b| / max|a|), and one step's collectives
+move the bytes the cost model predicted (paxrun --comm-stats fails
+otherwise). The labelled long test `train_matrix` (`ctest -L long`).
+
+  train_matrix.py [--bin DIR] [--work DIR] [--only NAME,...]
+                  [--gpus 2,4,8] [--strategies dp,data-parallel,expert,random]
+                  [--mpi] [--tol 1e-5]
+
+A model paxc cannot train (an op without a gradient rule) is skipped and
+listed with paxc's error. Exits 1 on any other failure.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+FORCE = os.path.join(ROOT, "tools", "models", "force_strategy.py")
+SAME = os.path.join(HERE, "same_weights.py")
+TRAIN = ["--mode=train", "--loss=cross-entropy", "--lr=0.05", "--momentum=0.9"]
+
+
+def run(cmd):
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def last_line(text):
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def losses(text):
+    return [ln for ln in text.splitlines() if ln.startswith("step ")]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
+    ap.add_argument("--work", default="/tmp/pax-train-matrix")
+    ap.add_argument("--only")
+    ap.add_argument("--gpus", default="2,4,8")
+    ap.add_argument("--strategies", default="dp,data-parallel,expert,random")
+    ap.add_argument("--mpi", action="store_true")
+    ap.add_argument("--tol", type=float, default=1e-5)
+    a = ap.parse_args()
+    paxc, paxrun = os.path.join(a.bin, "paxc"), os.path.join(a.bin, "paxrun")
+    mpirun = shutil.which("mpirun") if a.mpi else None
+    if a.mpi and not mpirun:
+        print("train_matrix.py: --mpi needs mpirun on PATH")
+        return 1
+    manifest = json.load(open(os.path.join(HERE, "torch", "manifest.json")))
+    only = set(a.only.split(",")) if a.only else None
+    counts = {"ok": 0, "skip": 0, "FAIL": 0}
+    failed, skipped = [], []
+    start = time.time()
+
+    def launch(plan, gpus, args):
+        cmd = [paxrun, plan, *args]
+        if mpirun:
+            cmd = [mpirun, "--allow-run-as-root", "--oversubscribe", "-np",
+                   str(gpus), *cmd]
+        return run(cmd)
+
+    for entry in manifest["models"]:
+        name = entry["name"]
+        model = os.path.join(HERE, "torch", name, "model.onnx")
+        if entry.get("dynamic") or not os.path.exists(model) or (
+                only and name not in only):
+            continue
+        work = os.path.join(a.work, name)
+        os.makedirs(work, exist_ok=True)
+        data = os.path.join(work, "data")
+        r = run([sys.executable, os.path.join(HERE, "make_test_data.py"), model,
+                 data, "--seed", "3", "--loss", "cross-entropy"])
+        if r.returncode:
+            counts["FAIL"] += 1
+            failed.append(f"{name}: make_test_data.py: {last_line(r.stderr)}")
+            continue
+        one = os.path.join(work, "one")
+        r = run([paxc, model, *TRAIN, "-o", one + ".paxplan", "--quiet"])
+        if r.returncode:
+            counts["skip"] += 1
+            skipped.append(f"{name}: {last_line(r.stderr)}")
+            print(f"skip  {name}: {last_line(r.stderr)}", flush=True)
+            continue
+        r = run([paxrun, one + ".paxplan", "--train", "--steps=3",
+                 f"--data={data}/in", f"--save={one}.onnx"])
+        if r.returncode:
+            counts["FAIL"] += 1
+            failed.append(f"{name} 1 device: {last_line(r.stderr)}")
+            continue
+        want = losses(r.stdout)
+        for gpus in [int(g) for g in a.gpus.split(",")]:
+            for strategy in a.strategies.split(","):
+                tag = f"{name} {gpus} {strategy}"
+                base = os.path.join(work, f"g{gpus}_{strategy}")
+                flags = [f"--gpus={gpus}"]
+                if strategy in ("data-parallel", "expert"):
+                    flags.append(f"--solver={strategy}")
+                elif strategy == "random":
+                    r = run([paxc, model, *TRAIN, *flags, "--emit=strategy",
+                             "-o", base + ".search.json", "--quiet"])
+                    if r.returncode == 0:
+                        r = run([sys.executable, FORCE, base + ".search.json",
+                                 "random", f"--gpus={gpus}", f"--seed={gpus}",
+                                 "-o", base + ".json"])
+                    if r.returncode:
+                        counts["FAIL"] += 1
+                        failed.append(f"{tag}: {last_line(r.stderr)}")
+                        continue
+                    flags.append(f"--strategy={base}.json")
+                r = run([paxc, model, *TRAIN, *flags, "-o", base + ".paxplan",
+                         "--quiet"])
+                if r.returncode == 0:
+                    r = launch(base + ".paxplan", gpus,
+                               ["--inputs", f"{data}/in", "--comm-stats"])
+                if r.returncode == 0:
+                    r = launch(base + ".paxplan", gpus,
+                               ["--train", "--steps=3", f"--data={data}/in",
+                                f"--save={base}.onnx"])
+                    got = losses(r.stdout)
+                if r.returncode == 0:
+                    r = run([sys.executable, SAME, one + ".onnx", base + ".onnx",
+                             "--tol", str(a.tol)])
+                if r.returncode:
+                    counts["FAIL"] += 1
+                    msg = last_line(r.stdout) or last_line(r.stderr)
+                    failed.append(f"{tag}: {msg}")
+                    print(f"FAIL  {tag}: {msg}", flush=True)
+                    continue
+                counts["ok"] += 1
+                same = "same losses" if got == want else "losses differ in the last digits"
+                print(f"ok    {tag}: {last_line(r.stdout)}; {same}", flush=True)
+    for line in failed:
+        print("FAILED " + line)
+    print(f"train matrix: {counts['ok']} passed, {counts['FAIL']} failed, "
+          f"{counts['skip']} models skipped ({time.time() - start:.0f} s)")
+    return 1 if counts["FAIL"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
