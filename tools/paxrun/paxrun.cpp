@@ -268,6 +268,25 @@ static llvm::Error runThreads(const plan::Plan &plan,
       runtime::moveOverlap(buffers[d][b.buffer()], lo, outputs[b.index()],
                            std::vector<int64_t>(lo.size(), 0), false);
     }
+  // Every other copy of an output block (a replicated result: a weight
+  // every device updated) must be bit for bit the owner's: one update per
+  // parameter, whatever device ran it.
+  for (size_t d = 0; d < n; ++d)
+    for (const plan::Binding &b : progs[d]->outputs()) {
+      if (b.owner() || b.index() >= outputs.size())
+        continue;
+      const runtime::Tensor &copy = buffers[d][b.buffer()];
+      runtime::Tensor owner = runtime::Tensor::zeros(copy.dtype, copy.shape);
+      std::vector<int64_t> lo(b.offset().begin(), b.offset().end());
+      runtime::moveOverlap(outputs[b.index()], std::vector<int64_t>(lo.size(), 0),
+                           owner, lo, false);
+      if (owner.data != copy.data)
+        return llvm::createStringError(
+            "device " + llvm::Twine(d) + "'s copy of output '" +
+            plan.outputs(int(b.index())).name() +
+            "' differs from the copy it was gathered from: the replicas "
+            "diverged");
+    }
   return llvm::Error::success();
 }
 
