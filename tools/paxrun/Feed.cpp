@@ -96,4 +96,32 @@ Feed::initializer(const plan::LoadWeight &load, plan::DType dtype) {
                                  load.tensor() + "'");
 }
 
+void ResidentFeed::keep(const std::string &name, std::vector<int64_t> lo,
+                        runtime::Tensor block) {
+  blocks[name].push_back({std::move(lo), std::move(block)});
+}
+
+llvm::Error ResidentFeed::loadWeight(const plan::LoadWeight &load,
+                                     runtime::Tensor &out) {
+  auto it = blocks.find(load.tensor());
+  if (it != blocks.end()) {
+    std::vector<int64_t> lo(load.offset().begin(), load.offset().end());
+    for (const Block &b : it->second) {
+      if (b.t.dtype != out.dtype || b.lo.size() != lo.size())
+        continue;
+      bool covers = true;
+      for (size_t d = 0; d < lo.size(); ++d)
+        covers &= lo[d] >= b.lo[d] &&
+                  lo[d] + out.shape[d] <= b.lo[d] + b.t.shape[d];
+      if (!covers)
+        continue;
+      runtime::moveOverlap(b.t, b.lo, out, lo, false);
+      ++residentLoads;
+      return llvm::Error::success();
+    }
+  }
+  ++hostLoads;
+  return host->loadWeight(load, out);
+}
+
 } // namespace pax

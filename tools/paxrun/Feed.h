@@ -69,4 +69,40 @@ private:
   std::map<std::string, runtime::Tensor> cache, overrides;
 };
 
+/// One device's view of the weights during a training session: the blocks
+/// of each updated weight (output `update/NAME`) the device itself computed
+/// at the last step stay on it, and a load of NAME that one of them covers
+/// is served from it; any other load falls through to the shared Feed (the
+/// host's gathered copy). So weights and optimizer state persist on the
+/// devices that own their shards, and the host copy only backs loads in
+/// another layout, checkpoints and --save.
+class ResidentFeed : public runtime::DataFeed {
+public:
+  explicit ResidentFeed(Feed &host) : host(&host) {}
+
+  /// Keeps \p block, the box of weight \p name starting at \p lo; blocks
+  /// kept for \p name before this step are dropped by beginStep().
+  void keep(const std::string &name, std::vector<int64_t> lo,
+            runtime::Tensor block);
+  /// Forgets the blocks kept before (called before keeping a step's).
+  void beginStep() { blocks.clear(); }
+
+  llvm::Error loadWeight(const plan::LoadWeight &load,
+                         runtime::Tensor &out) override;
+  llvm::Error input(const plan::Binding &b, runtime::Tensor &out) override {
+    return host->input(b, out);
+  }
+
+  /// Loads served from the device's own blocks, and from the host.
+  int64_t residentLoads = 0, hostLoads = 0;
+
+private:
+  struct Block {
+    std::vector<int64_t> lo;
+    runtime::Tensor t;
+  };
+  Feed *host;
+  std::map<std::string, std::vector<Block>> blocks;
+};
+
 } // namespace pax

@@ -220,18 +220,42 @@ static runtime::Tensor randomTensor(const plan::TensorInfo &info,
 }
 
 
+/// Keeps, on \p resident, the blocks of the updated weights (outputs
+/// `update/NAME`) that \p prog's device computed into \p buffers.
+static void keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
+                        std::vector<runtime::Tensor> &buffers,
+                        ResidentFeed &resident) {
+  resident.beginStep();
+  for (const plan::Binding &b : prog.outputs()) {
+    if (b.index() >= uint32_t(plan.outputs_size()) ||
+        b.buffer() >= buffers.size())
+      continue;
+    llvm::StringRef name = plan.outputs(int(b.index())).name();
+    if (!name.consume_front("update/"))
+      continue;
+    resident.keep(name.str(), std::vector<int64_t>(b.offset().begin(),
+                                                   b.offset().end()),
+                  buffers[b.buffer()]);
+  }
+}
+
 /// Runs \p programs of \p plan as threads; fills \p outputs (whole tensors).
+/// With \p resident (a training session: one per device), each device
+/// loads weights through its own and keeps its updated blocks there.
 static llvm::Error runThreads(const plan::Plan &plan,
                               llvm::ArrayRef<const plan::DeviceProgram *> progs,
                               Feed &feed, std::vector<runtime::Tensor> &outputs,
-                              std::vector<runtime::DeviceStats> &stats) {
+                              std::vector<runtime::DeviceStats> &stats,
+                              std::vector<ResidentFeed> *resident = nullptr) {
   auto comm = runtime::makeThreadCommunicator(plan);
   size_t n = progs.size();
   std::vector<std::vector<runtime::Tensor>> buffers(n);
   std::vector<std::string> errors(n);
   stats.assign(n, {});
   auto work = [&](size_t d) {
-    if (auto err = runtime::runDevice(plan, *progs[d], feed, comm.get(),
+    runtime::DataFeed &source =
+        resident ? static_cast<runtime::DataFeed &>((*resident)[d]) : feed;
+    if (auto err = runtime::runDevice(plan, *progs[d], source, comm.get(),
                                       buffers[d], stats[d])) {
       errors[d] = llvm::toString(std::move(err));
       comm->abort("device " + std::to_string(progs[d]->device()) + " failed");
@@ -268,6 +292,9 @@ static llvm::Error runThreads(const plan::Plan &plan,
       runtime::moveOverlap(buffers[d][b.buffer()], lo, outputs[b.index()],
                            std::vector<int64_t>(lo.size(), 0), false);
     }
+  if (resident)
+    for (size_t d = 0; d < n; ++d)
+      keepUpdates(plan, *progs[d], buffers[d], (*resident)[d]);
   // Every other copy of an output block (a replicated result: a weight
   // every device updated) must be bit for bit the owner's: one update per
   // parameter, whatever device ran it.
@@ -391,7 +418,8 @@ static llvm::Error unpackRankResults(const plan::Plan &plan,
 static llvm::Expected<bool> runRank(const plan::Plan &plan,
                                     runtime::MpiWorld &world, Feed &feed,
                                     std::vector<runtime::Tensor> &outputs,
-                                    std::vector<runtime::DeviceStats> &stats) {
+                                    std::vector<runtime::DeviceStats> &stats,
+                                    ResidentFeed *resident = nullptr) {
   const plan::DeviceProgram *prog = nullptr;
   for (const plan::DeviceProgram &p : plan.programs())
     if (p.device() == uint32_t(world.rank()))
@@ -416,9 +444,13 @@ static llvm::Expected<bool> runRank(const plan::Plan &plan,
     runtime::abortMpiWorld(llvm::toString(comm.takeError()));
   std::vector<runtime::Tensor> buffers;
   runtime::DeviceStats mine;
+  runtime::DataFeed &source =
+      resident ? static_cast<runtime::DataFeed &>(*resident) : feed;
   if (auto err =
-          runtime::runDevice(plan, *prog, feed, comm->get(), buffers, mine))
+          runtime::runDevice(plan, *prog, source, comm->get(), buffers, mine))
     (*comm)->abort(llvm::toString(std::move(err)));
+  if (resident)
+    keepUpdates(plan, *prog, buffers, *resident);
   auto all = world.gatherOnRoot(packRankResults(plan, *prog, buffers, mine));
   if (!all)
     runtime::abortMpiWorld(llvm::toString(all.takeError()));
@@ -651,8 +683,10 @@ int main(int argc, char **argv) {
   std::vector<runtime::Tensor> outputs;
   std::vector<runtime::DeviceStats> stats;
   if (train) {
+    // Each device keeps the weight blocks it updated (ResidentFeed).
+    std::vector<ResidentFeed> resident(progs.size(), ResidentFeed(feed));
     StepRunner step = [&](std::vector<runtime::Tensor> &out) {
-      return runThreads(*plan, progs, feed, out, stats);
+      return runThreads(*plan, progs, feed, out, stats, &resident);
     };
     bool reports = true;
 #ifdef PAX_HAVE_MPI
@@ -661,7 +695,7 @@ int main(int argc, char **argv) {
       // sends them to all.
       reports = world->rank() == 0;
       step = [&](std::vector<runtime::Tensor> &out) -> llvm::Error {
-        auto ran = runRank(*plan, *world, feed, out, stats);
+        auto ran = runRank(*plan, *world, feed, out, stats, &resident[0]);
         if (!ran)
           return ran.takeError();
         if (!*ran)
@@ -702,6 +736,35 @@ int main(int argc, char **argv) {
     if (auto err = runTraining(*plan, feed, model, to, loadInputsFrom, step,
                                outputs))
       return fail(llvm::toString(std::move(err)));
+    int64_t own = 0, host = 0;
+    for (const ResidentFeed &r : resident)
+      own += r.residentLoads, host += r.hostLoads;
+#ifdef PAX_HAVE_MPI
+    if (world) {
+      // Rank 0 speaks for the others: the sums of their counts.
+      auto all = world->gatherOnRoot(std::vector<uint8_t>(
+          reinterpret_cast<const uint8_t *>(&own),
+          reinterpret_cast<const uint8_t *>(&own) + sizeof own));
+      auto hosts = world->gatherOnRoot(std::vector<uint8_t>(
+          reinterpret_cast<const uint8_t *>(&host),
+          reinterpret_cast<const uint8_t *>(&host) + sizeof host));
+      if (!all || !hosts)
+        return fail("could not gather the weight load counts");
+      if (world->rank() == 0) {
+        own = host = 0;
+        for (const auto &v : *all)
+          own += *reinterpret_cast<const int64_t *>(v.data());
+        for (const auto &v : *hosts)
+          host += *reinterpret_cast<const int64_t *>(v.data());
+      }
+    }
+#endif
+    if (reports)
+      llvm::errs() << llvm::formatv(
+          "paxrun: weight loads: {0} from the devices' own updated blocks, "
+          "{1} from the host (the first step's, constants, and blocks held in "
+          "another layout)\n",
+          own, host);
     if (reports && !outputsDir.empty())
       if (auto err = writeOutputs(*plan, outputs))
         return fail(llvm::toString(std::move(err)));
