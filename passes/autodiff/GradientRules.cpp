@@ -772,6 +772,48 @@ llvm::Error padRule(GradientBuilder &b, const Op &op, Value *dy) {
   return llvm::Error::success();
 }
 
+// lrn: y_i = x_i s_i^-beta, s_i = bias + alpha/size sum over the window of
+// x_j^2, so dx_k = dy_k s_k^-beta - 2 alpha beta / size x_k sum over the
+// windows i that hold k of dy_i x_i s_i^(-beta-1). The window sums are a
+// reduce_sum through the window (reads past the channels count zero) and a
+// scatter_add back through it.
+llvm::Error lrnRule(GradientBuilder &b, const Op &op, Value *dy) {
+  const Operand &x = op.operands[0];
+  DType elem = dy->type.elem;
+  double size = floatAttr(op, "size", 1), alpha = floatAttr(op, "alpha", 1e-4),
+         beta = floatAttr(op, "beta", 0.75), bias = floatAttr(op, "bias", 1);
+  Pointwise p{b, op};
+  Read xi{x.value, b.resultMap()}, dyr = p.at(dy);
+  Value *sq = b.elementwise(OpKind::Mul, {x.value, x.value}, x.value->type,
+                            "square");
+  Value *sum = b.over(OpKind::ReduceSum, {{sq, x.map}}, b.resultMap(),
+                      resultOf(op)->type, "window_sum");
+  Value *s = p.apply(
+      OpKind::Add,
+      {p.at(p.apply(OpKind::Mul, {p.at(sum), p.c(alpha / size)}, "scaled")),
+       p.c(bias)},
+      "s");
+  Value *ps = p.apply(OpKind::Pow, {p.at(s), p.c(-beta)}, "s_pow");
+  Value *direct = p.apply(OpKind::Mul, {dyr, p.at(ps)}, "direct");
+  Value *t = p.apply(
+      OpKind::Div,
+      {p.at(p.apply(OpKind::Mul,
+                    {p.at(p.apply(OpKind::Mul, {dyr, xi}, "dy_x")), p.at(ps)},
+                    "dy_x_s_pow")),
+       p.at(s)},
+      "through_s");
+  Value *spread = b.over(OpKind::ScatterAdd, {{t, b.resultMap()}}, x.map,
+                         x.value->type, "window_spread");
+  Value *cross = b.elementwise(
+      OpKind::Mul,
+      {b.elementwise(OpKind::Mul, {x.value, spread}, x.value->type, "x_spread"),
+       b.constant(-2 * alpha * beta / size, elem)},
+      x.value->type, "cross");
+  b.accumulate(x.value,
+               b.elementwise(OpKind::Add, {direct, cross}, x.value->type, "dx"));
+  return llvm::Error::success();
+}
+
 // batch_norm with its running statistics (inference form):
 // y = (x - mean) rstd scale + bias, rstd = 1/sqrt(var + eps):
 // dx = dy scale rstd, dscale = sum dy (x - mean) rstd, dbias = sum dy.
@@ -860,6 +902,7 @@ constexpr RuleEntry kRules[] = {
     {OpKind::HardSigmoid, fromResultRule<hardSigmoidDerivative>},
     {OpKind::HardSwish, fromResultRule<hardSwishDerivative>},
     {OpKind::Pad, padRule},
+    {OpKind::Lrn, lrnRule},
 };
 
 } // namespace

@@ -90,6 +90,25 @@ class BatchNormalization64(OpRun):
 BatchNormalization64.__name__ = "BatchNormalization"
 
 
+class LRN64(OpRun):
+    """ONNX LRN as its specification and onnxruntime compute it (the
+    reference evaluator's version differs from both): the sum of squares
+    over channels c - floor((size-1)/2) .. c + ceil((size-1)/2)."""
+    op_domain = ""
+
+    def _run(self, x, alpha=1e-4, beta=0.75, bias=1.0, size=1):
+        c = x.shape[1]
+        lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+        sq = x * x
+        total = np.zeros_like(x)
+        for i in range(c):
+            total[:, i] = sq[:, max(0, i - lo):min(c, i + hi + 1)].sum(axis=1)
+        return ((x / (bias + alpha / size * total) ** beta).astype(x.dtype),)
+
+
+LRN64.__name__ = "LRN"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model")
@@ -110,7 +129,7 @@ def main():
     model = onnx.load(a.model)
     m64, params = to_float64(model, params_as_inputs=True)
     sess = ReferenceEvaluator(m64, new_ops=[LayerNormalization64,
-                                            BatchNormalization64])
+                                            BatchNormalization64, LRN64])
     names = [i.name for i in model.graph.input
              if i.name not in {t.name for t in model.graph.initializer}]
     feeds = {}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Small models for the gradient tests, with seeded weights.
 
-  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|sparse|dense|strided|acts|pools|lstm|lstm_bi|gru|gru_lbr|lrn OUT.onnx
+  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|sparse|dense|strided|acts|pools|lstm|lstm_bi|gru|gru_lbr|lrn|cumsum OUT.onnx
 
 mlp: Gemm, Relu, MatMul and a broadcast Add (a two-layer perceptron).
 embed: an embedding lookup (Gather of a 32-row table), a mean over the
@@ -185,12 +185,24 @@ def rnn(rng, kind, **attrs):
 
 
 def lrn(rng):
-    """A local response normalization (no gradient rule yet)."""
+    """A convolution, then a local response normalization across 3 channels
+    with a large alpha (the cross-channel term of its gradient matters)."""
     inits = [weight(rng, "W", (3, 2, 3, 3))]
     nodes = [h.make_node("Conv", ["x", "W"], ["c"], name="conv1"),
-             h.make_node("LRN", ["c"], ["y"], name="lrn1", size=3)]
+             h.make_node("LRN", ["c"], ["y"], name="lrn1", size=3, alpha=0.8,
+                         beta=0.75, bias=1.0)]
     return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [1, 2, 5, 5])], \
         [h.make_tensor_value_info("y", T.FLOAT, [1, 3, 3, 3])]
+
+
+def cumsum(rng):
+    """A running sum (no gradient rule yet)."""
+    inits = [weight(rng, "W", (4, 3)),
+             nh.from_array(np.array(1, np.int64), "axis")]
+    nodes = [h.make_node("MatMul", ["x", "W"], ["m"], name="mm"),
+             h.make_node("CumSum", ["m", "axis"], ["y"], name="running")]
+    return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [2, 4])], \
+        [h.make_tensor_value_info("y", T.FLOAT, [2, 3])]
 
 
 def cnn(rng):
@@ -282,6 +294,7 @@ def main():
         "mlp": mlp, "zoo": zoo, "embed": embed, "cnn": cnn, "cnn_bn": cnn_bn,
         "dropout": dropout, "sparse": sparse, "dense": dense,
         "strided": strided, "acts": acts, "pools": pools, "lrn": lrn,
+        "cumsum": cumsum,
         "lstm": lambda r: rnn(r, "LSTM"),
         "lstm_bi": lambda r: rnn(r, "LSTM", direction="bidirectional"),
         "gru": lambda r: rnn(r, "GRU"),
