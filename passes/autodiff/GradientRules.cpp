@@ -765,6 +765,90 @@ llvm::Error averagePoolRule(GradientBuilder &b, const Op &op, Value *dy) {
   return llvm::Error::success();
 }
 
+// abs' = sign(x) (0 at 0).
+Value *absDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  return p.apply(OpKind::Sign, {operandRead(op, 0)}, "sign");
+}
+
+// softplus' = sigmoid(x).
+Value *softplusDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  return p.apply(OpKind::Sigmoid, {operandRead(op, 0)}, "sigmoid");
+}
+
+// elu' = 1 for x >= 0, y + alpha below (y = alpha (e^x - 1)).
+Value *eluDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  Value *pos =
+      p.mask(OpKind::GreaterOrEqual, {operandRead(op, 0), p.c(0)}, "positive");
+  Value *below = p.apply(
+      OpKind::Add, {p.at(resultOf(op)), p.c(floatAttr(op, "alpha", 1))},
+      "y_plus_alpha");
+  return p.apply(OpKind::Where, {p.at(pos), p.c(1), p.at(below)}, "slope");
+}
+
+// Piecewise-constant ops (floor, ceil, round, sign): zero almost everywhere,
+// so nothing flows back.
+llvm::Error zeroRule(GradientBuilder &, const Op &, Value *) {
+  return llvm::Error::success();
+}
+
+// max(a, b) and min(a, b): dy goes to the operand that is chosen, the
+// first on a tie.
+llvm::Error maxMinRule(GradientBuilder &b, const Op &op, Value *dy) {
+  if (op.operands.size() != 2)
+    return llvm::createStringError(
+        "autodiff: op '" + op.name().str() + "' (" +
+        opKindName(op.kind).str() +
+        ") has more than two operands; its gradient is not supported yet");
+  Pointwise p{b, op};
+  Value *first = p.mask(op.kind == OpKind::Max ? OpKind::GreaterOrEqual
+                                               : OpKind::LessOrEqual,
+                        {operandRead(op, 0), operandRead(op, 1)}, "first");
+  Read z = p.c(0), dyr = p.at(dy);
+  if (b.needs(0))
+    b.accumulateOperand(
+        0, p.apply(OpKind::Where, {p.at(first), dyr, z}, "to_first"));
+  if (b.needs(1))
+    b.accumulateOperand(
+        1, p.apply(OpKind::Where, {p.at(first), z, dyr}, "to_second"));
+  return llvm::Error::success();
+}
+
+// reduce_max and reduce_min: dy goes to every point equal to the result
+// (every one of them on a tie, as max_pool's rule).
+llvm::Error reduceMaxRule(GradientBuilder &b, const Op &op, Value *dy) {
+  const Operand &x = op.operands[0];
+  TensorType mask = x.value->type;
+  mask.elem = DType::I1;
+  Value *hit = b.over(OpKind::Equal,
+                      {operandRead(op, 0), {resultOf(op), b.resultMap()}},
+                      x.map, mask, "argmax");
+  b.accumulate(x.value, b.over(OpKind::Where,
+                               {{hit, x.map}, {dy, b.resultMap()},
+                                {b.constant(0, dy->type.elem), {}}},
+                               x.map, x.value->type, "routed"));
+  return llvm::Error::success();
+}
+
+// cum_sum: x's gradient is the running sum of dy the other way (exclusive
+// stays exclusive).
+llvm::Error cumSumRule(GradientBuilder &b, const Op &op, Value *dy) {
+  AttrMap attrs;
+  for (const char *key : {"axis", "exclusive"})
+    if (auto it = op.attrs.find(key); it != op.attrs.end())
+      attrs[key] = it->second;
+  attrs["reverse"] = int64_t(op.intAttr("reverse", 0) == 0);
+  Value *g = b.over(OpKind::CumSum, {{dy, b.resultMap()}}, b.resultMap(),
+                    resultOf(op)->type, "reverse_sum", attrs);
+  // The scan dim stays sequential.
+  for (size_t d = 0; d < op.iters.size() && d < g->def->iters.size(); ++d)
+    g->def->iters[d].kind = op.iters[d].kind;
+  b.accumulateOperand(0, g);
+  return llvm::Error::success();
+}
+
 // pad (constant): x's gradient is dy where x lies, the padding dropped
 // (a scatter_add through x's shifted map).
 llvm::Error padRule(GradientBuilder &b, const Op &op, Value *dy) {
@@ -903,6 +987,18 @@ constexpr RuleEntry kRules[] = {
     {OpKind::HardSwish, fromResultRule<hardSwishDerivative>},
     {OpKind::Pad, padRule},
     {OpKind::Lrn, lrnRule},
+    {OpKind::Abs, fromResultRule<absDerivative>},
+    {OpKind::Softplus, fromResultRule<softplusDerivative>},
+    {OpKind::Elu, fromResultRule<eluDerivative>},
+    {OpKind::Floor, zeroRule},
+    {OpKind::Ceil, zeroRule},
+    {OpKind::Round, zeroRule},
+    {OpKind::Sign, zeroRule},
+    {OpKind::Max, maxMinRule},
+    {OpKind::Min, maxMinRule},
+    {OpKind::ReduceMax, reduceMaxRule},
+    {OpKind::ReduceMin, reduceMaxRule},
+    {OpKind::CumSum, cumSumRule},
 };
 
 } // namespace

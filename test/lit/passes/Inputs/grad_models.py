@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Small models for the gradient tests, with seeded weights.
 
-  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|sparse|dense|strided|acts|pools|lstm|lstm_bi|gru|gru_lbr|lrn|cumsum OUT.onnx
+  grad_models.py mlp|embed|zoo|cnn|cnn_bn|dropout|sparse|dense|strided|acts|pools|lstm|lstm_bi|gru|gru_lbr|lrn|more|prod OUT.onnx
 
 mlp: Gemm, Relu, MatMul and a broadcast Add (a two-layer perceptron).
 embed: an embedding lookup (Gather of a 32-row table), a mean over the
@@ -195,14 +195,35 @@ def lrn(rng):
         [h.make_tensor_value_info("y", T.FLOAT, [1, 3, 3, 3])]
 
 
-def cumsum(rng):
-    """A running sum (no gradient rule yet)."""
-    inits = [weight(rng, "W", (4, 3)),
+def more(rng):
+    """Abs, Softplus, Elu, Max, Min, CumSum, ReduceMax, Floor (opset 13)."""
+    inits = [weight(rng, "W1", (4, 6), 0.6), weight(rng, "W2", (6, 5)),
              nh.from_array(np.array(1, np.int64), "axis")]
+    nodes = [h.make_node("MatMul", ["x", "W1"], ["a"], name="mm1"),
+             h.make_node("Abs", ["a"], ["b1"], name="abs"),
+             h.make_node("Softplus", ["a"], ["b2"], name="softplus"),
+             h.make_node("Elu", ["a"], ["b3"], name="elu", alpha=0.7),
+             h.make_node("Max", ["b1", "b3"], ["m1"], name="max"),
+             h.make_node("Min", ["b2", "b3"], ["m2"], name="min"),
+             h.make_node("Add", ["m1", "m2"], ["s"], name="sum"),
+             h.make_node("CumSum", ["s", "axis"], ["c"], name="running"),
+             h.make_node("ReduceMax", ["c"], ["rm"], name="rmax", axes=[1],
+                         keepdims=1),
+             h.make_node("Sub", ["c", "rm"], ["d"], name="centered"),
+             h.make_node("Floor", ["a"], ["f"], name="floor"),
+             h.make_node("Add", ["d", "f"], ["e"], name="plus_floor"),
+             h.make_node("MatMul", ["e", "W2"], ["logits"], name="mm2")]
+    return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [3, 4])], \
+        [h.make_tensor_value_info("logits", T.FLOAT, [3, 5])]
+
+
+def prod(rng):
+    """A product over a row (no gradient rule yet)."""
+    inits = [weight(rng, "W", (4, 3))]
     nodes = [h.make_node("MatMul", ["x", "W"], ["m"], name="mm"),
-             h.make_node("CumSum", ["m", "axis"], ["y"], name="running")]
+             h.make_node("ReduceProd", ["m"], ["y"], name="product", axes=[1])]
     return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [2, 4])], \
-        [h.make_tensor_value_info("y", T.FLOAT, [2, 3])]
+        [h.make_tensor_value_info("y", T.FLOAT, [2, 1])]
 
 
 def cnn(rng):
@@ -294,7 +315,7 @@ def main():
         "mlp": mlp, "zoo": zoo, "embed": embed, "cnn": cnn, "cnn_bn": cnn_bn,
         "dropout": dropout, "sparse": sparse, "dense": dense,
         "strided": strided, "acts": acts, "pools": pools, "lrn": lrn,
-        "cumsum": cumsum,
+        "more": more, "prod": prod,
         "lstm": lambda r: rnn(r, "LSTM"),
         "lstm_bi": lambda r: rnn(r, "LSTM", direction="bidirectional"),
         "gru": lambda r: rnn(r, "GRU"),
