@@ -146,6 +146,121 @@ static llvm::Expected<Layer> prepareLayer(const plan::Compute &c,
   return l;
 }
 
+namespace {
+/// One (direction, batch row) of a layer, walked step by step: the state
+/// (h, and an LSTM's c) after each step, and what the backward pass reads.
+struct Walk {
+  const Layer &l;
+  bool lstm;
+  int64_t d, b, len;
+  bool back;
+  int64_t hs, in, gh;
+  llvm::SmallVector<int64_t, NumDims> point;
+  std::vector<double> h, state, xg, hg, xt, rh;
+
+  Walk(const Layer &l, RecurrentCell cell, int64_t d, int64_t b)
+      : l(l), lstm(cell == RecurrentCell::Lstm), d(d), b(b),
+        back(l.reverse || d == 1), hs(l.hs), in(l.in), gh(l.gates * l.hs),
+        point(NumDims, 0), h(size_t(hs), 0.0), state(size_t(hs), 0.0),
+        xg(size_t(gh)), hg(size_t(gh)), xt(size_t(in)), rh(size_t(hs)) {
+    point[D] = d, point[B] = b;
+    int64_t steps = l.space.extents[S];
+    len = l.lens ? std::clamp<int64_t>(l.lens->integer(at(*l.lensMap, 0, 0, 0)),
+                                       0, steps)
+                 : steps;
+    for (int64_t j = 0; j < hs; ++j) {
+      if (l.h0)
+        h[j] = l.h0->real(at(*l.h0Map, 0, 0, j));
+      if (l.c0)
+        state[j] = l.c0->real(at(*l.c0Map, 0, 0, j));
+    }
+  }
+
+  /// The index of \p m at time \p s, gate \p g, hidden unit \p j.
+  int64_t at(const AccessIndexer &m, int64_t s, int64_t g, int64_t j) {
+    point[S] = s, point[G] = g, point[H] = j, point[K] = 0;
+    return m.index(point);
+  }
+  /// The time position of processing step \p step.
+  int64_t time(int64_t step) const { return back ? len - 1 - step : step; }
+  double bias(int64_t which, int64_t g) const {
+    return l.bias ? l.bias->real((d * 2 + which) * gh + g) : 0.0;
+  }
+  /// Row \p row, column \p k of this direction's R.
+  double r(int64_t row, int64_t k) const {
+    return l.r->real((d * gh + row) * hs + k);
+  }
+  /// hg[g] = R v + Rb for gate rows [g0, g1).
+  void recur(int64_t g0, int64_t g1, const std::vector<double> &v) {
+    for (int64_t g = g0; g < g1; ++g) {
+      double acc = 0;
+      for (int64_t k = 0; k < hs; ++k)
+        acc += r(g, k) * v[k];
+      hg[g] = acc + bias(1, g);
+    }
+  }
+
+  /// Runs processing step \p step, updating h and state. With \p act, also
+  /// writes the gates after their activations (gh values; an LSTM's i, o,
+  /// f, c; a GRU's z, r, h) and, with \p hn, a GRU's R_h h + Rb_h.
+  void step(int64_t step, double *act = nullptr, double *hn = nullptr) {
+    int64_t t = time(step);
+    for (int64_t k = 0; k < in; ++k) {
+      point[S] = t, point[G] = 0, point[H] = 0, point[K] = k;
+      xt[k] = l.x->real(l.xMap->index(point));
+    }
+    for (int64_t g = 0; g < gh; ++g) {
+      double acc = 0;
+      int64_t row = (d * gh + g) * in;
+      for (int64_t k = 0; k < in; ++k)
+        acc += l.w->real(row + k) * xt[k];
+      xg[g] = acc + bias(0, g);
+    }
+    if (lstm) {
+      // Gates i, o, f, c; peepholes i, o, f.
+      recur(0, gh, h);
+      for (int64_t j = 0; j < hs; ++j) {
+        auto peep = [&](int64_t p) {
+          return l.peep ? l.peep->real((d * 3 + p) * hs + j) : 0.0;
+        };
+        auto gate = [&](int64_t g) { return xg[g * hs + j] + hg[g * hs + j]; };
+        double ig = sigmoid(gate(0) + peep(0) * state[j]);
+        double fg = sigmoid(gate(2) + peep(2) * state[j]);
+        double cg = std::tanh(gate(3));
+        state[j] = fg * state[j] + ig * cg;
+        double og = sigmoid(gate(1) + peep(1) * state[j]);
+        h[j] = og * std::tanh(state[j]);
+        if (act)
+          act[j] = ig, act[hs + j] = og, act[2 * hs + j] = fg,
+          act[3 * hs + j] = cg;
+      }
+      return;
+    }
+    // Gates z, r, h. With linear_before_reset the reset gate scales
+    // R_h h + Rb_h; without, it scales h before R_h.
+    bool lbr = l.linearBeforeReset;
+    recur(0, (lbr ? 3 : 2) * hs, h);
+    std::vector<double> z(static_cast<size_t>(hs)), rg(static_cast<size_t>(hs));
+    for (int64_t j = 0; j < hs; ++j) {
+      z[j] = sigmoid(xg[j] + hg[j]);
+      rg[j] = sigmoid(xg[hs + j] + hg[hs + j]);
+      rh[j] = rg[j] * h[j];
+    }
+    if (!lbr)
+      recur(2 * hs, 3 * hs, rh);
+    for (int64_t j = 0; j < hs; ++j) {
+      double cand = lbr ? std::tanh(xg[2 * hs + j] + rg[j] * hg[2 * hs + j])
+                        : std::tanh(xg[2 * hs + j] + hg[2 * hs + j]);
+      if (act)
+        act[j] = z[j], act[hs + j] = rg[j], act[2 * hs + j] = cand;
+      if (hn)
+        hn[j] = hg[2 * hs + j];
+      h[j] = (1 - z[j]) * cand + z[j] * h[j];
+    }
+  }
+};
+} // namespace
+
 llvm::Error runRecurrent(const plan::Compute &c, RecurrentCell cell,
                          llvm::ArrayRef<const Tensor *> ins,
                          llvm::ArrayRef<Tensor *> outs) {
@@ -154,112 +269,27 @@ llvm::Error runRecurrent(const plan::Compute &c, RecurrentCell cell,
     return prepared.takeError();
   const Layer &l = *prepared;
   int64_t batch = l.space.extents[B], steps = l.space.extents[S];
-  int64_t hs = l.hs, in = l.in, gs = l.gates;
-  bool lstm = cell == RecurrentCell::Lstm;
   tbb::parallel_for(int64_t(0), l.dirs * batch, [&](int64_t db) {
-    int64_t d = db / batch, b = db % batch;
-    bool back = l.reverse || d == 1;
-    llvm::SmallVector<int64_t, NumDims> point(NumDims, 0);
-    point[D] = d, point[B] = b;
-    auto at = [&](const AccessIndexer &m, int64_t s, int64_t h, int64_t k) {
-      point[S] = s, point[H] = h, point[K] = k;
-      return m.index(point);
-    };
-    std::vector<double> h(static_cast<size_t>(hs), 0.0),
-        state(static_cast<size_t>(hs), 0.0),
-        xg(static_cast<size_t>(gs * hs)), hg(static_cast<size_t>(gs * hs)),
-        xt(static_cast<size_t>(in)),
-        rh(static_cast<size_t>(hs));
-    for (int64_t j = 0; j < hs; ++j) {
-      if (l.h0)
-        h[j] = l.h0->real(at(*l.h0Map, 0, j, 0));
-      if (l.c0)
-        state[j] = l.c0->real(at(*l.c0Map, 0, j, 0));
-    }
-    int64_t len = l.lens ? std::clamp<int64_t>(
-                               l.lens->integer(at(*l.lensMap, 0, 0, 0)), 0,
-                               steps)
-                         : steps;
-    auto bias = [&](int64_t which, int64_t g) {
-      return l.bias ? l.bias->real((d * 2 + which) * gs * hs + g) : 0.0;
-    };
-    // R times v for gate rows [g0, g1).
-    auto recur = [&](int64_t g0, int64_t g1, const std::vector<double> &v) {
-      for (int64_t g = g0; g < g1; ++g) {
-        double acc = 0;
-        int64_t row = (d * gs * hs + g) * hs;
-        for (int64_t k = 0; k < hs; ++k)
-          acc += l.r->real(row + k) * v[k];
-        hg[g] = acc + bias(1, g);
-      }
-    };
+    Walk w(l, cell, db / batch, db % batch);
     for (int64_t step = 0; step < steps; ++step) {
-      int64_t t = back ? len - 1 - step : step;
-      if (step >= len) {
-        for (int64_t j = 0; j < hs; ++j)
-          outs[0]->setReal(at(l.outMaps[0], step, j, 0), 0.0);
+      if (step >= w.len) {
+        for (int64_t j = 0; j < l.hs; ++j)
+          outs[0]->setReal(w.at(l.outMaps[0], step, 0, j), 0.0);
         continue;
       }
-      for (int64_t k = 0; k < in; ++k)
-        xt[k] = l.x->real(at(*l.xMap, t, 0, k));
-      for (int64_t g = 0; g < gs * hs; ++g) {
-        double acc = 0;
-        int64_t row = (d * gs * hs + g) * in;
-        for (int64_t k = 0; k < in; ++k)
-          acc += l.w->real(row + k) * xt[k];
-        xg[g] = acc + bias(0, g);
-      }
-      if (lstm) {
-        // Gates i, o, f, c; peepholes i, o, f.
-        recur(0, gs * hs, h);
-        for (int64_t j = 0; j < hs; ++j) {
-          auto peep = [&](int64_t p) {
-            return l.peep ? l.peep->real((d * 3 + p) * hs + j) : 0.0;
-          };
-          auto gate = [&](int64_t g) { return xg[g * hs + j] + hg[g * hs + j]; };
-          double ig = sigmoid(gate(0) + peep(0) * state[j]);
-          double fg = sigmoid(gate(2) + peep(2) * state[j]);
-          state[j] = fg * state[j] + ig * std::tanh(gate(3));
-          double og = sigmoid(gate(1) + peep(1) * state[j]);
-          h[j] = og * std::tanh(state[j]);
-        }
-      } else {
-        // Gates z, r, h. With linear_before_reset the reset gate scales
-        // R_h h + Rb_h; without, it scales h before R_h.
-        recur(0, (l.linearBeforeReset ? 3 : 2) * hs, h);
-        std::vector<double> z(static_cast<size_t>(hs)),
-            r(static_cast<size_t>(hs));
-        for (int64_t j = 0; j < hs; ++j) {
-          z[j] = sigmoid(xg[j] + hg[j]);
-          r[j] = sigmoid(xg[hs + j] + hg[hs + j]);
-          rh[j] = r[j] * h[j];
-        }
-        if (!l.linearBeforeReset)
-          recur(2 * hs, 3 * hs, rh);
-        for (int64_t j = 0; j < hs; ++j) {
-          double cand =
-              l.linearBeforeReset
-                  ? std::tanh(xg[2 * hs + j] + r[j] * hg[2 * hs + j])
-                  : std::tanh(xg[2 * hs + j] + hg[2 * hs + j]);
-          h[j] = (1 - z[j]) * cand + z[j] * h[j];
-        }
-      }
-      for (int64_t j = 0; j < hs; ++j)
-        outs[0]->setReal(at(l.outMaps[0], t, j, 0), h[j]);
+      w.step(step);
+      for (int64_t j = 0; j < l.hs; ++j)
+        outs[0]->setReal(w.at(l.outMaps[0], w.time(step), 0, j), w.h[j]);
     }
-    for (int64_t j = 0; j < hs; ++j) {
+    for (int64_t j = 0; j < l.hs; ++j) {
       if (outs.size() > 1)
-        outs[1]->setReal(at(l.outMaps[1], 0, j, 0), h[j]);
+        outs[1]->setReal(w.at(l.outMaps[1], 0, 0, j), w.h[j]);
       if (outs.size() > 2)
-        outs[2]->setReal(at(l.outMaps[2], 0, j, 0), state[j]);
+        outs[2]->setReal(w.at(l.outMaps[2], 0, 0, j), w.state[j]);
     }
   });
   return llvm::Error::success();
 }
-
-} // namespace pax::runtime::cpu
-
-namespace pax::runtime::cpu {
 
 llvm::Error runRecurrentGrad(const plan::Compute &c, RecurrentCell cell,
                              llvm::ArrayRef<const Tensor *> ins,
@@ -298,101 +328,29 @@ llvm::Error runRecurrentGrad(const plan::Compute &c, RecurrentCell cell,
     gradTensors[i] = ins[size_t(next++)];
   }
   int64_t batch = l.space.extents[B], steps = l.space.extents[S];
-  int64_t hs = l.hs, in = l.in, gs = l.gates, gh = gs * hs;
+  int64_t hs = l.hs, gs = l.gates, gh = gs * hs;
   bool lbr = l.linearBeforeReset;
   tbb::parallel_for(int64_t(0), l.dirs * batch, [&](int64_t db) {
-    int64_t d = db / batch, b = db % batch;
-    bool back = l.reverse || d == 1;
-    llvm::SmallVector<int64_t, NumDims> point(NumDims, 0);
-    point[D] = d, point[B] = b;
-    auto at = [&](const AccessIndexer &m, int64_t s, int64_t g, int64_t h) {
-      point[S] = s, point[G] = g, point[H] = h, point[K] = 0;
-      return m.index(point);
-    };
-    auto bias = [&](int64_t which, int64_t g) {
-      return l.bias ? l.bias->real((d * 2 + which) * gh + g) : 0.0;
-    };
-    auto rAt = [&](int64_t row, int64_t k) {
-      return l.r->real((d * gh + row) * hs + k);
-    };
-    int64_t len = l.lens ? std::clamp<int64_t>(
-                               l.lens->integer(at(*l.lensMap, 0, 0, 0)), 0,
-                               steps)
-                         : steps;
+    Walk w(l, cell, db / batch, db % batch);
+    int64_t len = w.len;
     // Zero where no step runs.
     for (int64_t t = len; t < steps; ++t)
       for (int64_t g = 0; g < gs; ++g)
         for (int64_t j = 0; j < hs; ++j)
           for (size_t o = 0; o < 3; ++o)
-            outs[o]->setReal(at(l.outMaps[o], t, g, j), 0.0);
+            outs[o]->setReal(w.at(l.outMaps[o], t, g, j), 0.0);
 
     // The forward pass again, keeping per step (in processing order) the
-    // previous state, the gates after their activations and, for a GRU
-    // with linear_before_reset, R_h h + Rb_h.
+    // previous state, the gates after their activations and, for a GRU,
+    // R_h h + Rb_h.
     size_t n = size_t(std::max<int64_t>(len, 1));
     std::vector<double> hPrev(n * hs), cPrev(n * hs), cNow(n * hs),
         act(n * gh), hn(n * hs);
-    std::vector<double> h(hs, 0.0), state(hs, 0.0), xg(gh), hg(gh), xt(in),
-        rh(hs);
-    for (int64_t j = 0; j < hs; ++j) {
-      if (l.h0)
-        h[j] = l.h0->real(at(*l.h0Map, 0, 0, j));
-      if (l.c0)
-        state[j] = l.c0->real(at(*l.c0Map, 0, 0, j));
-    }
-    auto recur = [&](int64_t g0, int64_t g1, const std::vector<double> &v) {
-      for (int64_t g = g0; g < g1; ++g) {
-        double acc = 0;
-        for (int64_t k = 0; k < hs; ++k)
-          acc += rAt(g, k) * v[k];
-        hg[g] = acc + bias(1, g);
-      }
-    };
     for (int64_t step = 0; step < len; ++step) {
-      int64_t t = back ? len - 1 - step : step;
-      double *a = &act[size_t(step * gh)];
-      for (int64_t k = 0; k < in; ++k) {
-        point[S] = t, point[G] = 0, point[H] = 0, point[K] = k;
-        xt[k] = l.x->real(l.xMap->index(point));
-      }
-      for (int64_t g = 0; g < gh; ++g) {
-        double acc = 0;
-        int64_t row = (d * gh + g) * in;
-        for (int64_t k = 0; k < in; ++k)
-          acc += l.w->real(row + k) * xt[k];
-        xg[g] = acc + bias(0, g);
-      }
-      for (int64_t j = 0; j < hs; ++j)
-        hPrev[step * hs + j] = h[j], cPrev[step * hs + j] = state[j];
-      if (lstm) {
-        recur(0, gh, h);
-        for (int64_t j = 0; j < hs; ++j) {
-          auto pre = [&](int64_t g) { return xg[g * hs + j] + hg[g * hs + j]; };
-          a[0 * hs + j] = sigmoid(pre(0));
-          a[1 * hs + j] = sigmoid(pre(1));
-          a[2 * hs + j] = sigmoid(pre(2));
-          a[3 * hs + j] = std::tanh(pre(3));
-          state[j] = a[2 * hs + j] * state[j] + a[0 * hs + j] * a[3 * hs + j];
-          cNow[step * hs + j] = state[j];
-          h[j] = a[1 * hs + j] * std::tanh(state[j]);
-        }
-      } else {
-        recur(0, (lbr ? 3 : 2) * hs, h);
-        for (int64_t j = 0; j < hs; ++j) {
-          a[j] = sigmoid(xg[j] + hg[j]);
-          a[hs + j] = sigmoid(xg[hs + j] + hg[hs + j]);
-          rh[j] = a[hs + j] * h[j];
-        }
-        if (!lbr)
-          recur(2 * hs, 3 * hs, rh);
-        for (int64_t j = 0; j < hs; ++j) {
-          hn[step * hs + j] = hg[2 * hs + j];
-          a[2 * hs + j] =
-              lbr ? std::tanh(xg[2 * hs + j] + a[hs + j] * hg[2 * hs + j])
-                  : std::tanh(xg[2 * hs + j] + hg[2 * hs + j]);
-          h[j] = (1 - a[j]) * a[2 * hs + j] + a[j] * h[j];
-        }
-      }
+      std::copy(w.h.begin(), w.h.end(), hPrev.begin() + step * hs);
+      std::copy(w.state.begin(), w.state.end(), cPrev.begin() + step * hs);
+      w.step(step, &act[size_t(step * gh)], &hn[size_t(step * hs)]);
+      std::copy(w.state.begin(), w.state.end(), cNow.begin() + step * hs);
     }
 
     // Backward through time: dh and dc carry the gradient of the state
@@ -402,20 +360,20 @@ llvm::Error runRecurrentGrad(const plan::Compute &c, RecurrentCell cell,
     auto addFinal = [&] {
       for (int64_t j = 0; j < hs; ++j) {
         if (gradTensors[1])
-          dh[j] += gradTensors[1]->real(at(*gradMaps[1], 0, 0, j));
+          dh[j] += gradTensors[1]->real(w.at(*gradMaps[1], 0, 0, j));
         if (gradTensors[2])
-          dc[j] += gradTensors[2]->real(at(*gradMaps[2], 0, 0, j));
+          dc[j] += gradTensors[2]->real(w.at(*gradMaps[2], 0, 0, j));
       }
     };
     if (len == 0)
       addFinal();
     for (int64_t step = len - 1; step >= 0; --step) {
-      int64_t t = back ? len - 1 - step : step;
+      int64_t t = w.time(step);
       const double *a = &act[size_t(step * gh)];
       const double *hp = &hPrev[size_t(step * hs)];
       if (gradTensors[0])
         for (int64_t j = 0; j < hs; ++j)
-          dh[j] += gradTensors[0]->real(at(*gradMaps[0], t, 0, j));
+          dh[j] += gradTensors[0]->real(w.at(*gradMaps[0], t, 0, j));
       if (step == len - 1)
         addFinal();
       std::fill(dPrev.begin(), dPrev.end(), 0.0);
@@ -434,7 +392,7 @@ llvm::Error runRecurrentGrad(const plan::Compute &c, RecurrentCell cell,
         dhGate = dx;
         for (int64_t g = 0; g < gh; ++g)
           for (int64_t k = 0; k < hs; ++k)
-            dPrev[k] += rAt(g, k) * dhGate[g];
+            dPrev[k] += w.r(g, k) * dhGate[g];
       } else {
         for (int64_t j = 0; j < hs; ++j) {
           double z = a[j], nn = a[2 * hs + j];
@@ -450,7 +408,7 @@ llvm::Error runRecurrentGrad(const plan::Compute &c, RecurrentCell cell,
           std::fill(drh.begin(), drh.end(), 0.0);
           for (int64_t g = 2 * hs; g < 3 * hs; ++g)
             for (int64_t k = 0; k < hs; ++k)
-              drh[k] += rAt(g, k) * dhGate[g];
+              drh[k] += w.r(g, k) * dhGate[g];
         }
         for (int64_t j = 0; j < hs; ++j) {
           double r = a[hs + j];
@@ -463,22 +421,22 @@ llvm::Error runRecurrentGrad(const plan::Compute &c, RecurrentCell cell,
         int64_t rows = lbr ? 3 * hs : 2 * hs;
         for (int64_t g = 0; g < rows; ++g)
           for (int64_t k = 0; k < hs; ++k)
-            dPrev[k] += rAt(g, k) * dhGate[g];
+            dPrev[k] += w.r(g, k) * dhGate[g];
       }
       // The step's gate gradients and the vectors R multiplied.
       for (int64_t g = 0; g < gs; ++g)
         for (int64_t j = 0; j < hs; ++j) {
-          outs[0]->setReal(at(l.outMaps[0], t, g, j), dx[g * hs + j]);
-          outs[1]->setReal(at(l.outMaps[1], t, g, j), dhGate[g * hs + j]);
+          outs[0]->setReal(w.at(l.outMaps[0], t, g, j), dx[g * hs + j]);
+          outs[1]->setReal(w.at(l.outMaps[1], t, g, j), dhGate[g * hs + j]);
           double v = !lstm && !lbr && g == 2 ? a[hs + j] * hp[j] : hp[j];
-          outs[2]->setReal(at(l.outMaps[2], t, g, j), v);
+          outs[2]->setReal(w.at(l.outMaps[2], t, g, j), v);
         }
       dh = dPrev;
     }
     for (int64_t j = 0; j < hs; ++j) {
-      outs[3]->setReal(at(l.outMaps[3], 0, 0, j), dh[j]);
+      outs[3]->setReal(w.at(l.outMaps[3], 0, 0, j), dh[j]);
       if (lstm)
-        outs[4]->setReal(at(l.outMaps[4], 0, 0, j), dc[j]);
+        outs[4]->setReal(w.at(l.outMaps[4], 0, 0, j), dc[j]);
     }
   });
   return llvm::Error::success();
