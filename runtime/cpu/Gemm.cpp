@@ -145,12 +145,21 @@ bool dnnlLayout(const MatrixView<T> &m, char &trans, int64_t &ld) {
 
 /// The block on oneDNN's sgemm, on the calling thread only; false when the
 /// operands do not fit its layouts.
+template <typename T> MatrixView<T> transposed(MatrixView<T> m) {
+  return {m.data, m.cols, m.rows, m.colStride, m.rowStride};
+}
+
 bool dnnlBlock(ConstMatrixF32 a, ConstMatrixF32 b, MatrixF32 c, float alpha) {
   char ta, tb, tc;
   int64_t lda, ldb, ldc;
   if (!dnnlLayout(a, ta, lda) || !dnnlLayout(b, tb, ldb) ||
-      !dnnlLayout(c, tc, ldc) || tc != 'N')
+      !dnnlLayout(c, tc, ldc))
     return false;
+  // C stored by columns (a weight's gradient written transposed): C^T =
+  // B^T A^T, which oneDNN writes by rows.
+  if (tc != 'N')
+    return c.rowStride == 1 && dnnlBlock(transposed(b), transposed(a),
+                                         transposed(c), alpha);
 #if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
   // One oneDNN thread per block: the blocks are this library's parallelism.
   omp_set_num_threads(1);

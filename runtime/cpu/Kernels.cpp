@@ -287,6 +287,8 @@ llvm::Error runContraction(const Prepared &p, Kernel k) {
       p.outMaps[0].isLinear();
   if (k == Kernel::Conv && runConv2DF32(p, attrInt(p.c, "group", 1)))
     return llvm::Error::success();
+  if (k == Kernel::MatMul && runConvWeightGrad2DF32(p))
+    return llvm::Error::success();
   if (k != Kernel::Conv) {
     if (std::optional<MatmulDims> d = matchMatmul(p)) {
       runMatmulF32(p, *d, float(alpha), float(beta));

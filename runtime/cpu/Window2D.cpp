@@ -179,13 +179,15 @@ void runDepthwise(const Prepared &p, const Window2DShape &s) {
 /// Unrolls the windows of one image's group \p x into \p col: row (ci, kh,
 /// kw) holds the input each output position reads there (0 for padding).
 void unrollRows(const float *x, const Window2DShape &s, int64_t r0, int64_t r1,
-                float *col) {
+                float *col, int64_t ld = 0) {
   const WindowDim &r = s.rows, &c = s.cols;
   int64_t np = r.out * c.out, kk = r.kernel * c.kernel;
+  if (ld == 0)
+    ld = np;
   for (int64_t row = r0; row < r1; ++row) {
     int64_t ci = row / kk, kh = (row % kk) / c.kernel, kw = row % c.kernel;
     const float *plane = x + ci * r.size * c.size;
-    float *dst = col + row * np;
+    float *dst = col + row * ld;
     int64_t owLo = 0, owHi = c.out;
     while (owLo < owHi && c.at(owLo, kw) < 0)
       ++owLo;
@@ -272,6 +274,55 @@ void runGemmConv(const Prepared &p, const Window2DShape &s) {
     }
 }
 
+/// The shape of \p p when it is a convolution's weight gradient as autodiff
+/// builds it: a matmul over the convolution's dims [n, (g), co, oh, ow, ci,
+/// kh, kw] of dy [n, co, oh, ow] and the input's windows, written [co, ci,
+/// kh, kw] (n, oh and ow summed).
+std::optional<Window2DShape> matchConvWeightGrad(const Prepared &p) {
+  const plan::Compute &c = p.c;
+  bool grouped = c.iters_size() == 8;
+  if (!allDenseF32(p) || (!grouped && c.iters_size() != 7) ||
+      p.ins.size() != 2 || p.outs.size() != 1)
+    return std::nullopt;
+  int g = grouped ? 1 : -1;
+  unsigned dn = 0, dco = grouped ? 2 : 1, doh = dco + 1, dow = dco + 2,
+           dci = dco + 3, dkh = dco + 4, dkw = dco + 5;
+  const plan::Access &da = c.inputs(0), &xa = c.inputs(1), &wa = c.outputs(0);
+  const Tensor &dy = *p.ins[0], &x = *p.ins[1], &w = *p.outs[0];
+  if (dy.shape.size() != 4 || x.shape.size() != 4 || w.shape.size() != 4 ||
+      da.exprs_size() != 4 || xa.exprs_size() != 4 || wa.exprs_size() != 4)
+    return std::nullopt;
+  if (!isPlainDim(da.exprs(0), dn) || !isChannel(da.exprs(1), g, dco) ||
+      !isPlainDim(da.exprs(2), doh) || !isPlainDim(da.exprs(3), dow) ||
+      !isPlainDim(xa.exprs(0), dn) || !isChannel(xa.exprs(1), g, dci) ||
+      !isChannel(wa.exprs(0), g, dco) || !isPlainDim(wa.exprs(1), dci) ||
+      !isPlainDim(wa.exprs(2), dkh) || !isPlainDim(wa.exprs(3), dkw))
+    return std::nullopt;
+  for (unsigned d : {dn, doh, dow})
+    if (c.iters(int(d)).kind() != plan::IterDim::RED)
+      return std::nullopt;
+  auto rows = matchWindow(c, xa.exprs(2), doh, dkh, x.shape[2]);
+  auto cols = matchWindow(c, xa.exprs(3), dow, dkw, x.shape[3]);
+  if (!rows || !cols)
+    return std::nullopt;
+  auto ext = [&](unsigned d) { return int64_t(c.iters(int(d)).extent()); };
+  Window2DShape s;
+  s.n = ext(dn);
+  s.g = grouped ? ext(1) : 1;
+  s.co = ext(dco);
+  s.ci = ext(dci);
+  s.rows = *rows;
+  s.cols = *cols;
+  if (s.n < 1 || s.g < 1 || s.co < 1 || s.ci < 1 || x.shape[0] != s.n ||
+      x.shape[1] != s.g * s.ci || dy.shape[0] != s.n ||
+      dy.shape[1] != s.g * s.co || dy.shape[2] != s.rows.out ||
+      dy.shape[3] != s.cols.out || w.shape[0] != s.g * s.co ||
+      w.shape[1] != s.ci || w.shape[2] != s.rows.kernel ||
+      w.shape[3] != s.cols.kernel)
+    return std::nullopt;
+  return s;
+}
+
 /// The shape of \p p when it is a max pool the fast path handles.
 std::optional<Window2DShape> matchPool2D(const Prepared &p) {
   const plan::Compute &c = p.c;
@@ -311,6 +362,52 @@ bool runConv2DF32(const Prepared &p, int64_t group) {
     runDepthwise(p, *s);
   else
     runGemmConv(p, *s);
+  return true;
+}
+
+bool runConvWeightGrad2DF32(const Prepared &p) {
+  std::optional<Window2DShape> m = matchConvWeightGrad(p);
+  if (!m)
+    return false;
+  const Window2DShape &s = *m;
+  const float *dy = reinterpret_cast<const float *>(p.ins[0]->data.data());
+  const float *x = reinterpret_cast<const float *>(p.ins[1]->data.data());
+  float *dw = reinterpret_cast<float *>(p.outs[0]->data.data());
+  const WindowDim &r = s.rows, &c = s.cols;
+  int64_t kk = s.ci * r.kernel * c.kernel, np = r.out * c.out;
+  int64_t planeSize = r.size * c.size;
+  // Images per GEMM: their unrolled windows side by side, [kk, nb * np],
+  // at most about 8M floats (the order of the sums depends on the sizes
+  // only).
+  int64_t nb = std::clamp<int64_t>((int64_t(1) << 23) / std::max<int64_t>(
+                                                         1, kk * np),
+                                   1, s.n);
+  std::vector<float> col(size_t(kk * nb * np)), grads(size_t(s.co * nb * np)),
+      part(size_t(s.co * kk));
+  for (int64_t g = 0; g < s.g; ++g) {
+    float *out = dw + g * s.co * kk;
+    for (int64_t n0 = 0; n0 < s.n; n0 += nb) {
+      int64_t images = std::min(nb, s.n - n0), k = images * np;
+      tbb::parallel_for(int64_t(0), images * kk, [&](int64_t job) {
+        int64_t i = job / kk, row = job % kk;
+        const float *in = x + ((n0 + i) * s.g + g) * s.ci * planeSize;
+        unrollRows(in, s, row, row + 1, col.data() + i * np, k);
+      });
+      // dy's rows of this group, the images side by side: [co, k].
+      tbb::parallel_for(int64_t(0), s.co, [&](int64_t o) {
+        for (int64_t i = 0; i < images; ++i)
+          std::copy_n(dy + (((n0 + i) * s.g + g) * s.co + o) * np, np,
+                      grads.data() + o * k + i * np);
+      });
+      ConstMatrixF32 a{grads.data(), s.co, k, k, 1};
+      ConstMatrixF32 b{col.data(), k, kk, 1, k}; // the windows, transposed
+      MatrixF32 target{n0 == 0 ? out : part.data(), s.co, kk, kk, 1};
+      gemmF32(a, b, target);
+      if (n0 != 0)
+        for (int64_t e = 0; e < s.co * kk; ++e)
+          out[e] += part[size_t(e)];
+    }
+  }
   return true;
 }
 

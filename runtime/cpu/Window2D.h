@@ -14,6 +14,13 @@ namespace pax::runtime::cpu {
 /// having written nothing, when \p p is not such a convolution.
 bool runConv2DF32(const Prepared &p, int64_t group);
 
+/// Runs \p p as the weight gradient of such a convolution (a matmul over
+/// its dims of dy [n, co, oh, ow] and the input's windows, written [co, ci,
+/// kh, kw]): im2col of a few images side by side, then the blocked GEMM
+/// with the unrolled windows transposed. Returns false, having written
+/// nothing, when \p p is not one.
+bool runConvWeightGrad2DF32(const Prepared &p);
+
 /// Runs \p p as a 2-D f32 NCHW max pool (iteration space [n, c, oh, ow, kh,
 /// kw], windows as for runConv2DF32). Returns false, having written
 /// nothing, when \p p is not one.

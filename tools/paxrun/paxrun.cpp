@@ -644,6 +644,10 @@ int main(int argc, char **argv) {
     return fail("--data, --steps, --save, --checkpoint and --resume need "
                 "--train");
   }
+  if (train && (repeat.getNumOccurrences() || timeKernels))
+    return fail("--repeat and --time time a plan's runs on fixed inputs; "
+                "with --train every step changes the weights (time a "
+                "training plan with --inputs DIR --repeat=N --time)");
   if (auto err = loadInputs())
     return fail(llvm::toString(std::move(err)));
   // A training step's data folder; read again only when it changes.
