@@ -4,6 +4,7 @@
 #include "runtime/cpu/KernelContext.h"
 #include "runtime/cpu/Reduction.h"
 #include "runtime/cpu/ScalarOps.h"
+#include "runtime/cpu/Window2D.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -534,7 +535,7 @@ llvm::Error runGeneric(const plan::Compute &c,
   if (!p)
     return p.takeError();
   if (scatter)
-    return runScatterAdd(*p);
+    return runCol2ImF32(*p) ? llvm::Error::success() : runScatterAdd(*p);
   if (random)
     return runRandomUniform(*p);
   if (scalar) {

@@ -163,7 +163,12 @@ void contractRuns(const Prepared &p, double alpha, double beta) {
 /// only A (and the output) uses is the GEMM's rows, one that only B uses its
 /// columns; the other outer dims are batch dims.
 struct MatmulDims {
+  /// The rows and the columns: the least significant of a run of outer
+  /// dims that every tensor reading them walks as one (a convolution's
+  /// output rows and columns, a weight's input channels and window),
+  /// spanning mExtent and nExtent points.
   std::optional<unsigned> m, n;
+  int64_t mExtent = 1, nExtent = 1;
   /// The inner dims, as one: each input walks them with one stride (a
   /// weight's gradient sums over batch and sequence together).
   unsigned k = 0;
@@ -203,18 +208,54 @@ std::optional<MatmulDims> matchMatmul(const Prepared &p) {
     if (y.usesDim(dim))
       return std::nullopt;
   }
-  // Rows and columns are the largest dims of A only and of B only; any
-  // other outer dim is a batch dim (each batch point is one GEMM).
+  // Rows are the dims of A only, columns those of B only: the longest run
+  // of them, ending at the least significant, that both the input and the
+  // output walk as one; else the largest one. Any other outer dim is a
+  // batch dim (each batch point is one GEMM).
+  llvm::SmallVector<unsigned, 6> onlyA, onlyB;
   for (unsigned dim : s.outer) {
     if (!y.usesDim(dim))
       return std::nullopt;
     bool inA = a.usesDim(dim), inB = b.usesDim(dim);
-    std::optional<unsigned> &side = inA ? d.m : d.n;
-    if (inA != inB && (!side || s.extents[dim] >= s.extents[*side]))
-      side = dim;
+    if (inA != inB)
+      (inA ? onlyA : onlyB).push_back(dim);
   }
+  llvm::SmallVector<unsigned, 6> merged;
+  auto pick = [&](llvm::ArrayRef<unsigned> dims, const AccessIndexer &in,
+                  std::optional<unsigned> &side, int64_t &extent) {
+    if (dims.empty())
+      return;
+    size_t first = dims.size() - 1;
+    while (first > 0) {
+      unsigned hi = dims[first - 1], lo = dims[first];
+      bool ok = true;
+      for (const AccessIndexer *m : {&in, &y})
+        ok &= m->step(hi) == m->step(lo) * s.extents[lo];
+      if (!ok)
+        break;
+      --first;
+    }
+    int64_t run = 1;
+    for (size_t i = first; i < dims.size(); ++i)
+      run *= s.extents[dims[i]];
+    unsigned largest = dims.back();
+    for (unsigned dim : dims)
+      if (s.extents[dim] >= s.extents[largest])
+        largest = dim;
+    if (run >= s.extents[largest]) {
+      side = dims.back();
+      extent = run;
+      merged.append(dims.begin() + first, dims.end());
+      return;
+    }
+    side = largest;
+    extent = s.extents[largest];
+    merged.push_back(largest);
+  };
+  pick(onlyA, a, d.m, d.mExtent);
+  pick(onlyB, b, d.n, d.nExtent);
   for (unsigned dim : s.outer)
-    if (dim != d.m && dim != d.n) {
+    if (!llvm::is_contained(merged, dim)) {
       d.batch.push_back(dim);
       d.batchPoints *= s.extents[dim];
     }
@@ -230,7 +271,10 @@ MatrixView<T> matrixAt(T *data, const AccessIndexer &map,
                        const MatmulDims &d, std::optional<unsigned> rows,
                        std::optional<unsigned> cols) {
   auto extent = [&](unsigned dim) {
-    return dim == d.k ? d.kExtent : s.extents[dim];
+    return dim == d.k   ? d.kExtent
+           : dim == d.m ? d.mExtent
+           : dim == d.n ? d.nExtent
+                        : s.extents[dim];
   };
   return {data + map.index(point), rows ? extent(*rows) : 1,
           cols ? extent(*cols) : 1, rows ? map.step(*rows) : 0,
@@ -246,7 +290,7 @@ void runMatmulF32(const Prepared &p, const MatmulDims &d, float alpha,
     return reinterpret_cast<const float *>(p.ins[k]->data.data());
   };
   float *y = reinterpret_cast<float *>(p.outs[0]->data.data());
-  int64_t rows = d.m ? s.extents[*d.m] : 1, cols = d.n ? s.extents[*d.n] : 1;
+  int64_t rows = d.m ? d.mExtent : 1, cols = d.n ? d.nExtent : 1;
   GemmBlocking blocking = GemmBlocking::of(rows, cols, d.kExtent);
   int64_t blocks = blocking.count();
   tbb::parallel_for(int64_t(0), d.batchPoints * blocks, [&](int64_t t) {

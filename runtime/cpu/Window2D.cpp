@@ -323,6 +323,62 @@ std::optional<Window2DShape> matchConvWeightGrad(const Prepared &p) {
   return s;
 }
 
+/// A scatter_add of per-window values back through a 2-D window (a
+/// convolution's or a pool's input gradient): input [.., oh, ow, .., kh,
+/// kw] read plainly over every iteration dim, result [n, c, s*oh + d*kh +
+/// o, s*ow + d*kw + o] with c a dim or a group (g, c).
+struct Col2Im {
+  unsigned n, g, c, oh, ow, kh, kw;
+  bool grouped;
+  WindowDim rows, cols;
+};
+
+std::optional<Col2Im> matchCol2Im(const Prepared &p) {
+  const plan::Compute &c = p.c;
+  if (!allDenseF32(p) || p.ins.size() != 1 || p.outs.size() != 1)
+    return std::nullopt;
+  const plan::Access &ia = c.inputs(0), &oa = c.outputs(0);
+  const Tensor &out = *p.outs[0];
+  if (out.shape.size() != 4 || oa.exprs_size() != 4 ||
+      ia.exprs_size() != c.iters_size())
+    return std::nullopt;
+  for (int d = 0; d < c.iters_size(); ++d)
+    if (!isPlainDim(ia.exprs(d), unsigned(d)))
+      return std::nullopt;
+  Col2Im m{};
+  const plan::AccessExpr &e0 = oa.exprs(0), &e1 = oa.exprs(1),
+                         &e2 = oa.exprs(2), &e3 = oa.exprs(3);
+  if (e0.kind() != plan::AccessExpr::AFFINE || e0.dims_size() != 1 ||
+      !isPlainDim(e0, e0.dims(0)))
+    return std::nullopt;
+  m.n = e0.dims(0);
+  if (e1.kind() == plan::AccessExpr::GROUP && e1.dims_size() == 2 &&
+      e1.offset() == 0) {
+    m.grouped = true, m.g = e1.dims(0), m.c = e1.dims(1);
+  } else if (e1.kind() == plan::AccessExpr::AFFINE && e1.dims_size() == 1 &&
+             isPlainDim(e1, e1.dims(0))) {
+    m.grouped = false, m.g = m.c = e1.dims(0);
+  } else {
+    return std::nullopt;
+  }
+  if (e2.dims_size() != 2 || e3.dims_size() != 2)
+    return std::nullopt;
+  m.oh = e2.dims(0), m.kh = e2.dims(1), m.ow = e3.dims(0), m.kw = e3.dims(1);
+  // Each (image, channel) plane is summed into alone, its points in
+  // iteration order (oh, ow, kh, kw, as the generic loop adds them).
+  if (!(m.oh < m.ow && m.ow < m.kh && m.kh < m.kw))
+    return std::nullopt;
+  auto rows = matchWindow(c, e2, m.oh, m.kh, out.shape[2]);
+  auto cols = matchWindow(c, e3, m.ow, m.kw, out.shape[3]);
+  if (!rows || !cols)
+    return std::nullopt;
+  m.rows = *rows, m.cols = *cols;
+  int used = 6 + (m.grouped ? 1 : 0);
+  if (c.iters_size() != used)
+    return std::nullopt;
+  return m;
+}
+
 /// The shape of \p p when it is a max pool the fast path handles.
 std::optional<Window2DShape> matchPool2D(const Prepared &p) {
   const plan::Compute &c = p.c;
@@ -408,6 +464,53 @@ bool runConvWeightGrad2DF32(const Prepared &p) {
           out[e] += part[size_t(e)];
     }
   }
+  return true;
+}
+
+bool runCol2ImF32(const Prepared &p) {
+  std::optional<Col2Im> found = matchCol2Im(p);
+  if (!found)
+    return false;
+  const Col2Im &m = *found;
+  const plan::Compute &c = p.c;
+  const AccessIndexer &in = p.inMaps[0];
+  const float *src = reinterpret_cast<const float *>(p.ins[0]->data.data());
+  Tensor &outT = *p.outs[0];
+  float *dst = reinterpret_cast<float *>(outT.data.data());
+  std::fill(dst, dst + outT.numel(), 0.0f);
+  auto ext = [&](unsigned d) { return int64_t(c.iters(int(d)).extent()); };
+  int64_t groups = m.grouped ? ext(m.g) : 1, chans = ext(m.c), images = ext(m.n);
+  int64_t channelsOut = outT.shape[1];
+  if (outT.shape[0] != images || channelsOut != groups * chans)
+    return false;
+  const WindowDim &r = m.rows, &w = m.cols;
+  int64_t plane = r.size * w.size;
+  tbb::parallel_for(int64_t(0), images * groups * chans, [&](int64_t job) {
+    int64_t n = job / (groups * chans), gc = job % (groups * chans);
+    llvm::SmallVector<int64_t, 8> point(size_t(c.iters_size()), 0);
+    point[m.n] = n;
+    if (m.grouped)
+      point[m.g] = gc / chans;
+    point[m.c] = gc % chans;
+    float *o = dst + (n * channelsOut + gc) * plane;
+    int64_t base = in.index(point);
+    int64_t sOh = in.step(m.oh), sOw = in.step(m.ow), sKh = in.step(m.kh),
+            sKw = in.step(m.kw);
+    for (int64_t oh = 0; oh < r.out; ++oh)
+      for (int64_t ow = 0; ow < w.out; ++ow)
+        for (int64_t kh = 0; kh < r.kernel; ++kh) {
+          int64_t ih = r.at(oh, kh);
+          if (ih < 0 || ih >= r.size)
+            continue;
+          for (int64_t kw = 0; kw < w.kernel; ++kw) {
+            int64_t iw = w.at(ow, kw);
+            if (iw < 0 || iw >= w.size)
+              continue;
+            o[ih * w.size + iw] +=
+                src[base + oh * sOh + ow * sOw + kh * sKh + kw * sKw];
+          }
+        }
+  });
   return true;
 }
 

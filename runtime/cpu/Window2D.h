@@ -21,6 +21,13 @@ bool runConv2DF32(const Prepared &p, int64_t group);
 /// nothing, when \p p is not one.
 bool runConvWeightGrad2DF32(const Prepared &p);
 
+/// Runs \p p, a scatter_add of per-window values back through a 2-D
+/// window (a convolution's or a pool's input gradient), one (image,
+/// channel) plane per task, each plane's points added in the generic
+/// loop's order (the same sums, bit for bit). Returns false, having
+/// written nothing, when \p p is not one.
+bool runCol2ImF32(const Prepared &p);
+
 /// Runs \p p as a 2-D f32 NCHW max pool (iteration space [n, c, oh, ow, kh,
 /// kw], windows as for runConv2DF32). Returns false, having written
 /// nothing, when \p p is not one.

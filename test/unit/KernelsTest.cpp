@@ -115,6 +115,39 @@ TEST(KernelsTest, ContractionOverTwoInnerDims) {
   }
 }
 
+// A convolution's per-window input gradient: dy [n, co, oh, ow] times W
+// [co, ci, kh, kw] over co, written [n, oh, ow, ci, kh, kw]: rows (oh, ow)
+// and columns (ci, kh, kw) each walked as one, n a batch dim.
+TEST(KernelsTest, MatMulMergesRunsOfRowAndColumnDims) {
+  const int64_t N = 2, CO = 3, OH = 4, OW = 5, CI = 2, KH = 3, KW = 2;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> dist(-1, 1);
+  Tensor dy = make(plan::F32, {N, CO, OH, OW}), w = make(plan::F32, {CO, CI, KH, KW});
+  for (Tensor *t : {&dy, &w})
+    for (int64_t i = 0; i < t->numel(); ++i)
+      t->setReal(i, dist(rng));
+  auto c = ComputeBuilder("matmul")
+               .iter("n", N)
+               .red("co", CO)
+               .iter("oh", OH)
+               .iter("ow", OW)
+               .iter("ci", CI)
+               .iter("kh", KH)
+               .iter("kw", KW);
+  c.in({dim(0), dim(1), dim(2), dim(3)}).in({dim(1), dim(4), dim(5), dim(6)});
+  c.out({dim(0), dim(2), dim(3), dim(4), dim(5), dim(6)});
+  Tensor out = make(plan::F32, {N, OH, OW, CI, KH, KW});
+  ASSERT_EQ(run(c.c, {&dy, &w}, {&out}), "");
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t p = 0; p < OH * OW; ++p)
+      for (int64_t q = 0; q < CI * KH * KW; ++q) {
+        double want = 0;
+        for (int64_t o = 0; o < CO; ++o)
+          want += dy.real((n * CO + o) * OH * OW + p) * w.real(o * CI * KH * KW + q);
+        EXPECT_NEAR(out.real((n * OH * OW + p) * CI * KH * KW + q), want, 1e-5);
+      }
+}
+
 TEST(KernelsTest, BatchedMatMulBroadcastsB) {
   auto b = ComputeBuilder("matmul").iter("b", 2).iter("m", 1).iter("n", 2).red(
       "k", 2);
