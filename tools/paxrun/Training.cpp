@@ -150,7 +150,9 @@ llvm::Error runTraining(const plan::Plan &plan, Feed &feed,
       llvm::outs() << llvm::formatv("step {0}: loss {1:F6}\n", step,
                                     outputs[0].real(0));
     for (auto &[index, name] : updates)
-      feed.set(name, outputs[size_t(index)]);
+      // Moved, but after the last step (its outputs may be written).
+      feed.set(name, step + 1 < o.steps ? std::move(outputs[size_t(index)])
+                                        : outputs[size_t(index)]);
     bool last = step + 1 == o.steps;
     if (o.reports && !o.checkpointDir.empty() &&
         (last || (o.every > 0 && (step + 1) % o.every == 0)))

@@ -235,7 +235,7 @@ static void keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
       continue;
     resident.keep(name.str(), std::vector<int64_t>(b.offset().begin(),
                                                    b.offset().end()),
-                  buffers[b.buffer()]);
+                  std::move(buffers[b.buffer()]));
   }
 }
 
@@ -277,10 +277,7 @@ static llvm::Error runThreads(const plan::Plan &plan,
   for (const std::string &e : errors)
     if (!e.empty())
       return llvm::createStringError(e);
-  outputs.clear();
-  for (const plan::TensorInfo &info : plan.outputs())
-    outputs.push_back(
-        runtime::Tensor::zeros(info.dtype(), shapeOf(info.shape())));
+  outputs.assign(size_t(plan.outputs_size()), runtime::Tensor());
   for (size_t d = 0; d < n; ++d)
     for (const plan::Binding &b : progs[d]->outputs()) {
       if (!b.owner())
@@ -288,13 +285,28 @@ static llvm::Error runThreads(const plan::Plan &plan,
       if (b.index() >= outputs.size())
         return llvm::createStringError("an output binding names output " +
                                        llvm::Twine(b.index()));
+      const plan::TensorInfo &info = plan.outputs(int(b.index()));
+      runtime::Tensor &out = outputs[b.index()];
+      const runtime::Tensor &block = buffers[d][b.buffer()];
+      // A block that is the whole output is copied as it is.
+      bool whole = llvm::all_of(b.offset(), [](int64_t o) { return o == 0; }) &&
+                   block.shape == shapeOf(info.shape()) &&
+                   block.dtype == info.dtype();
+      if (whole) {
+        out = block;
+        continue;
+      }
+      if (out.data.empty())
+        out = runtime::Tensor::zeros(info.dtype(), shapeOf(info.shape()));
       std::vector<int64_t> lo(b.offset().begin(), b.offset().end());
-      runtime::moveOverlap(buffers[d][b.buffer()], lo, outputs[b.index()],
-                           std::vector<int64_t>(lo.size(), 0), false);
+      runtime::moveOverlap(block, lo, out, std::vector<int64_t>(lo.size(), 0),
+                           false);
     }
-  if (resident)
-    for (size_t d = 0; d < n; ++d)
-      keepUpdates(plan, *progs[d], buffers[d], (*resident)[d]);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i].data.empty() && outputs[i].shape.empty()) {
+      const plan::TensorInfo &info = plan.outputs(int(i));
+      outputs[i] = runtime::Tensor::zeros(info.dtype(), shapeOf(info.shape()));
+    }
   // Every other copy of an output block (a replicated result: a weight
   // every device updated) must be bit for bit the owner's: one update per
   // parameter, whatever device ran it.
@@ -314,6 +326,10 @@ static llvm::Error runThreads(const plan::Plan &plan,
             "' differs from the copy it was gathered from: the replicas "
             "diverged");
     }
+  // The devices keep their updated blocks (moved: the run is over).
+  if (resident)
+    for (size_t d = 0; d < n; ++d)
+      keepUpdates(plan, *progs[d], buffers[d], (*resident)[d]);
   return llvm::Error::success();
 }
 
@@ -449,9 +465,11 @@ static llvm::Expected<bool> runRank(const plan::Plan &plan,
   if (auto err =
           runtime::runDevice(plan, *prog, source, comm->get(), buffers, mine))
     (*comm)->abort(llvm::toString(std::move(err)));
+  std::vector<uint8_t> results = packRankResults(plan, *prog, buffers, mine);
+  // The rank keeps its updated blocks (moved: they are packed).
   if (resident)
     keepUpdates(plan, *prog, buffers, *resident);
-  auto all = world.gatherOnRoot(packRankResults(plan, *prog, buffers, mine));
+  auto all = world.gatherOnRoot(std::move(results));
   if (!all)
     runtime::abortMpiWorld(llvm::toString(all.takeError()));
   if (world.rank() != 0)
@@ -700,8 +718,10 @@ int main(int argc, char **argv) {
       reports = world->rank() == 0;
       step = [&](std::vector<runtime::Tensor> &out) -> llvm::Error {
         auto ran = runRank(*plan, *world, feed, out, stats, &resident[0]);
+        // The other ranks wait for this one's updates: a failure here
+        // stops them all (no rank is left waiting).
         if (!ran)
-          return ran.takeError();
+          runtime::abortMpiWorld(llvm::toString(ran.takeError()));
         if (!*ran)
           return llvm::createStringError("a rank could not start");
         std::vector<uint8_t> bytes;
