@@ -87,20 +87,21 @@ bool allDenseF32(const Prepared &p) {
   return llvm::all_of(p.ins, ok) && llvm::all_of(p.outs, ok);
 }
 
-/// The shape of \p p when it is a conv the fast paths handle.
-std::optional<Window2DShape> matchConv2D(const Prepared &p, int64_t group) {
-  const plan::Compute &c = p.c;
-  bool grouped = group > 1;
-  if (!allDenseF32(p) || c.iters_size() != (grouped ? 8 : 7) ||
-      p.ins.size() < 2 || p.outs.size() != 1)
+/// The convolution over \p c's dims [n, (g), co, oh, ow, ci, kh, kw]
+/// (with \p grouped, a group dim g) that reads or writes x, w and y
+/// through \p xa, \p wa and \p ya: its shape, when every map and tensor
+/// is as the importer (or autodiff) writes them.
+std::optional<Window2DShape>
+matchConvMaps(const plan::Compute &c, bool grouped, const plan::Access &xa,
+              const Tensor &x, const plan::Access &wa, const Tensor &w,
+              const plan::Access &ya, const Tensor &y) {
+  if (c.iters_size() != (grouped ? 8 : 7) || x.shape.size() != 4 ||
+      w.shape.size() != 4 || y.shape.size() != 4 || xa.exprs_size() != 4 ||
+      wa.exprs_size() != 4 || ya.exprs_size() != 4)
     return std::nullopt;
   int g = grouped ? 1 : -1;
   unsigned dn = 0, dco = grouped ? 2 : 1, doh = dco + 1, dow = dco + 2,
            dci = dco + 3, dkh = dco + 4, dkw = dco + 5;
-  const plan::Access &xa = c.inputs(0), &wa = c.inputs(1), &ya = c.outputs(0);
-  const Tensor &x = *p.ins[0], &w = *p.ins[1], &y = *p.outs[0];
-  if (x.shape.size() != 4 || w.shape.size() != 4 || y.shape.size() != 4)
-    return std::nullopt;
   if (!isPlainDim(xa.exprs(0), dn) || !isChannel(xa.exprs(1), g, dci) ||
       !isChannel(wa.exprs(0), g, dco) || !isPlainDim(wa.exprs(1), dci) ||
       !isPlainDim(wa.exprs(2), dkh) || !isPlainDim(wa.exprs(3), dkw) ||
@@ -111,11 +112,6 @@ std::optional<Window2DShape> matchConv2D(const Prepared &p, int64_t group) {
   auto cols = matchWindow(c, xa.exprs(3), dow, dkw, x.shape[3]);
   if (!rows || !cols)
     return std::nullopt;
-  if (p.ins.size() > 2) {
-    const plan::Access &ba = c.inputs(2);
-    if (p.ins[2]->shape.size() != 1 || !isChannel(ba.exprs(0), g, dco))
-      return std::nullopt;
-  }
   auto ext = [&](unsigned d) { return int64_t(c.iters(int(d)).extent()); };
   Window2DShape s;
   s.n = ext(dn);
@@ -129,9 +125,28 @@ std::optional<Window2DShape> matchConv2D(const Prepared &p, int64_t group) {
       w.shape[1] != s.ci || w.shape[2] != s.rows.kernel ||
       w.shape[3] != s.cols.kernel || y.shape[0] != s.n ||
       y.shape[1] != s.g * s.co || y.shape[2] != s.rows.out ||
-      y.shape[3] != s.cols.out ||
-      (p.ins.size() > 2 && p.ins[2]->shape[0] != s.g * s.co))
+      y.shape[3] != s.cols.out)
     return std::nullopt;
+  return s;
+}
+
+/// The shape of \p p when it is a conv the fast paths handle.
+std::optional<Window2DShape> matchConv2D(const Prepared &p, int64_t group) {
+  const plan::Compute &c = p.c;
+  bool grouped = group > 1;
+  if (!allDenseF32(p) || p.ins.size() < 2 || p.outs.size() != 1)
+    return std::nullopt;
+  auto s = matchConvMaps(c, grouped, c.inputs(0), *p.ins[0], c.inputs(1),
+                         *p.ins[1], c.outputs(0), *p.outs[0]);
+  if (!s)
+    return std::nullopt;
+  if (p.ins.size() > 2) {
+    const plan::Access &ba = c.inputs(2);
+    if (p.ins[2]->shape.size() != 1 || ba.exprs_size() != 1 ||
+        !isChannel(ba.exprs(0), grouped ? 1 : -1, grouped ? 2 : 1) ||
+        p.ins[2]->shape[0] != s->g * s->co)
+      return std::nullopt;
+  }
   return s;
 }
 
@@ -281,45 +296,16 @@ void runGemmConv(const Prepared &p, const Window2DShape &s) {
 std::optional<Window2DShape> matchConvWeightGrad(const Prepared &p) {
   const plan::Compute &c = p.c;
   bool grouped = c.iters_size() == 8;
-  if (!allDenseF32(p) || (!grouped && c.iters_size() != 7) ||
-      p.ins.size() != 2 || p.outs.size() != 1)
+  if (!allDenseF32(p) || p.ins.size() != 2 || p.outs.size() != 1)
     return std::nullopt;
-  int g = grouped ? 1 : -1;
-  unsigned dn = 0, dco = grouped ? 2 : 1, doh = dco + 1, dow = dco + 2,
-           dci = dco + 3, dkh = dco + 4, dkw = dco + 5;
-  const plan::Access &da = c.inputs(0), &xa = c.inputs(1), &wa = c.outputs(0);
-  const Tensor &dy = *p.ins[0], &x = *p.ins[1], &w = *p.outs[0];
-  if (dy.shape.size() != 4 || x.shape.size() != 4 || w.shape.size() != 4 ||
-      da.exprs_size() != 4 || xa.exprs_size() != 4 || wa.exprs_size() != 4)
+  auto s = matchConvMaps(c, grouped, c.inputs(1), *p.ins[1], c.outputs(0),
+                         *p.outs[0], c.inputs(0), *p.ins[0]);
+  if (!s)
     return std::nullopt;
-  if (!isPlainDim(da.exprs(0), dn) || !isChannel(da.exprs(1), g, dco) ||
-      !isPlainDim(da.exprs(2), doh) || !isPlainDim(da.exprs(3), dow) ||
-      !isPlainDim(xa.exprs(0), dn) || !isChannel(xa.exprs(1), g, dci) ||
-      !isChannel(wa.exprs(0), g, dco) || !isPlainDim(wa.exprs(1), dci) ||
-      !isPlainDim(wa.exprs(2), dkh) || !isPlainDim(wa.exprs(3), dkw))
-    return std::nullopt;
-  for (unsigned d : {dn, doh, dow})
+  unsigned dco = grouped ? 2 : 1;
+  for (unsigned d : {0u, dco + 1, dco + 2}) // n, oh, ow: summed
     if (c.iters(int(d)).kind() != plan::IterDim::RED)
       return std::nullopt;
-  auto rows = matchWindow(c, xa.exprs(2), doh, dkh, x.shape[2]);
-  auto cols = matchWindow(c, xa.exprs(3), dow, dkw, x.shape[3]);
-  if (!rows || !cols)
-    return std::nullopt;
-  auto ext = [&](unsigned d) { return int64_t(c.iters(int(d)).extent()); };
-  Window2DShape s;
-  s.n = ext(dn);
-  s.g = grouped ? ext(1) : 1;
-  s.co = ext(dco);
-  s.ci = ext(dci);
-  s.rows = *rows;
-  s.cols = *cols;
-  if (s.n < 1 || s.g < 1 || s.co < 1 || s.ci < 1 || x.shape[0] != s.n ||
-      x.shape[1] != s.g * s.ci || dy.shape[0] != s.n ||
-      dy.shape[1] != s.g * s.co || dy.shape[2] != s.rows.out ||
-      dy.shape[3] != s.cols.out || w.shape[0] != s.g * s.co ||
-      w.shape[1] != s.ci || w.shape[2] != s.rows.kernel ||
-      w.shape[3] != s.cols.kernel)
-    return std::nullopt;
   return s;
 }
 
