@@ -64,7 +64,18 @@ struct Overlap {
       return;
     }
     std::vector<int64_t> at(lo);
-    int64_t run = hi[rank - 1] - lo[rank - 1];
+    // One run over the trailing dims both a and b hold whole (a tensor
+    // copied as it is: one run of all its elements).
+    size_t first = rank - 1;
+    int64_t run = hi[first] - lo[first];
+    auto whole = [&](size_t i) {
+      return lo[i] == aLo[i] && lo[i] == bLo[i] &&
+             hi[i] - lo[i] == aShape[i] && hi[i] - lo[i] == bShape[i];
+    };
+    while (first > 0 && whole(first)) {
+      --first;
+      run *= hi[first] - lo[first];
+    }
     while (true) {
       int64_t ia = 0, ib = 0;
       for (size_t i = 0; i < rank; ++i) {
@@ -72,7 +83,7 @@ struct Overlap {
         ib = ib * bShape[i] + (at[i] - bLo[i]);
       }
       fn(ia, ib, run);
-      size_t i = rank - 1;
+      size_t i = first;
       while (true) {
         if (i == 0)
           return;
