@@ -163,6 +163,58 @@ static void reducePoint(const Prepared &p, ReduceOp op, bool selectLast,
   }
 }
 
+/// Sum and mean of f32 through linear maps: the generic walk (in double,
+/// the inner points in order) on raw pointers and precomputed strides, so
+/// the sums are the generic kernel's, bit for bit.
+static bool reduceLinearF32(const Prepared &p, ReduceOp op) {
+  if ((op != ReduceOp::Sum && op != ReduceOp::Mean) ||
+      p.ins[0]->dtype != plan::F32 || p.outs.size() != 1 ||
+      p.outs[0]->dtype != plan::F32 || !p.inMaps[0].isLinear() ||
+      !p.outMaps[0].isLinear())
+    return false;
+  const IterationSpace &s = p.space;
+  const float *in = reinterpret_cast<const float *>(p.ins[0]->data.data());
+  float *out = reinterpret_cast<float *>(p.outs[0]->data.data());
+  const AccessIndexer &im = p.inMaps[0];
+  llvm::SmallVector<int64_t, 8> extents, steps;
+  for (unsigned d : s.inner) {
+    extents.push_back(s.extents[d]);
+    steps.push_back(im.step(d));
+  }
+  double count = double(std::max<int64_t>(1, s.globalInnerPoints()));
+  size_t depth = extents.size();
+  forEachOuter(s, [&](llvm::MutableArrayRef<int64_t> point) {
+    double acc = 0;
+    int64_t base = im.index(point);
+    if (llvm::all_of(extents, [](int64_t e) { return e > 0; })) {
+      llvm::SmallVector<int64_t, 8> at(depth, 0);
+      int64_t i = base;
+      while (true) {
+        // The innermost dim as one loop.
+        int64_t last = extents[depth - 1], step = steps[depth - 1];
+        for (int64_t j = 0; j < last; ++j)
+          acc += double(in[i + j * step]);
+        size_t k = depth - 1;
+        bool done = true;
+        while (k-- > 0) {
+          i += steps[k];
+          if (++at[k] < extents[k]) {
+            done = false;
+            break;
+          }
+          i -= steps[k] * extents[k];
+          at[k] = 0;
+        }
+        if (done)
+          break;
+      }
+    }
+    out[p.outMaps[0].index(point)] =
+        float(op == ReduceOp::Mean ? acc / count : acc);
+  });
+  return true;
+}
+
 llvm::Error runReduction(const Prepared &p, ReduceOp op) {
   if (p.ins.size() != 1)
     return computeError(p.c, "a reduction takes one input, has " +
@@ -177,6 +229,8 @@ llvm::Error runReduction(const Prepared &p, ReduceOp op) {
   for (const plan::Attr &a : p.c.attrs())
     if (a.name() == "select_last_index")
       selectLast = a.i() != 0;
+  if (!p.space.inner.empty() && reduceLinearF32(p, op))
+    return llvm::Error::success();
   // Integers reduce exactly in int64, except where the result is not one.
   bool real = isFloatDType(p.ins[0]->dtype) || op == ReduceOp::L2 ||
               op == ReduceOp::LogSumExp;
