@@ -56,6 +56,11 @@ ORT_SKIP = {
     "mobilenet_v3_ts": "it has no gradient for HardSwish",
     "mobilenet_v3_dyn": "it has no gradient for HardSwish",
     "wav2vec2_ts": "it has no gradient for InstanceNormalization",
+    # Its gradient of Gelu(approximate="tanh") is the exact gelu's: 7.6e-4
+    # off, where paxc's is within 2.2e-6 of float64 central differences
+    # (check_gradients.py on the same data).
+    "gemma_dyn": "its gradient of Gelu(approximate='tanh') is the exact "
+                 "gelu's (paxc's agrees with float64 central differences)",
     "wav2vec2_dyn": "it has no gradient for InstanceNormalization",
 }
 
