@@ -120,4 +120,9 @@ private:
 llvm::Error applyGradientRule(GradientBuilder &b, const Op &op,
                               llvm::ArrayRef<Value *> dys);
 
+/// The rule of lstm and gru (RecurrentRule.cpp): backpropagation through
+/// time, one result gradient per layer output (nullptr where none).
+llvm::Error recurrentRule(GradientBuilder &b, const Op &op,
+                          llvm::ArrayRef<Value *> dys);
+
 } // namespace pax
