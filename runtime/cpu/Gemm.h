@@ -27,8 +27,16 @@ struct GemmBlocking {
 
   /// The blocking of an [m, k] x [k, n] product: enough blocks of about
   /// the same work for the threads of a large machine, each big enough to
-  /// run near a core's peak.
-  static GemmBlocking of(int64_t m, int64_t n, int64_t k);
+  /// run near a core's peak. \p bByColumns: B is stored by columns (its
+  /// rows contiguous, a transposed weight), which a GEMM packs slowly, once
+  /// per row block: the row blocks are then taller.
+  static GemmBlocking of(int64_t m, int64_t n, int64_t k,
+                         bool bByColumns = false);
+
+  /// Whether \p b is stored by columns, as `of` means it.
+  template <typename T> static bool byColumns(const MatrixView<T> &b) {
+    return b.colStride != 1 && b.rowStride == 1 && b.cols > 1;
+  }
 
   int64_t count() const { return rowBlocks * colBlocks; }
   /// The rows [begin, end) of C that block \p b covers.

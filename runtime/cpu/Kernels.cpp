@@ -10,6 +10,7 @@
 #include "runtime/cpu/Rows.h"
 #include "runtime/cpu/Window2D.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <tbb/parallel_for.h>
@@ -20,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -291,7 +293,11 @@ void runMatmulF32(const Prepared &p, const MatmulDims &d, float alpha,
   };
   float *y = reinterpret_cast<float *>(p.outs[0]->data.data());
   int64_t rows = d.m ? d.mExtent : 1, cols = d.n ? d.nExtent : 1;
-  GemmBlocking blocking = GemmBlocking::of(rows, cols, d.kExtent);
+  llvm::SmallVector<int64_t, 8> origin(s.extents.size(), 0);
+  GemmBlocking blocking = GemmBlocking::of(
+      rows, cols, d.kExtent,
+      GemmBlocking::byColumns(
+          matrixAt(in(1), p.inMaps[1], origin, s, d, d.k, d.n)));
   int64_t blocks = blocking.count();
   tbb::parallel_for(int64_t(0), d.batchPoints * blocks, [&](int64_t t) {
     llvm::SmallVector<int64_t, 8> point(s.extents.size(), 0);
@@ -547,7 +553,10 @@ llvm::Error runPointwise(const plan::Compute &c,
 
 namespace {
 std::atomic<bool> timing{false};
+std::atomic<ProfileBy> profiling{ProfileBy::Off};
 std::atomic<int64_t> timedNanoseconds{0};
+std::mutex profileMutex;
+llvm::StringMap<std::pair<int64_t, int64_t>> profileByKind; // calls, ns
 
 llvm::Error dispatch(const plan::Compute &c,
                      llvm::ArrayRef<const Tensor *> inputs,
@@ -607,9 +616,26 @@ llvm::Error runKernel(const plan::Compute &c,
     return dispatch(c, inputs, outputs);
   auto start = std::chrono::steady_clock::now();
   llvm::Error err = dispatch(c, inputs, outputs);
-  timedNanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now() - start)
-                          .count();
+  int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   std::chrono::steady_clock::now() - start)
+                   .count();
+  timedNanoseconds += ns;
+  if (ProfileBy by = profiling.load(std::memory_order_relaxed);
+      by != ProfileBy::Off) {
+    std::string key = c.kind();
+    if (by == ProfileBy::Instruction) {
+      key += " " + c.name() + " [";
+      for (int i = 0; i < c.iters_size(); ++i)
+        key += (i ? ", " : "") + c.iters(i).name() + ":" +
+               std::to_string(c.iters(i).extent()) +
+               (c.iters(i).kind() == plan::IterDim::RED ? " red" : "");
+      key += "]";
+    }
+    std::lock_guard<std::mutex> lock(profileMutex);
+    auto &[calls, total] = profileByKind[key];
+    ++calls;
+    total += ns;
+  }
   return err;
 }
 
@@ -623,6 +649,30 @@ void setKernelTiming(bool on) { timing = on; }
 
 double kernelSeconds() { return double(timedNanoseconds.load()) * 1e-9; }
 
-void resetKernelSeconds() { timedNanoseconds = 0; }
+void resetKernelSeconds() {
+  timedNanoseconds = 0;
+  std::lock_guard<std::mutex> lock(profileMutex);
+  profileByKind.clear();
+}
+
+void setKernelProfiling(ProfileBy by) {
+  profiling = by;
+  if (by != ProfileBy::Off)
+    timing = true;
+}
+
+std::vector<KernelProfileEntry> kernelProfile() {
+  std::vector<KernelProfileEntry> out;
+  {
+    std::lock_guard<std::mutex> lock(profileMutex);
+    for (const auto &entry : profileByKind)
+      out.push_back({entry.getKey().str(), entry.getValue().first,
+                     double(entry.getValue().second) * 1e-9});
+  }
+  std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) {
+    return a.seconds != b.seconds ? a.seconds > b.seconds : a.kind < b.kind;
+  });
+  return out;
+}
 
 } // namespace pax::runtime

@@ -8,6 +8,9 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
+#include <string>
+#include <vector>
+
 namespace pax::runtime {
 
 /// Executes \p c on the CPU. Kinds with a specific kernel run it (matmul,
@@ -37,8 +40,29 @@ void setKernelTiming(bool on);
 /// Seconds runKernel has taken while timing was on, since the last reset.
 double kernelSeconds();
 
-/// Sets kernelSeconds back to zero.
+/// Sets kernelSeconds (and the profile) back to zero.
 void resetKernelSeconds();
+
+/// One op kind's share of the timed runKernel calls.
+struct KernelProfileEntry {
+  std::string kind; ///< the kind, or the instruction as ProfileBy says
+  int64_t calls = 0;
+  double seconds = 0;
+};
+
+/// What the profile adds up time per.
+enum class ProfileBy {
+  Off,
+  Kind,        ///< the compute's op kind ("matmul")
+  Instruction, ///< kind, source node and local iteration space
+};
+
+/// Starts or stops adding up runKernel's wall time per kind or per
+/// instruction as well (implies setKernelTiming while not Off).
+void setKernelProfiling(ProfileBy by);
+
+/// The per-kind times since the last reset, the most time first.
+std::vector<KernelProfileEntry> kernelProfile();
 
 } // namespace pax::runtime
 

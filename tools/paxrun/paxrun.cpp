@@ -107,6 +107,17 @@ static cl::opt<bool>
     timeKernels("time",
                 cl::desc("Print each run's seconds in compute instructions"),
                 cl::cat(runCategory));
+static cl::opt<runtime::ProfileBy> profileKernels(
+    "profile",
+    cl::desc("Print the compute instructions' seconds per run (the first of "
+             "several runs, a warm-up, not counted), summed per"),
+    cl::init(runtime::ProfileBy::Off), cl::ValueOptional,
+    cl::values(clEnumValN(runtime::ProfileBy::Kind, "", "op kind (default)"),
+               clEnumValN(runtime::ProfileBy::Kind, "kind", "op kind"),
+               clEnumValN(runtime::ProfileBy::Instruction, "instruction",
+                          "instruction: kind, source node and the local "
+                          "iteration space")),
+    cl::cat(runCategory));
 
 static cl::OptionCategory trainCategory("paxrun training options");
 static cl::opt<bool>
@@ -491,6 +502,29 @@ static llvm::Expected<bool> runRank(const plan::Plan &plan,
 }
 #endif
 
+/// --profile's table: seconds, share and calls per run for each op kind or
+/// instruction, the most time first, summed over devices.
+static void printProfile(std::vector<runtime::KernelProfileEntry> profile,
+                         unsigned runs) {
+  llvm::sort(profile, [](const auto &a, const auto &b) {
+    return a.seconds != b.seconds ? a.seconds > b.seconds : a.kind < b.kind;
+  });
+  double total = 0;
+  for (const auto &e : profile)
+    total += e.seconds;
+  llvm::errs() << llvm::formatv(
+      "paxrun: profile of the compute instructions over {0} run(s), per run, "
+      "summed over devices:\n  {1,12} {2,7} {3,7}  {4}\n",
+      runs, "seconds", "share", "calls",
+      profileKernels == runtime::ProfileBy::Kind ? "kind" : "instruction");
+  for (const auto &e : profile)
+    llvm::errs() << llvm::formatv(
+        "  {0,12:F6} {1,6:F1}% {2,7}  {3}\n", e.seconds / runs,
+        total > 0 ? 100 * e.seconds / total : 0.0, e.calls / runs, e.kind);
+  llvm::errs() << llvm::formatv("  {0,12:F6} {1,6:F1}% {2,7}  total\n",
+                                total / runs, 100.0, "");
+}
+
 /// runThreads --repeat times; with --time, prints each run's seconds in
 /// compute instructions (summed over devices; loading weights, buffers and
 /// collectives are not counted).
@@ -498,16 +532,34 @@ static llvm::Error runTimed(const plan::Plan &plan,
                             llvm::ArrayRef<const plan::DeviceProgram *> progs,
                             Feed &feed, std::vector<runtime::Tensor> &outputs,
                             std::vector<runtime::DeviceStats> &stats) {
-  runtime::setKernelTiming(timeKernels);
-  for (unsigned run = 1; run <= std::max(1u, unsigned(repeat)); ++run) {
+  bool profiling = profileKernels != runtime::ProfileBy::Off;
+  runtime::setKernelTiming(timeKernels || profiling);
+  unsigned runs = std::max(1u, unsigned(repeat));
+  std::vector<runtime::KernelProfileEntry> profile;
+  for (unsigned run = 1; run <= runs; ++run) {
     runtime::resetKernelSeconds();
+    runtime::setKernelProfiling(run > 1 || runs == 1
+                                    ? profileKernels.getValue()
+                                    : runtime::ProfileBy::Off);
     if (auto err = runThreads(plan, progs, feed, outputs, stats))
       return err;
     if (timeKernels)
       llvm::errs() << llvm::formatv(
           "paxrun: run {0}: {1:F6} s in compute instructions\n", run,
           runtime::kernelSeconds());
+    for (runtime::KernelProfileEntry &e : runtime::kernelProfile()) {
+      auto it = llvm::find_if(profile,
+                              [&](const auto &p) { return p.kind == e.kind; });
+      if (it == profile.end())
+        profile.push_back(std::move(e));
+      else {
+        it->calls += e.calls;
+        it->seconds += e.seconds;
+      }
+    }
   }
+  if (profiling)
+    printProfile(profile, runs > 1 ? runs - 1 : 1);
   return llvm::Error::success();
 }
 
