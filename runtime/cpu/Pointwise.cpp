@@ -1,6 +1,8 @@
 //===- Pointwise.cpp - f32 fast paths of the pointwise kernels ------------===//
 #include "runtime/cpu/Pointwise.h"
 
+#include "runtime/cpu/VectorMath.h"
+
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
@@ -18,11 +20,6 @@ constexpr int64_t kPiece = 16384;
 constexpr int64_t kLanes = 1024;
 /// Inputs an elementwise fast path takes at most.
 constexpr size_t kMaxArgs = 4;
-
-/// Four floats: the lanes the fast paths compute at once.
-typedef float V4 __attribute__((vector_size(16)));
-
-V4 splat(float v) { return V4{v, v, v, v}; }
 
 /// Applies \p f to \p n lanes of \p a into \p o, four at a time; the last
 /// partial vector is padded with zeros, which never reach \p o.
@@ -62,26 +59,6 @@ void map2(const float *a, const float *b, float *o, int64_t n, F f) {
   }
 }
 
-/// erf as the rational approximation Eigen and XLA use for f32: x * P(x^2)
-/// / Q(x^2) on x clamped to [-4, 4], within 5e-7 of erf.
-V4 fastErf(V4 v) {
-  V4 lo = splat(-4.0f), hi = splat(4.0f);
-  V4 x = v < lo ? lo : v; // NaN compares false and stays NaN
-  x = x > hi ? hi : x;
-  V4 x2 = x * x;
-  V4 p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
-  p = x2 * p + -2.10102402082508e-06f;
-  p = x2 * p + -5.69250639462346e-05f;
-  p = x2 * p + -7.34990630326855e-04f;
-  p = x2 * p + -2.95459980854025e-03f;
-  p = x2 * p + -1.60960333262415e-02f;
-  V4 q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
-  q = x2 * q + -1.68282697438203e-03f;
-  q = x2 * q + -7.37332916720468e-03f;
-  q = x2 * q + -1.42647390514189e-02f;
-  return x * p / q;
-}
-
 /// \p n points of an operand stepping by \p step from \p p, contiguous:
 /// the tensor itself when it is, otherwise a copy in \p buf.
 const float *contiguous(const float *p, int64_t step, int64_t n, float *buf) {
@@ -102,7 +79,8 @@ void scatter(const float *v, float *o, int64_t step, int64_t n) {
 }
 
 /// The vectorized ops; false for the others. Each gives what the generic
-/// kernel gives (the f32 result of the double one), but erf and gelu.
+/// kernel gives (the f32 result of the double one), but erf, gelu, exp,
+/// tanh and sigmoid (VectorMath.h, a few ulp from it).
 bool applyVector(ScalarOp op, const ScalarParams &params,
                  llvm::ArrayRef<const float *> a, float *o, int64_t n) {
   V4 zero = {};
@@ -152,6 +130,42 @@ bool applyVector(ScalarOp op, const ScalarParams &params,
   case ScalarOp::Reciprocal:
     map1(a[0], o, n, [](V4 x) { return 1.0f / x; });
     return true;
+  case ScalarOp::Sqrt:
+    // The f32 square root is the f32 rounding of the double one.
+    map1(a[0], o, n, [](V4 x) {
+      for (int i = 0; i < 4; ++i)
+        x[i] = std::sqrt(x[i]);
+      return x;
+    });
+    return true;
+  case ScalarOp::Exp:
+    map1(a[0], o, n, fastExp);
+    return true;
+  case ScalarOp::Tanh:
+    map1(a[0], o, n, fastTanh);
+    return true;
+  case ScalarOp::Sigmoid:
+    map1(a[0], o, n, fastSigmoid);
+    return true;
+  case ScalarOp::Where:
+    if (a.size() != 3)
+      return false;
+    for (int64_t j = 0; j < n; ++j)
+      o[j] = a[0][j] != 0 ? a[1][j] : a[2][j];
+    return true;
+  case ScalarOp::Pow:
+    // As applyReal: small integer exponents as products (in double, so
+    // that a cube rounds once), others std::pow.
+    if (a.size() != 2)
+      return false;
+    for (int64_t j = 0; j < n; ++j) {
+      double x = a[0][j], y = a[1][j];
+      o[j] = float(y == 2   ? x * x
+                   : y == 1 ? x
+                   : y == 3 ? x * x * x
+                            : std::pow(x, y));
+    }
+    return true;
   case ScalarOp::Erf:
     map1(a[0], o, n, fastErf);
     return true;
@@ -178,12 +192,16 @@ void applyScalar(ScalarOp op, const ScalarParams &params,
   }
 }
 
-/// True when every tensor of \p p is f32 and every map linear.
-bool linearF32(const Prepared &p) {
+/// True when every tensor of \p p is f32 and every map linear; where's
+/// condition (input 0) may be bool when \p op is where.
+bool linearF32(const Prepared &p, ScalarOp op = ScalarOp::Add) {
   auto f32 = [](const Tensor *t) { return t->dtype == plan::F32; };
   auto linear = [](const AccessIndexer &m) { return m.isLinear(); };
-  return llvm::all_of(p.ins, f32) && llvm::all_of(p.outs, f32) &&
-         llvm::all_of(p.inMaps, linear) && llvm::all_of(p.outMaps, linear);
+  bool boolCond = op == ScalarOp::Where && !p.ins.empty() &&
+                  p.ins[0]->dtype == plan::I1;
+  return llvm::all_of(p.ins.drop_front(boolCond ? 1 : 0), f32) &&
+         llvm::all_of(p.outs, f32) && llvm::all_of(p.inMaps, linear) &&
+         llvm::all_of(p.outMaps, linear);
 }
 
 /// True when \p a and \p b index the same element at every point.
@@ -273,8 +291,13 @@ bool runElementwiseF32(const Prepared &p, ScalarOp op,
                        const ScalarParams &params) {
   if (op == ScalarOp::Trilu || p.ins.empty() || p.ins.size() > kMaxArgs ||
       p.outs.size() != 1 || !p.space.inner.empty() || p.space.outer.empty() ||
-      !linearF32(p))
+      !linearF32(p, op))
     return false;
+  // A bool condition is read as 0 or 1 into its float buffer.
+  const uint8_t *cond = p.ins[0]->dtype == plan::I1
+                            ? reinterpret_cast<const uint8_t *>(
+                                  p.ins[0]->data.data())
+                            : nullptr;
   llvm::SmallVector<const AccessIndexer *, 5> maps;
   for (const AccessIndexer &m : p.inMaps)
     maps.push_back(&m);
@@ -290,6 +313,14 @@ bool runElementwiseF32(const Prepared &p, ScalarOp op,
                     for (int64_t j0 = 0; j0 < count; j0 += kLanes) {
                       int64_t n = std::min(kLanes, count - j0);
                       for (size_t k = 0; k < nIn; ++k) {
+                        if (k == 0 && cond) {
+                          const uint8_t *c = cond + starts[0] +
+                                             j0 * plan.steps[0];
+                          for (int64_t j = 0; j < n; ++j)
+                            bufs[0][j] = c[j * plan.steps[0]] ? 1.0f : 0.0f;
+                          args[0] = bufs[0];
+                          continue;
+                        }
                         const float *in =
                             dataF32(p.ins[k]) + starts[k] + j0 * plan.steps[k];
                         args[k] = contiguous(in, plan.steps[k], n, bufs[k]);

@@ -33,11 +33,13 @@ void forEachRunPiece(
     llvm::ArrayRef<const AccessIndexer *> maps,
     llvm::function_ref<void(llvm::ArrayRef<int64_t> starts, int64_t count)> fn);
 
-/// Runs elementwise \p op when every tensor is f32, every map linear and
-/// there is one output: the common ops on four lanes at a time, the others
-/// through applyReal, as the generic kernel does. Only erf and gelu differ
-/// from the generic kernel, by a rational approximation of erf (at most
-/// 5e-7 from it). Returns false, having written nothing, otherwise.
+/// Runs elementwise \p op when every tensor is f32 (where's condition may
+/// be bool), every map linear and there is one output: the common ops on
+/// four lanes at a time, the others through applyReal, as the generic
+/// kernel does. Only erf, gelu, exp, tanh and sigmoid differ from the
+/// generic kernel, by VectorMath.h's approximations (erf at most 5e-7 from
+/// it, the others a few ulp). Returns false, having written nothing,
+/// otherwise.
 bool runElementwiseF32(const Prepared &p, ScalarOp op,
                        const ScalarParams &params);
 

@@ -2,6 +2,7 @@
 #include "runtime/cpu/Rows.h"
 
 #include "runtime/cpu/Pointwise.h"
+#include "runtime/cpu/VectorMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -43,21 +44,44 @@ void normRow(const Row &r, bool rms, double eps) {
   }
 }
 
-/// Softmax or log-softmax of one row, as the generic runSoftmax, each
-/// exponential computed once into \p e.
-void softmaxRow(const Row &r, bool isLog, std::vector<double> &e) {
-  double mx = -std::numeric_limits<double>::infinity();
+/// Softmax or log-softmax of one row: the exponentials e^(x - max) on
+/// fastExp into \p e, summed in double (four partial sums, one per lane,
+/// then added in lane order); y = e / sum or (x - max) - log(sum), rounded
+/// once.
+void softmaxRow(const Row &r, bool isLog, std::vector<float> &e) {
+  float mx = -std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < r.n; ++j)
-    mx = std::max(mx, double(r.x[j * r.xs]));
-  e.resize(size_t(r.n));
-  double sum = 0;
-  for (int64_t j = 0; j < r.n; ++j) {
-    e[j] = std::exp(r.x[j * r.xs] - mx);
-    sum += e[j];
+    mx = std::max(mx, r.x[j * r.xs]);
+  e.resize(size_t(r.n + 4));
+  const float *x = r.x;
+  if (r.xs != 1) {
+    for (int64_t j = 0; j < r.n; ++j)
+      e[size_t(j)] = r.x[j * r.xs];
+    x = e.data();
   }
-  double logSum = std::log(sum);
-  for (int64_t j = 0; j < r.n; ++j)
-    r.y[j * r.ys] = float(isLog ? (r.x[j * r.xs] - mx) - logSum : e[j] / sum);
+  double part[4] = {0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 4 <= r.n; j += 4) {
+    V4 v = fastExp(loadV4(x + j) - mx);
+    storeV4(e.data() + j, v);
+    for (int i = 0; i < 4; ++i)
+      part[i] += v[i];
+  }
+  for (; j < r.n; ++j) {
+    float v = fastExp(splat(x[j] - mx))[0];
+    e[size_t(j)] = v;
+    part[j % 4] += v;
+  }
+  double sum = (part[0] + part[1]) + (part[2] + part[3]);
+  if (isLog) {
+    double logSum = std::log(sum);
+    for (int64_t k = 0; k < r.n; ++k)
+      r.y[k * r.ys] = float(double(r.x[k * r.xs] - mx) - logSum);
+    return;
+  }
+  double inv = 1 / sum;
+  for (int64_t k = 0; k < r.n; ++k)
+    r.y[k * r.ys] = float(e[size_t(k)] * inv);
 }
 
 } // namespace
@@ -98,7 +122,7 @@ bool runRowsF32(const Prepared &p, RowOp op, double epsilon) {
       normRow(r, op == RowOp::RmsNorm, epsilon);
       return;
     }
-    thread_local std::vector<double> e;
+    thread_local std::vector<float> e;
     softmaxRow(r, op == RowOp::LogSoftmax, e);
   });
   return true;

@@ -17,6 +17,8 @@
 #include <tbb/task_arena.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -341,9 +343,10 @@ TEST(FastKernelsTest, ElementwiseMatchesGenericKernel) {
                 Op{"min", 2, true},        Op{"pow", 2, true},
                 Op{"relu", 1, true},       Op{"neg", 1, true},
                 Op{"reciprocal", 1, true}, Op{"leaky_relu", 1, true},
-                Op{"sigmoid", 1, true},    Op{"exp", 1, true},
-                Op{"tanh", 1, true},       Op{"abs", 1, true},
-                Op{"erf", 1, false},       Op{"gelu", 1, false}})
+                Op{"sigmoid", 1, false},   Op{"exp", 1, false},
+                Op{"tanh", 1, false},      Op{"abs", 1, true},
+                Op{"sqrt", 1, true},       Op{"erf", 1, false},
+                Op{"gelu", 1, false}})
     for (bool block : {false, true})
       for (bool transposed : {false, true}) {
         SCOPED_TRACE(std::string(op.kind) + "/" + std::to_string(op.arity) +
@@ -384,6 +387,74 @@ TEST(FastKernelsTest, ElementwiseWithMissingOperandsMatchesGenericKernel) {
     auto [fast, slow] =
         runFastAndGeneric(b.c, {random(plan::F32, {9}, 24)}, {9});
     EXPECT_EQ(fast.data, slow.data) << kind;
+  }
+}
+
+TEST(FastKernelsTest, WhereWithABoolConditionMatchesGenericKernel) {
+  // The condition a bool [3, 70] read transposed, x broadcast along it.
+  Tensor cond = Tensor::zeros(plan::I1, {70, 3});
+  for (int64_t i = 0; i < cond.numel(); ++i)
+    cond.setReal(i, (i * 7) % 3 == 0);
+  Tensor x = random(plan::F32, {3, 1}, 25), y = random(plan::F32, {3, 70}, 26);
+  y.setReal(5, NAN);
+  auto b = ComputeBuilder("where").iter("i", 3).iter("j", 70);
+  b.in({dim(1), dim(0)}).in({dim(0), bcast()}).in({dim(0), dim(1)});
+  b.out({dim(0), dim(1)});
+  auto [fast, slow] = runFastAndGeneric(b.c, {cond, x, y}, {3, 70});
+  EXPECT_EQ(fast.data, slow.data);
+}
+
+/// The largest distance in ulp of f32 \p got from the f32 rounding of the
+/// exact \p want (equal NaN-ness and infinities count as 0).
+int64_t ulpDistance(float got, double want) {
+  float w = float(want);
+  if (std::isnan(w) || std::isnan(got))
+    return std::isnan(w) == std::isnan(got) ? 0 : INT64_MAX;
+  if (std::isinf(w) || std::isinf(got))
+    return w == got ? 0 : INT64_MAX;
+  auto ordered = [](float f) {
+    int32_t i;
+    std::memcpy(&i, &f, sizeof(i));
+    return i < 0 ? int64_t(INT32_MIN) - i : int64_t(i);
+  };
+  return std::llabs(ordered(got) - ordered(w));
+}
+
+TEST(FastKernelsTest, FastExpTanhSigmoidAreWithinAFewUlp) {
+  // A sweep over their ranges, the polynomial's seams (tanh's 0.625, exp's
+  // 87/88 fallback), overflow, underflow to denormals, infinities and NaN.
+  std::vector<double> values{-INFINITY, -1e4, -104, -103, -90, -88, -87.5,
+                             -87,       -0.625, -1e-30, -0.0, 0, 1e-30,
+                             0.625,     87.9, 88, 88.5, 88.72, 88.73, 89,
+                             1e4,       INFINITY, NAN};
+  for (int i = -3000; i <= 3000; ++i)
+    values.push_back(i / 100.0 + 0.003 * (i % 7));
+  for (int i = -200; i <= 200; ++i)
+    values.push_back(0.625 + i * 1e-4);
+  struct Fn {
+    const char *kind;
+    double (*exact)(double);
+    int64_t ulps;
+  };
+  for (Fn fn : {Fn{"exp", [](double x) { return std::exp(x); }, 2},
+                Fn{"tanh", [](double x) { return std::tanh(x); }, 3},
+                Fn{"sigmoid",
+                   [](double x) { return 1 / (1 + std::exp(-x)); }, 3}}) {
+    auto b = ComputeBuilder(fn.kind).iter("i", int64_t(values.size()));
+    b.in({dim(0)}).out({dim(0)});
+    Tensor x = make(plan::F32, {int64_t(values.size())}, values);
+    Tensor y = make(plan::F32, {int64_t(values.size())});
+    ASSERT_EQ(run(b.c, {&x}, {&y}), "");
+    int64_t worst = 0;
+    for (size_t i = 0; i < values.size(); ++i) {
+      float in = float(x.real(int64_t(i)));
+      int64_t d = ulpDistance(float(y.real(int64_t(i))), fn.exact(in));
+      EXPECT_LE(d, fn.ulps) << fn.kind << "(" << in << ") = "
+                            << y.real(int64_t(i));
+      worst = std::max(worst, d);
+    }
+    EXPECT_GT(fn.ulps, 0);
+    RecordProperty(fn.kind, int(worst));
   }
 }
 
