@@ -365,6 +365,118 @@ static void copyRuns(const Prepared &p) {
   });
 }
 
+using IterBox = llvm::SmallVector<std::pair<int64_t, int64_t>, 8>;
+
+static int64_t boxVolume(const IterBox &b) {
+  int64_t v = 1;
+  for (auto [lo, hi] : b)
+    v *= std::max<int64_t>(0, hi - lo);
+  return v;
+}
+
+static IterBox intersect(IterBox a, const IterBox &b) {
+  for (size_t d = 0; d < a.size(); ++d)
+    a[d] = {std::max(a[d].first, b[d].first),
+            std::min(a[d].second, b[d].second)};
+  return a;
+}
+
+/// Copies input \p k to output \p r over the iteration points of \p box
+/// (where both maps are inside): runs along the last outer dim, one
+/// memcpy each where both are contiguous, rows in parallel.
+static void copyBox(const Prepared &p, size_t k, size_t r, const IterBox &box) {
+  const IterationSpace &s = p.space;
+  if (boxVolume(box) == 0)
+    return;
+  unsigned last = s.outer.back();
+  int64_t length = box[last].second - box[last].first;
+  int64_t rows = boxVolume(box) / length;
+  int64_t n = dtypeBytes(p.ins[k]->dtype);
+  const AccessIndexer &in = p.inMaps[k], &out = p.outMaps[r];
+  int64_t is = in.step(last), os = out.step(last);
+  const uint8_t *from = p.ins[k]->data.data();
+  uint8_t *to = p.outs[r]->data.data();
+  int64_t grain = std::max<int64_t>(1, kGrainElements / length);
+  tbb::parallel_for(
+      tbb::blocked_range<int64_t>(0, rows, grain),
+      [&](const tbb::blocked_range<int64_t> &range) {
+        llvm::SmallVector<int64_t, 8> point(s.extents.size(), 0);
+        for (int64_t row = range.begin(); row < range.end(); ++row) {
+          int64_t rest = row;
+          for (size_t j = s.outer.size() - 1; j-- > 0;) {
+            unsigned d = s.outer[j];
+            int64_t e = box[d].second - box[d].first;
+            point[d] = box[d].first + rest % e;
+            rest /= e;
+          }
+          point[last] = box[last].first;
+          int64_t i = in.index(point), o = out.index(point);
+          if (is == 1 && os == 1) {
+            std::memcpy(to + o * n, from + i * n, size_t(length * n));
+            continue;
+          }
+          for (int64_t j = 0; j < length; ++j)
+            std::memcpy(to + (o + j * os) * n, from + (i + j * is) * n,
+                        size_t(n));
+        }
+      });
+}
+
+/// Concat, split and pad as copies of boxes, when every map has an
+/// in-range box (AccessIndexer::inRangeBox) and each output's box is tiled
+/// by its disjoint source boxes (or, for a linear output that the space
+/// covers once, the rest is \p fill). False, having written nothing,
+/// otherwise.
+static bool copyBoxes(const Prepared &p, size_t sources, double fill) {
+  const IterationSpace &s = p.space;
+  if (!s.inner.empty() || s.outer.empty() ||
+      llvm::any_of(p.ins.take_front(sources), [&](const Tensor *t) {
+        return t->dtype != p.outs[0]->dtype;
+      }))
+    return false;
+  std::vector<IterBox> in, out;
+  for (size_t k = 0; k < sources; ++k) {
+    auto b = p.inMaps[k].inRangeBox(s);
+    if (!b)
+      return false;
+    in.push_back(std::move(*b));
+  }
+  for (const AccessIndexer &m : p.outMaps) {
+    auto b = m.inRangeBox(s);
+    if (!b)
+      return false;
+    out.push_back(std::move(*b));
+  }
+  for (size_t a = 0; a < in.size(); ++a)
+    for (size_t b = a + 1; b < in.size(); ++b)
+      if (boxVolume(intersect(in[a], in[b])) > 0)
+        return false;
+  std::vector<bool> fills(out.size(), false);
+  for (size_t r = 0; r < out.size(); ++r) {
+    int64_t covered = 0;
+    for (const IterBox &b : in)
+      covered += boxVolume(intersect(b, out[r]));
+    if (covered == boxVolume(out[r]))
+      continue;
+    if (!p.outMaps[r].isLinear() || p.outs[r]->numel() != s.outerPoints)
+      return false;
+    fills[r] = true;
+  }
+  for (size_t r = 0; r < out.size(); ++r) {
+    if (fills[r]) {
+      Tensor &t = *p.outs[r];
+      if (fill == 0)
+        std::fill(t.data.begin(), t.data.end(), uint8_t(0));
+      else
+        for (int64_t i = 0; i < t.numel(); ++i)
+          t.setReal(i, fill);
+    }
+    for (size_t k = 0; k < sources; ++k)
+      copyBox(p, k, r, intersect(in[k], out[r]));
+  }
+  return true;
+}
+
 /// Data movement and gather: each result element copies from the first
 /// input whose map reaches inside it (concat inputs cover disjoint ranges);
 /// pad's border and masked lookups get the `value` attribute (0).
@@ -387,6 +499,8 @@ static llvm::Error runCopy(const Prepared &p) {
     copyRuns(p);
     return llvm::Error::success();
   }
+  if (!lookup && sameDType && copyBoxes(p, sources, fill))
+    return llvm::Error::success();
   unsigned tuple = lookup ? std::max(1u, p.inMaps[0].lookupCount()) : 0;
   // An index outside the whole table is bad input (a split table masks the
   // rows other devices hold, but no device holds these).

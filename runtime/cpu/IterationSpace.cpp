@@ -179,6 +179,49 @@ AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
   return a;
 }
 
+std::optional<llvm::SmallVector<std::pair<int64_t, int64_t>, 8>>
+AccessIndexer::inRangeBox(const IterationSpace &space) const {
+  llvm::SmallVector<std::pair<int64_t, int64_t>, 8> box;
+  for (int64_t e : space.extents)
+    box.push_back({0, e});
+  if (linear)
+    return box;
+  if (lookups)
+    return std::nullopt;
+  auto floorDiv = [](int64_t a, int64_t b) { // b > 0
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+  };
+  for (const Term &t : terms) {
+    int64_t lo = t.offset, hi = t.offset;
+    for (auto [d, k] : t.coefs) {
+      int64_t span = k * (space.extents[d] - 1);
+      lo += std::min<int64_t>(0, span);
+      hi += std::max<int64_t>(0, span);
+    }
+    if (lo >= 0 && hi < t.size)
+      continue; // inside wherever the space reaches
+    if (t.coefs.size() != 1 || t.coefs[0].second == 0) {
+      if (!t.coefs.empty())
+        return std::nullopt; // a window or group partly outside
+      box[0] = {0, 0};       // a constant index outside: nowhere
+      continue;
+    }
+    // offset + k x in [0, size).
+    auto [d, k] = t.coefs[0];
+    int64_t first, end;
+    if (k > 0) {
+      first = -floorDiv(t.offset, k);
+      end = floorDiv(t.size - 1 - t.offset, k) + 1;
+    } else {
+      first = floorDiv(t.offset - t.size, -k) + 1;
+      end = floorDiv(t.offset, -k) + 1;
+    }
+    box[d].first = std::max(box[d].first, first);
+    box[d].second = std::min(box[d].second, end);
+  }
+  return box;
+}
+
 std::optional<std::pair<int64_t, int64_t>> AccessIndexer::lookupOutOfRange(
     llvm::ArrayRef<int64_t> lookupValues) const {
   for (const Term &t : terms) {

@@ -86,6 +86,15 @@ public:
   unsigned lookupCount() const { return lookups; }
   /// The iteration dims that index this tensor (not through a lookup).
   bool usesDim(unsigned d) const { return usedDims[d]; }
+  /// The box of iteration points where the map is inside the tensor, per
+  /// iteration dim [lo, hi) (every point when isLinear; empty boxes have
+  /// hi <= lo somewhere), when it is one: no lookups, and each tensor dim
+  /// either inside over the whole space or an offset plus one dim times a
+  /// coefficient (another concat input's range, a split output's, pad's
+  /// border). Inside the box, index() is base + sum(step(d) * point[d]).
+  std::optional<llvm::SmallVector<std::pair<int64_t, int64_t>, 8>>
+  inRangeBox(const IterationSpace &space) const;
+
   /// The first of \p lookupValues outside its whole (unsplit) table,
   /// [-extent, extent), with that extent; nullopt when all are inside.
   std::optional<std::pair<int64_t, int64_t>>
