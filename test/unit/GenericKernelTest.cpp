@@ -168,6 +168,43 @@ TEST(GenericKernelTest, PadAndTile) {
   EXPECT_EQ(reals(t), V({1, 2, 3, 1, 2, 3}));
 }
 
+TEST(GenericKernelTest, ConcatSplitAndPadOverBoxes) {
+  // A device's block of a concat: output columns [2, 7) of [a | b | c]
+  // (widths 3, 2, 3), so a's box is columns [2, 3), b's [3, 5), c's [5, 7).
+  auto cat = ComputeBuilder("concat").iter("i", 2).iter("j", 5);
+  cat.in({dim(0), dim(1, 2)}).in({dim(0), dim(1, -1)}).in({dim(0), dim(1, -3)});
+  cat.out({dim(0), dim(1)});
+  Tensor a = make(plan::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor b = make(plan::F32, {2, 2}, {7, 8, 9, 10});
+  Tensor c = make(plan::F32, {2, 3}, {11, 12, 13, 14, 15, 16});
+  Tensor z = make(plan::F32, {2, 5});
+  ASSERT_EQ(run(cat.c, {&a, &b, &c}, {&z}), "");
+  EXPECT_EQ(reals(z), V({3, 7, 8, 11, 12, 6, 9, 10, 14, 15}));
+  // Overlapping inputs: the first whose map reaches inside wins.
+  auto over = ComputeBuilder("concat").iter("j", 4);
+  over.in({dim(0)}).in({dim(0, -1)}).out({dim(0)});
+  Tensor x = make(plan::F32, {3}, {1, 2, 3}), y = make(plan::F32, {3}, {4, 5, 6});
+  Tensor o = make(plan::F32, {4});
+  ASSERT_EQ(run(over.c, {&x, &y}, {&o}), "");
+  EXPECT_EQ(reals(o), V({1, 2, 3, 6}));
+  // A split whose second output reads a reversed range.
+  auto split = ComputeBuilder("split").iter("j", 5);
+  split.in({dim(0)}).out({dim(0)}).out({dim(0, 4, -1)});
+  Tensor in = make(plan::I64, {5}, {1, 2, 3, 4, 5});
+  Tensor s0 = make(plan::I64, {2}), s1 = make(plan::I64, {2});
+  ASSERT_EQ(run(split.c, {&in}, {&s0, &s1}), "");
+  EXPECT_EQ(reals(s0), V({1, 2}));
+  EXPECT_EQ(reals(s1), V({5, 4}));
+  // A 2-D pad on both sides of both dims.
+  auto pad = ComputeBuilder("pad").iter("i", 4).iter("j", 4);
+  pad.in({dim(0, -1), dim(1, -2)}).out({dim(0), dim(1)}).attrF("value", -1);
+  Tensor m = make(plan::F32, {2, 2}, {1, 2, 3, 4});
+  Tensor padded = make(plan::F32, {4, 4});
+  ASSERT_EQ(run(pad.c, {&m}, {&padded}), "");
+  EXPECT_EQ(reals(padded), V({-1, -1, -1, -1, -1, -1, 1, 2, -1, -1, 3, 4, -1,
+                              -1, -1, -1}));
+}
+
 TEST(GenericKernelTest, GatherWrapsNegativeIndices) {
   // out[i, d1] = data[indices[i], d1]; as imported: [indices..., v, inner].
   auto b = ComputeBuilder("gather")
