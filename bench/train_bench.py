@@ -26,13 +26,13 @@ Inputs and labels are test/models/make_test_data.py's (seed 1).
 What is timed, per step:
 - paxrun: `paxc MODEL --mode=train --loss=cross-entropy --optimizer=sgd
   --lr=0.01` compiles one step's program (forward, backward, SGD update:
-  the loss and update/NAME for every parameter); `paxrun PLAN --inputs DATA
-  --repeat=N --time` runs it N times on the same weights (`paxrun --train`
-  ignores --repeat and --time). Two times per run: `compute`, the seconds
-  paxrun prints for the run's compute instructions, and `step`, the wall
-  time between consecutive runs' printed lines (the whole run: buffers
-  allocated and zero-filled, weights and inputs fed, outputs assembled).
-  Reading the plan and the model's weights once per process is not timed.
+  the loss and update/NAME for every parameter); `paxrun PLAN --train
+  --steps=N --data=DATA --time` trains N steps (each device keeps the
+  weights it updated) and prints two times per step: `compute`, the
+  seconds in the step's compute instructions, and `step`, the step's
+  whole wall time (buffers allocated and zero-filled, weights and inputs
+  fed, the loss and updates assembled). Reading the plan, the model's
+  weights and the data once per process is not timed.
 - onnxruntime-training: artifacts.generate_artifacts of the model with the
   loss written as plain ONNX (Reshape + SoftmaxCrossEntropyLoss, from
   ort_train_reference.py) and OptimType.SGD; each step is
@@ -57,6 +57,7 @@ gradient): for each parameter max |dw_paxrun - dw_ort| over its largest
 """
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -177,29 +178,29 @@ def prepare(name, work, args):
 
 
 def run_paxrun(args, work, cpus, outputs):
-    """paxrun --repeat=R+1 --time: (compute seconds, step wall seconds) of
-    runs 2..R+1; the step is the time between consecutive runs' lines."""
-    cmd = [os.path.join(args.bin, "paxrun"), os.path.join(work, "model.paxplan"),
-           "--inputs", os.path.join(work, "data", "in"), f"--repeat={args.repeat + 1}",
-           "--time"]
+    """paxrun --train --steps=R+1 --time: (compute seconds, step seconds)
+    of steps 1..R as paxrun prints them. With outputs, first one run of the
+    step's program on the initial weights (--outputs: the loss and every
+    update/NAME), not timed."""
+    plan, data = os.path.join(work, "model.paxplan"), os.path.join(work, "data", "in")
+    prefix = ["taskset", "-c", cpus] if cpus else []
+    paxrun = os.path.join(args.bin, "paxrun")
     if outputs:
-        cmd += ["--outputs", os.path.join(work, "pax")]
-    if cpus:
-        cmd = ["taskset", "-c", cpus] + cmd
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, bufsize=1)
-    compute, stamps, other = [], [], []
-    for line in proc.stderr:
-        at = time.perf_counter()
-        parts = line.split()
-        if line.startswith("paxrun: run ") and len(parts) > 3:
-            compute.append(float(parts[3]))
-            stamps.append(at)
-        else:
-            other.append(line)
-    if proc.wait() or len(compute) != args.repeat + 1:
-        sys.exit(f"train_bench: {' '.join(cmd)} failed:\n{''.join(other)}")
-    return compute[1:], [b - a for a, b in zip(stamps, stamps[1:])]
+        quiet(prefix + [paxrun, plan, "--inputs", data, "--outputs",
+                        os.path.join(work, "pax")])
+    cmd = prefix + [paxrun, plan, "--train", f"--steps={args.repeat + 1}",
+                    f"--data={data}", "--time"]
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True)
+    compute, steps = [], []
+    for m in re.finditer(r"^paxrun: step (\d+): ([0-9.e+-]+) s in compute "
+                         r"instructions, ([0-9.e+-]+) s in all$", proc.stderr, re.M):
+        if int(m.group(1)) > 0:
+            compute.append(float(m.group(2)))
+            steps.append(float(m.group(3)))
+    if proc.returncode or len(steps) != args.repeat:
+        sys.exit(f"train_bench: {' '.join(cmd)} failed:\n{proc.stderr}")
+    return compute, steps
 
 
 class OrtTrainer:

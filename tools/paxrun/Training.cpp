@@ -144,8 +144,12 @@ llvm::Error runTraining(const plan::Plan &plan, Feed &feed,
                               : o.dataDir;
     if (auto err = loadInputs(dir))
       return err;
+    if (o.beforeStep)
+      o.beforeStep(step);
     if (auto err = runStep(outputs))
       return err;
+    if (o.afterStep)
+      o.afterStep(step);
     if (o.reports)
       llvm::outs() << llvm::formatv("step {0}: loss {1:F6}\n", step,
                                     outputs[0].real(0));

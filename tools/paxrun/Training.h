@@ -31,6 +31,9 @@ struct TrainingOptions {
   unsigned every = 0;
   /// Whether this process prints, checkpoints and saves (rank 0 under MPI).
   bool reports = true;
+  /// Called before and after each step's run (--time, --profile), with the
+  /// step's number as `step K: loss X` prints it.
+  std::function<void(unsigned step)> beforeStep, afterStep;
 };
 
 /// Runs one step on this process's devices, filling every output.

@@ -40,15 +40,21 @@
 #include <google/protobuf/text_format.h>
 #include <onnx/onnx_pb.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <set>
+#include <limits>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 using namespace pax;
 namespace cl = llvm::cl;
@@ -105,12 +111,14 @@ static cl::opt<unsigned>
            cl::init(1), cl::value_desc("N"), cl::cat(runCategory));
 static cl::opt<bool>
     timeKernels("time",
-                cl::desc("Print each run's seconds in compute instructions"),
+                cl::desc("Print each run's (or training step's) seconds in "
+                         "compute instructions and in all"),
                 cl::cat(runCategory));
 static cl::opt<runtime::ProfileBy> profileKernels(
     "profile",
-    cl::desc("Print the compute instructions' seconds per run (the first of "
-             "several runs, a warm-up, not counted), summed per"),
+    cl::desc("Print the compute instructions' seconds per run or training "
+             "step (the first of several, a warm-up, not counted), summed "
+             "per"),
     cl::init(runtime::ProfileBy::Off), cl::ValueOptional,
     cl::values(clEnumValN(runtime::ProfileBy::Kind, "", "op kind (default)"),
                clEnumValN(runtime::ProfileBy::Kind, "kind", "op kind"),
@@ -505,7 +513,7 @@ static llvm::Expected<bool> runRank(const plan::Plan &plan,
 /// --profile's table: seconds, share and calls per run for each op kind or
 /// instruction, the most time first, summed over devices.
 static void printProfile(std::vector<runtime::KernelProfileEntry> profile,
-                         unsigned runs) {
+                         unsigned runs, llvm::StringRef what) {
   llvm::sort(profile, [](const auto &a, const auto &b) {
     return a.seconds != b.seconds ? a.seconds > b.seconds : a.kind < b.kind;
   });
@@ -513,10 +521,11 @@ static void printProfile(std::vector<runtime::KernelProfileEntry> profile,
   for (const auto &e : profile)
     total += e.seconds;
   llvm::errs() << llvm::formatv(
-      "paxrun: profile of the compute instructions over {0} run(s), per run, "
-      "summed over devices:\n  {1,12} {2,7} {3,7}  {4}\n",
+      "paxrun: profile of the compute instructions over {0} {5}(s), per "
+      "{5}, summed over this process's devices:\n  {1,12} {2,7} {3,7}  {4}\n",
       runs, "seconds", "share", "calls",
-      profileKernels == runtime::ProfileBy::Kind ? "kind" : "instruction");
+      profileKernels == runtime::ProfileBy::Kind ? "kind" : "instruction",
+      what);
   for (const auto &e : profile)
     llvm::errs() << llvm::formatv(
         "  {0,12:F6} {1,6:F1}% {2,7}  {3}\n", e.seconds / runs,
@@ -525,28 +534,36 @@ static void printProfile(std::vector<runtime::KernelProfileEntry> profile,
                                 total / runs, 100.0, "");
 }
 
-/// runThreads --repeat times; with --time, prints each run's seconds in
-/// compute instructions (summed over devices; loading weights, buffers and
-/// collectives are not counted).
-static llvm::Error runTimed(const plan::Plan &plan,
-                            llvm::ArrayRef<const plan::DeviceProgram *> progs,
-                            Feed &feed, std::vector<runtime::Tensor> &outputs,
-                            std::vector<runtime::DeviceStats> &stats) {
-  bool profiling = profileKernels != runtime::ProfileBy::Off;
-  runtime::setKernelTiming(timeKernels || profiling);
-  unsigned runs = std::max(1u, unsigned(repeat));
-  std::vector<runtime::KernelProfileEntry> profile;
-  for (unsigned run = 1; run <= runs; ++run) {
+/// --time and --profile over the runs of --repeat or the steps of --train:
+/// each run's seconds in compute instructions and in all, and the profile
+/// summed over every run but the first of several (a warm-up).
+class RunClock {
+public:
+  RunClock(unsigned runs, llvm::StringRef what, bool reports)
+      : runs(runs), what(what), reports(reports) {
+    runtime::setKernelTiming(timeKernels ||
+                             profileKernels != runtime::ProfileBy::Off);
+  }
+
+  /// Starts run (or step) \p number, the first of several a warm-up.
+  void begin(unsigned number) {
+    run = number;
+    warm = started++ > 0 || runs == 1;
     runtime::resetKernelSeconds();
-    runtime::setKernelProfiling(run > 1 || runs == 1
-                                    ? profileKernels.getValue()
-                                    : runtime::ProfileBy::Off);
-    if (auto err = runThreads(plan, progs, feed, outputs, stats))
-      return err;
-    if (timeKernels)
+    runtime::setKernelProfiling(warm ? profileKernels.getValue()
+                                     : runtime::ProfileBy::Off);
+    start = std::chrono::steady_clock::now();
+  }
+
+  void end() {
+    double wall = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+    if (timeKernels && reports)
       llvm::errs() << llvm::formatv(
-          "paxrun: run {0}: {1:F6} s in compute instructions\n", run,
-          runtime::kernelSeconds());
+          "paxrun: {0} {1}: {2:F6} s in compute instructions, {3:F6} s in "
+          "all\n",
+          what, run, runtime::kernelSeconds(), wall);
     for (runtime::KernelProfileEntry &e : runtime::kernelProfile()) {
       auto it = llvm::find_if(profile,
                               [&](const auto &p) { return p.kind == e.kind; });
@@ -558,8 +575,36 @@ static llvm::Error runTimed(const plan::Plan &plan,
       }
     }
   }
-  if (profiling)
-    printProfile(profile, runs > 1 ? runs - 1 : 1);
+
+  /// Prints the profile (with --profile, where this process reports).
+  void finish() const {
+    if (profileKernels != runtime::ProfileBy::Off && reports)
+      printProfile(profile, std::max(1u, started - (runs > 1 ? 1 : 0)), what);
+  }
+
+private:
+  unsigned runs, run = 0, started = 0;
+  bool warm = false;
+  std::string what;
+  bool reports;
+  std::chrono::steady_clock::time_point start;
+  std::vector<runtime::KernelProfileEntry> profile;
+};
+
+/// runThreads --repeat times, timed and profiled by a RunClock.
+static llvm::Error runTimed(const plan::Plan &plan,
+                            llvm::ArrayRef<const plan::DeviceProgram *> progs,
+                            Feed &feed, std::vector<runtime::Tensor> &outputs,
+                            std::vector<runtime::DeviceStats> &stats) {
+  unsigned runs = std::max(1u, unsigned(repeat));
+  RunClock clock(runs, "run", true);
+  for (unsigned run = 1; run <= runs; ++run) {
+    clock.begin(run);
+    if (auto err = runThreads(plan, progs, feed, outputs, stats))
+      return err;
+    clock.end();
+  }
+  clock.finish();
   return llvm::Error::success();
 }
 
@@ -626,6 +671,13 @@ static bool compare(const plan::Plan &plan,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+#ifdef __GLIBC__
+  // A run frees each buffer after its last use and the next run (training
+  // step) allocates it again: kept in the heap rather than handed back to
+  // the system, the pages are not faulted in anew every time.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+#endif
   cl::HideUnrelatedOptions(runCategory);
   cl::ParseCommandLineOptions(argc, argv, "paxrun: runs a paxc plan\n");
   if (planPath.empty())
@@ -714,10 +766,9 @@ int main(int argc, char **argv) {
     return fail("--data, --steps, --save, --checkpoint and --resume need "
                 "--train");
   }
-  if (train && (repeat.getNumOccurrences() || timeKernels))
-    return fail("--repeat and --time time a plan's runs on fixed inputs; "
-                "with --train every step changes the weights (time a "
-                "training plan with --inputs DIR --repeat=N --time)");
+  if (train && repeat.getNumOccurrences())
+    return fail("--repeat runs a plan N times on fixed inputs; with --train "
+                "the steps are --steps=N");
   if (auto err = loadInputs())
     return fail(llvm::toString(std::move(err)));
   // A training step's data folder; read again only when it changes.
@@ -801,7 +852,11 @@ int main(int argc, char **argv) {
       };
     }
 #endif
+    // --time and --profile per step (this process's devices).
+    RunClock clock(steps, "step", reports);
     TrainingOptions to;
+    to.beforeStep = [&](unsigned k) { clock.begin(k); };
+    to.afterStep = [&](unsigned) { clock.end(); };
     to.steps = steps;
     to.dataDir = dataDir;
     to.savePath = savePath;
@@ -812,6 +867,7 @@ int main(int argc, char **argv) {
     if (auto err = runTraining(*plan, feed, model, to, loadInputsFrom, step,
                                outputs))
       return fail(llvm::toString(std::move(err)));
+    clock.finish();
     int64_t own = 0, host = 0;
     for (const ResidentFeed &r : resident)
       own += r.residentLoads, host += r.hostLoads;
