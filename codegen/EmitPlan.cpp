@@ -706,17 +706,21 @@ llvm::Error Emitter::run(std::vector<plan::DeviceProgram> &programs) {
         b->add_offset(0);
       continue;
     }
-    // Each block once: the first device that holds it owns it.
+    // Each block once: the first device that holds it owns it; the other
+    // copies are bound too (not owners), so that the runtime can check that
+    // replicas agree and a device keeps the updated block it holds.
     std::vector<Box> owned;
     for (int64_t d = 0; d < n; ++d) {
       auto it = held[d].find(v);
-      if (it == held[d].end() || llvm::is_contained(owned, it->second.box))
+      if (it == held[d].end())
         continue;
-      owned.push_back(it->second.box);
+      bool owner = !llvm::is_contained(owned, it->second.box);
+      if (owner)
+        owned.push_back(it->second.box);
       plan::Binding *b = programs[d].add_outputs();
       b->set_index(uint32_t(i));
       b->set_buffer(it->second.buffer);
-      b->set_owner(true);
+      b->set_owner(owner);
       for (int64_t lo : it->second.box.lo)
         b->add_offset(lo);
     }

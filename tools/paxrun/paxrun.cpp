@@ -127,6 +127,12 @@ static cl::opt<runtime::ProfileBy> profileKernels(
                           "iteration space")),
     cl::cat(runCategory));
 
+static cl::opt<int> injectReplicaFault(
+    "inject-replica-fault",
+    cl::desc("Testing: flip the lowest bit of device D's first copy of a "
+             "replicated output before the replicas are compared"),
+    cl::init(-1), cl::value_desc("D"), cl::Hidden, cl::cat(runCategory));
+
 static cl::OptionCategory trainCategory("paxrun training options");
 static cl::opt<bool>
     train("train",
@@ -333,7 +339,11 @@ static llvm::Error runThreads(const plan::Plan &plan,
     for (const plan::Binding &b : progs[d]->outputs()) {
       if (b.owner() || b.index() >= outputs.size())
         continue;
-      const runtime::Tensor &copy = buffers[d][b.buffer()];
+      runtime::Tensor &copy = buffers[d][b.buffer()];
+      if (injectReplicaFault == int(d) && !copy.data.empty()) {
+        copy.data[0] ^= 1;
+        injectReplicaFault = -1;
+      }
       runtime::Tensor owner = runtime::Tensor::zeros(copy.dtype, copy.shape);
       std::vector<int64_t> lo(b.offset().begin(), b.offset().end());
       runtime::moveOverlap(outputs[b.index()], std::vector<int64_t>(lo.size(), 0),
