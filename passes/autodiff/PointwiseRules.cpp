@@ -1,0 +1,318 @@
+//===- PointwiseRules.cpp - Gradients of the elementwise ops --------------===//
+//
+// dx = dy * f'(x) for the activations and the elementwise functions, f'
+// built elementwise over the forward op's result layout; max/min, where
+// and the piecewise-constant ops.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/autodiff/Rules.h"
+
+#include <cmath>
+
+namespace pax::gradient_rules {
+
+llvm::Error reluRule(GradientBuilder &b, const Op &op, Value *dy) {
+  DType elem = resultOf(op)->type.elem;
+  Value *zero = b.constant(0, elem);
+  TensorType mask = resultOf(op)->type;
+  mask.elem = DType::I1;
+  Value *positive = b.over(OpKind::Greater,
+                           {operandRead(op, 0), {zero, {}}}, b.resultMap(),
+                           mask, "positive");
+  b.accumulateOperand(
+      0, overResult(b, OpKind::Where,
+                    {{positive, b.resultMap()}, {dy, b.resultMap()}, {zero, {}}},
+                    op, "where"));
+  return llvm::Error::success();
+}
+
+// tanh' = 1 - y^2
+Value *tanhDerivative(GradientBuilder &b, const Op &op) {
+  Read y{resultOf(op), b.resultMap()};
+  Value *y2 = overResult(b, OpKind::Mul, {y, y}, op, "square");
+  return overResult(
+      b, OpKind::Sub,
+      {{b.constant(1, resultOf(op)->type.elem), {}}, {y2, b.resultMap()}}, op,
+      "one_minus");
+}
+
+// sigmoid' = y (1 - y)
+Value *sigmoidDerivative(GradientBuilder &b, const Op &op) {
+  Read y{resultOf(op), b.resultMap()};
+  Value *rest = overResult(
+      b, OpKind::Sub, {{b.constant(1, resultOf(op)->type.elem), {}}, y}, op,
+      "one_minus");
+  return overResult(b, OpKind::Mul, {y, {rest, b.resultMap()}}, op, "mul");
+}
+
+// exp' = y
+Value *expDerivative(GradientBuilder &b, const Op &op) { return resultOf(op); }
+
+// log' = 1 / x
+Value *logDerivative(GradientBuilder &b, const Op &op) {
+  return overResult(b, OpKind::Reciprocal, {operandRead(op, 0)}, op,
+                    "reciprocal");
+}
+
+// sqrt' = 0.5 / y
+Value *sqrtDerivative(GradientBuilder &b, const Op &op) {
+  return overResult(b, OpKind::Div,
+                    {{b.constant(0.5, resultOf(op)->type.elem), {}},
+                     {resultOf(op), b.resultMap()}},
+                    op, "half_over");
+}
+
+// pow(a, e): da = dy e a^(e-1); de = dy y log(a).
+llvm::Error powRule(GradientBuilder &b, const Op &op, Value *dy) {
+  DType elem = resultOf(op)->type.elem;
+  Read base = operandRead(op, 0), exponent = operandRead(op, 1);
+  Read dyr{dy, b.resultMap()};
+  if (b.needs(0)) {
+    Value *e1 = overResult(b, OpKind::Sub, {exponent, {b.constant(1, elem), {}}},
+                           op, "exponent_minus_one");
+    Value *p = overResult(b, OpKind::Pow, {base, {e1, b.resultMap()}}, op,
+                          "power");
+    Value *ep = overResult(b, OpKind::Mul, {exponent, {p, b.resultMap()}}, op,
+                           "derivative");
+    b.accumulateOperand(
+        0, overResult(b, OpKind::Mul, {dyr, {ep, b.resultMap()}}, op, "da"));
+  }
+  if (b.needs(1)) {
+    Value *l = overResult(b, OpKind::Log, {base}, op, "log");
+    Value *yl = overResult(
+        b, OpKind::Mul, {{resultOf(op), b.resultMap()}, {l, b.resultMap()}},
+        op, "y_log");
+    b.accumulateOperand(
+        1, overResult(b, OpKind::Mul, {dyr, {yl, b.resultMap()}}, op, "de"));
+  }
+  return llvm::Error::success();
+}
+
+// where(c, a, b): a gets dy where c holds, b where it does not.
+llvm::Error whereRule(GradientBuilder &b, const Op &op, Value *dy) {
+  Value *zero = b.constant(0, dy->type.elem);
+  Read cond = operandRead(op, 0), dyr{dy, b.resultMap()}, z{zero, {}};
+  if (b.needs(1))
+    b.accumulateOperand(
+        1, overResult(b, OpKind::Where, {cond, dyr, z}, op, "then"));
+  if (b.needs(2))
+    b.accumulateOperand(
+        2, overResult(b, OpKind::Where, {cond, z, dyr}, op, "else"));
+  return llvm::Error::success();
+}
+
+// reciprocal' = -y^2
+Value *reciprocalDerivative(GradientBuilder &b, const Op &op) {
+  Read y{resultOf(op), b.resultMap()};
+  Value *y2 = overResult(b, OpKind::Mul, {y, y}, op, "square");
+  return overResult(b, OpKind::Neg, {{y2, b.resultMap()}}, op, "neg");
+}
+
+// erf' = 2/sqrt(pi) exp(-x^2)
+Value *erfDerivative(GradientBuilder &b, const Op &op) {
+  DType elem = resultOf(op)->type.elem;
+  Read x = operandRead(op, 0);
+  Value *x2 = overResult(b, OpKind::Mul, {x, x}, op, "square");
+  Value *n = overResult(b, OpKind::Neg, {{x2, b.resultMap()}}, op, "neg");
+  Value *e = overResult(b, OpKind::Exp, {{n, b.resultMap()}}, op, "exp");
+  return overResult(b, OpKind::Mul,
+                    {{e, b.resultMap()},
+                     {b.constant(1.1283791670955126, elem), {}}},
+                    op, "scaled");
+}
+
+// sin' = cos x, cos' = -sin x
+Value *sinDerivative(GradientBuilder &b, const Op &op) {
+  return overResult(b, OpKind::Cos, {operandRead(op, 0)}, op, "cos");
+}
+
+Value *cosDerivative(GradientBuilder &b, const Op &op) {
+  Value *s = overResult(b, OpKind::Sin, {operandRead(op, 0)}, op, "sin");
+  return overResult(b, OpKind::Neg, {{s, b.resultMap()}}, op, "neg");
+}
+
+// gelu' = Phi(x) + x phi(x) (Phi, phi: the standard normal's distribution
+// and density); with approximate = "tanh", t = tanh(k (x + 0.044715 x^3)):
+// 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2), k = sqrt(2/pi).
+Value *geluDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  Read x = operandRead(op, 0);
+  Value *x2 = p.apply(OpKind::Mul, {x, x}, "square");
+  bool tanhForm = false;
+  if (auto it = op.attrs.find("approximate"); it != op.attrs.end())
+    if (auto *s = std::get_if<std::string>(&it->second))
+      tanhForm = *s == "tanh";
+  if (!tanhForm) {
+    Value *scaled = p.apply(OpKind::Mul, {x, p.c(M_SQRT1_2)}, "over_sqrt2");
+    Value *erf = p.apply(OpKind::Erf, {p.at(scaled)}, "erf");
+    Value *cdf = p.apply(OpKind::Mul,
+                         {p.at(p.apply(OpKind::Add, {p.at(erf), p.c(1)},
+                                       "one_plus")),
+                          p.c(0.5)},
+                         "cdf");
+    Value *g = p.apply(OpKind::Exp,
+                       {p.at(p.apply(OpKind::Mul, {p.at(x2), p.c(-0.5)},
+                                     "minus_half_square"))},
+                       "gauss");
+    Value *pdf = p.apply(OpKind::Mul, {p.at(g), p.c(0.3989422804014327)},
+                         "pdf");
+    Value *xpdf = p.apply(OpKind::Mul, {x, p.at(pdf)}, "x_pdf");
+    return p.apply(OpKind::Add, {p.at(cdf), p.at(xpdf)}, "derivative");
+  }
+  const double k = 0.7978845608028654, a = 0.044715;
+  Value *inner = p.apply(
+      OpKind::Mul,
+      {x, p.at(p.apply(OpKind::Add,
+                       {p.c(1), p.at(p.apply(OpKind::Mul, {p.at(x2), p.c(a)},
+                                             "a_square"))},
+                       "one_plus_a_square"))},
+      "inner");
+  Value *t = p.apply(OpKind::Tanh,
+                     {p.at(p.apply(OpKind::Mul, {p.at(inner), p.c(k)}, "u"))},
+                     "tanh");
+  Value *left = p.apply(OpKind::Mul,
+                        {p.at(p.apply(OpKind::Add, {p.at(t), p.c(1)},
+                                      "one_plus_t")),
+                         p.c(0.5)},
+                        "left");
+  Value *sech2 = p.apply(
+      OpKind::Sub,
+      {p.c(1), p.at(p.apply(OpKind::Mul, {p.at(t), p.at(t)}, "t_square"))},
+      "sech_square");
+  Value *du = p.apply(
+      OpKind::Add,
+      {p.c(k), p.at(p.apply(OpKind::Mul, {p.at(x2), p.c(3 * a * k)},
+                            "du_square"))},
+      "du");
+  Value *right = p.apply(
+      OpKind::Mul,
+      {p.at(p.apply(OpKind::Mul, {x, p.at(sech2)}, "x_sech_square")),
+       p.at(p.apply(OpKind::Mul, {p.at(du), p.c(0.5)}, "half_du"))},
+      "right");
+  return p.apply(OpKind::Add, {p.at(left), p.at(right)}, "derivative");
+}
+
+/// dx = dy where \p keep holds, 0 elsewhere.
+void maskedGradient(GradientBuilder &b, const Op &op, Value *dy, Value *keep) {
+  b.accumulateOperand(
+      0, overResult(b, OpKind::Where,
+                    {{keep, b.resultMap()}, {dy, b.resultMap()},
+                     {b.constant(0, dy->type.elem), {}}},
+                    op, "where"));
+}
+
+// clip: dy passes where min <= x <= max (torch's convention at the bounds).
+llvm::Error clipRule(GradientBuilder &b, const Op &op, Value *dy) {
+  Pointwise p{b, op};
+  Read x = operandRead(op, 0);
+  Read lo = op.operands.size() > 1 ? operandRead(op, 1)
+                                   : p.c(floatAttr(op, "min", -INFINITY));
+  Read hi = op.operands.size() > 2 ? operandRead(op, 2)
+                                   : p.c(floatAttr(op, "max", INFINITY));
+  Value *above = p.mask(OpKind::GreaterOrEqual, {x, lo}, "above_min");
+  Value *below = p.mask(OpKind::LessOrEqual, {x, hi}, "below_max");
+  maskedGradient(b, op, dy,
+                 p.mask(OpKind::And, {p.at(above), p.at(below)}, "inside"));
+  for (unsigned k = 1; k < op.operands.size(); ++k)
+    if (b.needs(k))
+      return llvm::createStringError(
+          "autodiff: op '" + op.name().str() +
+          "' (clip): gradients of its bounds are not supported");
+  return llvm::Error::success();
+}
+
+// leaky_relu' = 1 for x >= 0, alpha below.
+Value *leakyReluDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  Value *pos =
+      p.mask(OpKind::GreaterOrEqual, {operandRead(op, 0), p.c(0)}, "positive");
+  return p.apply(OpKind::Where,
+                 {p.at(pos), p.c(1), p.c(floatAttr(op, "alpha", 0.01))},
+                 "slope");
+}
+
+// hard_sigmoid' = alpha inside (0 < alpha x + beta < 1), 0 outside.
+Value *hardSigmoidDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  Read y = p.at(resultOf(op));
+  Value *inside = p.mask(
+      OpKind::And,
+      {p.at(p.mask(OpKind::Greater, {y, p.c(0)}, "above_zero")),
+       p.at(p.mask(OpKind::Less, {y, p.c(1)}, "below_one"))},
+      "inside");
+  return p.apply(OpKind::Where,
+                 {p.at(inside), p.c(floatAttr(op, "alpha", 0.2)), p.c(0)},
+                 "slope");
+}
+
+// hard_swish = x clamp(x/6 + 1/2, 0, 1): 0 below -3, 1 above 3, x/3 + 1/2
+// between.
+Value *hardSwishDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  Read x = operandRead(op, 0);
+  Value *mid = p.apply(
+      OpKind::Add,
+      {p.at(p.apply(OpKind::Mul, {x, p.c(1.0 / 3)}, "third")), p.c(0.5)},
+      "middle");
+  Value *high = p.apply(
+      OpKind::Where,
+      {p.at(p.mask(OpKind::Greater, {x, p.c(3)}, "above")), p.c(1), p.at(mid)},
+      "upper");
+  return p.apply(
+      OpKind::Where,
+      {p.at(p.mask(OpKind::Less, {x, p.c(-3)}, "below")), p.c(0), p.at(high)},
+      "slope");
+}
+
+// abs' = sign(x) (0 at 0).
+Value *absDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  return p.apply(OpKind::Sign, {operandRead(op, 0)}, "sign");
+}
+
+// softplus' = sigmoid(x).
+Value *softplusDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  return p.apply(OpKind::Sigmoid, {operandRead(op, 0)}, "sigmoid");
+}
+
+// elu' = 1 for x >= 0, y + alpha below (y = alpha (e^x - 1)).
+Value *eluDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  Value *pos =
+      p.mask(OpKind::GreaterOrEqual, {operandRead(op, 0), p.c(0)}, "positive");
+  Value *below = p.apply(
+      OpKind::Add, {p.at(resultOf(op)), p.c(floatAttr(op, "alpha", 1))},
+      "y_plus_alpha");
+  return p.apply(OpKind::Where, {p.at(pos), p.c(1), p.at(below)}, "slope");
+}
+
+// Piecewise-constant ops (floor, ceil, round, sign): zero almost everywhere,
+// so nothing flows back.
+llvm::Error zeroRule(GradientBuilder &, const Op &, Value *) {
+  return llvm::Error::success();
+}
+
+// max(a, b) and min(a, b): dy goes to the operand that is chosen, the
+// first on a tie.
+llvm::Error maxMinRule(GradientBuilder &b, const Op &op, Value *dy) {
+  if (op.operands.size() != 2)
+    return llvm::createStringError(
+        "autodiff: op '" + op.name().str() + "' (" +
+        opKindName(op.kind).str() +
+        ") has more than two operands; its gradient is not supported yet");
+  Pointwise p{b, op};
+  Value *first = p.mask(op.kind == OpKind::Max ? OpKind::GreaterOrEqual
+                                               : OpKind::LessOrEqual,
+                        {operandRead(op, 0), operandRead(op, 1)}, "first");
+  Read z = p.c(0), dyr = p.at(dy);
+  if (b.needs(0))
+    b.accumulateOperand(
+        0, p.apply(OpKind::Where, {p.at(first), dyr, z}, "to_first"));
+  if (b.needs(1))
+    b.accumulateOperand(
+        1, p.apply(OpKind::Where, {p.at(first), z, dyr}, "to_second"));
+  return llvm::Error::success();
+}
+
+} // namespace pax::gradient_rules
