@@ -24,6 +24,19 @@ llvm::Error addRule(GradientBuilder &b, const Op &op, Value *dy) {
   return llvm::Error::success();
 }
 
+// mean of n operands: each gets dy / n (summed where it is broadcast).
+llvm::Error meanRule(GradientBuilder &b, const Op &op, Value *dy) {
+  Value *share = overResult(
+      b, OpKind::Mul,
+      {{dy, b.resultMap()},
+       {b.constant(1.0 / double(op.operands.size()), dy->type.elem), {}}},
+      op, "share");
+  for (unsigned k = 0; k < op.operands.size(); ++k)
+    if (b.needs(k))
+      b.accumulateOperand(k, share);
+  return llvm::Error::success();
+}
+
 llvm::Error subRule(GradientBuilder &b, const Op &op, Value *dy) {
   if (b.needs(0))
     b.accumulateOperand(0, dy);
@@ -333,6 +346,14 @@ constexpr RuleEntry kRules[] = {
     {OpKind::ReduceMax, reduceMaxRule},
     {OpKind::ReduceMin, reduceMaxRule},
     {OpKind::CumSum, cumSumRule},
+    {OpKind::Selu, fromResultRule<seluDerivative>},
+    {OpKind::Celu, fromResultRule<celuDerivative>},
+    {OpKind::Softsign, fromResultRule<softsignDerivative>},
+    {OpKind::Mish, fromResultRule<mishDerivative>},
+    {OpKind::PRelu, preluRule},
+    {OpKind::Tile, layoutRule},
+    {OpKind::Sum, addRule},
+    {OpKind::Mean, meanRule},
 };
 
 } // namespace gradient_rules

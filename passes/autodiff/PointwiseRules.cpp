@@ -287,6 +287,87 @@ Value *eluDerivative(GradientBuilder &b, const Op &op) {
   return p.apply(OpKind::Where, {p.at(pos), p.c(1), p.at(below)}, "slope");
 }
 
+// selu = gamma x above 0, gamma alpha (e^x - 1) at or below: its slope is
+// gamma above 0, y + gamma alpha below.
+Value *seluDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  double alpha = floatAttr(op, "alpha", 1.67326319217681884765625),
+         gamma = floatAttr(op, "gamma", 1.05070102214813232421875);
+  Value *pos = p.mask(OpKind::Greater, {operandRead(op, 0), p.c(0)}, "positive");
+  Value *below = p.apply(OpKind::Add, {p.at(resultOf(op)), p.c(gamma * alpha)},
+                         "y_plus_gamma_alpha");
+  return p.apply(OpKind::Where, {p.at(pos), p.c(gamma), p.at(below)}, "slope");
+}
+
+// celu = max(0, x) + min(0, alpha (e^(x/alpha) - 1)): slope 1 at or above
+// 0, e^(x/alpha) = y / alpha + 1 below.
+Value *celuDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  double alpha = floatAttr(op, "alpha", 1);
+  Value *pos =
+      p.mask(OpKind::GreaterOrEqual, {operandRead(op, 0), p.c(0)}, "positive");
+  Value *below = p.apply(
+      OpKind::Add,
+      {p.at(p.apply(OpKind::Mul, {p.at(resultOf(op)), p.c(1 / alpha)},
+                    "y_over_alpha")),
+       p.c(1)},
+      "exp_x_over_alpha");
+  return p.apply(OpKind::Where, {p.at(pos), p.c(1), p.at(below)}, "slope");
+}
+
+// softsign = x / (1 + |x|): slope 1 / (1 + |x|)^2.
+Value *softsignDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  Value *den = p.apply(
+      OpKind::Add,
+      {p.at(p.apply(OpKind::Abs, {operandRead(op, 0)}, "abs")), p.c(1)},
+      "one_plus_abs");
+  return p.apply(OpKind::Reciprocal,
+                 {p.at(p.apply(OpKind::Mul, {p.at(den), p.at(den)}, "square"))},
+                 "slope");
+}
+
+// mish = x tanh(softplus(x)): slope t + x sigmoid(x) (1 - t^2), t =
+// tanh(softplus(x)).
+Value *mishDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  Read x = operandRead(op, 0);
+  Value *t = p.apply(OpKind::Tanh,
+                     {p.at(p.apply(OpKind::Softplus, {x}, "softplus"))}, "tanh");
+  Value *sech2 = p.apply(
+      OpKind::Sub,
+      {p.c(1), p.at(p.apply(OpKind::Mul, {p.at(t), p.at(t)}, "t_square"))},
+      "sech_square");
+  Value *xs = p.apply(
+      OpKind::Mul, {x, p.at(p.apply(OpKind::Sigmoid, {x}, "sigmoid"))},
+      "x_sigmoid");
+  return p.apply(
+      OpKind::Add,
+      {p.at(t), p.at(p.apply(OpKind::Mul, {p.at(xs), p.at(sech2)}, "right"))},
+      "slope");
+}
+
+// prelu(x, slope) = x at or above 0, slope x below: dx = dy where x >= 0,
+// dy slope below; dslope = dy x below, 0 above (summed over the dims the
+// slope is broadcast along).
+llvm::Error preluRule(GradientBuilder &b, const Op &op, Value *dy) {
+  Pointwise p{b, op};
+  Read x = operandRead(op, 0);
+  Value *pos = p.mask(OpKind::GreaterOrEqual, {x, p.c(0)}, "positive");
+  if (b.needs(0)) {
+    Value *slope = p.apply(OpKind::Where, {p.at(pos), p.c(1), operandRead(op, 1)},
+                           "slope");
+    b.accumulateOperand(
+        0, p.apply(OpKind::Mul, {p.at(dy), p.at(slope)}, "dx"));
+  }
+  if (b.needs(1)) {
+    Value *below = p.apply(OpKind::Where, {p.at(pos), p.c(0), x}, "x_below");
+    b.accumulateOperand(
+        1, p.apply(OpKind::Mul, {p.at(dy), p.at(below)}, "dslope"));
+  }
+  return llvm::Error::success();
+}
+
 // Piecewise-constant ops (floor, ceil, round, sign): zero almost everywhere,
 // so nothing flows back.
 llvm::Error zeroRule(GradientBuilder &, const Op &, Value *) {

@@ -158,6 +158,15 @@ Value *softplusDerivative(GradientBuilder &b, const Op &op);
 /// elu' = 1 for x >= 0, y + alpha below (y = alpha (e^x - 1)).
 Value *eluDerivative(GradientBuilder &b, const Op &op);
 
+/// selu, celu, softsign and mish: their slopes.
+Value *seluDerivative(GradientBuilder &b, const Op &op);
+Value *celuDerivative(GradientBuilder &b, const Op &op);
+Value *softsignDerivative(GradientBuilder &b, const Op &op);
+Value *mishDerivative(GradientBuilder &b, const Op &op);
+
+/// prelu: x's gradient and the slope's (summed where it is broadcast).
+llvm::Error preluRule(GradientBuilder &b, const Op &op, Value *dy);
+
 /// Piecewise-constant ops (floor, ceil, round, sign): zero almost everywhere,
 /// so nothing flows back.
 llvm::Error zeroRule(GradientBuilder &, const Op &, Value *);

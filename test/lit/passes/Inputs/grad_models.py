@@ -217,6 +217,26 @@ def more(rng):
         [h.make_tensor_value_info("logits", T.FLOAT, [3, 5])]
 
 
+def acts2(rng):
+    """Selu, Celu, Softsign, Mish, PRelu with a trained per-column slope,
+    Mean, Sum, Tile (opset 18)."""
+    inits = [weight(rng, "W1", (4, 6), 0.8), weight(rng, "W2", (6, 5)),
+             nh.from_array(np.array([0.2, -0.1, 0.3, 0.05, 0.25, 0.15], np.float32), "slope"),
+             nh.from_array(np.array([2, 1], np.int64), "reps")]
+    nodes = [h.make_node("MatMul", ["x", "W1"], ["a"], name="mm1"),
+             h.make_node("Selu", ["a"], ["b1"], name="selu"),
+             h.make_node("Celu", ["a"], ["b2"], name="celu", alpha=0.8),
+             h.make_node("Softsign", ["a"], ["b3"], name="softsign"),
+             h.make_node("Mish", ["a"], ["b4"], name="mish"),
+             h.make_node("PRelu", ["a", "slope"], ["b5"], name="prelu"),
+             h.make_node("Mean", ["b4", "b5"], ["m"], name="mean"),
+             h.make_node("Sum", ["b1", "b2", "b3", "m"], ["s"], name="sum"),
+             h.make_node("Tile", ["s", "reps"], ["t"], name="tile"),
+             h.make_node("MatMul", ["t", "W2"], ["logits"], name="mm2")]
+    return nodes, inits, [h.make_tensor_value_info("x", T.FLOAT, [3, 4])], \
+        [h.make_tensor_value_info("logits", T.FLOAT, [6, 5])]
+
+
 def prod(rng):
     """A product over a row (no gradient rule yet)."""
     inits = [weight(rng, "W", (4, 3))]
@@ -315,7 +335,7 @@ def main():
         "mlp": mlp, "zoo": zoo, "embed": embed, "cnn": cnn, "cnn_bn": cnn_bn,
         "dropout": dropout, "sparse": sparse, "dense": dense,
         "strided": strided, "acts": acts, "pools": pools, "lrn": lrn,
-        "more": more, "prod": prod,
+        "more": more, "acts2": acts2, "prod": prod,
         "lstm": lambda r: rnn(r, "LSTM"),
         "lstm_bi": lambda r: rnn(r, "LSTM", direction="bidirectional"),
         "gru": lambda r: rnn(r, "GRU"),
@@ -326,7 +346,7 @@ def main():
     g = h.make_graph(nodes, name, inputs, outputs, inits)
     # Opset 13: softmaxes over one axis; ReduceSum's axes an input. 15 for
     # BatchNormalization's training_mode.
-    opset = {"cnn_bn": 15, "acts": 20}.get(name, 13)
+    opset = {"cnn_bn": 15, "acts": 20, "acts2": 18}.get(name, 13)
     model = h.make_model(g, opset_imports=[h.make_opsetid("", opset)], ir_version=8)
     onnx.checker.check_model(model)
     onnx.save(model, out)
