@@ -17,12 +17,17 @@ gradient rule) is skipped and listed with paxc's error, and so is one that
 onnxruntime-training cannot differentiate (ORT_SKIP); a known paxc failure
 (XFAIL) must still fail as written. Exits 1 on any other failure.
 
-Where onnxruntime's weights miss the tolerance, a float64 arbiter decides
-(arbitrate): paxc trains a float64 copy of the model the same 3 steps, and
-the run passes when paxc's float32 weights are at least as close to that
-float64 trajectory as onnxruntime's are (and onnxruntime's within 10x the
-tolerance of it): the float32 noise of the trajectory, which a large step
-amplifies, is then the reference's as much as paxc's.
+Where onnxruntime's weights miss the tolerance but the first step's
+gradients match, a float64 arbiter decides (arbitrate): paxc trains a
+float64 copy of the model the same 3 steps, and the run passes when
+paxc's float32 weights are at least as close to that float64 trajectory
+as onnxruntime's are, and within the tolerance of it (or onnxruntime within
+10x): the float32 noise of the trajectory, which a large step amplifies or
+a rounding flips across a ReLU's kink, is then the reference's, not
+paxc's. Measured: gemma_ts momentum (paxc 1.3e-5 from float64,
+onnxruntime 1.7e-5), resnet_ts Adam (5.6e-6, 1.7e-4), regnet_ts SGD
+(1.3e-7, 3.3e-4: paxc before its f32 exp/sigmoid and GEMM blocking
+changes matched onnxruntime there, both 3.3e-4 from float64).
 """
 import argparse
 import json
@@ -108,11 +113,12 @@ def max_relative(a_path, b_path, names=None):
 def arbitrate(a, py, reference, model, data, work, opt, flags, ref_flags, ref_extra, ir,
               trained):
     """The float64 arbiter, for a run onnxruntime-training's float32 does
-    not match within the tolerance: paxc trains a float64 copy of the model
-    the same 3 steps; paxc's float32 weights must be at least as close to
-    those as onnxruntime's are (each float32 run's own distance from the
-    float64 trajectory), and onnxruntime's within 10x the tolerance of
-    them (a wrong gradient would be far off). Returns (passed, what)."""
+    not match within the tolerance (its first-step gradients did): paxc
+    trains a float64 copy of the model the same 3 steps; paxc's float32
+    weights must be at least as close to those as onnxruntime's are (each
+    float32 run's own distance from the float64 trajectory), and either
+    within the tolerance of them or onnxruntime within 10x the tolerance.
+    Returns (passed, what)."""
     sys.path.insert(0, os.path.join(ROOT, "tools", "models"))
     import onnx
     from onnx_float64 import to_float64
@@ -127,17 +133,17 @@ def arbitrate(a, py, reference, model, data, work, opt, flags, ref_flags, ref_ex
         return False, f"float64 arbiter: {last_line(r.stderr)}"
     tol = float(ref_extra[ref_extra.index("--tol") + 1])
     r = run([py, reference, model, f"{data}/in", t64, "--steps", "3", "--loss", "cross-entropy",
-             *sum(ref_flags, []), "--params-from", ir, *ref_extra, "--tol", str(10 * tol)])
+             *sum(ref_flags, []), "--params-from", ir, *ref_extra])
     found = re.search(r"within (\S+) of onnxruntime-training", r.stdout)
     if not found:
         return False, f"float64 arbiter: the reference failed: {last_line(r.stderr)}"
     ort = float(found.group(1))
     pax, at = max_relative(trained, t64)
-    ok = r.returncode == 0 and pax <= ort
+    ok = pax <= ort and (pax <= tol or ort <= 10 * tol)
     return ok, (f"float64 arbiter: paxc's float32 weights within {pax:.1e} of paxc's "
                 f"float64 run (worst {at}), onnxruntime-training's within {ort:.1e}"
-                + ("" if ok else " (FAILS: paxc must be at least as close, onnxruntime "
-                   f"within {10 * tol:g})"))
+                + ("" if ok else " (FAILS: paxc must be at least as close, and within "
+                   f"{tol:g} or onnxruntime within {10 * tol:g})"))
 
 
 def main():
@@ -234,7 +240,11 @@ def main():
                     if g:
                         head += f", {g.group(1)} elements left out"
             verdict = None
-            if r.returncode and found:
+            # Only the weights may go to the arbiter: the first step's
+            # gradients (which check the rules) must have matched.
+            grads_ok = bool(grads) and not any(
+                line.startswith("MISMATCH grad/") for line in summary)
+            if r.returncode and found and grads_ok:
                 verdict = arbitrate(a, py, reference, model, data, work, opt, flags,
                                     ref_flags, ref_extra, ir, trained)
                 head += f"; {verdict[1]}"
