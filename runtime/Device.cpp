@@ -33,8 +33,9 @@ Uses usesOf(const plan::Instruction &inst) {
 } // namespace
 
 llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
-                      DataFeed &feed, Communicator *comm,
-                      std::vector<Tensor> &buffers, DeviceStats &stats) {
+                      DataFeed &feed, Communicator *comm, DeviceMemory &memory,
+                      DeviceStats &stats) {
+  std::vector<Tensor> &buffers = memory.buffers;
   uint32_t device = prog.device();
   auto fail = [&](const llvm::Twine &msg) {
     return llvm::createStringError("device " + llvm::Twine(device) + ": " +
@@ -63,14 +64,32 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
       return fail("an output binding names buffer " + llvm::Twine(b.buffer()));
     keep[b.buffer()] = true;
   }
+  // Every buffer inside the arena (the plan's offsets are checked, not
+  // trusted).
+  int64_t arenaBytes = prog.arena_bytes();
+  for (size_t b = 0; b < nb; ++b) {
+    const plan::Buffer &buf = prog.buffers(int(b));
+    int64_t bytes = dtypeBytes(buf.dtype());
+    for (int64_t d : buf.shape())
+      bytes *= d;
+    if (buf.offset() < 0 || bytes < 0 || buf.offset() + bytes > arenaBytes)
+      return fail("buffer " + llvm::Twine(b) + " (" + llvm::Twine(bytes) +
+                  " bytes at " + llvm::Twine(buf.offset()) +
+                  ") lies outside the arena of " + llvm::Twine(arenaBytes) +
+                  " bytes");
+  }
   buffers.assign(nb, Tensor());
+  if (memory.arena.size() < size_t(arenaBytes))
+    memory.arena.resize(size_t(arenaBytes));
+  stats.arenaBytes = arenaBytes;
   int64_t live = 0;
   auto allocate = [&](uint32_t b) {
     if (allocated[b])
       return;
     const plan::Buffer &buf = prog.buffers(int(b));
-    buffers[b] = Tensor::zeros(
-        buf.dtype(), std::vector<int64_t>(buf.shape().begin(), buf.shape().end()));
+    buffers[b] = Tensor::view(
+        buf.dtype(), std::vector<int64_t>(buf.shape().begin(), buf.shape().end()),
+        memory.arena.data() + buf.offset(), true);
     allocated[b] = true;
     live += buffers[b].bytes();
     stats.peakBytes = std::max(stats.peakBytes, live);

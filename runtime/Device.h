@@ -26,16 +26,31 @@ struct DeviceStats {
   std::map<uint32_t, int64_t> exchangeBytes;
   /// Most bytes of buffers alive at once.
   int64_t peakBytes = 0;
+  /// The arena the buffers lived in (the program's planned peak).
+  int64_t arenaBytes = 0;
   int64_t instructions = 0;
 };
 
-/// Runs \p prog, a program of \p plan, on the CPU kernels: buffers are
-/// allocated when first written and freed after their last use, except the
-/// output bindings' buffers, which \p buffers keeps (indexed by buffer id).
-/// \p comm may be null for a program without collectives.
+/// A device's memory for its program: one arena of the program's
+/// `arena_bytes`, every buffer a view at its planned offset. Kept by the
+/// caller from run to run (a training session's steps reuse it) and until
+/// it has read the output buffers.
+struct DeviceMemory {
+  std::vector<uint8_t> arena;
+  /// Indexed by buffer id: views into the arena while a buffer is live
+  /// (after the run: the output bindings' buffers only).
+  std::vector<Tensor> buffers;
+};
+
+/// Runs \p prog, a program of \p plan, on the CPU kernels: each buffer is
+/// a view of \p memory's arena at its planned offset, zero-filled when
+/// first written and dropped after its last use, except the output
+/// bindings' buffers. An arena smaller than the plan says, or a buffer
+/// outside it, is an error. \p comm may be null for a program without
+/// collectives.
 llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
-                      DataFeed &feed, Communicator *comm,
-                      std::vector<Tensor> &buffers, DeviceStats &stats);
+                      DataFeed &feed, Communicator *comm, DeviceMemory &memory,
+                      DeviceStats &stats);
 
 } // namespace pax::runtime
 

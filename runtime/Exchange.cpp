@@ -164,7 +164,7 @@ void unpackOverlap(llvm::ArrayRef<uint8_t> packed, llvm::ArrayRef<int64_t> lo,
   piece.shape.resize(o.rank);
   for (size_t i = 0; i < o.rank; ++i)
     piece.shape[i] = o.empty ? 0 : o.hi[i] - o.lo[i];
-  piece.data.assign(packed.begin(), packed.end());
+  piece.data = Bytes(packed.begin(), packed.end());
   moveOverlap(piece, o.lo, dst, dstLo, add);
 }
 

@@ -21,7 +21,18 @@ Tensor Tensor::zeros(plan::DType dtype, std::vector<int64_t> shape) {
   Tensor t;
   t.dtype = dtype;
   t.shape = std::move(shape);
-  t.data.assign(size_t(t.bytes()), 0);
+  t.data = Bytes(size_t(t.bytes()));
+  return t;
+}
+
+Tensor Tensor::view(plan::DType dtype, std::vector<int64_t> shape,
+                    uint8_t *p, bool zero) {
+  Tensor t;
+  t.dtype = dtype;
+  t.shape = std::move(shape);
+  t.data = Bytes::view(p, size_t(t.bytes()));
+  if (zero && !t.data.empty())
+    std::memset(p, 0, t.data.size());
   return t;
 }
 

@@ -418,7 +418,7 @@ TEST(GenericKernelTest, ReduceSumIsDeterministicAcrossThreadCounts) {
     arena.execute([&] { EXPECT_EQ(run(b.c, {&x}, {&z}), ""); });
     return z.data;
   };
-  std::vector<uint8_t> one = sumWith(1), two = sumWith(2);
+  runtime::Bytes one = sumWith(1), two = sumWith(2);
   EXPECT_EQ(one, two);
   // And the same order as a plain loop: row by row, left to right.
   for (int64_t r = 0; r < rows; ++r) {

@@ -63,14 +63,14 @@ runtime::Tensor runAll(const plan::Plan &p,
                        std::vector<const plan::DeviceProgram *> progs,
                        TestFeed &feed, std::map<uint32_t, int64_t> &bytes) {
   auto comm = runtime::makeThreadCommunicator(p);
-  std::vector<std::vector<runtime::Tensor>> buffers(progs.size());
+  std::vector<runtime::DeviceMemory> memory(progs.size());
   std::vector<runtime::DeviceStats> stats(progs.size());
   std::vector<std::string> errors(progs.size());
   std::vector<std::thread> threads;
   for (size_t d = 0; d < progs.size(); ++d)
     threads.emplace_back([&, d] {
       if (auto err = runtime::runDevice(p, *progs[d], feed, comm.get(),
-                                        buffers[d], stats[d])) {
+                                        memory[d], stats[d])) {
         errors[d] = llvm::toString(std::move(err));
         comm->abort("failed");
       }
@@ -88,7 +88,7 @@ runtime::Tensor runAll(const plan::Plan &p,
     for (const plan::Binding &b : progs[d]->outputs())
       if (b.owner() && errors[d].empty())
         runtime::moveOverlap(
-            buffers[d][b.buffer()],
+            memory[d].buffers[b.buffer()],
             std::vector<int64_t>(b.offset().begin(), b.offset().end()), out,
             std::vector<int64_t>(out.shape.size(), 0), false);
   }
@@ -279,7 +279,9 @@ TEST(PartitionTest, BadProgramsAreErrorsNotCrashesOrHangs) {
       plan::Buffer *b = prog->add_buffers();
       b->set_id(id);
       b->add_shape(2);
+      b->set_offset(64 * id);
     }
+    prog->set_arena_bytes(128);
     plan::LoadWeight *load = prog->add_instructions()->mutable_load();
     load->set_source(plan::LoadWeight::FILL);
     load->set_fill(d + 1);
@@ -299,14 +301,14 @@ TEST(PartitionTest, BadProgramsAreErrorsNotCrashesOrHangs) {
   TestFeed feed({});
   auto run = [&](const plan::Plan &plan) {
     std::vector<std::string> errors(2);
-    std::vector<std::vector<runtime::Tensor>> buffers(2);
+    std::vector<runtime::DeviceMemory> memory(2);
     auto comm = runtime::makeThreadCommunicator(plan);
     std::vector<std::thread> threads;
     for (int d = 0; d < 2; ++d)
       threads.emplace_back([&, d] {
         runtime::DeviceStats stats;
         if (auto err = runtime::runDevice(plan, plan.programs(d), feed,
-                                          comm.get(), buffers[d], stats)) {
+                                          comm.get(), memory[d], stats)) {
           errors[d] = llvm::toString(std::move(err));
           comm->abort("device " + std::to_string(d) + " failed");
         }
@@ -314,12 +316,24 @@ TEST(PartitionTest, BadProgramsAreErrorsNotCrashesOrHangs) {
     for (auto &t : threads)
       t.join();
     if (errors[0].empty() && errors[1].empty()) {
-      EXPECT_EQ(buffers[0][1].real(0), 3.0); // 1 + 2
+      EXPECT_EQ(memory[0].buffers[1].real(0), 3.0); // 1 + 2
+      // The output lives in the arena, at its planned offset.
+      EXPECT_EQ(memory[0].buffers[1].data.data(), memory[0].arena.data() + 64);
+      EXPECT_TRUE(memory[0].buffers[1].data.view());
     }
     return errors;
   };
   auto ok = run(p);
   EXPECT_EQ(ok[0] + ok[1], "");
+
+  // A buffer the plan places past its arena: an error, before anything runs.
+  plan::Plan outside = p;
+  outside.mutable_programs(1)->mutable_buffers(1)->set_offset(124);
+  auto o = run(outside);
+  EXPECT_NE(o[1].find("buffer 1 (8 bytes at 124) lies outside the arena of "
+                      "128 bytes"),
+            std::string::npos)
+      << o[1];
 
   // A buffer id past the table: device 1 fails, device 0 is released.
   plan::Plan bad = p;

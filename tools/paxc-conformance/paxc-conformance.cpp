@@ -63,7 +63,7 @@ globalTensor(const Global &g, const onnx::ModelProto &m, llvm::StringRef dir) {
     runtime::Tensor t;
     t.dtype = toPlanDType(g.value.type.elem);
     t.shape.assign(g.value.type.shape.begin(), g.value.type.shape.end());
-    t.data = g.bytes;
+    t.data = runtime::Bytes(g.bytes.begin(), g.bytes.end());
     return t;
   }
   for (const auto &init : m.graph().initializer())
@@ -149,7 +149,7 @@ static Outcome runTest(const std::string &dir) {
       const TensorType &t = op->results[i].value->type;
       outs[i].dtype = toPlanDType(t.elem);
       outs[i].shape.assign(t.shape.begin(), t.shape.end());
-      outs[i].data.assign(size_t(t.bytes()), 0);
+      outs[i].data = runtime::Bytes(size_t(t.bytes()));
       outPtrs.push_back(&outs[i]);
       outIds.push_back(uint32_t(op->operands.size() + i));
     }

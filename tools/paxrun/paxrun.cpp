@@ -260,7 +260,7 @@ static void keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
       continue;
     resident.keep(name.str(), std::vector<int64_t>(b.offset().begin(),
                                                    b.offset().end()),
-                  std::move(buffers[b.buffer()]));
+                  std::move(buffers[b.buffer()]).owned());
   }
 }
 
@@ -274,14 +274,20 @@ static llvm::Error runThreads(const plan::Plan &plan,
                               std::vector<ResidentFeed> *resident = nullptr) {
   auto comm = runtime::makeThreadCommunicator(plan);
   size_t n = progs.size();
-  std::vector<std::vector<runtime::Tensor>> buffers(n);
+  // Each device's arena, kept from run to run (and step to step).
+  static std::vector<runtime::DeviceMemory> memory;
+  if (memory.size() < n)
+    memory.resize(n);
+  auto buffers = [&](size_t d) -> std::vector<runtime::Tensor> & {
+    return memory[d].buffers;
+  };
   std::vector<std::string> errors(n);
   stats.assign(n, {});
   auto work = [&](size_t d) {
     runtime::DataFeed &source =
         resident ? static_cast<runtime::DataFeed &>((*resident)[d]) : feed;
     if (auto err = runtime::runDevice(plan, *progs[d], source, comm.get(),
-                                      buffers[d], stats[d])) {
+                                      memory[d], stats[d])) {
       errors[d] = llvm::toString(std::move(err));
       comm->abort("device " + std::to_string(progs[d]->device()) + " failed");
     }
@@ -312,7 +318,7 @@ static llvm::Error runThreads(const plan::Plan &plan,
                                        llvm::Twine(b.index()));
       const plan::TensorInfo &info = plan.outputs(int(b.index()));
       runtime::Tensor &out = outputs[b.index()];
-      const runtime::Tensor &block = buffers[d][b.buffer()];
+      const runtime::Tensor &block = buffers(d)[b.buffer()];
       // A block that is the whole output is copied as it is.
       bool whole = llvm::all_of(b.offset(), [](int64_t o) { return o == 0; }) &&
                    block.shape == shapeOf(info.shape()) &&
@@ -339,7 +345,7 @@ static llvm::Error runThreads(const plan::Plan &plan,
     for (const plan::Binding &b : progs[d]->outputs()) {
       if (b.owner() || b.index() >= outputs.size())
         continue;
-      runtime::Tensor &copy = buffers[d][b.buffer()];
+      runtime::Tensor &copy = buffers(d)[b.buffer()];
       if (injectReplicaFault == int(d) && !copy.data.empty()) {
         copy.data[0] ^= 1;
         injectReplicaFault = -1;
@@ -358,7 +364,7 @@ static llvm::Error runThreads(const plan::Plan &plan,
   // The devices keep their updated blocks (moved: the run is over).
   if (resident)
     for (size_t d = 0; d < n; ++d)
-      keepUpdates(plan, *progs[d], buffers[d], (*resident)[d]);
+      keepUpdates(plan, *progs[d], buffers(d), (*resident)[d]);
   return llvm::Error::success();
 }
 
@@ -393,7 +399,8 @@ static std::vector<uint8_t>
 packRankResults(const plan::Plan &plan, const plan::DeviceProgram &prog,
                 const std::vector<runtime::Tensor> &buffers,
                 const runtime::DeviceStats &stats) {
-  std::vector<int64_t> header = {stats.instructions, stats.peakBytes};
+  std::vector<int64_t> header = {stats.instructions, stats.peakBytes,
+                                 stats.arenaBytes};
   for (int x = 0; x < plan.exchanges_size(); ++x) {
     auto it = stats.exchangeBytes.find(uint32_t(x));
     header.push_back(it == stats.exchangeBytes.end() ? -1 : it->second);
@@ -418,16 +425,17 @@ static llvm::Error unpackRankResults(const plan::Plan &plan,
                                    " sent results that do not match its "
                                    "program");
   };
-  std::vector<int64_t> header(2 + size_t(plan.exchanges_size()));
+  std::vector<int64_t> header(3 + size_t(plan.exchanges_size()));
   size_t at = header.size() * sizeof(int64_t);
   if (bytes.size() < at)
     return bad();
   std::memcpy(header.data(), bytes.data(), at);
   stats.instructions = header[0];
   stats.peakBytes = header[1];
-  for (size_t x = 2; x < header.size(); ++x)
+  stats.arenaBytes = header[2];
+  for (size_t x = 3; x < header.size(); ++x)
     if (header[x] >= 0)
-      stats.exchangeBytes[uint32_t(x - 2)] = header[x];
+      stats.exchangeBytes[uint32_t(x - 3)] = header[x];
   for (const plan::Binding &b : prog.outputs()) {
     if (!b.owner())
       continue;
@@ -487,12 +495,14 @@ static llvm::Expected<bool> runRank(const plan::Plan &plan,
   auto comm = runtime::makeMpiCommunicator(plan);
   if (!comm)
     runtime::abortMpiWorld(llvm::toString(comm.takeError()));
-  std::vector<runtime::Tensor> buffers;
+  // The rank's arena, kept from step to step.
+  static runtime::DeviceMemory memory;
+  std::vector<runtime::Tensor> &buffers = memory.buffers;
   runtime::DeviceStats mine;
   runtime::DataFeed &source =
       resident ? static_cast<runtime::DataFeed &>(*resident) : feed;
   if (auto err =
-          runtime::runDevice(plan, *prog, source, comm->get(), buffers, mine))
+          runtime::runDevice(plan, *prog, source, comm->get(), memory, mine))
     (*comm)->abort(llvm::toString(std::move(err)));
   std::vector<uint8_t> results = packRankResults(plan, *prog, buffers, mine);
   // The rank keeps its updated blocks (moved: they are packed).
@@ -928,15 +938,17 @@ int main(int argc, char **argv) {
   if (auto err = runTimed(*plan, progs, feed, outputs, stats))
     return fail(llvm::toString(std::move(err)));
 #endif
-  int64_t instructions = 0, peak = 0;
+  int64_t instructions = 0, peak = 0, arena = 0;
   for (const runtime::DeviceStats &s : stats) {
     instructions += s.instructions;
     peak = std::max(peak, s.peakBytes);
+    arena = std::max(arena, s.arenaBytes);
   }
   llvm::outs() << llvm::formatv(
       "paxrun: ran {0} instructions on {1} device(s); peak buffers {2:F2} "
-      "MiB per device\n",
-      instructions, plan->devices(), double(peak) / (1 << 20));
+      "MiB per device, in an arena of {3:F2} MiB (the plan's)\n",
+      instructions, plan->devices(), double(peak) / (1 << 20),
+      double(arena) / (1 << 20));
   int status = 0;
   if (commStats) {
     int64_t predicted = 0, performed = 0;
