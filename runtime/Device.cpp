@@ -1,8 +1,9 @@
-//===- Device.cpp - One device's program on the CPU -----------------------===//
+//===- Device.cpp - The interpreter of one device's program ---------------===//
 #include "runtime/Device.h"
 
 #include "runtime/Exchange.h"
-#include "runtime/cpu/Kernels.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 namespace pax::runtime {
 
@@ -33,12 +34,11 @@ Uses usesOf(const plan::Instruction &inst) {
 } // namespace
 
 llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
-                      DataFeed &feed, Communicator *comm, DeviceMemory &memory,
-                      DeviceStats &stats) {
-  std::vector<Tensor> &buffers = memory.buffers;
-  uint32_t device = prog.device();
+                      DataFeed &feed, Communicator *comm, Device &device,
+                      std::vector<Tensor> &buffers, DeviceStats &stats) {
+  uint32_t id = prog.device();
   auto fail = [&](const llvm::Twine &msg) {
-    return llvm::createStringError("device " + llvm::Twine(device) + ": " +
+    return llvm::createStringError("device " + llvm::Twine(id) + ": " +
                                    msg);
   };
   size_t nb = size_t(prog.buffers_size());
@@ -79,17 +79,28 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
                   " bytes");
   }
   buffers.assign(nb, Tensor());
-  if (memory.arena.size() < size_t(arenaBytes))
-    memory.arena.resize(size_t(arenaBytes));
+  if (auto err = device.reserve(arenaBytes))
+    return fail(llvm::toString(std::move(err)));
   stats.arenaBytes = arenaBytes;
+  // Fills a buffer from the host: in place where the device's memory is
+  // the host's, else through a host tensor uploaded after.
+  auto staged = [&](Tensor &buffer,
+                    llvm::function_ref<llvm::Error(Tensor &)> fill) {
+    if (device.hostAccessible())
+      return fill(buffer);
+    Tensor host = Tensor::zeros(buffer.dtype, buffer.shape);
+    if (auto err = fill(host))
+      return err;
+    return device.upload(host, buffer);
+  };
   int64_t live = 0;
   auto allocate = [&](uint32_t b) {
     if (allocated[b])
       return;
     const plan::Buffer &buf = prog.buffers(int(b));
-    buffers[b] = Tensor::view(
+    buffers[b] = device.allocate(
         buf.dtype(), std::vector<int64_t>(buf.shape().begin(), buf.shape().end()),
-        memory.arena.data() + buf.offset(), true);
+        buf.offset());
     allocated[b] = true;
     live += buffers[b].bytes();
     stats.peakBytes = std::max(stats.peakBytes, live);
@@ -98,7 +109,8 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
     if (b.buffer() >= nb)
       return fail("an input binding names buffer " + llvm::Twine(b.buffer()));
     allocate(b.buffer());
-    if (auto err = feed.input(b, buffers[b.buffer()]))
+    if (auto err = staged(buffers[b.buffer()],
+                          [&](Tensor &t) { return feed.input(b, t); }))
       return err;
   }
   for (int64_t i = 0; i < n; ++i) {
@@ -115,7 +127,9 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
     for (uint32_t b : u.writes)
       allocate(b);
     if (inst.has_load()) {
-      if (auto err = feed.loadWeight(inst.load(), buffers[inst.load().buffer()]))
+      if (auto err = staged(buffers[inst.load().buffer()], [&](Tensor &t) {
+            return feed.loadWeight(inst.load(), t);
+          }))
         return err;
     } else if (inst.has_compute()) {
       const plan::Compute &c = inst.compute();
@@ -125,7 +139,7 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
         ins.push_back(&buffers[b]);
       for (uint32_t b : u.writes)
         outs.push_back(&buffers[b]);
-      if (auto err = runKernel(c, ins, outs))
+      if (auto err = device.launch(c, ins, outs))
         return fail(llvm::toString(std::move(err)));
     } else if (inst.has_collective()) {
       const plan::Collective &c = inst.collective();
@@ -133,10 +147,10 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
         return fail("a collective, but no communicator");
       const Tensor &in = buffers[c.input()];
       Tensor &out = buffers[c.output()];
-      if (auto err = comm->exchange(plan, device, c, in, out))
+      if (auto err = comm->exchange(plan, id, c, in, out))
         return err;
       stats.exchangeBytes[c.exchange()] += countedBytes(
-          plan.exchanges(int(c.exchange())), device, in, out);
+          plan.exchanges(int(c.exchange())), id, in, out);
     } else if (inst.has_slice()) {
       const plan::Slice &s = inst.slice();
       const Tensor &in = buffers[s.input()];
@@ -149,7 +163,8 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
       for (size_t d = 0; d < out.shape.size(); ++d)
         if (outLo[d] < 0 || outLo[d] + out.shape[d] > in.shape[d])
           return fail("slice " + llvm::Twine(i) + " reaches past its input");
-      moveOverlap(in, inLo, out, outLo, false);
+      if (auto err = device.copyOverlap(in, inLo, out, outLo))
+        return fail(llvm::toString(std::move(err)));
     } else {
       return fail("instruction " + llvm::Twine(i) + " is empty");
     }
@@ -161,7 +176,7 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
         buffers[b] = Tensor();
       }
   }
-  return llvm::Error::success();
+  return device.synchronize();
 }
 
 } // namespace pax::runtime

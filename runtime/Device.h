@@ -1,7 +1,8 @@
-//===- Device.h - One device's program on the CPU -------------------------===//
+//===- Device.h - One device's program on a backend's device ------------===//
 #ifndef PAX_RUNTIME_DEVICE_H
 #define PAX_RUNTIME_DEVICE_H
 
+#include "runtime/Backend.h"
 #include "runtime/Communicator.h"
 
 #include <map>
@@ -31,26 +32,17 @@ struct DeviceStats {
   int64_t instructions = 0;
 };
 
-/// A device's memory for its program: one arena of the program's
-/// `arena_bytes`, every buffer a view at its planned offset. Kept by the
-/// caller from run to run (a training session's steps reuse it) and until
-/// it has read the output buffers.
-struct DeviceMemory {
-  std::vector<uint8_t> arena;
-  /// Indexed by buffer id: views into the arena while a buffer is live
-  /// (after the run: the output bindings' buffers only).
-  std::vector<Tensor> buffers;
-};
-
-/// Runs \p prog, a program of \p plan, on the CPU kernels: each buffer is
-/// a view of \p memory's arena at its planned offset, zero-filled when
-/// first written and dropped after its last use, except the output
-/// bindings' buffers. An arena smaller than the plan says, or a buffer
-/// outside it, is an error. \p comm may be null for a program without
-/// collectives.
+/// Runs \p prog, a program of \p plan, on \p device: each buffer is the
+/// device's buffer at its planned offset of an arena of the program's
+/// `arena_bytes` (zero-filled when first written), dropped after its last
+/// use except the output bindings', which \p buffers keeps (indexed by
+/// buffer id; valid until the device's next run). A buffer outside the
+/// arena is an error. Weights and inputs are staged through host tensors
+/// where the device's memory is not the host's. \p comm may be null for a
+/// program without collectives.
 llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
-                      DataFeed &feed, Communicator *comm, DeviceMemory &memory,
-                      DeviceStats &stats);
+                      DataFeed &feed, Communicator *comm, Device &device,
+                      std::vector<Tensor> &buffers, DeviceStats &stats);
 
 } // namespace pax::runtime
 

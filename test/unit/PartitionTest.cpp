@@ -63,14 +63,17 @@ runtime::Tensor runAll(const plan::Plan &p,
                        std::vector<const plan::DeviceProgram *> progs,
                        TestFeed &feed, std::map<uint32_t, int64_t> &bytes) {
   auto comm = runtime::makeThreadCommunicator(p);
-  std::vector<runtime::DeviceMemory> memory(progs.size());
+  std::vector<std::unique_ptr<runtime::Device>> devices;
+  std::vector<std::vector<runtime::Tensor>> buffers(progs.size());
+  for (size_t d = 0; d < progs.size(); ++d)
+    devices.push_back(runtime::makeCpuDevice());
   std::vector<runtime::DeviceStats> stats(progs.size());
   std::vector<std::string> errors(progs.size());
   std::vector<std::thread> threads;
   for (size_t d = 0; d < progs.size(); ++d)
     threads.emplace_back([&, d] {
       if (auto err = runtime::runDevice(p, *progs[d], feed, comm.get(),
-                                        memory[d], stats[d])) {
+                                        *devices[d], buffers[d], stats[d])) {
         errors[d] = llvm::toString(std::move(err));
         comm->abort("failed");
       }
@@ -88,7 +91,7 @@ runtime::Tensor runAll(const plan::Plan &p,
     for (const plan::Binding &b : progs[d]->outputs())
       if (b.owner() && errors[d].empty())
         runtime::moveOverlap(
-            memory[d].buffers[b.buffer()],
+            buffers[d][b.buffer()],
             std::vector<int64_t>(b.offset().begin(), b.offset().end()), out,
             std::vector<int64_t>(out.shape.size(), 0), false);
   }
@@ -301,14 +304,18 @@ TEST(PartitionTest, BadProgramsAreErrorsNotCrashesOrHangs) {
   TestFeed feed({});
   auto run = [&](const plan::Plan &plan) {
     std::vector<std::string> errors(2);
-    std::vector<runtime::DeviceMemory> memory(2);
+    std::vector<std::unique_ptr<runtime::Device>> devices;
+    std::vector<std::vector<runtime::Tensor>> buffers(2);
+    for (int d = 0; d < 2; ++d)
+      devices.push_back(runtime::makeCpuDevice());
     auto comm = runtime::makeThreadCommunicator(plan);
     std::vector<std::thread> threads;
     for (int d = 0; d < 2; ++d)
       threads.emplace_back([&, d] {
         runtime::DeviceStats stats;
         if (auto err = runtime::runDevice(plan, plan.programs(d), feed,
-                                          comm.get(), memory[d], stats)) {
+                                          comm.get(), *devices[d], buffers[d],
+                                          stats)) {
           errors[d] = llvm::toString(std::move(err));
           comm->abort("device " + std::to_string(d) + " failed");
         }
@@ -316,10 +323,11 @@ TEST(PartitionTest, BadProgramsAreErrorsNotCrashesOrHangs) {
     for (auto &t : threads)
       t.join();
     if (errors[0].empty() && errors[1].empty()) {
-      EXPECT_EQ(memory[0].buffers[1].real(0), 3.0); // 1 + 2
-      // The output lives in the arena, at its planned offset.
-      EXPECT_EQ(memory[0].buffers[1].data.data(), memory[0].arena.data() + 64);
-      EXPECT_TRUE(memory[0].buffers[1].data.view());
+      EXPECT_EQ(buffers[0][1].real(0), 3.0); // 1 + 2
+      // The output lives in the device's arena, at its planned offset.
+      EXPECT_TRUE(buffers[0][1].data.view());
+      EXPECT_EQ(devices[0]->allocate(plan::F32, {2}, 64).data.data(),
+                buffers[0][1].data.data());
     }
     return errors;
   };

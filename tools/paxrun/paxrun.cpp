@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/plan/PlanFile.h"
 #include "frontend/TensorProto.h"
+#include "runtime/Backend.h"
 #include "runtime/Device.h"
 #include "runtime/Exchange.h"
 #include "runtime/cpu/Kernels.h"
@@ -133,7 +134,46 @@ static cl::opt<int> injectReplicaFault(
              "replicated output before the replicas are compared"),
     cl::init(-1), cl::value_desc("D"), cl::Hidden, cl::cat(runCategory));
 
+static cl::opt<std::string>
+    backendName("backend",
+                cl::desc("What runs the devices: " + runtime::backendNames() +
+                         " (default cpu)"),
+                cl::init("cpu"), cl::value_desc("name"), cl::cat(runCategory));
+
 static cl::OptionCategory trainCategory("paxrun training options");
+
+/// This process's devices (one per program it runs, or the rank's), made
+/// once: their arenas last from run to run and step to step. The buffers
+/// each run leaves (its outputs) are valid until that device's next run.
+static std::vector<std::unique_ptr<runtime::Device>> devices;
+static std::vector<std::vector<runtime::Tensor>> deviceBuffers;
+
+/// This process's rank among the MPI ranks of its machine (its GPU), from
+/// the launcher's environment; 0 where none says.
+[[maybe_unused]] static unsigned localRank() {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                           "MV2_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"})
+    if (const char *v = std::getenv(name))
+      return unsigned(std::strtoul(v, nullptr, 10));
+  return 0;
+}
+
+/// Makes \p n devices of --backend (GPU ordinals from \p first on).
+static llvm::Error makeDevices(size_t n, unsigned first = 0) {
+  std::optional<runtime::Backend> b = runtime::parseBackend(backendName);
+  if (!b)
+    return llvm::createStringError("--backend=" + backendName +
+                                   ": not a backend (" +
+                                   runtime::backendNames() + ")");
+  while (devices.size() < n) {
+    auto d = runtime::makeDevice(*b, first + unsigned(devices.size()));
+    if (!d)
+      return d.takeError();
+    devices.push_back(std::move(*d));
+  }
+  deviceBuffers.resize(devices.size());
+  return llvm::Error::success();
+}
 static cl::opt<bool>
     train("train",
           cl::desc("Run training steps: a plan of paxc --mode=train with a "
@@ -274,12 +314,10 @@ static llvm::Error runThreads(const plan::Plan &plan,
                               std::vector<ResidentFeed> *resident = nullptr) {
   auto comm = runtime::makeThreadCommunicator(plan);
   size_t n = progs.size();
-  // Each device's arena, kept from run to run (and step to step).
-  static std::vector<runtime::DeviceMemory> memory;
-  if (memory.size() < n)
-    memory.resize(n);
+  if (devices.size() < n)
+    return llvm::createStringError("no device for every program");
   auto buffers = [&](size_t d) -> std::vector<runtime::Tensor> & {
-    return memory[d].buffers;
+    return deviceBuffers[d];
   };
   std::vector<std::string> errors(n);
   stats.assign(n, {});
@@ -287,7 +325,7 @@ static llvm::Error runThreads(const plan::Plan &plan,
     runtime::DataFeed &source =
         resident ? static_cast<runtime::DataFeed &>((*resident)[d]) : feed;
     if (auto err = runtime::runDevice(plan, *progs[d], source, comm.get(),
-                                      memory[d], stats[d])) {
+                                      *devices[d], buffers(d), stats[d])) {
       errors[d] = llvm::toString(std::move(err));
       comm->abort("device " + std::to_string(progs[d]->device()) + " failed");
     }
@@ -495,14 +533,15 @@ static llvm::Expected<bool> runRank(const plan::Plan &plan,
   auto comm = runtime::makeMpiCommunicator(plan);
   if (!comm)
     runtime::abortMpiWorld(llvm::toString(comm.takeError()));
-  // The rank's arena, kept from step to step.
-  static runtime::DeviceMemory memory;
-  std::vector<runtime::Tensor> &buffers = memory.buffers;
+  if (devices.empty())
+    return llvm::createStringError("no device for the rank's program");
+  std::vector<runtime::Tensor> &buffers = deviceBuffers[0];
   runtime::DeviceStats mine;
   runtime::DataFeed &source =
       resident ? static_cast<runtime::DataFeed &>(*resident) : feed;
   if (auto err =
-          runtime::runDevice(plan, *prog, source, comm->get(), memory, mine))
+          runtime::runDevice(plan, *prog, source, comm->get(), *devices[0],
+                             buffers, mine))
     (*comm)->abort(llvm::toString(std::move(err)));
   std::vector<uint8_t> results = packRankResults(plan, *prog, buffers, mine);
   // The rank keeps its updated blocks (moved: they are packed).
@@ -738,6 +777,20 @@ int main(int argc, char **argv) {
                       " (run mpirun -np " + llvm::Twine(plan->devices()) + ")")
                : 1;
 #endif
+  // The devices, before any data is read: a backend that cannot run here
+  // says so first. Under MPI each rank's device is its node-local rank's.
+  {
+    size_t n = size_t(plan->programs_size());
+    unsigned first = 0;
+#ifdef PAX_HAVE_MPI
+    if (world) {
+      n = 1;
+      first = localRank();
+    }
+#endif
+    if (auto err = makeDevices(n, first))
+      return fail(llvm::toString(std::move(err)));
+  }
   if (!train && inputsDir.empty() == !randomInputs)
     return fail("give exactly one of --inputs DIR and --random-inputs");
 

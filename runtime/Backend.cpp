@@ -1,0 +1,53 @@
+//===- Backend.cpp - The backend registry ---------------------------------===//
+#include "runtime/Backend.h"
+
+namespace pax::runtime {
+
+Device::~Device() = default;
+
+std::optional<Backend> parseBackend(llvm::StringRef name) {
+#define PAX_BACKEND(Id, Name, Description)                                     \
+  if (name == Name)                                                            \
+    return Backend::Id;
+#include "runtime/Backends.def"
+  return std::nullopt;
+}
+
+llvm::StringRef backendName(Backend b) {
+  switch (b) {
+#define PAX_BACKEND(Id, Name, Description)                                     \
+  case Backend::Id:                                                            \
+    return Name;
+#include "runtime/Backends.def"
+  }
+  return "?";
+}
+
+std::string backendNames() {
+  std::string names;
+#define PAX_BACKEND(Id, Name, Description)                                     \
+  names += (names.empty() ? "" : "|") + std::string(Name);
+#include "runtime/Backends.def"
+  return names;
+}
+
+#ifndef PAX_HAVE_CUDA
+llvm::Expected<std::unique_ptr<Device>> makeCudaDevice(unsigned) {
+  return llvm::createStringError(
+      "this paxrun was built without the CUDA backend (no CUDA toolkit was "
+      "found when it was built)");
+}
+#endif
+
+llvm::Expected<std::unique_ptr<Device>> makeDevice(Backend b,
+                                                   unsigned ordinal) {
+  switch (b) {
+  case Backend::Cpu:
+    return makeCpuDevice();
+  case Backend::Cuda:
+    return makeCudaDevice(ordinal);
+  }
+  return llvm::createStringError("unknown backend");
+}
+
+} // namespace pax::runtime

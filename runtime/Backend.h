@@ -1,0 +1,83 @@
+//===- Backend.h - The device interface the interpreter runs on -*- C++ -*-===//
+//
+// runDevice (Device.h) interprets one device's program against a Device
+// (its arena, its kernels) and a Communicator (its collectives); each
+// backend of Backends.def is one Device implementation.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PAX_RUNTIME_BACKEND_H
+#define PAX_RUNTIME_BACKEND_H
+
+#include "codegen/plan/Plan.pb.h"
+#include "runtime/Tensor.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pax::runtime {
+
+enum class Backend {
+#define PAX_BACKEND(Id, Name, Description) Id,
+#include "runtime/Backends.def"
+};
+
+/// The backend named \p name ("cpu"), if there is one.
+std::optional<Backend> parseBackend(llvm::StringRef name);
+llvm::StringRef backendName(Backend b);
+/// "cpu|cuda", for messages and --help.
+std::string backendNames();
+
+/// One device of a backend. Its buffers are Tensors whose bytes are views
+/// of the device's arena: host memory the kernels and the host read
+/// directly where hostAccessible(), device memory (never dereferenced on
+/// the host) otherwise.
+class Device {
+public:
+  virtual ~Device();
+  virtual Backend backend() const = 0;
+  /// Whether the host reads and writes the buffers directly (no staging).
+  virtual bool hostAccessible() const = 0;
+  /// Makes the arena at least \p bytes long; kept from run to run, and the
+  /// buffers of the last run stay valid until the next reserve.
+  virtual llvm::Error reserve(int64_t bytes) = 0;
+  /// The buffer of \p dtype and \p shape at \p offset of the arena,
+  /// zero-filled. The caller checked it lies inside.
+  virtual Tensor allocate(plan::DType dtype, std::vector<int64_t> shape,
+                          int64_t offset) = 0;
+  /// Copies host tensor \p from into buffer \p to (same dtype and size).
+  virtual llvm::Error upload(const Tensor &from, Tensor &to) = 0;
+  /// Copies buffer \p from into host tensor \p to (same dtype and size).
+  virtual llvm::Error download(const Tensor &from, Tensor &to) = 0;
+  /// Runs compute \p c over buffers.
+  virtual llvm::Error launch(const plan::Compute &c,
+                             llvm::ArrayRef<const Tensor *> inputs,
+                             llvm::ArrayRef<Tensor *> outputs) = 0;
+  /// Copies the overlap of buffer \p in (its box starting at \p inLo) and
+  /// buffer \p out (starting at \p outLo), as moveOverlap does.
+  virtual llvm::Error copyOverlap(const Tensor &in,
+                                  llvm::ArrayRef<int64_t> inLo, Tensor &out,
+                                  llvm::ArrayRef<int64_t> outLo) = 0;
+  /// Waits until the device's work so far is done.
+  virtual llvm::Error synchronize() = 0;
+};
+
+/// A device of backend \p b; \p ordinal picks among the machine's devices
+/// of that kind (a GPU's index). An error says why there is none (a
+/// backend not built in, no such device).
+llvm::Expected<std::unique_ptr<Device>> makeDevice(Backend b,
+                                                   unsigned ordinal = 0);
+
+/// The CPU backend's device (cpu/CpuDevice.cpp).
+std::unique_ptr<Device> makeCpuDevice();
+/// The CUDA backend's device (cuda/CudaDevice.cpp), or why there is none.
+llvm::Expected<std::unique_ptr<Device>> makeCudaDevice(unsigned ordinal);
+
+} // namespace pax::runtime
+
+#endif // PAX_RUNTIME_BACKEND_H
