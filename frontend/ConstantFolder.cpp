@@ -14,17 +14,6 @@ namespace pax {
 static constexpr int64_t kFoldElements = 1 << 16;
 static constexpr double kFoldPoints = double(1 << 22);
 
-static float attrF(const Op &op, llvm::StringRef key, float dflt) {
-  auto it = op.attrs.find(key);
-  if (it == op.attrs.end())
-    return dflt;
-  if (auto *f = std::get_if<float>(&it->second))
-    return *f;
-  if (auto *i = std::get_if<int64_t>(&it->second))
-    return float(*i);
-  return dflt;
-}
-
 ElementwiseFn::ElementwiseFn(const Op &op)
     : scalar(runtime::cpu::parseScalarOp(opKindName(op.kind))) {
   if (!scalar)
@@ -246,7 +235,7 @@ foldOp(const Op &op, llvm::ArrayRef<const ConstTensor *> in) {
           if (idx[k] >= 0 && (op.kind != OpKind::Pad || k == 0))
             src = int(k);
         if (src < 0) {
-          t.set(o, attrF(op, "value", 0));
+          t.set(o, float(op.floatAttr("value", 0)));
         } else if (!t.isReal() && !in[src]->isReal()) {
           t.ints[o] = in[src]->integer(idx[src]);
         } else {
@@ -295,7 +284,7 @@ foldOp(const Op &op, llvm::ArrayRef<const ConstTensor *> in) {
         const AccessMap &m = op.results[r].map;
         int64_t row = it.point[m[m.size() - 2].dims[0]];
         int64_t col = it.point[m[m.size() - 1].dims[0]];
-        int64_t k = int64_t(attrF(op, "k", 0));
+        int64_t k = int64_t(float(op.floatAttr("k", 0)));
         bool keep = op.intAttr("upper", 1) ? col - row >= k : col - row <= k;
         if (!keep)
           t.set(o, 0);

@@ -68,6 +68,17 @@ int64_t Op::intAttr(llvm::StringRef key, int64_t dflt) const {
   return dflt;
 }
 
+double Op::floatAttr(llvm::StringRef key, double dflt) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end())
+    return dflt;
+  if (auto *f = std::get_if<float>(&it->second))
+    return *f;
+  if (auto *i = std::get_if<int64_t>(&it->second))
+    return double(*i);
+  return dflt;
+}
+
 bool Op::isReplicaDim(unsigned d) const {
   auto uses = [&](const AccessMap &m) {
     return llvm::any_of(m, [&](const AccessExpr &e) { return e.uses(d); });

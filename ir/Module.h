@@ -137,6 +137,9 @@ public:
   llvm::StringRef name() const;
   /// Integer attribute \p key, or \p dflt when absent.
   int64_t intAttr(llvm::StringRef key, int64_t dflt) const;
+  /// Numeric attribute \p key (a float, or an integer converted), or
+  /// \p dflt when absent or not a number.
+  double floatAttr(llvm::StringRef key, double dflt) const;
   /// Forward FLOPs of the whole op: points of the iteration space (dims
   /// indexed only by lookups, and replica dims, excluded) times the kind's
   /// flops per point.

@@ -206,9 +206,9 @@ llvm::Error clipRule(GradientBuilder &b, const Op &op, Value *dy) {
   Pointwise p{b, op};
   Read x = operandRead(op, 0);
   Read lo = op.operands.size() > 1 ? operandRead(op, 1)
-                                   : p.c(floatAttr(op, "min", -INFINITY));
+                                   : p.c(op.floatAttr("min", -INFINITY));
   Read hi = op.operands.size() > 2 ? operandRead(op, 2)
-                                   : p.c(floatAttr(op, "max", INFINITY));
+                                   : p.c(op.floatAttr("max", INFINITY));
   Value *above = p.mask(OpKind::GreaterOrEqual, {x, lo}, "above_min");
   Value *below = p.mask(OpKind::LessOrEqual, {x, hi}, "below_max");
   maskedGradient(b, op, dy,
@@ -227,7 +227,7 @@ Value *leakyReluDerivative(GradientBuilder &b, const Op &op) {
   Value *pos =
       p.mask(OpKind::GreaterOrEqual, {operandRead(op, 0), p.c(0)}, "positive");
   return p.apply(OpKind::Where,
-                 {p.at(pos), p.c(1), p.c(floatAttr(op, "alpha", 0.01))},
+                 {p.at(pos), p.c(1), p.c(op.floatAttr("alpha", 0.01))},
                  "slope");
 }
 
@@ -241,7 +241,7 @@ Value *hardSigmoidDerivative(GradientBuilder &b, const Op &op) {
        p.at(p.mask(OpKind::Less, {y, p.c(1)}, "below_one"))},
       "inside");
   return p.apply(OpKind::Where,
-                 {p.at(inside), p.c(floatAttr(op, "alpha", 0.2)), p.c(0)},
+                 {p.at(inside), p.c(op.floatAttr("alpha", 0.2)), p.c(0)},
                  "slope");
 }
 
@@ -282,7 +282,7 @@ Value *eluDerivative(GradientBuilder &b, const Op &op) {
   Value *pos =
       p.mask(OpKind::GreaterOrEqual, {operandRead(op, 0), p.c(0)}, "positive");
   Value *below = p.apply(
-      OpKind::Add, {p.at(resultOf(op)), p.c(floatAttr(op, "alpha", 1))},
+      OpKind::Add, {p.at(resultOf(op)), p.c(op.floatAttr("alpha", 1))},
       "y_plus_alpha");
   return p.apply(OpKind::Where, {p.at(pos), p.c(1), p.at(below)}, "slope");
 }
@@ -291,8 +291,8 @@ Value *eluDerivative(GradientBuilder &b, const Op &op) {
 // gamma above 0, y + gamma alpha below.
 Value *seluDerivative(GradientBuilder &b, const Op &op) {
   Pointwise p{b, op};
-  double alpha = floatAttr(op, "alpha", 1.67326319217681884765625),
-         gamma = floatAttr(op, "gamma", 1.05070102214813232421875);
+  double alpha = op.floatAttr("alpha", 1.67326319217681884765625),
+         gamma = op.floatAttr("gamma", 1.05070102214813232421875);
   Value *pos = p.mask(OpKind::Greater, {operandRead(op, 0), p.c(0)}, "positive");
   Value *below = p.apply(OpKind::Add, {p.at(resultOf(op)), p.c(gamma * alpha)},
                          "y_plus_gamma_alpha");
@@ -303,7 +303,7 @@ Value *seluDerivative(GradientBuilder &b, const Op &op) {
 // 0, e^(x/alpha) = y / alpha + 1 below.
 Value *celuDerivative(GradientBuilder &b, const Op &op) {
   Pointwise p{b, op};
-  double alpha = floatAttr(op, "alpha", 1);
+  double alpha = op.floatAttr("alpha", 1);
   Value *pos =
       p.mask(OpKind::GreaterOrEqual, {operandRead(op, 0), p.c(0)}, "positive");
   Value *below = p.apply(

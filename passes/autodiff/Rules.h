@@ -32,18 +32,6 @@ inline Read operandRead(const Op &op, unsigned k) {
   return {op.operands[k].value, op.operands[k].map};
 }
 
-/// A float attribute of \p op, or \p dflt.
-inline double floatAttr(const Op &op, llvm::StringRef name, double dflt) {
-  auto it = op.attrs.find(name);
-  if (it == op.attrs.end())
-    return dflt;
-  if (auto *f = std::get_if<float>(&it->second))
-    return *f;
-  if (auto *i = std::get_if<int64_t>(&it->second))
-    return double(*i);
-  return dflt;
-}
-
 /// Builds f'(x) elementwise over the forward op's result layout.
 struct Pointwise {
   GradientBuilder &b;

@@ -244,8 +244,8 @@ llvm::Error padRule(GradientBuilder &b, const Op &op, Value *dy) {
 llvm::Error lrnRule(GradientBuilder &b, const Op &op, Value *dy) {
   const Operand &x = op.operands[0];
   DType elem = dy->type.elem;
-  double size = floatAttr(op, "size", 1), alpha = floatAttr(op, "alpha", 1e-4),
-         beta = floatAttr(op, "beta", 0.75), bias = floatAttr(op, "bias", 1);
+  double size = op.floatAttr("size", 1), alpha = op.floatAttr("alpha", 1e-4),
+         beta = op.floatAttr("beta", 0.75), bias = op.floatAttr("bias", 1);
   Pointwise p{b, op};
   Read xi{x.value, b.resultMap()}, dyr = p.at(dy);
   Value *sq = b.elementwise(OpKind::Mul, {x.value, x.value}, x.value->type,
