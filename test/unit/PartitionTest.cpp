@@ -14,6 +14,7 @@
 #include "passes/sharding/Solve.h"
 #include "runtime/Device.h"
 #include "runtime/Exchange.h"
+#include "runtime/Run.h"
 #include "IrText.h"
 
 #include <gtest/gtest.h>
@@ -62,40 +63,24 @@ private:
 runtime::Tensor runAll(const plan::Plan &p,
                        std::vector<const plan::DeviceProgram *> progs,
                        TestFeed &feed, std::map<uint32_t, int64_t> &bytes) {
-  auto comm = runtime::makeThreadCommunicator(p);
-  std::vector<std::unique_ptr<runtime::Device>> devices;
-  std::vector<std::vector<runtime::Tensor>> buffers(progs.size());
+  runtime::DeviceSet set;
   for (size_t d = 0; d < progs.size(); ++d)
-    devices.push_back(runtime::makeCpuDevice());
-  std::vector<runtime::DeviceStats> stats(progs.size());
-  std::vector<std::string> errors(progs.size());
-  std::vector<std::thread> threads;
-  for (size_t d = 0; d < progs.size(); ++d)
-    threads.emplace_back([&, d] {
-      if (auto err = runtime::runDevice(p, *progs[d], feed, comm.get(),
-                                        *devices[d], buffers[d], stats[d])) {
-        errors[d] = llvm::toString(std::move(err));
-        comm->abort("failed");
-      }
-    });
-  for (auto &t : threads)
-    t.join();
-  for (const std::string &e : errors)
-    EXPECT_EQ(e, "");
-  const plan::TensorInfo &info = p.outputs(0);
-  runtime::Tensor out = runtime::Tensor::zeros(
-      info.dtype(), {info.shape().begin(), info.shape().end()});
-  for (size_t d = 0; d < progs.size(); ++d) {
-    for (const auto &[x, b] : stats[d].exchangeBytes)
+    set.devices.push_back(runtime::makeCpuDevice());
+  std::vector<runtime::Tensor> outputs;
+  std::vector<runtime::DeviceStats> stats;
+  llvm::Error err = runtime::runThreads(
+      p, progs, set, [&](size_t) -> runtime::DataFeed & { return feed; },
+      outputs, stats);
+  EXPECT_FALSE(bool(err)) << llvm::toString(std::move(err));
+  for (const runtime::DeviceStats &s : stats)
+    for (const auto &[x, b] : s.exchangeBytes)
       bytes[x] = std::max(bytes[x], b);
-    for (const plan::Binding &b : progs[d]->outputs())
-      if (b.owner() && errors[d].empty())
-        runtime::moveOverlap(
-            buffers[d][b.buffer()],
-            std::vector<int64_t>(b.offset().begin(), b.offset().end()), out,
-            std::vector<int64_t>(out.shape.size(), 0), false);
+  if (outputs.empty()) {
+    const plan::TensorInfo &info = p.outputs(0);
+    return runtime::Tensor::zeros(info.dtype(),
+                                  {info.shape().begin(), info.shape().end()});
   }
-  return out;
+  return outputs[0];
 }
 
 class RandomGraph {

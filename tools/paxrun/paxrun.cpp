@@ -20,6 +20,7 @@
 #include "runtime/Backend.h"
 #include "runtime/Device.h"
 #include "runtime/Exchange.h"
+#include "runtime/Run.h"
 #include "runtime/cpu/Kernels.h"
 #include "tools/common/TensorFiles.h"
 #include "tools/paxrun/Feed.h"
@@ -51,7 +52,6 @@
 #include <mutex>
 #include <random>
 #include <set>
-#include <thread>
 
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -145,8 +145,7 @@ static cl::OptionCategory trainCategory("paxrun training options");
 /// This process's devices (one per program it runs, or the rank's), made
 /// once: their arenas last from run to run and step to step. The buffers
 /// each run leaves (its outputs) are valid until that device's next run.
-static std::vector<std::unique_ptr<runtime::Device>> devices;
-static std::vector<std::vector<runtime::Tensor>> deviceBuffers;
+static runtime::DeviceSet deviceSet;
 
 /// This process's rank among the MPI ranks of its machine (its GPU), from
 /// the launcher's environment; 0 where none says.
@@ -165,13 +164,13 @@ static llvm::Error makeDevices(size_t n, unsigned first = 0) {
     return llvm::createStringError("--backend=" + backendName +
                                    ": not a backend (" +
                                    runtime::backendNames() + ")");
-  while (devices.size() < n) {
-    auto d = runtime::makeDevice(*b, first + unsigned(devices.size()));
+  while (deviceSet.devices.size() < n) {
+    auto d = runtime::makeDevice(*b, first + unsigned(deviceSet.devices.size()));
     if (!d)
       return d.takeError();
-    devices.push_back(std::move(*d));
+    deviceSet.devices.push_back(std::move(*d));
   }
-  deviceBuffers.resize(devices.size());
+  deviceSet.buffers.resize(deviceSet.devices.size());
   return llvm::Error::success();
 }
 static cl::opt<bool>
@@ -304,105 +303,30 @@ static void keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
   }
 }
 
-/// Runs \p programs of \p plan as threads; fills \p outputs (whole tensors).
-/// With \p resident (a training session: one per device), each device
-/// loads weights through its own and keeps its updated blocks there.
+/// Runs \p programs of \p plan as threads on this process's devices;
+/// fills \p outputs (whole tensors). With \p resident (a training session:
+/// one per device), each device loads weights through its own and keeps
+/// its updated blocks there.
 static llvm::Error runThreads(const plan::Plan &plan,
                               llvm::ArrayRef<const plan::DeviceProgram *> progs,
                               Feed &feed, std::vector<runtime::Tensor> &outputs,
                               std::vector<runtime::DeviceStats> &stats,
                               std::vector<ResidentFeed> *resident = nullptr) {
-  auto comm = runtime::makeThreadCommunicator(plan);
-  size_t n = progs.size();
-  if (devices.size() < n)
-    return llvm::createStringError("no device for every program");
-  auto buffers = [&](size_t d) -> std::vector<runtime::Tensor> & {
-    return deviceBuffers[d];
-  };
-  std::vector<std::string> errors(n);
-  stats.assign(n, {});
-  auto work = [&](size_t d) {
-    runtime::DataFeed &source =
-        resident ? static_cast<runtime::DataFeed &>((*resident)[d]) : feed;
-    if (auto err = runtime::runDevice(plan, *progs[d], source, comm.get(),
-                                      *devices[d], buffers(d), stats[d])) {
-      errors[d] = llvm::toString(std::move(err));
-      comm->abort("device " + std::to_string(progs[d]->device()) + " failed");
-    }
-  };
-  if (n == 1) {
-    work(0);
-  } else {
-    std::vector<std::thread> threads;
-    for (size_t d = 0; d < n; ++d)
-      threads.emplace_back(work, d);
-    for (std::thread &t : threads)
-      t.join();
-  }
-  // The first device's own error, not the aborts it caused.
-  for (const std::string &e : errors)
-    if (!e.empty() && e.find("stopped: ") == std::string::npos)
-      return llvm::createStringError(e);
-  for (const std::string &e : errors)
-    if (!e.empty())
-      return llvm::createStringError(e);
-  outputs.assign(size_t(plan.outputs_size()), runtime::Tensor());
-  for (size_t d = 0; d < n; ++d)
-    for (const plan::Binding &b : progs[d]->outputs()) {
-      if (!b.owner())
-        continue;
-      if (b.index() >= outputs.size())
-        return llvm::createStringError("an output binding names output " +
-                                       llvm::Twine(b.index()));
-      const plan::TensorInfo &info = plan.outputs(int(b.index()));
-      runtime::Tensor &out = outputs[b.index()];
-      const runtime::Tensor &block = buffers(d)[b.buffer()];
-      // A block that is the whole output is copied as it is.
-      bool whole = llvm::all_of(b.offset(), [](int64_t o) { return o == 0; }) &&
-                   block.shape == shapeOf(info.shape()) &&
-                   block.dtype == info.dtype();
-      if (whole) {
-        out = block;
-        continue;
-      }
-      if (out.data.empty())
-        out = runtime::Tensor::zeros(info.dtype(), shapeOf(info.shape()));
-      std::vector<int64_t> lo(b.offset().begin(), b.offset().end());
-      runtime::moveOverlap(block, lo, out, std::vector<int64_t>(lo.size(), 0),
-                           false);
-    }
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (outputs[i].data.empty() && outputs[i].shape.empty()) {
-      const plan::TensorInfo &info = plan.outputs(int(i));
-      outputs[i] = runtime::Tensor::zeros(info.dtype(), shapeOf(info.shape()));
-    }
-  // Every other copy of an output block (a replicated result: a weight
-  // every device updated) must be bit for bit the owner's: one update per
-  // parameter, whatever device ran it.
-  for (size_t d = 0; d < n; ++d)
-    for (const plan::Binding &b : progs[d]->outputs()) {
-      if (b.owner() || b.index() >= outputs.size())
-        continue;
-      runtime::Tensor &copy = buffers(d)[b.buffer()];
-      if (injectReplicaFault == int(d) && !copy.data.empty()) {
-        copy.data[0] ^= 1;
-        injectReplicaFault = -1;
-      }
-      runtime::Tensor owner = runtime::Tensor::zeros(copy.dtype, copy.shape);
-      std::vector<int64_t> lo(b.offset().begin(), b.offset().end());
-      runtime::moveOverlap(outputs[b.index()], std::vector<int64_t>(lo.size(), 0),
-                           owner, lo, false);
-      if (owner.data != copy.data)
-        return llvm::createStringError(
-            "device " + llvm::Twine(d) + "'s copy of output '" +
-            plan.outputs(int(b.index())).name() +
-            "' differs from the copy it was gathered from: the replicas "
-            "diverged");
-    }
+  runtime::ThreadRunOptions options;
+  options.injectReplicaFault = injectReplicaFault;
+  injectReplicaFault = -1; // once
+  if (auto err = runtime::runThreads(
+          plan, progs, deviceSet,
+          [&](size_t d) -> runtime::DataFeed & {
+            return resident ? static_cast<runtime::DataFeed &>((*resident)[d])
+                            : feed;
+          },
+          outputs, stats, options))
+    return err;
   // The devices keep their updated blocks (moved: the run is over).
   if (resident)
-    for (size_t d = 0; d < n; ++d)
-      keepUpdates(plan, *progs[d], buffers(d), (*resident)[d]);
+    for (size_t d = 0; d < progs.size(); ++d)
+      keepUpdates(plan, *progs[d], deviceSet.buffers[d], (*resident)[d]);
   return llvm::Error::success();
 }
 
@@ -533,15 +457,15 @@ static llvm::Expected<bool> runRank(const plan::Plan &plan,
   auto comm = runtime::makeMpiCommunicator(plan);
   if (!comm)
     runtime::abortMpiWorld(llvm::toString(comm.takeError()));
-  if (devices.empty())
+  if (deviceSet.devices.empty())
     return llvm::createStringError("no device for the rank's program");
-  std::vector<runtime::Tensor> &buffers = deviceBuffers[0];
+  std::vector<runtime::Tensor> &buffers = deviceSet.buffers[0];
   runtime::DeviceStats mine;
   runtime::DataFeed &source =
       resident ? static_cast<runtime::DataFeed &>(*resident) : feed;
   if (auto err =
-          runtime::runDevice(plan, *prog, source, comm->get(), *devices[0],
-                             buffers, mine))
+          runtime::runDevice(plan, *prog, source, comm->get(),
+                             *deviceSet.devices[0], buffers, mine))
     (*comm)->abort(llvm::toString(std::move(err)));
   std::vector<uint8_t> results = packRankResults(plan, *prog, buffers, mine);
   // The rank keeps its updated blocks (moved: they are packed).
