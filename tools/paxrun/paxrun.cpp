@@ -958,7 +958,14 @@ int main(int argc, char **argv) {
     std::vector<runtime::Tensor> reference;
     std::vector<runtime::DeviceStats> refStats;
     const plan::DeviceProgram *ref = &plan->reference();
-    if (auto err = runThreads(*plan, {ref}, feed, reference, refStats))
+    // The reference is the unpartitioned program on the CPU backend,
+    // whatever --backend ran the plan.
+    runtime::DeviceSet cpu;
+    cpu.devices.push_back(runtime::makeCpuDevice());
+    if (auto err = runtime::runThreads(
+            *plan, {ref}, cpu,
+            [&](size_t) -> runtime::DataFeed & { return feed; }, reference,
+            refStats))
       return fail("the reference run failed: " +
                   llvm::toString(std::move(err)));
     if (!compare(*plan, outputs, reference))
