@@ -58,11 +58,18 @@ public:
   virtual llvm::Error launch(const plan::Compute &c,
                              llvm::ArrayRef<const Tensor *> inputs,
                              llvm::ArrayRef<Tensor *> outputs) = 0;
-  /// Copies the overlap of buffer \p in (its box starting at \p inLo) and
-  /// buffer \p out (starting at \p outLo), as moveOverlap does.
+  /// Copies (with \p add: adds) the overlap of buffer \p in (its box
+  /// starting at \p inLo) into buffer \p out (starting at \p outLo), as
+  /// moveOverlap does. \p in may be another device's buffer where
+  /// canRead(that device).
   virtual llvm::Error copyOverlap(const Tensor &in,
                                   llvm::ArrayRef<int64_t> inLo, Tensor &out,
-                                  llvm::ArrayRef<int64_t> outLo) = 0;
+                                  llvm::ArrayRef<int64_t> outLo, bool add) = 0;
+  /// Sets every element of buffer \p t to zero.
+  virtual llvm::Error zero(Tensor &t) = 0;
+  /// Whether copyOverlap on this device reads \p other's buffers directly
+  /// (one address space: the CPU's devices, or streams of one GPU).
+  virtual bool canRead(const Device &other) const = 0;
   /// Waits until the device's work so far is done.
   virtual llvm::Error synchronize() = 0;
 };

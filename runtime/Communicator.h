@@ -1,8 +1,11 @@
 //===- Communicator.h - How the devices of a plan exchange blocks ---------===//
 //
 // One exchange call per Collective instruction, made by every member of its
-// group in program order. Two transports: threads (every device of the plan
-// in one process, ThreadCommunicator) and MPI ranks (runtime/mpi). Each
+// group in program order, over the buffers of the member's Device. Two
+// transports: threads (every device of the plan in one process, whose
+// devices read one another's buffers: the CPU's, or virtual devices on one
+// GPU; ThreadCommunicator) and MPI ranks (runtime/mpi, through host
+// memory). Each
 // fills a device's output from the overlaps of its group's inputs with the
 // output's box (runtime/Exchange.h), summing in rank order for partial
 // sums, so every transport computes bit-identical results.
@@ -11,6 +14,7 @@
 #ifndef PAX_RUNTIME_COMMUNICATOR_H
 #define PAX_RUNTIME_COMMUNICATOR_H
 
+#include "runtime/Backend.h"
 #include "runtime/Tensor.h"
 
 #include "llvm/Support/Error.h"
@@ -23,11 +27,12 @@ class Communicator {
 public:
   virtual ~Communicator() = default;
 
-  /// Runs collective \p c of \p plan on \p device: \p out receives the box
-  /// its Exchange names, from the inputs of the members of its group.
+  /// Runs collective \p c of \p plan on \p device, whose buffers \p in
+  /// and \p out are buffers of \p dev: \p out receives the box its
+  /// Exchange names, from the inputs of the members of its group.
   virtual llvm::Error exchange(const plan::Plan &plan, uint32_t device,
                                const plan::Collective &c, const Tensor &in,
-                               Tensor &out) = 0;
+                               Tensor &out, Device &dev) = 0;
 
   /// A device failed: every device waiting in (or later entering) a
   /// collective returns an error instead of waiting for it.

@@ -147,7 +147,7 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
         return fail("a collective, but no communicator");
       const Tensor &in = buffers[c.input()];
       Tensor &out = buffers[c.output()];
-      if (auto err = comm->exchange(plan, id, c, in, out))
+      if (auto err = comm->exchange(plan, id, c, in, out, device))
         return err;
       stats.exchangeBytes[c.exchange()] += countedBytes(
           plan.exchanges(int(c.exchange())), id, in, out);
@@ -163,7 +163,7 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
       for (size_t d = 0; d < out.shape.size(); ++d)
         if (outLo[d] < 0 || outLo[d] + out.shape[d] > in.shape[d])
           return fail("slice " + llvm::Twine(i) + " reaches past its input");
-      if (auto err = device.copyOverlap(in, inLo, out, outLo))
+      if (auto err = device.copyOverlap(in, inLo, out, outLo, false))
         return fail(llvm::toString(std::move(err)));
     } else {
       return fail("instruction " + llvm::Twine(i) + " is empty");

@@ -84,7 +84,7 @@ public:
 
   llvm::Error exchange(const plan::Plan &plan, uint32_t device,
                        const plan::Collective &c, const Tensor &in,
-                       Tensor &out) override {
+                       Tensor &out, Device &dev) override {
     if (auto err = checkCollective(plan, device, c, in, out))
       return err;
     const plan::Group &g = plan.groups(int(c.group()));
@@ -95,24 +95,29 @@ public:
                                      llvm::Twine(c.group()));
     GroupState &s = *it->second;
     size_t rank = size_t(llvm::find(g.devices(), device) - g.devices().begin());
+    // The input is complete before the others read it.
+    if (auto err = dev.synchronize())
+      return err;
     std::unique_lock<std::mutex> lock(m);
     s.inputs[rank] = &in;
+    s.devices[rank] = &dev;
     if (!s.barrier.wait(m, cv, aborted, lock))
       return abortedError();
     lock.unlock();
     // Every member's input is in place and nobody writes one until all
     // have passed the second barrier.
-    size_t r = out.shape.size();
-    std::fill(out.data.begin(), out.data.end(), 0);
-    std::vector<int64_t> outLo = boxLo(x.out(int(device)), r);
-    if (!x.out(int(device)).empty())
-      for (size_t k = 0; k < s.inputs.size(); ++k) {
-        const plan::Box &b = x.in(int(g.devices(int(k))));
-        if (b.empty())
-          continue;
-        moveOverlap(*s.inputs[k], boxLo(b, r), out, outLo, x.reduce());
-      }
+    llvm::Error err = gather(device, g, x, s, out, dev);
+    if (!err)
+      err = dev.synchronize(); // done reading the others' inputs
     lock.lock();
+    if (err) {
+      // Nobody waits at the second barrier for a member that failed.
+      if (!aborted)
+        reason = "device " + std::to_string(device) + " failed an exchange";
+      aborted = true;
+      cv.notify_all();
+      return err;
+    }
     if (!s.barrier.wait(m, cv, aborted, lock))
       return abortedError();
     return llvm::Error::success();
@@ -128,10 +133,40 @@ public:
 
 private:
   struct GroupState {
-    explicit GroupState(size_t n) : barrier(n), inputs(n, nullptr) {}
+    explicit GroupState(size_t n)
+        : barrier(n), inputs(n, nullptr), devices(n, nullptr) {}
     Barrier barrier;
     std::vector<const Tensor *> inputs;
+    std::vector<Device *> devices;
   };
+
+  /// Fills \p out from the overlaps of the members' inputs, in rank order.
+  static llvm::Error gather(uint32_t device, const plan::Group &g,
+                            const plan::Exchange &x, const GroupState &s,
+                            Tensor &out, Device &dev) {
+    if (auto err = dev.zero(out))
+      return err;
+    const plan::Box &mine = x.out(int(device));
+    if (mine.empty())
+      return llvm::Error::success();
+    size_t r = out.shape.size();
+    std::vector<int64_t> outLo = boxLo(mine, r);
+    for (size_t k = 0; k < s.inputs.size(); ++k) {
+      const plan::Box &b = x.in(int(g.devices(int(k))));
+      if (b.empty() || overlapElements(b, mine, r) == 0)
+        continue;
+      if (!dev.canRead(*s.devices[k]))
+        return llvm::createStringError(
+            "device " + llvm::Twine(device) + " cannot read device " +
+            llvm::Twine(g.devices(int(k))) +
+            "'s buffers: the thread transport needs every device in one "
+            "address space (the CPU's, or one GPU's)");
+      if (auto err = dev.copyOverlap(*s.inputs[k], boxLo(b, r), out, outLo,
+                                     x.reduce()))
+        return err;
+    }
+    return llvm::Error::success();
+  }
   llvm::Error abortedError() {
     return llvm::createStringError("stopped: " + reason);
   }

@@ -3,6 +3,7 @@
 #include "runtime/Exchange.h"
 #include "runtime/cpu/Kernels.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace pax::runtime {
@@ -43,10 +44,19 @@ public:
   }
 
   llvm::Error copyOverlap(const Tensor &in, llvm::ArrayRef<int64_t> inLo,
-                          Tensor &out,
-                          llvm::ArrayRef<int64_t> outLo) override {
-    moveOverlap(in, inLo, out, outLo, false);
+                          Tensor &out, llvm::ArrayRef<int64_t> outLo,
+                          bool add) override {
+    moveOverlap(in, inLo, out, outLo, add);
     return llvm::Error::success();
+  }
+
+  llvm::Error zero(Tensor &t) override {
+    std::fill(t.data.begin(), t.data.end(), 0);
+    return llvm::Error::success();
+  }
+
+  bool canRead(const Device &other) const override {
+    return other.backend() == Backend::Cpu;
   }
 
   llvm::Error synchronize() override { return llvm::Error::success(); }

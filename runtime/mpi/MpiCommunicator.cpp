@@ -39,11 +39,15 @@ public:
 
   llvm::Error exchange(const plan::Plan &plan, uint32_t device,
                        const plan::Collective &c, const Tensor &in,
-                       Tensor &out) override;
+                       Tensor &out, Device &dev) override;
 
   void abort(const std::string &why) override { abortMpiWorld(why); }
 
 private:
+  /// The exchange over host tensors.
+  llvm::Error exchangeHost(const plan::Plan &plan, uint32_t device,
+                           const plan::Collective &c, const Tensor &in,
+                           Tensor &out);
   /// Every member's boxes must have the tensor's rank \p r.
   static llvm::Error checkPeerBoxes(const plan::Exchange &x,
                                     const plan::Group &g, size_t r);
@@ -71,11 +75,29 @@ llvm::Error MpiCommunicator::checkPeerBoxes(const plan::Exchange &x,
 // member's input with its own output box. Both sides compute the same
 // overlaps from the plan, so an empty one is skipped on both and no
 // receive waits for a message that never comes.
+// MPI moves host memory: a device whose buffers are not the host's
+// exchanges through host copies of them.
 llvm::Error MpiCommunicator::exchange(const plan::Plan &plan, uint32_t device,
                                       const plan::Collective &c,
-                                      const Tensor &in, Tensor &out) {
+                                      const Tensor &in, Tensor &out,
+                                      Device &dev) {
   if (auto err = checkCollective(plan, device, c, in, out))
     return err;
+  if (dev.hostAccessible())
+    return exchangeHost(plan, device, c, in, out);
+  Tensor hostIn = Tensor::zeros(in.dtype, in.shape);
+  Tensor hostOut = Tensor::zeros(out.dtype, out.shape);
+  if (auto err = dev.download(in, hostIn))
+    return err;
+  if (auto err = exchangeHost(plan, device, c, hostIn, hostOut))
+    return err;
+  return dev.upload(hostOut, out);
+}
+
+llvm::Error MpiCommunicator::exchangeHost(const plan::Plan &plan,
+                                          uint32_t device,
+                                          const plan::Collective &c,
+                                          const Tensor &in, Tensor &out) {
   if (device != uint32_t(rank))
     return llvm::createStringError("device " + llvm::Twine(device) +
                                    " runs on rank " + llvm::Twine(rank));
