@@ -1,6 +1,8 @@
 //===- EmitCompute.cpp - IR ops as plan instructions ----------------------===//
 #include "codegen/EmitCompute.h"
 
+#include "codegen/plan/Kernels.h"
+
 namespace pax {
 
 plan::DType toPlanDType(DType t) {
@@ -111,7 +113,10 @@ plan::Compute emitCompute(const Op &op, llvm::ArrayRef<uint32_t> inputs,
          outputs.size() == op.results.size() && "one buffer per value");
   plan::Compute c;
   c.set_kind(opKindName(op.kind).str());
-  c.set_kernel(opKindName(op.kind).str());
+  // The kernel every backend runs it on; none (an error when the plan
+  // runs) for a kind no backend has.
+  if (std::optional<plan::KernelId> k = plan::kernelForKind(c.kind()))
+    c.set_kernel(plan::kernelName(*k).str());
   c.set_name(op.name().str());
   for (const IterDim &d : op.iters) {
     plan::IterDim *x = c.add_iters();

@@ -1,6 +1,8 @@
 //===- Kernels.cpp - Contraction, window and normalization CPU kernels ----===//
 #include "runtime/cpu/Kernels.h"
 
+#include "codegen/plan/Kernels.h"
+
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/GenericKernel.h"
 #include "runtime/cpu/KernelContext.h"
@@ -562,19 +564,35 @@ llvm::Error dispatch(const plan::Compute &c,
                      llvm::ArrayRef<const Tensor *> inputs,
                      llvm::ArrayRef<Tensor *> outputs) {
   using namespace cpu;
-  if (std::optional<RecurrentCell> cell = parseRecurrentCell(c.kind()))
-    return runRecurrent(c, *cell, inputs, outputs);
-  if (std::optional<RecurrentCell> cell = parseRecurrentGradCell(c.kind()))
-    return runRecurrentGrad(c, *cell, inputs, outputs);
-  if (isScanKind(c.kind())) {
+  using plan::KernelId;
+  auto id = plan::computeKernel(c);
+  if (!id)
+    return id.takeError();
+  switch (*id) {
+  case KernelId::Recurrent:
+    return runRecurrent(c, *parseRecurrentCell(c.kind()), inputs, outputs);
+  case KernelId::RecurrentGrad:
+    return runRecurrentGrad(c, *parseRecurrentGradCell(c.kind()), inputs,
+                            outputs);
+  case KernelId::Scan: {
     auto p = prepare(c, inputs, outputs);
     if (!p)
       return p.takeError();
     return runScan(*p);
   }
+  case KernelId::Pointwise:
+    return runPointwise(c, inputs, outputs);
+  case KernelId::Reduce:
+  case KernelId::Copy:
+  case KernelId::ScatterAdd:
+  case KernelId::Random:
+    return runGeneric(c, inputs, outputs);
+  default:
+    break;
+  }
   std::optional<Kernel> k = parseKernel(c.kind());
   if (!k)
-    return runPointwise(c, inputs, outputs);
+    return computeError(c, "no cpu kernel for kind '" + c.kind() + "'");
   auto [lo, hi] = inputCounts(*k);
   if (inputs.size() < lo || inputs.size() > hi || outputs.size() != 1)
     return computeError(c, "takes " + llvm::Twine(lo) + " to " +
@@ -622,9 +640,9 @@ llvm::Error runKernel(const plan::Compute &c,
   timedNanoseconds += ns;
   if (ProfileBy by = profiling.load(std::memory_order_relaxed);
       by != ProfileBy::Off) {
-    std::string key = c.kind();
+    std::string key = by == ProfileBy::Kernel ? c.kernel() : c.kind();
     if (by == ProfileBy::Instruction) {
-      key += " " + c.name() + " [";
+      key += " (" + c.kernel() + ") " + c.name() + " [";
       for (int i = 0; i < c.iters_size(); ++i)
         key += (i ? ", " : "") + c.iters(i).name() + ":" +
                std::to_string(c.iters(i).extent()) +
@@ -640,9 +658,8 @@ llvm::Error runKernel(const plan::Compute &c,
 }
 
 bool hasKernel(llvm::StringRef kind) {
-  return cpu::parseRecurrentCell(kind) || cpu::parseRecurrentGradCell(kind) ||
-         cpu::isScanKind(kind) ||
-         cpu::parseKernel(kind) || genericHasKernel(kind);
+  // The CPU backend runs every kernel of the registry.
+  return plan::kernelForKind(kind).has_value();
 }
 
 void setKernelTiming(bool on) { timing = on; }

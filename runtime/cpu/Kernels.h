@@ -54,7 +54,8 @@ struct KernelProfileEntry {
 enum class ProfileBy {
   Off,
   Kind,        ///< the compute's op kind ("matmul")
-  Instruction, ///< kind, source node and local iteration space
+  Kernel,      ///< the kernel codegen chose for it ("gemm")
+  Instruction, ///< kind, kernel, source node and local iteration space
 };
 
 /// Starts or stops adding up runKernel's wall time per kind or per

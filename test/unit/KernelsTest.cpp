@@ -42,6 +42,29 @@ TEST(KernelsTest, MatMul) {
   }
 }
 
+// Every backend runs the kernel codegen chose: a compute naming no kernel,
+// an unknown one, or one that does not run its kind is refused.
+TEST(KernelsTest, RunsTheKernelTheComputeNames) {
+  auto b = ComputeBuilder("matmul").iter("m", 2).iter("n", 2).red("k", 3);
+  b.in({dim(0), dim(2)}).in({dim(2), dim(1)}).out({dim(0), dim(1)});
+  EXPECT_EQ(b.c.kernel(), "gemm");
+  Tensor x = make(plan::F32, {2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor y = make(plan::F32, {3, 2}, {7, 8, 9, 10, 11, 12});
+  Tensor z = make(plan::F32, {2, 2});
+  plan::Compute c = b.c;
+  c.set_kernel("pointwise");
+  EXPECT_EQ(run(c, {&x, &y}, {&z}),
+            "compute 'n0' (matmul): kernel 'pointwise' does not run this kind");
+  c.set_kernel("tensor_cores");
+  EXPECT_EQ(run(c, {&x, &y}, {&z}),
+            "compute 'n0' (matmul): unknown kernel 'tensor_cores'");
+  c.clear_kernel();
+  EXPECT_EQ(run(c, {&x, &y}, {&z}),
+            "compute 'n0' (matmul): no kernel runs this kind");
+  EXPECT_EQ(run(b.c, {&x, &y}, {&z}), "");
+  EXPECT_EQ(reals(z), V({58, 64, 139, 154}));
+}
+
 TEST(KernelsTest, MatMulDoesNotDependOnThreadCount) {
   const int64_t m = 67, n = 129, k = 301;
   auto b = ComputeBuilder("matmul").iter("m", m).iter("n", n).red("k", k);

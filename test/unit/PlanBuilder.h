@@ -1,12 +1,14 @@
 //===- PlanBuilder.h - Plan compute messages and tensors for kernel tests -===//
 #pragma once
 
+#include "codegen/plan/Kernels.h"
 #include "codegen/plan/Plan.pb.h"
 #include "runtime/Tensor.h"
 #include "runtime/cpu/GenericKernel.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,9 @@ struct ComputeBuilder {
   explicit ComputeBuilder(std::string kind) {
     c.set_kind(std::move(kind));
     c.set_name("n0");
+    // The kernel codegen would choose.
+    if (std::optional<plan::KernelId> k = plan::kernelForKind(c.kind()))
+      c.set_kernel(plan::kernelName(*k).str());
   }
   ComputeBuilder &iter(std::string name, int64_t extent,
                        plan::IterDim::Kind kind = plan::IterDim::PAR) {

@@ -123,9 +123,11 @@ static cl::opt<runtime::ProfileBy> profileKernels(
     cl::init(runtime::ProfileBy::Off), cl::ValueOptional,
     cl::values(clEnumValN(runtime::ProfileBy::Kind, "", "op kind (default)"),
                clEnumValN(runtime::ProfileBy::Kind, "kind", "op kind"),
+               clEnumValN(runtime::ProfileBy::Kernel, "kernel",
+                          "kernel codegen chose (gemm, conv2d, ...)"),
                clEnumValN(runtime::ProfileBy::Instruction, "instruction",
-                          "instruction: kind, source node and the local "
-                          "iteration space")),
+                          "instruction: kind, kernel, source node and the "
+                          "local iteration space")),
     cl::cat(runCategory));
 
 static cl::opt<int> injectReplicaFault(
@@ -507,7 +509,9 @@ static void printProfile(std::vector<runtime::KernelProfileEntry> profile,
       "paxrun: profile of the compute instructions over {0} {5}(s), per "
       "{5}, summed over this process's devices:\n  {1,12} {2,7} {3,7}  {4}\n",
       runs, "seconds", "share", "calls",
-      profileKernels == runtime::ProfileBy::Kind ? "kind" : "instruction",
+      profileKernels == runtime::ProfileBy::Kind     ? "kind"
+      : profileKernels == runtime::ProfileBy::Kernel ? "kernel"
+                                                     : "instruction",
       what);
   for (const auto &e : profile)
     llvm::errs() << llvm::formatv(
