@@ -72,6 +72,25 @@ bool IterationSpace::nextInner(llvm::MutableArrayRef<int64_t> point) const {
   return false;
 }
 
+flat::Space IterationSpace::flatten() const {
+  flat::Space f;
+  f.rank = int32_t(std::min<size_t>(extents.size(), flat::kMaxDims));
+  for (int32_t d = 0; d < f.rank; ++d) {
+    f.extents[d] = extents[size_t(d)];
+    f.globalOffsets[d] = globalOffsets[size_t(d)];
+    f.globalExtents[d] = globalExtents[size_t(d)];
+  }
+  for (unsigned d : outer)
+    if (d < unsigned(f.rank))
+      f.outer[f.outerCount++] = d;
+  for (unsigned d : inner)
+    if (d < unsigned(f.rank))
+      f.inner[f.innerCount++] = d;
+  f.outerPoints = outerPoints;
+  f.innerPoints = innerPoints;
+  return f;
+}
+
 /// Reads one access expression into \p t; an error message when it is not
 /// one the generic kernel can walk.
 static std::string
@@ -136,23 +155,39 @@ AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
     return fail("has " + llvm::Twine(access.exprs_size()) +
                 " access exprs for a tensor of rank " +
                 llvm::Twine(shape.size()));
-  AccessIndexer a;
   size_t n = space.extents.size();
+  if (n > size_t(flat::kMaxDims))
+    return fail("is over " + llvm::Twine(n) + " iteration dims; kernels walk " +
+                llvm::Twine(flat::kMaxDims) + " at most");
+  if (shape.size() > size_t(flat::kMaxRank))
+    return fail("has rank " + llvm::Twine(shape.size()) +
+                "; kernels address tensors of rank " +
+                llvm::Twine(flat::kMaxRank) + " at most");
+  AccessIndexer a;
   a.coef.assign(n, 0);
   a.usedDims.assign(n, false);
-  a.terms.resize(shape.size());
+  a.map.rank = int32_t(shape.size());
   int64_t stride = 1;
   bool inRange = true;
   for (size_t i = shape.size(); i-- > 0;) {
     const plan::AccessExpr &e = access.exprs(int(i));
-    Term &t = a.terms[i];
+    flat::Term &t = a.map.terms[i];
     t.size = shape[i];
     t.stride = stride;
     stride *= shape[i];
+    llvm::SmallVector<std::pair<unsigned, int64_t>, 2> coefs;
     std::string err =
-        compileExpr(c, e, fullFromZero, a.usedDims, t.offset, t.coefs);
+        compileExpr(c, e, fullFromZero, a.usedDims, t.offset, coefs);
     if (!err.empty())
       return fail(err);
+    if (coefs.size() > size_t(flat::kMaxCoefs))
+      return fail("combines " + llvm::Twine(coefs.size()) +
+                  " iteration dims in one tensor dim; kernels take " +
+                  llvm::Twine(flat::kMaxCoefs) + " at most");
+    for (auto [d, k] : coefs) {
+      t.dims[t.coefCount] = d;
+      t.coefs[t.coefCount++] = k;
+    }
     if (e.kind() == plan::AccessExpr::LOOKUP) {
       t.lookupSlot = 0; // numbered in dim order below
       ++a.lookups;
@@ -162,7 +197,7 @@ AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
     }
     // The index's range over the whole space decides the fast path.
     int64_t lo = t.offset, hi = t.offset;
-    for (auto [d, k] : t.coefs) {
+    for (auto [d, k] : coefs) {
       int64_t span = k * (space.extents[d] - 1);
       lo += std::min<int64_t>(0, span);
       hi += std::max<int64_t>(0, span);
@@ -173,9 +208,14 @@ AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
   }
   a.linear = inRange && a.lookups == 0;
   int slot = 0;
-  for (Term &t : a.terms)
-    if (t.lookupSlot >= 0)
-      t.lookupSlot = slot++;
+  for (int32_t i = 0; i < a.map.rank; ++i)
+    if (a.map.terms[i].lookupSlot >= 0)
+      a.map.terms[i].lookupSlot = slot++;
+  a.map.lookups = int32_t(a.lookups);
+  a.map.linear = a.linear;
+  a.map.base = a.base;
+  for (size_t d = 0; d < n; ++d)
+    a.map.coef[d] = a.coef[d];
   return a;
 }
 
@@ -191,23 +231,25 @@ AccessIndexer::inRangeBox(const IterationSpace &space) const {
   auto floorDiv = [](int64_t a, int64_t b) { // b > 0
     return a >= 0 ? a / b : -((-a + b - 1) / b);
   };
-  for (const Term &t : terms) {
+  for (int32_t i = 0; i < map.rank; ++i) {
+    const flat::Term &t = map.terms[i];
     int64_t lo = t.offset, hi = t.offset;
-    for (auto [d, k] : t.coefs) {
-      int64_t span = k * (space.extents[d] - 1);
+    for (int32_t j = 0; j < t.coefCount; ++j) {
+      int64_t span = t.coefs[j] * (space.extents[t.dims[j]] - 1);
       lo += std::min<int64_t>(0, span);
       hi += std::max<int64_t>(0, span);
     }
     if (lo >= 0 && hi < t.size)
       continue; // inside wherever the space reaches
-    if (t.coefs.size() != 1 || t.coefs[0].second == 0) {
-      if (!t.coefs.empty())
+    if (t.coefCount != 1 || t.coefs[0] == 0) {
+      if (t.coefCount != 0)
         return std::nullopt; // a window or group partly outside
       box[0] = {0, 0};       // a constant index outside: nowhere
       continue;
     }
     // offset + k x in [0, size).
-    auto [d, k] = t.coefs[0];
+    unsigned d = t.dims[0];
+    int64_t k = t.coefs[0];
     int64_t first, end;
     if (k > 0) {
       first = -floorDiv(t.offset, k);
@@ -224,7 +266,8 @@ AccessIndexer::inRangeBox(const IterationSpace &space) const {
 
 std::optional<std::pair<int64_t, int64_t>> AccessIndexer::lookupOutOfRange(
     llvm::ArrayRef<int64_t> lookupValues) const {
-  for (const Term &t : terms) {
+  for (int32_t i = 0; i < map.rank; ++i) {
+    const flat::Term &t = map.terms[i];
     if (t.lookupSlot < 0 || size_t(t.lookupSlot) >= lookupValues.size())
       continue;
     int64_t v = lookupValues[size_t(t.lookupSlot)];
@@ -232,30 +275,6 @@ std::optional<std::pair<int64_t, int64_t>> AccessIndexer::lookupOutOfRange(
       return std::make_pair(v, t.lookupExtent);
   }
   return std::nullopt;
-}
-
-int64_t AccessIndexer::checkedIndex(llvm::ArrayRef<int64_t> point,
-                                    llvm::ArrayRef<int64_t> lookupValues) const {
-  int64_t flat = 0;
-  for (const Term &t : terms) {
-    int64_t idx = t.offset;
-    if (t.lookupSlot >= 0) {
-      if (size_t(t.lookupSlot) >= lookupValues.size())
-        return -1; // no index given: nothing to read
-      int64_t lookupValue = lookupValues[size_t(t.lookupSlot)];
-      // Negative indices count from the end of the whole table; a split
-      // table holds rows [offset, offset + size) and masks the others.
-      idx = (lookupValue < 0 ? lookupValue + t.lookupExtent : lookupValue) -
-            t.lookupOffset;
-    } else {
-      for (auto [d, k] : t.coefs)
-        idx += k * point[d];
-    }
-    if (idx < 0 || idx >= t.size)
-      return -1;
-    flat += idx * t.stride;
-  }
-  return flat;
 }
 
 } // namespace pax::runtime::cpu

@@ -3,6 +3,7 @@
 #define PAX_RUNTIME_CPU_ITERATIONSPACE_H
 
 #include "codegen/plan/Plan.pb.h"
+#include "runtime/FlatMaps.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -42,6 +43,10 @@ struct IterationSpace {
   void nextOuter(llvm::MutableArrayRef<int64_t> point) const;
   /// Advances the inner dims of \p point; false once they wrap to zero.
   bool nextInner(llvm::MutableArrayRef<int64_t> point) const;
+
+  /// The space as plain data (FlatMaps.h). Every space of() accepts fits
+  /// (AccessIndexer::compile refuses one of more than flat::kMaxDims dims).
+  flat::Space flatten() const;
 };
 
 /// An access map compiled against an iteration space: the row-major element
@@ -100,19 +105,18 @@ public:
   std::optional<std::pair<int64_t, int64_t>>
   lookupOutOfRange(llvm::ArrayRef<int64_t> lookupValues) const;
 
-private:
-  /// One tensor dim: offset + sum(coef * point), or a lookup.
-  struct Term {
-    int64_t offset = 0, size = 1, stride = 1;
-    llvm::SmallVector<std::pair<unsigned, int64_t>, 2> coefs;
-    int lookupSlot = -1;      // which of the point's lookup values, or -1
-    int64_t lookupOffset = 0; // the lookup dim's global offset
-    int64_t lookupExtent = 0; // the lookup dim's unsplit extent
-  };
-  int64_t checkedIndex(llvm::ArrayRef<int64_t> point,
-                       llvm::ArrayRef<int64_t> lookupValues) const;
+  /// The map as plain data (FlatMaps.h), for a backend that evaluates it
+  /// elsewhere (the CUDA kernels).
+  const flat::Map &flatMap() const { return map; }
 
-  llvm::SmallVector<Term, 6> terms;
+private:
+  int64_t checkedIndex(llvm::ArrayRef<int64_t> point,
+                       llvm::ArrayRef<int64_t> lookupValues) const {
+    return flat::index(map, point.data(), lookupValues.data(),
+                       int(lookupValues.size()));
+  }
+
+  flat::Map map; // the terms, one per tensor dim
   llvm::SmallVector<int64_t, 8> coef; // flat coefficient per iteration dim
   llvm::SmallVector<bool, 8> usedDims;
   int64_t base = 0;

@@ -26,109 +26,6 @@ std::optional<ReduceOp> parseReduceOp(llvm::StringRef kind) {
       .Default(std::nullopt);
 }
 
-namespace {
-/// One output element's running reduction, in \p T (double or int64).
-/// Integer sums wrap rather than overflow.
-template <typename T> struct Accumulator {
-  ReduceOp op;
-  bool selectLast;
-  T acc;
-  double lseMax = -INFINITY; // log-sum-exp: the running maximum
-  int64_t best = -1;         // arg_max / arg_min: the position kept
-
-  Accumulator(ReduceOp op, bool selectLast) : op(op), selectLast(selectLast) {
-    if (op == ReduceOp::Prod)
-      acc = 1;
-    else if (op == ReduceOp::Max || op == ReduceOp::ArgMax)
-      acc = std::numeric_limits<T>::lowest();
-    else if (op == ReduceOp::Min || op == ReduceOp::ArgMin)
-      acc = std::numeric_limits<T>::max();
-    else
-      acc = 0;
-    if constexpr (std::is_same_v<T, double>) {
-      if (op == ReduceOp::Max || op == ReduceOp::ArgMax)
-        acc = -INFINITY;
-      if (op == ReduceOp::Min || op == ReduceOp::ArgMin)
-        acc = INFINITY;
-    }
-  }
-
-  static bool isNan(T v) {
-    if constexpr (std::is_same_v<T, double>)
-      return std::isnan(v);
-    return false;
-  }
-  static T plus(T a, T b) {
-    if constexpr (std::is_same_v<T, double>)
-      return a + b;
-    return T(uint64_t(a) + uint64_t(b));
-  }
-  static T times(T a, T b) {
-    if constexpr (std::is_same_v<T, double>)
-      return a * b;
-    return T(uint64_t(a) * uint64_t(b));
-  }
-
-  /// Takes \p v, the element at row-major position \p pos of the reduction.
-  void add(T v, int64_t pos) {
-    switch (op) {
-    case ReduceOp::Sum:
-    case ReduceOp::Mean:
-      acc = plus(acc, v);
-      break;
-    case ReduceOp::Max:
-      acc = v > acc || isNan(v) ? v : acc; // NaN propagates, like ONNX
-      break;
-    case ReduceOp::Min:
-      acc = v < acc || isNan(v) ? v : acc;
-      break;
-    case ReduceOp::Prod:
-      acc = times(acc, v);
-      break;
-    case ReduceOp::L1:
-      acc = plus(acc, v < 0 ? T(0) - v : v);
-      break;
-    case ReduceOp::L2:
-    case ReduceOp::SumSquare:
-      acc = plus(acc, times(v, v));
-      break;
-    case ReduceOp::LogSumExp:
-      addLogSumExp(double(v));
-      break;
-    case ReduceOp::ArgMax:
-    case ReduceOp::ArgMin: {
-      bool better = op == ReduceOp::ArgMax ? v > acc : v < acc;
-      if (best < 0 || better || (selectLast && v == acc))
-        acc = v, best = pos;
-      break;
-    }
-    }
-  }
-
-  /// log(sum(exp)) kept as max + log(sum(exp(v - max))), which cannot
-  /// overflow.
-  void addLogSumExp(double v) {
-    if (v > lseMax) {
-      acc = T(double(acc) * std::exp(lseMax - v) + 1);
-      lseMax = v;
-    } else {
-      acc = T(double(acc) + std::exp(v - lseMax));
-    }
-  }
-
-  /// The reduced value of \p count reduced points.
-  double finishReal(int64_t count) const {
-    if (op == ReduceOp::Mean)
-      return double(acc) / double(count);
-    if (op == ReduceOp::L2)
-      return std::sqrt(double(acc));
-    if (op == ReduceOp::LogSumExp)
-      return lseMax + std::log(double(acc));
-    return double(acc);
-  }
-};
-} // namespace
-
 /// Reduces one outer point over the inner dims and stores the result.
 template <typename T>
 static void reducePoint(const Prepared &p, ReduceOp op, bool selectLast,
@@ -150,16 +47,11 @@ static void reducePoint(const Prepared &p, ReduceOp op, bool selectLast,
     int64_t o = p.outMaps[r].index(point);
     if (o < 0)
       continue;
-    if (op == ReduceOp::ArgMax || op == ReduceOp::ArgMin)
-      p.outs[r]->setInteger(o, std::max<int64_t>(a.best, 0));
-    else if (std::is_same_v<T, double>)
+    if (op != ReduceOp::ArgMax && op != ReduceOp::ArgMin &&
+        std::is_same_v<T, double>)
       p.outs[r]->setReal(o, a.finishReal(p.space.globalInnerPoints()));
-    else if (op == ReduceOp::Mean)
-      p.outs[r]->setInteger(o, int64_t(a.acc) /
-                                   std::max<int64_t>(
-                                       1, p.space.globalInnerPoints()));
     else
-      p.outs[r]->setInteger(o, int64_t(a.acc));
+      p.outs[r]->setInteger(o, a.finishInteger(p.space.globalInnerPoints()));
   }
 }
 

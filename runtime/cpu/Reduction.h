@@ -2,6 +2,7 @@
 #ifndef PAX_RUNTIME_CPU_REDUCTION_H
 #define PAX_RUNTIME_CPU_REDUCTION_H
 
+#include "runtime/ReduceMath.h"
 #include "runtime/cpu/KernelContext.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -10,20 +11,7 @@
 
 namespace pax::runtime::cpu {
 
-/// The reduction kinds over `red` dims.
-enum class ReduceOp {
-  Sum,
-  Mean,
-  Max,
-  Min,
-  Prod,
-  L1,
-  L2,
-  SumSquare,
-  LogSumExp,
-  ArgMax,
-  ArgMin
-};
+using runtime::ReduceOp;
 
 /// The reduction of kind \p kind (`"reduce_sum"`, `"arg_max"`), if it is one.
 std::optional<ReduceOp> parseReduceOp(llvm::StringRef kind);

@@ -3,6 +3,7 @@
 #define PAX_RUNTIME_CPU_SCALAROPS_H
 
 #include "codegen/plan/Plan.pb.h"
+#include "runtime/ScalarMath.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -15,75 +16,11 @@
 
 namespace pax::runtime::cpu {
 
-/// The elementwise op kinds the generic kernel evaluates point by point.
-enum class ScalarOp {
-  Add,
-  Sub,
-  Mul,
-  Div,
-  Pow,
-  Max,
-  Min,
-  Sum,
-  Mean,
-  Where,
-  Equal,
-  Less,
-  LessOrEqual,
-  Greater,
-  GreaterOrEqual,
-  And,
-  Or,
-  Xor,
-  Not,
-  Relu,
-  LeakyRelu,
-  PRelu,
-  Elu,
-  Selu,
-  Celu,
-  Sigmoid,
-  HardSigmoid,
-  HardSwish,
-  Softplus,
-  Softsign,
-  Gelu,
-  Mish,
-  Tanh,
-  Erf,
-  Exp,
-  Log,
-  Sqrt,
-  Reciprocal,
-  Neg,
-  Abs,
-  Sign,
-  Floor,
-  Ceil,
-  Round,
-  Cos,
-  Sin,
-  Clip,
-  Cast,
-  Trilu,
-  IsNaN,
-  IsInf,
-  Mod
-};
+using runtime::ScalarOp;
+using runtime::ScalarParams;
 
 /// The scalar op of an elementwise kind (`"leaky_relu"`), if it is one.
 std::optional<ScalarOp> parseScalarOp(llvm::StringRef kind);
-
-/// An op's attributes, resolved once per call rather than per element.
-struct ScalarParams {
-  double alpha = 0, beta = 0, gamma = 0;
-  double min = -INFINITY, max = INFINITY; // clip bounds given as attributes
-  bool tanhGelu = false;                  // gelu approximate = "tanh"
-  bool upper = true;                      // trilu
-  int64_t k = 0;                          // trilu diagonal
-  bool fmod = false;                      // mod: C's fmod, else Python's %
-  bool detectPositive = true, detectNegative = true; // is_inf
-};
 
 /// Looks up a numeric attribute by name (ints and floats alike).
 using NumberAttr = llvm::function_ref<std::optional<double>(llvm::StringRef)>;
@@ -99,8 +36,9 @@ ScalarParams scalarParams(ScalarOp op, NumberAttr number, StringAttr text);
 /// Reads the attributes \p op needs from \p c, with ONNX's defaults.
 ScalarParams scalarParams(ScalarOp op, const plan::Compute &c);
 
-/// Applies \p op to \p args in double precision (float tensors). Trilu
-/// returns its input; the kernel zeroes the dropped side.
+/// Applies \p op to \p args in double precision (float tensors), as
+/// runtime::applyReal (ScalarMath.h). Trilu returns its input; the kernel
+/// zeroes the dropped side.
 double applyReal(ScalarOp op, llvm::ArrayRef<double> args,
                  const ScalarParams &p);
 
