@@ -1,6 +1,8 @@
 //===- GenericKernel.cpp - Runs a compute by walking its access maps ------===//
 #include "runtime/cpu/GenericKernel.h"
 
+#include "runtime/RandomMath.h"
+
 #include "runtime/cpu/KernelContext.h"
 #include "runtime/cpu/Reduction.h"
 #include "runtime/cpu/ScalarOps.h"
@@ -8,7 +10,6 @@
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/xxhash.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -607,10 +608,7 @@ static llvm::Error runRandomUniform(const Prepared &p) {
       for (size_t d = 0; d < at.size(); ++d)
         flat = flat * uint64_t(s.globalExtents[d]) +
                uint64_t(at[d] + s.globalOffsets[d]);
-      uint64_t w[4] = {words[0], words[1], words[2], flat};
-      uint64_t h = llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
-          reinterpret_cast<const uint8_t *>(w), sizeof w));
-      double u = double(h >> 11) * 0x1.0p-53;
+      double u = uniformAt(words[0], words[1], words[2], flat);
       int64_t o = p.outMaps[0].index(at);
       if (o >= 0)
         out.setReal(o, low + (high - low) * u);

@@ -1,6 +1,10 @@
 //===- GenericKernelTest.cpp - The CPU generic kernel over plan computes --===//
 #include "runtime/cpu/GenericKernel.h"
 
+#include "runtime/RandomMath.h"
+
+#include "llvm/Support/xxhash.h"
+
 #include "PlanBuilder.h"
 
 #include <gtest/gtest.h>
@@ -432,3 +436,17 @@ TEST(GenericKernelTest, ReduceSumIsDeterministicAcrossThreadCounts) {
 }
 
 } // namespace
+
+// random_uniform's hash, which the CUDA kernels compute too, is XXH3-64 of
+// the four words, as LLVM's.
+TEST(RandomMathTest, IsXxh3OfTheFourWords) {
+  std::mt19937_64 rng(11);
+  for (int i = 0; i < 1000; ++i) {
+    uint64_t w[4] = {rng(), rng(), rng(), rng()};
+    if (i == 0)
+      w[0] = w[1] = w[2] = w[3] = 0;
+    uint64_t want = llvm::xxh3_64bits(llvm::ArrayRef<uint8_t>(
+        reinterpret_cast<const uint8_t *>(w), sizeof w));
+    ASSERT_EQ(runtime::xxh3Of4Words(w), want) << "at " << i;
+  }
+}
