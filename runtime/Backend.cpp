@@ -37,6 +37,8 @@ llvm::Expected<std::unique_ptr<Device>> makeCudaDevice(unsigned) {
       "this paxrun was built without the CUDA backend (no CUDA toolkit was "
       "found when it was built)");
 }
+
+void setAllowTf32(bool) {}
 #endif
 
 llvm::Expected<std::unique_ptr<Device>> makeDevice(Backend b,

@@ -80,6 +80,11 @@ public:
 llvm::Expected<std::unique_ptr<Device>> makeDevice(Backend b,
                                                    unsigned ordinal = 0);
 
+/// Lets the CUDA backend's f32 matrix products use TF32 tensor cores
+/// (paxrun --allow-tf32; off by default, so results stay comparable with
+/// the CPU's). No effect without the CUDA backend.
+void setAllowTf32(bool on);
+
 /// The CPU backend's device (cpu/CpuDevice.cpp).
 std::unique_ptr<Device> makeCpuDevice();
 /// The CUDA backend's device (cuda/CudaDevice.cpp), or why there is none.

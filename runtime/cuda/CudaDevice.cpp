@@ -1,15 +1,513 @@
 //===- CudaDevice.cpp - The CUDA backend's device -------------------------===//
 //
-// Finds the GPU a device runs on. The backend's kernels, arena and
-// communicators are not built yet, so a CUDA device is refused after the
-// GPU is found, with a message saying so.
+// A device of a plan on one GPU: its own stream, its arena in the GPU's
+// memory (one cudaMalloc, buffers at the plan's offsets), cuBLAS for the
+// matrix products, and the generic kernel (CudaKernels.cu) for elementwise
+// ops, data movement, gathers, reductions, scatter-adds and softmax rows.
+// Several devices may share one GPU (virtual devices: a stream and an arena
+// each), and exchange by device-to-device copies on the thread transport.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Backend.h"
+#include "runtime/Exchange.h"
+#include "runtime/GemmShape.h"
+#include "runtime/cpu/KernelContext.h"
+#include "runtime/cpu/Reduction.h"
+#include "runtime/cpu/ScalarOps.h"
+#include "runtime/cuda/CudaDevice.h"
+#include "runtime/cuda/CudaGemm.h"
+#include "runtime/cuda/CudaKernels.h"
+
+#include "codegen/plan/Kernels.h"
+
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+
 namespace pax::runtime {
+
+namespace {
+
+std::atomic<bool> allowTf32{false};
+
+llvm::Error cudaError(cudaError_t e, const llvm::Twine &what) {
+  return llvm::createStringError(what + ": " + cudaGetErrorString(e));
+}
+
+/// Fills \p g's operands from \p p (compiled maps, dtypes, buffers); an
+/// error when the compute has more operands than the kernel takes.
+llvm::Error fillOperands(const cpu::Prepared &p, cuda::Generic &g) {
+  if (p.ins.size() > size_t(cuda::kMaxInputs) ||
+      p.outs.size() > size_t(cuda::kMaxOutputs))
+    return cpu::computeError(
+        p.c, llvm::formatv("has {0} inputs and {1} outputs; the cuda generic "
+                           "kernel takes {2} and {3} at most",
+                           p.ins.size(), p.outs.size(), cuda::kMaxInputs,
+                           cuda::kMaxOutputs)
+                 .str());
+  g.space = p.space.flatten();
+  g.inputs = int32_t(p.ins.size());
+  g.outputs = int32_t(p.outs.size());
+  for (size_t k = 0; k < p.ins.size(); ++k) {
+    g.in[k] = p.inMaps[k].flatMap();
+    g.inType[k] = int32_t(p.ins[k]->dtype);
+    g.inData[k] = p.ins[k]->data.data();
+  }
+  for (size_t r = 0; r < p.outs.size(); ++r) {
+    g.out[r] = p.outMaps[r].flatMap();
+    g.outType[r] = int32_t(p.outs[r]->dtype);
+    g.outData[r] = p.outs[r]->data.data();
+    g.outElements[r] = p.outs[r]->numel();
+  }
+  return llvm::Error::success();
+}
+
+/// Trilu's (row, col) dims: those writing the result's last two dims.
+llvm::Error triluDims(const plan::Compute &c, cuda::Generic &g) {
+  const plan::Access &out = c.outputs(0);
+  int n = out.exprs_size();
+  if (n < 2 || out.exprs(n - 2).kind() != plan::AccessExpr::AFFINE ||
+      out.exprs(n - 2).dims_size() != 1 ||
+      out.exprs(n - 1).kind() != plan::AccessExpr::AFFINE ||
+      out.exprs(n - 1).dims_size() != 1)
+    return cpu::computeError(c, "result's last two dims must be written by "
+                                "one iteration dim each");
+  g.trilu = true;
+  g.triluRow = out.exprs(n - 2).dims(0);
+  g.triluCol = out.exprs(n - 1).dims(0);
+  return llvm::Error::success();
+}
+
+class CudaDevice final : public Device {
+public:
+  explicit CudaDevice(int gpu) : gpu(gpu) {}
+  ~CudaDevice() override {
+    cudaSetDevice(gpu);
+    if (stream)
+      cudaStreamSynchronize(stream);
+    cudaFree(arena);
+    cudaFree(scratch);
+    cudaFree(status);
+    gemm.reset();
+    if (stream)
+      cudaStreamDestroy(stream);
+  }
+
+  llvm::Error init() {
+    if (cudaError_t e = cudaSetDevice(gpu))
+      return cudaError(e, "GPU " + llvm::Twine(gpu));
+    if (cudaError_t e =
+            cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking))
+      return cudaError(e, "a stream on GPU " + llvm::Twine(gpu));
+    if (cudaError_t e = cudaMalloc(&scratch, sizeof(cuda::Generic)))
+      return cudaError(e, "GPU " + llvm::Twine(gpu));
+    if (cudaError_t e = cudaMalloc(&status, sizeof(cuda::GenericStatus)))
+      return cudaError(e, "GPU " + llvm::Twine(gpu));
+    auto g = cuda::CudaGemm::create(stream);
+    if (!g)
+      return g.takeError();
+    gemm = std::move(*g);
+    return llvm::Error::success();
+  }
+
+  Backend backend() const override { return Backend::Cuda; }
+  bool hostAccessible() const override { return false; }
+
+  llvm::Error reserve(int64_t bytes) override {
+    if (bytes < 0)
+      return llvm::createStringError("a negative arena size");
+    if (auto err = current())
+      return err;
+    if (bytes <= capacity)
+      return llvm::Error::success();
+    if (cudaError_t e = cudaStreamSynchronize(stream))
+      return cudaError(e, "GPU " + llvm::Twine(gpu));
+    cudaFree(arena);
+    arena = nullptr;
+    capacity = 0;
+    if (cudaError_t e = cudaMalloc(&arena, size_t(bytes)))
+      return cudaError(e, llvm::formatv("an arena of {0} bytes on GPU {1}",
+                                        bytes, gpu)
+                              .str());
+    capacity = bytes;
+    return llvm::Error::success();
+  }
+
+  Tensor allocate(plan::DType dtype, std::vector<int64_t> shape,
+                  int64_t offset) override {
+    Tensor t = Tensor::view(dtype, std::move(shape),
+                            static_cast<uint8_t *>(arena) + offset, false);
+    if (!t.data.empty())
+      record(cudaMemsetAsync(t.data.data(), 0, t.data.size(), stream));
+    return t;
+  }
+
+  llvm::Error upload(const Tensor &from, Tensor &to) override {
+    if (auto err = sameSize(from, to))
+      return err;
+    if (from.data.empty())
+      return llvm::Error::success();
+    if (auto err = current())
+      return err;
+    // Synchronous: the host tensor may go away when this returns.
+    record(cudaMemcpyAsync(to.data.data(), from.data.data(), from.data.size(),
+                           cudaMemcpyHostToDevice, stream));
+    return synchronize();
+  }
+
+  llvm::Error download(const Tensor &from, Tensor &to) override {
+    if (auto err = sameSize(from, to))
+      return err;
+    if (from.data.empty())
+      return llvm::Error::success();
+    if (auto err = current())
+      return err;
+    record(cudaMemcpyAsync(to.data.data(), from.data.data(), from.data.size(),
+                           cudaMemcpyDeviceToHost, stream));
+    return synchronize();
+  }
+
+  llvm::Error launch(const plan::Compute &c,
+                     llvm::ArrayRef<const Tensor *> inputs,
+                     llvm::ArrayRef<Tensor *> outputs) override {
+    auto id = plan::computeKernel(c);
+    if (!id)
+      return id.takeError();
+    if (auto err = current())
+      return err;
+    auto p = cpu::prepare(c, inputs, outputs);
+    if (!p)
+      return p.takeError();
+    using plan::KernelId;
+    switch (*id) {
+    case KernelId::Gemm: {
+      // cuBLAS where the maps are a strided batched GEMM (every matmul of
+      // the models seen so far); otherwise the generic contraction.
+      auto shape = matchGemm(*p);
+      if (!shape) {
+        llvm::consumeError(shape.takeError());
+        return runGeneric(*p, *id);
+      }
+      if (auto err = gemm->run(*p, *shape, allowTf32.load()))
+        return err;
+      return pending(c);
+    }
+    case KernelId::Pointwise:
+    case KernelId::Copy:
+    case KernelId::Reduce:
+    case KernelId::ScatterAdd:
+    case KernelId::SoftmaxRows:
+    case KernelId::NormRows:
+    case KernelId::BatchNorm:
+    case KernelId::Conv2D:
+    case KernelId::Pool2D:
+    case KernelId::Lrn:
+    case KernelId::Scan:
+    case KernelId::Random:
+      return runGeneric(*p, *id);
+    default:
+      return cpu::computeError(c, "kernel '" + c.kernel() +
+                                      "' does not run on the cuda backend yet");
+    }
+  }
+
+  llvm::Error copyOverlap(const Tensor &in, llvm::ArrayRef<int64_t> inLo,
+                          Tensor &out, llvm::ArrayRef<int64_t> outLo,
+                          bool add) override {
+    if (in.dtype != out.dtype || in.shape.size() != out.shape.size() ||
+        inLo.size() != in.shape.size() || outLo.size() != out.shape.size())
+      return llvm::createStringError(
+          "a copy between buffers of different types or ranks");
+    size_t rank = in.shape.size();
+    if (rank > size_t(flat::kMaxRank))
+      return llvm::createStringError(
+          "a copy of rank " + llvm::Twine(rank) + " (the cuda backend copies " +
+          llvm::Twine(flat::kMaxRank) + " at most)");
+    if (auto err = current())
+      return err;
+    cuda::BoxCopy b;
+    b.rank = int32_t(rank);
+    b.dtype = int32_t(in.dtype);
+    b.add = add;
+    b.elements = 1;
+    int64_t inStride = 1, outStride = 1;
+    for (size_t i = rank; i-- > 0;) {
+      int64_t lo = std::max(inLo[i], outLo[i]);
+      int64_t hi = std::min(inLo[i] + in.shape[i], outLo[i] + out.shape[i]);
+      if (hi <= lo)
+        return llvm::Error::success(); // no overlap
+      b.size[i] = hi - lo;
+      b.srcStride[i] = inStride;
+      b.dstStride[i] = outStride;
+      b.srcOffset += (lo - inLo[i]) * inStride;
+      b.dstOffset += (lo - outLo[i]) * outStride;
+      b.elements *= hi - lo;
+      inStride *= in.shape[i];
+      outStride *= out.shape[i];
+    }
+    record(cuda::launchBoxCopy(b, in.data.data(), out.data.data(), stream));
+    return sticky();
+  }
+
+  llvm::Error zero(Tensor &t) override {
+    if (t.data.empty())
+      return llvm::Error::success();
+    if (auto err = current())
+      return err;
+    record(cudaMemsetAsync(t.data.data(), 0, t.data.size(), stream));
+    return sticky();
+  }
+
+  cuda::StreamOf streamOf() const { return {gpu, stream}; }
+
+  bool canRead(const Device &other) const override {
+    if (other.backend() != Backend::Cuda)
+      return false;
+    return static_cast<const CudaDevice &>(other).gpu == gpu;
+  }
+
+  llvm::Error synchronize() override {
+    if (auto err = current())
+      return err;
+    record(cudaStreamSynchronize(stream));
+    return sticky();
+  }
+
+private:
+  /// Makes this device's GPU the thread's current one.
+  llvm::Error current() {
+    if (cudaError_t e = cudaSetDevice(gpu))
+      return cudaError(e, "GPU " + llvm::Twine(gpu));
+    return sticky();
+  }
+
+  /// Keeps the first failure; every later call reports it.
+  void record(cudaError_t e) {
+    if (e != cudaSuccess && failed == cudaSuccess)
+      failed = e;
+  }
+  llvm::Error sticky() {
+    if (failed != cudaSuccess)
+      return cudaError(failed, "GPU " + llvm::Twine(gpu));
+    return llvm::Error::success();
+  }
+  /// The sticky failure, named after compute \p c.
+  llvm::Error pending(const plan::Compute &c) {
+    if (failed != cudaSuccess)
+      return cpu::computeError(c, llvm::Twine("on GPU ") + llvm::Twine(gpu) +
+                                      ": " + cudaGetErrorString(failed));
+    return llvm::Error::success();
+  }
+
+  static llvm::Error sameSize(const Tensor &a, const Tensor &b) {
+    if (a.dtype != b.dtype || a.data.size() != b.data.size())
+      return llvm::createStringError(
+          "a copy between tensors of different types or sizes");
+    return llvm::Error::success();
+  }
+
+  llvm::Error runGeneric(const cpu::Prepared &p, plan::KernelId id) {
+    const plan::Compute &c = p.c;
+    cuda::Generic g;
+    if (auto err = fillOperands(p, g))
+      return err;
+    bool lookups = false;
+    switch (id) {
+    case plan::KernelId::Pointwise: {
+      std::optional<ScalarOp> op = cpu::parseScalarOp(c.kind());
+      if (!op || p.outs.empty())
+        return cpu::computeError(c, "not an elementwise compute");
+      g.op = cuda::GenericOp::Pointwise;
+      g.scalar = *op;
+      g.params = cpu::scalarParams(*op, c);
+      bool real = p.ins.empty() && isFloatDType(p.outs[0]->dtype);
+      for (const Tensor *t : p.ins)
+        real |= isFloatDType(t->dtype);
+      g.real = real;
+      if (*op == ScalarOp::Trilu)
+        if (auto err = triluDims(c, g))
+          return err;
+      break;
+    }
+    case plan::KernelId::Copy: {
+      bool gather = c.kind() == "gather";
+      g.op = gather ? cuda::GenericOp::Gather : cuda::GenericOp::Copy;
+      g.sources = int32_t(gather || c.kind() == "pad"
+                              ? std::min<size_t>(1, p.ins.size())
+                              : p.ins.size());
+      g.fill = cpu::attrReal(c, "value", 0);
+      g.tuple = gather ? int32_t(std::max(1u, p.inMaps[0].lookupCount())) : 0;
+      lookups = gather;
+      break;
+    }
+    case plan::KernelId::Reduce: {
+      std::optional<cpu::ReduceOp> op = cpu::parseReduceOp(c.kind());
+      if (!op || p.ins.size() != 1)
+        return cpu::computeError(c, "a reduction takes one input");
+      g.op = cuda::GenericOp::Reduce;
+      g.reduce = *op;
+      g.selectLast = cpu::attrInt(c, "select_last_index", 0) != 0;
+      g.real = isFloatDType(p.ins[0]->dtype) || *op == ReduceOp::L2 ||
+               *op == ReduceOp::LogSumExp;
+      g.globalInnerPoints = std::max<int64_t>(1, p.space.globalInnerPoints());
+      break;
+    }
+    case plan::KernelId::ScatterAdd:
+      g.op = cuda::GenericOp::ScatterAdd;
+      g.tuple = p.ins.size() == 2
+                    ? int32_t(std::max(1u, p.outMaps[0].lookupCount()))
+                    : 0;
+      lookups = p.ins.size() == 2;
+      break;
+    case plan::KernelId::SoftmaxRows:
+      if (p.ins.size() != 1 || p.outs.size() != 1)
+        return cpu::computeError(c, "softmax takes one input and one output");
+      g.op = cuda::GenericOp::SoftmaxRows;
+      g.logSoftmax = c.kind() == "log_softmax";
+      break;
+    case plan::KernelId::NormRows:
+      if (p.ins.empty() || p.ins.size() > 3 || p.outs.size() != 1)
+        return cpu::computeError(c, "takes 1 to 3 inputs and one output");
+      g.op = cuda::GenericOp::NormRows;
+      g.eps = cpu::attrReal(c, "epsilon", 1e-5);
+      g.rms = c.kind() == "rms_norm";
+      break;
+    case plan::KernelId::Gemm:
+    case plan::KernelId::Conv2D: {
+      if (p.ins.size() < 2 || p.ins.size() > 3 || p.outs.size() != 1)
+        return cpu::computeError(c, "takes 2 or 3 inputs and one output");
+      bool gemmKind = c.kind() == "gemm";
+      g.op = cuda::GenericOp::Contract;
+      g.alpha = gemmKind ? cpu::attrReal(c, "alpha", 1.0) : 1.0;
+      g.beta = gemmKind ? cpu::attrReal(c, "beta", 1.0) : 1.0;
+      break;
+    }
+    case plan::KernelId::Pool2D: {
+      if (p.ins.size() != 1 || p.outs.size() != 1)
+        return cpu::computeError(c, "a pool takes one input and one output");
+      g.op = cuda::GenericOp::Pool;
+      g.maxPool = c.kind() == "max_pool";
+      g.includePad =
+          !g.maxPool && cpu::attrInt(c, "count_include_pad", 0) != 0;
+      std::vector<int64_t> pads = cpu::attrInts(c, "pads");
+      if (pads.size() % 2)
+        return cpu::computeError(c, "pads has an odd number of values");
+      // The spatial exprs of the input, as the CPU's insidePadded reads
+      // them.
+      const plan::Access &in = c.inputs(0);
+      size_t ns = pads.size() / 2;
+      for (size_t i = 0; i < ns && g.includePad; ++i) {
+        int t = int(in.exprs_size() - ns + i);
+        if (t < 0)
+          continue;
+        const plan::AccessExpr &e = in.exprs(t);
+        if (e.kind() != plan::AccessExpr::AFFINE || e.dims_size() < 1)
+          continue;
+        if (g.paddedDims == flat::kMaxRank)
+          return cpu::computeError(c, "a pool over too many dims");
+        cuda::PaddedDim &d = g.padded[g.paddedDims++];
+        d.dim0 = int32_t(e.dims(0));
+        d.dim1 = e.dims_size() > 1 ? int32_t(e.dims(1)) : -1;
+        d.stride = e.stride();
+        d.dilation = e.dilation();
+        d.offset = e.offset();
+        d.lo = -pads[i];
+        d.hi = p.ins[0]->shape[size_t(t)] + pads[i + ns];
+      }
+      break;
+    }
+    case plan::KernelId::Lrn:
+      if (p.ins.size() != 1 || p.outs.size() != 1)
+        return cpu::computeError(c, "lrn takes one input and one output");
+      g.op = cuda::GenericOp::Lrn;
+      g.lrnSize = double(cpu::attrInt(c, "size", 1));
+      g.alpha = cpu::attrReal(c, "alpha", 1e-4);
+      g.beta = cpu::attrReal(c, "beta", 0.75);
+      g.lrnBias = cpu::attrReal(c, "bias", 1.0);
+      g.lrnCenter = (int64_t(g.lrnSize) - 1) / 2;
+      break;
+    case plan::KernelId::Scan: {
+      if (p.ins.size() != 1 || p.outs.size() != 1)
+        return cpu::computeError(c, "takes one input and one output");
+      int axis = -1;
+      for (int d = 0; d < c.iters_size(); ++d)
+        if (c.iters(d).kind() == plan::IterDim::SEQ)
+          axis = axis < 0 ? d : -2;
+      if (axis < 0)
+        return cpu::computeError(c, "needs exactly one seq dim to scan along");
+      g.op = cuda::GenericOp::Scan;
+      g.scanAxis = uint32_t(axis);
+      g.scanLength = p.space.extents[unsigned(axis)];
+      g.reverse = cpu::attrInt(c, "reverse", 0) != 0;
+      g.exclusive = cpu::attrInt(c, "exclusive", 0) != 0;
+      g.real = isFloatDType(p.ins[0]->dtype);
+      // The seq dim is walked here, not as an inner dim.
+      g.space.innerCount = 0;
+      g.space.innerPoints = 1;
+      break;
+    }
+    case plan::KernelId::Random:
+      if (p.ins.size() != 1 || p.outs.size() != 1 || p.ins[0]->numel() != 1)
+        return cpu::computeError(c, "takes the step (one integer) and has "
+                                    "one result");
+      g.op = cuda::GenericOp::Random;
+      g.seed = uint64_t(cpu::attrInt(c, "seed", 0));
+      g.key = uint64_t(cpu::attrInt(c, "key", 0));
+      g.low = cpu::attrReal(c, "low", 0);
+      g.high = cpu::attrReal(c, "high", 1);
+      break;
+    case plan::KernelId::BatchNorm:
+      if (p.ins.size() != 5 || p.outs.size() != 1)
+        return cpu::computeError(c, "takes 5 inputs and one output");
+      g.op = cuda::GenericOp::BatchNorm;
+      g.eps = cpu::attrReal(c, "epsilon", 1e-5);
+      break;
+    default:
+      return cpu::computeError(c, "not a generic kernel");
+    }
+    if (lookups)
+      record(cudaMemsetAsync(status, 0, sizeof(cuda::GenericStatus), stream));
+    record(cuda::launchGeneric(g, static_cast<cuda::Generic *>(scratch),
+                               static_cast<cuda::GenericStatus *>(status),
+                               stream));
+    if (!lookups)
+      return pending(c);
+    // A lookup outside its table is bad input: read the kernel's report.
+    cuda::GenericStatus s;
+    record(cudaMemcpyAsync(&s, status, sizeof s, cudaMemcpyDeviceToHost,
+                           stream));
+    record(cudaStreamSynchronize(stream));
+    if (auto err = pending(c))
+      return err;
+    if (s.badLookup)
+      return cpu::computeError(
+          c, llvm::formatv("index {0} is out of range for a dim of {1} "
+                           "(valid: [-{1}, {1}))",
+                           s.index, s.extent)
+                 .str());
+    return llvm::Error::success();
+  }
+
+  int gpu;
+  cudaStream_t stream = nullptr;
+  void *arena = nullptr;
+  int64_t capacity = 0;
+  void *scratch = nullptr, *status = nullptr;
+  std::unique_ptr<cuda::CudaGemm> gemm;
+  cudaError_t failed = cudaSuccess;
+};
+
+} // namespace
+
+void setAllowTf32(bool on) { allowTf32 = on; }
+
+std::optional<cuda::StreamOf> cuda::streamOf(Device &d) {
+  if (d.backend() != Backend::Cuda)
+    return std::nullopt;
+  return static_cast<CudaDevice &>(d).streamOf();
+}
 
 llvm::Expected<std::unique_ptr<Device>> makeCudaDevice(unsigned ordinal) {
   int count = 0;
@@ -18,14 +516,13 @@ llvm::Expected<std::unique_ptr<Device>> makeCudaDevice(unsigned ordinal) {
     return llvm::createStringError(
         llvm::Twine("--backend=cuda: no CUDA device on this machine (") +
         (err != cudaSuccess ? cudaGetErrorString(err) : "none found") + ")");
-  if (ordinal >= unsigned(count))
-    return llvm::createStringError(
-        "--backend=cuda: device " + llvm::Twine(ordinal) + " asked for, " +
-        llvm::Twine(count) + " CUDA device(s) on this machine");
-  return llvm::createStringError(
-      "--backend=cuda: this paxrun finds the machine's " + llvm::Twine(count) +
-      " CUDA device(s) but cannot run plans on them yet: the CUDA kernels "
-      "and communicators are not implemented");
+  // Devices beyond the machine's GPUs share them round-robin: virtual
+  // devices, each with its own stream and arena.
+  auto d = std::make_unique<CudaDevice>(int(ordinal % unsigned(count)));
+  if (auto e = d->init())
+    return llvm::createStringError("--backend=cuda: " +
+                                   llvm::toString(std::move(e)));
+  return d;
 }
 
 } // namespace pax::runtime

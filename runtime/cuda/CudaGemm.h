@@ -1,0 +1,33 @@
+//===- CudaGemm.h - Matrix products on cuBLAS -------------------*- C++ -*-===//
+#ifndef PAX_RUNTIME_CUDA_CUDAGEMM_H
+#define PAX_RUNTIME_CUDA_CUDAGEMM_H
+
+#include "runtime/GemmShape.h"
+#include "runtime/cpu/KernelContext.h"
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+
+namespace pax::runtime::cuda {
+
+/// A device's cuBLAS handle on its stream. run() takes a matmul or gemm
+/// compute whose buffers are on the device and its strided batched GEMMs
+/// (matchGemm) and enqueues them: f32 in f32 (TF32 only when allowed) and
+/// f64 in f64; gemm's C is copied into the output first and scaled by
+/// beta.
+class CudaGemm {
+public:
+  static llvm::Expected<std::unique_ptr<CudaGemm>> create(cudaStream_t stream);
+  ~CudaGemm();
+  llvm::Error run(const cpu::Prepared &p, const GemmShape &s, bool allowTf32);
+
+private:
+  CudaGemm() = default;
+  void *handle = nullptr; // cublasHandle_t
+  cudaStream_t stream = nullptr;
+};
+
+} // namespace pax::runtime::cuda
+
+#endif // PAX_RUNTIME_CUDA_CUDAGEMM_H
