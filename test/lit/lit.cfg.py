@@ -53,3 +53,14 @@ if config.pax_have_mpi and config.mpiexec and os.path.exists(config.mpiexec):
     flags = " --allow-run-as-root --oversubscribe" if openmpi else ""
     config.available_features.add("mpi")
     config.substitutions.append(("%mpirun", config.mpiexec + flags))
+
+# paxrun built with the CUDA backend: "cuda"; and a GPU to run it on:
+# "gpu" (tests that need one are reported unsupported elsewhere).
+if config.pax_have_cuda:
+    config.available_features.add("cuda")
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+        if listed.returncode == 0 and "GPU" in listed.stdout:
+            config.available_features.add("gpu")
+    except (OSError, subprocess.TimeoutExpired):
+        pass

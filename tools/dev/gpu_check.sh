@@ -6,8 +6,11 @@
 #
 # Prints what the machine has (GPU, driver, the CUDA libraries the bundle
 # will load), checks that the bundled paxc and paxrun start and run a
-# small model on the CPU backend, and asks the CUDA backend for its device.
-# Exits non-zero when a step that must work fails.
+# small model on the CPU backend, then runs an MLP, GPT-2, Llama and BERT
+# on the CUDA backend as 1, 2, 4 and 8 virtual devices of the GPU, each
+# verified against the CPU reference, and profiles a GPT-2 run per kernel.
+# Needs the machine's python3 with onnx and numpy (the models are made
+# there). Exits non-zero when a step that must work fails.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 bundle="${1:-$root/gpu-bundle}"
@@ -36,6 +39,29 @@ model="$root/test/models/onnx-light/light_squeezenet.onnx"
 paxc "$model" --batch=2 --gpus=2 -o "$work/s.paxplan" --quiet || exit 1
 paxrun "$work/s.paxplan" --random-inputs --verify || exit 1
 
-echo "== the CUDA backend"
-paxrun "$work/s.paxplan" --random-inputs --backend=cuda
-echo "gpu_check: paxrun --backend=cuda exited $? (expected for now: the CUDA backend has no kernels yet)"
+echo "== the CUDA backend: every plan checked against the CPU reference (--verify)"
+gen="python3 $root/tools/models/paxmodels.py"
+python3 "$root/test/lit/passes/Inputs/grad_models.py" mlp "$work/mlp.onnx" || exit 1
+$gen gpt2 --layers 2 --hidden 64 --heads 4 --ffn 128 --vocab 256 --positions 64 --batch 8 --seq 32 --weights random -o "$work/gpt2.onnx" || exit 1
+$gen llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 128 --vocab 256 --batch 8 --seq 32 --weights random -o "$work/llama.onnx" || exit 1
+$gen bert --layers 2 --hidden 64 --heads 4 --ffn 128 --vocab 256 --positions 64 --batch 8 --seq 32 --weights random -o "$work/bert.onnx" || exit 1
+failed=0
+for m in mlp gpt2 llama bert; do
+  if [ "$m" != mlp ]; then
+    python3 "$root/test/models/make_test_data.py" "$work/$m.onnx" "$work/$m" --seed 6 >/dev/null || exit 1
+    inputs="--inputs $work/$m/in"
+  else
+    inputs="--random-inputs"
+  fi
+  for n in 1 2 4 8; do
+    paxc "$work/$m.onnx" --gpus=$n -o "$work/$m.$n.paxplan" --quiet || exit 1
+    if out=$(paxrun "$work/$m.$n.paxplan" $inputs --backend=cuda --verify --comm-stats 2>&1); then
+      echo "$m on $n virtual device(s): $(echo "$out" | grep -m1 '^verify:')"
+    else
+      echo "$m on $n virtual device(s): FAILED"; echo "$out" | tail -5; failed=1
+    fi
+  done
+done
+echo "== kernels of a GPT-2 step on one device"
+paxrun "$work/gpt2.1.paxplan" --inputs "$work/gpt2/in" --backend=cuda --repeat=3 --profile=kernel --time || failed=1
+exit $failed

@@ -27,6 +27,9 @@
 #include "tools/paxrun/Training.h"
 #ifdef PAX_HAVE_MPI
 #include "runtime/mpi/MpiCommunicator.h"
+#ifdef PAX_HAVE_NCCL
+#include "runtime/cuda/NcclCommunicator.h"
+#endif
 #include "runtime/mpi/MpiWorld.h"
 #endif
 
@@ -142,6 +145,12 @@ static cl::opt<std::string>
                          " (default cpu)"),
                 cl::init("cpu"), cl::value_desc("name"), cl::cat(runCategory));
 
+static cl::opt<bool> allowTf32(
+    "allow-tf32",
+    cl::desc("--backend=cuda: f32 matrix products may use TF32 tensor cores "
+             "(faster, about 1e-3 relative; off by default)"),
+    cl::cat(runCategory));
+
 static cl::OptionCategory trainCategory("paxrun training options");
 
 /// This process's devices (one per program it runs, or the rank's), made
@@ -166,6 +175,7 @@ static llvm::Error makeDevices(size_t n, unsigned first = 0) {
     return llvm::createStringError("--backend=" + backendName +
                                    ": not a backend (" +
                                    runtime::backendNames() + ")");
+  runtime::setAllowTf32(allowTf32);
   while (deviceSet.devices.size() < n) {
     auto d = runtime::makeDevice(*b, first + unsigned(deviceSet.devices.size()));
     if (!d)
@@ -288,9 +298,11 @@ static runtime::Tensor randomTensor(const plan::TensorInfo &info,
 
 /// Keeps, on \p resident, the blocks of the updated weights (outputs
 /// `update/NAME`) that \p prog's device computed into \p buffers.
-static void keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
-                        std::vector<runtime::Tensor> &buffers,
-                        ResidentFeed &resident) {
+static llvm::Error keepUpdates(const plan::Plan &plan,
+                               const plan::DeviceProgram &prog,
+                               runtime::Device &device,
+                               std::vector<runtime::Tensor> &buffers,
+                               ResidentFeed &resident) {
   resident.beginStep();
   for (const plan::Binding &b : prog.outputs()) {
     if (b.index() >= uint32_t(plan.outputs_size()) ||
@@ -299,10 +311,21 @@ static void keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
     llvm::StringRef name = plan.outputs(int(b.index())).name();
     if (!name.consume_front("update/"))
       continue;
+    // Moved off a host arena (the run is over), downloaded off a GPU's.
+    runtime::Tensor block;
+    if (device.hostAccessible()) {
+      block = std::move(buffers[b.buffer()]).owned();
+    } else {
+      auto got = runtime::hostCopy(device, buffers[b.buffer()]);
+      if (!got)
+        return got.takeError();
+      block = std::move(*got);
+    }
     resident.keep(name.str(), std::vector<int64_t>(b.offset().begin(),
                                                    b.offset().end()),
-                  std::move(buffers[b.buffer()]).owned());
+                  std::move(block));
   }
+  return llvm::Error::success();
 }
 
 /// Runs \p programs of \p plan as threads on this process's devices;
@@ -328,7 +351,9 @@ static llvm::Error runThreads(const plan::Plan &plan,
   // The devices keep their updated blocks (moved: the run is over).
   if (resident)
     for (size_t d = 0; d < progs.size(); ++d)
-      keepUpdates(plan, *progs[d], deviceSet.buffers[d], (*resident)[d]);
+      if (auto err = keepUpdates(plan, *progs[d], *deviceSet.devices[d],
+                                 deviceSet.buffers[d], (*resident)[d]))
+        return err;
   return llvm::Error::success();
 }
 
@@ -359,8 +384,9 @@ static int failWithoutMpi() {
 /// (instructions, peak bytes, then the bytes it counted for every exchange
 /// of the plan, -1 where it took no part), then the elements of the output
 /// blocks it owns, in binding order.
-static std::vector<uint8_t>
+static llvm::Expected<std::vector<uint8_t>>
 packRankResults(const plan::Plan &plan, const plan::DeviceProgram &prog,
+                runtime::Device &device,
                 const std::vector<runtime::Tensor> &buffers,
                 const runtime::DeviceStats &stats) {
   std::vector<int64_t> header = {stats.instructions, stats.peakBytes,
@@ -372,8 +398,12 @@ packRankResults(const plan::Plan &plan, const plan::DeviceProgram &prog,
   std::vector<uint8_t> bytes(header.size() * sizeof(int64_t));
   std::memcpy(bytes.data(), header.data(), bytes.size());
   for (const plan::Binding &b : prog.outputs())
-    if (b.owner())
-      llvm::append_range(bytes, buffers[b.buffer()].data);
+    if (b.owner()) {
+      auto block = runtime::hostCopy(device, buffers[b.buffer()]);
+      if (!block)
+        return block.takeError();
+      llvm::append_range(bytes, block->data);
+    }
   return bytes;
 }
 
@@ -456,24 +486,49 @@ static llvm::Expected<bool> runRank(const plan::Plan &plan,
       return false;
     }
   }
-  auto comm = runtime::makeMpiCommunicator(plan);
-  if (!comm)
-    runtime::abortMpiWorld(llvm::toString(comm.takeError()));
   if (deviceSet.devices.empty())
     return llvm::createStringError("no device for the rank's program");
+  // GPUs exchange over NCCL (one communicator for the process, made by
+  // every rank at its first run); host memory over MPI.
+  runtime::Communicator *comm = nullptr;
+  std::unique_ptr<runtime::Communicator> mpiComm;
+#ifdef PAX_HAVE_NCCL
+  static std::unique_ptr<runtime::Communicator> nccl;
+  if (deviceSet.devices[0]->backend() == runtime::Backend::Cuda) {
+    if (!nccl) {
+      auto made =
+          runtime::makeNcclCommunicator(plan, world, *deviceSet.devices[0]);
+      if (!made)
+        runtime::abortMpiWorld(llvm::toString(made.takeError()));
+      nccl = std::move(*made);
+    }
+    comm = nccl.get();
+  }
+#endif
+  if (!comm) {
+    auto made = runtime::makeMpiCommunicator(plan);
+    if (!made)
+      runtime::abortMpiWorld(llvm::toString(made.takeError()));
+    mpiComm = std::move(*made);
+    comm = mpiComm.get();
+  }
   std::vector<runtime::Tensor> &buffers = deviceSet.buffers[0];
   runtime::DeviceStats mine;
   runtime::DataFeed &source =
       resident ? static_cast<runtime::DataFeed &>(*resident) : feed;
   if (auto err =
-          runtime::runDevice(plan, *prog, source, comm->get(),
+          runtime::runDevice(plan, *prog, source, comm,
                              *deviceSet.devices[0], buffers, mine))
-    (*comm)->abort(llvm::toString(std::move(err)));
-  std::vector<uint8_t> results = packRankResults(plan, *prog, buffers, mine);
+    comm->abort(llvm::toString(std::move(err)));
+  runtime::Device &device = *deviceSet.devices[0];
+  auto results = packRankResults(plan, *prog, device, buffers, mine);
+  if (!results)
+    runtime::abortMpiWorld(llvm::toString(results.takeError()));
   // The rank keeps its updated blocks (moved: they are packed).
   if (resident)
-    keepUpdates(plan, *prog, buffers, *resident);
-  auto all = world.gatherOnRoot(std::move(results));
+    if (auto err = keepUpdates(plan, *prog, device, buffers, *resident))
+      runtime::abortMpiWorld(llvm::toString(std::move(err)));
+  auto all = world.gatherOnRoot(std::move(*results));
   if (!all)
     runtime::abortMpiWorld(llvm::toString(all.takeError()));
   if (world.rank() != 0)
