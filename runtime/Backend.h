@@ -43,13 +43,15 @@ public:
   virtual Backend backend() const = 0;
   /// Whether the host reads and writes the buffers directly (no staging).
   virtual bool hostAccessible() const = 0;
-  /// Makes the arena at least \p bytes long; kept from run to run, and the
-  /// buffers of the last run stay valid until the next reserve.
+  /// Makes the arena at least \p bytes long; kept from run to run, its
+  /// contents too while it need not grow, and the buffers of the last run
+  /// stay valid until the next reserve.
   virtual llvm::Error reserve(int64_t bytes) = 0;
   /// The buffer of \p dtype and \p shape at \p offset of the arena,
-  /// zero-filled. The caller checked it lies inside.
+  /// zero-filled when \p zero (else holding what the arena holds there).
+  /// The caller checked it lies inside.
   virtual Tensor allocate(plan::DType dtype, std::vector<int64_t> shape,
-                          int64_t offset) = 0;
+                          int64_t offset, bool zero) = 0;
   /// Copies host tensor \p from into buffer \p to (same dtype and size).
   virtual llvm::Error upload(const Tensor &from, Tensor &to) = 0;
   /// Copies buffer \p from into host tensor \p to (same dtype and size).

@@ -2,8 +2,11 @@
 #include "runtime/Device.h"
 
 #include "runtime/Exchange.h"
+#include "runtime/Profile.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
+
+#include <chrono>
 
 namespace pax::runtime {
 
@@ -35,7 +38,8 @@ Uses usesOf(const plan::Instruction &inst) {
 
 llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
                       DataFeed &feed, Communicator *comm, Device &device,
-                      std::vector<Tensor> &buffers, DeviceStats &stats) {
+                      std::vector<Tensor> &buffers, DeviceStats &stats,
+                      const RunOptions &options) {
   uint32_t id = prog.device();
   auto fail = [&](const llvm::Twine &msg) {
     return llvm::createStringError("device " + llvm::Twine(id) + ": " +
@@ -93,6 +97,15 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
       return err;
     return device.upload(host, buffer);
   };
+  // The persistent buffers that hold a constant weight from the previous
+  // run (RunOptions::weightsResident).
+  std::vector<bool> resident(nb, false);
+  if (options.weightsResident)
+    for (const plan::Instruction &inst : prog.instructions())
+      if (inst.has_load() && inst.load().source() != plan::LoadWeight::INPUT &&
+          inst.load().buffer() < nb &&
+          prog.buffers(int(inst.load().buffer())).persistent())
+        resident[inst.load().buffer()] = true;
   int64_t live = 0;
   auto allocate = [&](uint32_t b) {
     if (allocated[b])
@@ -100,7 +113,7 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
     const plan::Buffer &buf = prog.buffers(int(b));
     buffers[b] = device.allocate(
         buf.dtype(), std::vector<int64_t>(buf.shape().begin(), buf.shape().end()),
-        buf.offset());
+        buf.offset(), !resident[b]);
     allocated[b] = true;
     live += buffers[b].bytes();
     stats.peakBytes = std::max(stats.peakBytes, live);
@@ -127,6 +140,10 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
     for (uint32_t b : u.writes)
       allocate(b);
     if (inst.has_load()) {
+      if (resident[inst.load().buffer()]) {
+        ++stats.instructions;
+        continue; // still there from the previous run
+      }
       if (auto err = staged(buffers[inst.load().buffer()], [&](Tensor &t) {
             return feed.loadWeight(inst.load(), t);
           }))
@@ -139,8 +156,22 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
         ins.push_back(&buffers[b]);
       for (uint32_t b : u.writes)
         outs.push_back(&buffers[b]);
-      if (auto err = device.launch(c, ins, outs))
-        return fail(llvm::toString(std::move(err)));
+      if (!kernelTimingOn()) {
+        if (auto err = device.launch(c, ins, outs))
+          return fail(llvm::toString(std::move(err)));
+      } else {
+        // A device whose work is asynchronous is waited for, so each
+        // kernel's time is its own.
+        auto start = std::chrono::steady_clock::now();
+        llvm::Error err = device.launch(c, ins, outs);
+        if (!err && !device.hostAccessible())
+          err = device.synchronize();
+        recordKernelTime(c, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - start)
+                                .count());
+        if (err)
+          return fail(llvm::toString(std::move(err)));
+      }
     } else if (inst.has_collective()) {
       const plan::Collective &c = inst.collective();
       if (!comm)

@@ -32,6 +32,18 @@ struct DeviceStats {
   int64_t instructions = 0;
 };
 
+/// How runDevice treats what the device's previous run left.
+struct RunOptions {
+  /// The device's previous run was this program, with the same constant
+  /// weights: weight buffers are persistent (at fixed offsets, alive for
+  /// the whole program, in an arena kept from run to run), so the weights
+  /// loaded from initializers, external data and fills are still there and
+  /// are not loaded (nor zero-filled) again. Graph inputs that are weights
+  /// are loaded every run. Repeated inference runs; never a training step,
+  /// whose weights change.
+  bool weightsResident = false;
+};
+
 /// Runs \p prog, a program of \p plan, on \p device: each buffer is the
 /// device's buffer at its planned offset of an arena of the program's
 /// `arena_bytes` (zero-filled when first written), dropped after its last
@@ -42,7 +54,8 @@ struct DeviceStats {
 /// program without collectives.
 llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
                       DataFeed &feed, Communicator *comm, Device &device,
-                      std::vector<Tensor> &buffers, DeviceStats &stats);
+                      std::vector<Tensor> &buffers, DeviceStats &stats,
+                      const RunOptions &options = {});
 
 } // namespace pax::runtime
 

@@ -41,7 +41,8 @@ llvm::Error runThreads(const plan::Plan &plan,
   stats.assign(n, {});
   auto work = [&](size_t d) {
     if (auto err = runDevice(plan, *progs[d], feedOf(d), comm.get(),
-                             *set.devices[d], set.buffers[d], stats[d])) {
+                             *set.devices[d], set.buffers[d], stats[d],
+                             options)) {
       errors[d] = llvm::toString(std::move(err));
       comm->abort("device " + std::to_string(progs[d]->device()) + " failed");
     }

@@ -24,7 +24,7 @@ struct DeviceSet {
   std::vector<std::vector<Tensor>> buffers;
 };
 
-struct ThreadRunOptions {
+struct ThreadRunOptions : RunOptions {
   /// Testing: flip the lowest bit of this device's first replica of an
   /// output before the replicas are compared (-1: none).
   int injectReplicaFault = -1;

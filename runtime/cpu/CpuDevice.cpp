@@ -26,8 +26,8 @@ public:
   }
 
   Tensor allocate(plan::DType dtype, std::vector<int64_t> shape,
-                  int64_t offset) override {
-    return Tensor::view(dtype, std::move(shape), arena.data() + offset, true);
+                  int64_t offset, bool zero) override {
+    return Tensor::view(dtype, std::move(shape), arena.data() + offset, zero);
   }
 
   llvm::Error upload(const Tensor &from, Tensor &to) override {

@@ -554,12 +554,6 @@ llvm::Error runPointwise(const plan::Compute &c,
 } // namespace cpu
 
 namespace {
-std::atomic<bool> timing{false};
-std::atomic<ProfileBy> profiling{ProfileBy::Off};
-std::atomic<int64_t> timedNanoseconds{0};
-std::mutex profileMutex;
-llvm::StringMap<std::pair<int64_t, int64_t>> profileByKind; // calls, ns
-
 llvm::Error dispatch(const plan::Compute &c,
                      llvm::ArrayRef<const Tensor *> inputs,
                      llvm::ArrayRef<Tensor *> outputs) {
@@ -630,66 +624,12 @@ llvm::Error dispatch(const plan::Compute &c,
 llvm::Error runKernel(const plan::Compute &c,
                       llvm::ArrayRef<const Tensor *> inputs,
                       llvm::ArrayRef<Tensor *> outputs) {
-  if (!timing.load(std::memory_order_relaxed))
-    return dispatch(c, inputs, outputs);
-  auto start = std::chrono::steady_clock::now();
-  llvm::Error err = dispatch(c, inputs, outputs);
-  int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                   std::chrono::steady_clock::now() - start)
-                   .count();
-  timedNanoseconds += ns;
-  if (ProfileBy by = profiling.load(std::memory_order_relaxed);
-      by != ProfileBy::Off) {
-    std::string key = by == ProfileBy::Kernel ? c.kernel() : c.kind();
-    if (by == ProfileBy::Instruction) {
-      key += " (" + c.kernel() + ") " + c.name() + " [";
-      for (int i = 0; i < c.iters_size(); ++i)
-        key += (i ? ", " : "") + c.iters(i).name() + ":" +
-               std::to_string(c.iters(i).extent()) +
-               (c.iters(i).kind() == plan::IterDim::RED ? " red" : "");
-      key += "]";
-    }
-    std::lock_guard<std::mutex> lock(profileMutex);
-    auto &[calls, total] = profileByKind[key];
-    ++calls;
-    total += ns;
-  }
-  return err;
+  return dispatch(c, inputs, outputs);
 }
 
 bool hasKernel(llvm::StringRef kind) {
   // The CPU backend runs every kernel of the registry.
   return plan::kernelForKind(kind).has_value();
-}
-
-void setKernelTiming(bool on) { timing = on; }
-
-double kernelSeconds() { return double(timedNanoseconds.load()) * 1e-9; }
-
-void resetKernelSeconds() {
-  timedNanoseconds = 0;
-  std::lock_guard<std::mutex> lock(profileMutex);
-  profileByKind.clear();
-}
-
-void setKernelProfiling(ProfileBy by) {
-  profiling = by;
-  if (by != ProfileBy::Off)
-    timing = true;
-}
-
-std::vector<KernelProfileEntry> kernelProfile() {
-  std::vector<KernelProfileEntry> out;
-  {
-    std::lock_guard<std::mutex> lock(profileMutex);
-    for (const auto &entry : profileByKind)
-      out.push_back({entry.getKey().str(), entry.getValue().first,
-                     double(entry.getValue().second) * 1e-9});
-  }
-  std::sort(out.begin(), out.end(), [](const auto &a, const auto &b) {
-    return a.seconds != b.seconds ? a.seconds > b.seconds : a.kind < b.kind;
-  });
-  return out;
 }
 
 } // namespace pax::runtime

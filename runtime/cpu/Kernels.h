@@ -33,38 +33,6 @@ llvm::Error runKernel(const plan::Compute &c,
 /// holds a compute the CPU backend cannot run.
 bool hasKernel(llvm::StringRef kind);
 
-/// Starts (\p on) or stops adding up the wall time of runKernel calls, for
-/// benchmarks; calls on several threads at once each add their own time.
-void setKernelTiming(bool on);
-
-/// Seconds runKernel has taken while timing was on, since the last reset.
-double kernelSeconds();
-
-/// Sets kernelSeconds (and the profile) back to zero.
-void resetKernelSeconds();
-
-/// One op kind's share of the timed runKernel calls.
-struct KernelProfileEntry {
-  std::string kind; ///< the kind, or the instruction as ProfileBy says
-  int64_t calls = 0;
-  double seconds = 0;
-};
-
-/// What the profile adds up time per.
-enum class ProfileBy {
-  Off,
-  Kind,        ///< the compute's op kind ("matmul")
-  Kernel,      ///< the kernel codegen chose for it ("gemm")
-  Instruction, ///< kind, kernel, source node and local iteration space
-};
-
-/// Starts or stops adding up runKernel's wall time per kind or per
-/// instruction as well (implies setKernelTiming while not Off).
-void setKernelProfiling(ProfileBy by);
-
-/// The per-kind times since the last reset, the most time first.
-std::vector<KernelProfileEntry> kernelProfile();
-
 } // namespace pax::runtime
 
 #endif // PAX_RUNTIME_CPU_KERNELS_H

@@ -136,10 +136,10 @@ public:
   }
 
   Tensor allocate(plan::DType dtype, std::vector<int64_t> shape,
-                  int64_t offset) override {
+                  int64_t offset, bool zero) override {
     Tensor t = Tensor::view(dtype, std::move(shape),
                             static_cast<uint8_t *>(arena) + offset, false);
-    if (!t.data.empty())
+    if (zero && !t.data.empty())
       record(cudaMemsetAsync(t.data.data(), 0, t.data.size(), stream));
     return t;
   }

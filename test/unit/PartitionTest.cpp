@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <atomic>
 #include <thread>
 
 using namespace pax;
@@ -223,6 +224,62 @@ TEST(PartitionTest, RandomStrategiesEqualTheReference) {
   EXPECT_GT(collectives, 100); // the strategies do move data
 }
 
+/// A TestFeed that counts the weight loads it serves.
+class CountingFeed : public TestFeed {
+public:
+  using TestFeed::TestFeed;
+  llvm::Error loadWeight(const plan::LoadWeight &load,
+                         runtime::Tensor &out) override {
+    ++loads;
+    return TestFeed::loadWeight(load, out);
+  }
+  std::atomic<int> loads{0};
+};
+
+// Repeated inference runs keep the constant weights in the devices' arenas
+// (persistent buffers): the second run loads none and computes the same
+// bits.
+TEST(PartitionTest, ResidentWeightsAreNotLoadedAgain) {
+  RandomGraph g(5);
+  auto m = g.build(6);
+  for (auto &op : m->main.ops) {
+    Config c = g.config(*op, 4);
+    op->attrs["config"] = std::vector<int64_t>(c.begin(), c.end());
+  }
+  ASSERT_FALSE(bool(insertCollectives(*m, 4, 2)));
+  auto p = emitPlan(*m, PlanOptions());
+  ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+  runtime::Tensor x = runtime::Tensor::zeros(
+      plan::F32, {RandomGraph::kRows, RandomGraph::kCols});
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.setReal(i, g.real(g.rng));
+  CountingFeed feed({x});
+  std::vector<const plan::DeviceProgram *> progs;
+  for (const plan::DeviceProgram &prog : p->programs())
+    progs.push_back(&prog);
+  runtime::DeviceSet set;
+  for (size_t d = 0; d < progs.size(); ++d)
+    set.devices.push_back(runtime::makeCpuDevice());
+  auto run = [&](bool resident) {
+    std::vector<runtime::Tensor> outputs;
+    std::vector<runtime::DeviceStats> stats;
+    runtime::ThreadRunOptions options;
+    options.weightsResident = resident;
+    llvm::Error err = runtime::runThreads(
+        *p, progs, set, [&](size_t) -> runtime::DataFeed & { return feed; },
+        outputs, stats, options);
+    EXPECT_FALSE(bool(err)) << llvm::toString(std::move(err));
+    return outputs.empty() ? runtime::Tensor() : outputs[0];
+  };
+  runtime::Tensor first = run(false);
+  int loads = feed.loads.exchange(0);
+  EXPECT_GT(loads, 0);
+  runtime::Tensor second = run(true);
+  EXPECT_EQ(feed.loads.load(), 0);
+  EXPECT_TRUE(first.data == second.data);
+  EXPECT_GT(first.numel(), 0);
+}
+
 TEST(PartitionTest, OverlapsMoveAndAdd) {
   // A 4x6 tensor holding rows 2..5, cols 0..5 of a global tensor; copy its
   // overlap with the box rows 4..7, cols 3..8, then add it again.
@@ -311,7 +368,7 @@ TEST(PartitionTest, BadProgramsAreErrorsNotCrashesOrHangs) {
       EXPECT_EQ(buffers[0][1].real(0), 3.0); // 1 + 2
       // The output lives in the device's arena, at its planned offset.
       EXPECT_TRUE(buffers[0][1].data.view());
-      EXPECT_EQ(devices[0]->allocate(plan::F32, {2}, 64).data.data(),
+      EXPECT_EQ(devices[0]->allocate(plan::F32, {2}, 64, true).data.data(),
                 buffers[0][1].data.data());
     }
     return errors;

