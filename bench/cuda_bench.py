@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Inference on one GPU: paxrun --backend=cuda against PyTorch eager, same
+model, same inputs, same GPU, same run.
+
+  python3 bench/cuda_bench.py [--models resnet50,bert,gpt2] [--repeat N]
+      [--tf32] [--bin DIR] [--work DIR] [--json FILE]
+
+Runs on a GPU machine with PyTorch, torchvision and transformers (the
+machine's python3); paxc and paxrun from --bin (a build, or the bundle of
+tools/dev/gpu_bundle.sh with its env.sh sourced). Each model is built in
+PyTorch with seeded random weights, exported to ONNX (opset 17,
+TorchScript exporter), compiled by paxc for one device and run by paxrun
+on the same inputs:
+
+- resnet50: torchvision's ResNet-50, batch 32 of 224 x 224 images.
+- bert: transformers' BERT-base (12 layers, hidden 768), batch 8 of 128
+  tokens.
+- gpt2: transformers' GPT-2 small (12 layers, hidden 768, vocabulary
+  50257), batch 8 of 1024 tokens, logits only.
+
+Timed: PyTorch eager `model(*inputs)` under torch.inference_mode, after
+warm-up, each run ended by torch.cuda.synchronize(); paxrun's `--repeat=N
+--time` runs (the first a warm-up), each `W s in all`: the run's wall
+time, the device synchronized at its end. Reported per model: the median
+seconds of each, the throughput ratio paxc / PyTorch (target 0.8x, goal
+1.0x), the largest difference of the outputs (paxrun --outputs against
+PyTorch's), and device memory: PyTorch's peak allocation against the
+plan's arena. TF32 is off on both sides unless --tf32 (paxrun
+--allow-tf32, torch.backends.*.allow_tf32).
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def build(name):
+    import torch
+
+    torch.manual_seed(0)
+    if name == "resnet50":
+        import torchvision
+
+        model = torchvision.models.resnet50(weights=None)
+        inputs = (torch.randn(32, 3, 224, 224),)
+        names = ["images"]
+    elif name == "bert":
+        from transformers import BertConfig, BertModel
+
+        model = BertModel(BertConfig())
+        ids = torch.randint(0, 30522, (8, 128))
+        inputs = (ids, torch.ones_like(ids))
+        names = ["input_ids", "attention_mask"]
+    elif name == "gpt2":
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        config = GPT2Config(use_cache=False)
+        model = GPT2LMHeadModel(config)
+        inputs = (torch.randint(0, config.vocab_size, (8, 1024)),)
+        names = ["input_ids"]
+    else:
+        raise SystemExit(f"cuda_bench: no model '{name}'")
+    return model.eval(), inputs, names
+
+
+class First(object):
+    """The model's first output as one tensor (transformers return dicts)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __call__(self, *args):
+        out = self.model(*args)
+        if isinstance(out, (tuple, list)):
+            return out[0]
+        if hasattr(out, "logits"):
+            return out.logits
+        if hasattr(out, "last_hidden_state"):
+            return out.last_hidden_state
+        return out
+
+
+def export(model, inputs, names, path):
+    import torch
+
+    class Wrap(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, *args):
+            return First(self.m)(*args)
+
+    torch.onnx.export(Wrap(model), inputs, path, input_names=names,
+                      output_names=["output"], opset_version=17,
+                      dynamo=False)
+
+
+def write_inputs(inputs, folder):
+    import onnx
+    from onnx import numpy_helper
+
+    os.makedirs(folder, exist_ok=True)
+    for i, t in enumerate(inputs):
+        onnx.save_tensor(numpy_helper.from_array(t.numpy()),
+                         os.path.join(folder, f"input_{i}.pb"))
+
+
+def torch_times(model, inputs, repeat, tf32):
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
+    model = model.cuda()
+    args = [t.cuda() for t in inputs]
+    call = First(model)
+    times = []
+    torch.cuda.reset_peak_memory_stats()
+    with torch.inference_mode():
+        for _ in range(3):
+            out = call(*args)
+        torch.cuda.synchronize()
+        for _ in range(repeat):
+            start = time.perf_counter()
+            out = call(*args)
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+    peak = torch.cuda.max_memory_allocated()
+    result = out.float().cpu().numpy()
+    model.cpu()
+    torch.cuda.empty_cache()
+    return times, peak, result
+
+
+def paxrun_times(binary, plan, inputs, outputs, repeat, tf32):
+    cmd = [os.path.join(binary, "paxrun"), plan, "--inputs", inputs,
+           "--outputs", outputs, "--backend=cuda", f"--repeat={repeat + 1}",
+           "--time"]
+    if tf32:
+        cmd.append("--allow-tf32")
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"cuda_bench: {' '.join(cmd)} failed:\n"
+                         f"{done.stderr[-3000:]}")
+    walls = [float(m.group(1)) for m in re.finditer(
+        r"paxrun: run \d+: [0-9.]+ s in compute instructions, ([0-9.]+) s "
+        r"in all", done.stderr)]
+    arena = re.search(r"in an arena of ([0-9.]+) MiB", done.stdout)
+    return walls[1:], float(arena.group(1)) if arena else float("nan")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="resnet50,bert,gpt2")
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--tf32", action="store_true")
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser.add_argument("--bin", default=os.path.join(here, "..", "build",
+                                                      "bin"))
+    parser.add_argument("--work", default="/tmp/paxc-cuda-bench")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    import onnx
+    from onnx import numpy_helper
+
+    os.makedirs(args.work, exist_ok=True)
+    rows = []
+    for name in args.models.split(","):
+        model, inputs, names = build(name)
+        onnx_path = os.path.join(args.work, f"{name}.onnx")
+        export(model, inputs, names, onnx_path)
+        data = os.path.join(args.work, f"{name}-in")
+        out_dir = os.path.join(args.work, f"{name}-out")
+        write_inputs(inputs, data)
+        plan = os.path.join(args.work, f"{name}.paxplan")
+        subprocess.run([os.path.join(args.bin, "paxc"), onnx_path, "--gpus=1",
+                        "-o", plan, "--quiet"], check=True)
+        pax, arena = paxrun_times(args.bin, plan, data, out_dir, args.repeat,
+                                  args.tf32)
+        eager, peak, want = torch_times(model, inputs, args.repeat, args.tf32)
+        got = numpy_helper.to_array(
+            onnx.load_tensor(os.path.join(out_dir, "output_0.pb")))
+        diff = float(np.max(np.abs(got.astype(np.float64) - want)))
+        scale = float(np.max(np.abs(want))) or 1.0
+        row = {
+            "model": name,
+            "tf32": args.tf32,
+            "paxrun_s": statistics.median(pax),
+            "torch_s": statistics.median(eager),
+            "ratio": statistics.median(eager) / statistics.median(pax),
+            "max_rel_diff": diff / scale,
+            "torch_peak_mib": peak / 2**20,
+            "paxrun_arena_mib": arena,
+        }
+        rows.append(row)
+        print(f"{name}: paxrun {row['paxrun_s'] * 1e3:.2f} ms, PyTorch "
+              f"{row['torch_s'] * 1e3:.2f} ms: {row['ratio']:.2f}x; outputs "
+              f"within {row['max_rel_diff']:.1e} of PyTorch's (relative to "
+              f"the largest); memory: arena {arena:.0f} MiB, PyTorch peak "
+              f"{row['torch_peak_mib']:.0f} MiB", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
