@@ -5,7 +5,8 @@
 // matrix products, and the generic kernel (CudaKernels.cu) for elementwise
 // ops, data movement, gathers, reductions, scatter-adds and softmax rows.
 // Several devices may share one GPU (virtual devices: a stream and an arena
-// each), and exchange by device-to-device copies on the thread transport.
+// each), and exchange by device-to-device copies on the thread transport,
+// as devices on GPUs with peer access do.
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/Backend.h"
@@ -25,6 +26,8 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <map>
+#include <mutex>
 
 namespace pax::runtime {
 
@@ -78,6 +81,30 @@ llvm::Error triluDims(const plan::Compute &c, cuda::Generic &g) {
   g.triluRow = out.exprs(n - 2).dims(0);
   g.triluCol = out.exprs(n - 1).dims(0);
   return llvm::Error::success();
+}
+
+/// Whether GPU \p gpu reads GPU \p peer's memory, enabling peer access
+/// the first time a pair is asked.
+bool enablePeer(int gpu, int peer) {
+  static std::mutex m;
+  static std::map<std::pair<int, int>, bool> known;
+  std::lock_guard<std::mutex> lock(m);
+  auto [it, fresh] = known.try_emplace({gpu, peer}, false);
+  if (!fresh)
+    return it->second;
+  int can = 0;
+  if (cudaDeviceCanAccessPeer(&can, gpu, peer) != cudaSuccess || !can)
+    return false;
+  int current = 0;
+  cudaGetDevice(&current);
+  cudaSetDevice(gpu);
+  cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+  if (e == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError(); // not an error here
+    e = cudaSuccess;
+  }
+  cudaSetDevice(current);
+  return it->second = e == cudaSuccess;
 }
 
 class CudaDevice final : public Device {
@@ -262,10 +289,13 @@ public:
 
   cuda::StreamOf streamOf() const { return {gpu, stream}; }
 
+  /// Another GPU's buffers are read directly where the two GPUs have peer
+  /// access (NVLink or PCIe peer-to-peer), enabled here once per pair.
   bool canRead(const Device &other) const override {
     if (other.backend() != Backend::Cuda)
       return false;
-    return static_cast<const CudaDevice &>(other).gpu == gpu;
+    int peer = static_cast<const CudaDevice &>(other).gpu;
+    return peer == gpu || enablePeer(gpu, peer);
   }
 
   llvm::Error synchronize() override {
