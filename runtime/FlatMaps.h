@@ -44,6 +44,11 @@ struct Map {
   bool linear = false;
   int64_t base = 0;
   int64_t coef[kMaxDims] = {}; // flat coefficient per iteration dim
+  /// The dims with a nonzero coefficient, and theirs: a linear index's
+  /// dot product walks these only.
+  int32_t steps = 0;
+  uint32_t stepDims[kMaxDims] = {};
+  int64_t stepCoefs[kMaxDims] = {};
   Term terms[kMaxRank];
 };
 
@@ -69,9 +74,8 @@ PAX_HD inline int64_t index(const Map &m, const int64_t *point,
                             int lookupCount = 0) {
   if (m.linear) {
     int64_t flat = m.base;
-    for (int32_t d = 0; d < kMaxDims; ++d)
-      if (m.coef[d])
-        flat += m.coef[d] * point[d];
+    for (int32_t i = 0; i < m.steps; ++i)
+      flat += m.stepCoefs[i] * point[m.stepDims[i]];
     return flat;
   }
   int64_t flat = 0;

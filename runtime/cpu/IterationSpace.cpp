@@ -214,8 +214,13 @@ AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
   a.map.lookups = int32_t(a.lookups);
   a.map.linear = a.linear;
   a.map.base = a.base;
-  for (size_t d = 0; d < n; ++d)
+  for (size_t d = 0; d < n; ++d) {
     a.map.coef[d] = a.coef[d];
+    if (a.coef[d]) {
+      a.map.stepDims[a.map.steps] = uint32_t(d);
+      a.map.stepCoefs[a.map.steps++] = a.coef[d];
+    }
+  }
   return a;
 }
 

@@ -3,6 +3,7 @@
 #define PAX_RUNTIME_CPU_RECURRENT_H
 
 #include "codegen/plan/Plan.pb.h"
+#include "runtime/RecurrentMath.h"
 #include "runtime/Tensor.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -26,6 +27,15 @@ std::optional<RecurrentCell> parseRecurrentCell(llvm::StringRef kind);
 llvm::Error runRecurrent(const plan::Compute &c, RecurrentCell cell,
                          llvm::ArrayRef<const Tensor *> ins,
                          llvm::ArrayRef<Tensor *> outs);
+
+/// Checks an LSTM or GRU compute (or, with \p grad, its gradient op)
+/// against its tensors and describes it as plain data
+/// (RecurrentMath.h), its maps compiled: what the CPU kernels and the CUDA
+/// kernels both run.
+llvm::Expected<recurrent::Layer>
+prepareRecurrent(const plan::Compute &c, RecurrentCell cell,
+                 llvm::ArrayRef<const Tensor *> ins,
+                 llvm::ArrayRef<Tensor *> outs, bool grad);
 
 /// The cell of a recurrent gradient kind (`"lstm_grad"`, `"gru_grad"`).
 std::optional<RecurrentCell> parseRecurrentGradCell(llvm::StringRef kind);

@@ -13,6 +13,7 @@
 #include "runtime/Exchange.h"
 #include "runtime/GemmShape.h"
 #include "runtime/cpu/KernelContext.h"
+#include "runtime/cpu/Recurrent.h"
 #include "runtime/cpu/Reduction.h"
 #include "runtime/cpu/ScalarOps.h"
 #include "runtime/cuda/CudaDevice.h"
@@ -204,10 +205,12 @@ public:
       return id.takeError();
     if (auto err = current())
       return err;
+    using plan::KernelId;
+    if (*id == KernelId::Recurrent || *id == KernelId::RecurrentGrad)
+      return runRecurrent(c, inputs, outputs, *id == KernelId::RecurrentGrad);
     auto p = cpu::prepare(c, inputs, outputs);
     if (!p)
       return p.takeError();
-    using plan::KernelId;
     switch (*id) {
     case KernelId::Gemm: {
       // cuBLAS where the maps are a strided batched GEMM (every matmul of
@@ -234,10 +237,12 @@ public:
     case KernelId::Scan:
     case KernelId::Random:
       return runGeneric(*p, *id);
-    default:
-      return cpu::computeError(c, "kernel '" + c.kernel() +
-                                      "' does not run on the cuda backend yet");
+    case KernelId::Recurrent:
+    case KernelId::RecurrentGrad:
+      return runRecurrent(c, inputs, outputs, *id == KernelId::RecurrentGrad);
     }
+    return cpu::computeError(c, "kernel '" + c.kernel() +
+                                    "' does not run on the cuda backend");
   }
 
   llvm::Error copyOverlap(const Tensor &in, llvm::ArrayRef<int64_t> inLo,
@@ -336,6 +341,36 @@ private:
       return llvm::createStringError(
           "a copy between tensors of different types or sizes");
     return llvm::Error::success();
+  }
+
+  /// An LSTM or GRU layer (or its gradient op): a thread per (direction,
+  /// batch row), each with its scratch in device memory.
+  llvm::Error runRecurrent(const plan::Compute &c,
+                           llvm::ArrayRef<const Tensor *> inputs,
+                           llvm::ArrayRef<Tensor *> outputs, bool grad) {
+    std::optional<cpu::RecurrentCell> cell =
+        grad ? cpu::parseRecurrentGradCell(c.kind())
+             : cpu::parseRecurrentCell(c.kind());
+    if (!cell)
+      return cpu::computeError(c, "not a recurrent compute");
+    auto l = cpu::prepareRecurrent(c, *cell, inputs, outputs, grad);
+    if (!l)
+      return l.takeError();
+    int64_t each =
+        grad ? recurrent::gradScratch(*l) : recurrent::forwardScratch(*l);
+    size_t bytes = size_t(std::max<int64_t>(1, l->dirs * l->batch * each)) *
+                   sizeof(double);
+    void *layer = nullptr, *work = nullptr;
+    record(cudaMallocAsync(&layer, sizeof(recurrent::Layer), stream));
+    record(cudaMallocAsync(&work, bytes, stream));
+    if (auto err = pending(c))
+      return err;
+    record(cuda::launchRecurrent(*l, grad,
+                                 static_cast<recurrent::Layer *>(layer),
+                                 static_cast<double *>(work), stream));
+    record(cudaFreeAsync(work, stream));
+    record(cudaFreeAsync(layer, stream));
+    return pending(c);
   }
 
   llvm::Error runGeneric(const cpu::Prepared &p, plan::KernelId id) {

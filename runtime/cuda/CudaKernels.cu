@@ -503,7 +503,35 @@ __global__ void scatterAddKernel(const Generic *gp, GenericStatus *status) {
   }
 }
 
+__global__ void recurrentKernel(const recurrent::Layer *lp, bool grad,
+                                double *work) {
+  const recurrent::Layer &l = *lp;
+  int64_t rows = l.dirs * l.batch;
+  int64_t each = grad ? recurrent::gradScratch(l) : recurrent::forwardScratch(l);
+  for (int64_t db = threadIndex(); db < rows; db += threadStride()) {
+    double *mine = work + db * each;
+    if (grad)
+      recurrent::gradRow(l, db / l.batch, db % l.batch, mine);
+    else
+      recurrent::forwardRow(l, db / l.batch, db % l.batch, mine);
+  }
+}
+
 } // namespace
+
+cudaError_t launchRecurrent(const recurrent::Layer &l, bool grad,
+                            recurrent::Layer *scratch, double *work,
+                            cudaStream_t stream) {
+  if (cudaError_t e = cudaMemcpyAsync(scratch, &l, sizeof l,
+                                      cudaMemcpyHostToDevice, stream))
+    return e;
+  int64_t rows = l.dirs * l.batch;
+  if (rows <= 0)
+    return cudaSuccess;
+  recurrentKernel<<<blocksFor(rows), kThreads, 0, stream>>>(scratch, grad,
+                                                            work);
+  return cudaGetLastError();
+}
 
 cudaError_t launchBoxCopy(const BoxCopy &b, const void *src, void *dst,
                           cudaStream_t stream) {

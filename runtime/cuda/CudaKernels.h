@@ -15,6 +15,7 @@
 #define PAX_RUNTIME_CUDA_CUDAKERNELS_H
 
 #include "runtime/FlatMaps.h"
+#include "runtime/RecurrentMath.h"
 #include "runtime/ReduceMath.h"
 #include "runtime/ScalarMath.h"
 
@@ -138,6 +139,14 @@ struct GenericStatus {
 /// receives the first bad lookup; read it after synchronizing.
 cudaError_t launchGeneric(const Generic &g, Generic *scratch,
                           GenericStatus *status, cudaStream_t stream);
+
+/// Runs every (direction, batch row) of LSTM or GRU layer \p l (its
+/// gradient op with \p grad), a thread each, on \p stream: copies \p l
+/// to \p scratch (device memory of sizeof(Layer)) and gives each row its
+/// forwardScratch / gradScratch doubles of \p work (device memory).
+cudaError_t launchRecurrent(const recurrent::Layer &l, bool grad,
+                            recurrent::Layer *scratch, double *work,
+                            cudaStream_t stream);
 
 } // namespace pax::runtime::cuda
 

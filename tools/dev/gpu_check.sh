@@ -6,9 +6,10 @@
 #
 # Prints what the machine has (GPU, driver, the CUDA libraries the bundle
 # will load), checks that the bundled paxc and paxrun start and run a
-# small model on the CPU backend, then runs an MLP, GPT-2, Llama and BERT
-# on the CUDA backend as 1, 2, 4 and 8 virtual devices of the GPU, each
-# verified against the CPU reference, and profiles a GPT-2 run per kernel.
+# small model on the CPU backend, then runs an MLP, GPT-2, Llama, BERT and
+# an LSTM LM on the CUDA backend as 1, 2, 4 and 8 virtual devices of the
+# GPU, each verified against the CPU reference, and profiles a GPT-2 run
+# per kernel.
 # Needs the machine's python3 with onnx and numpy (the models are made
 # there). Exits non-zero when a step that must work fails.
 set -uo pipefail
@@ -45,8 +46,9 @@ python3 "$root/test/lit/passes/Inputs/grad_models.py" mlp "$work/mlp.onnx" || ex
 $gen gpt2 --layers 2 --hidden 64 --heads 4 --ffn 128 --vocab 256 --positions 64 --batch 8 --seq 32 --weights random -o "$work/gpt2.onnx" || exit 1
 $gen llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 128 --vocab 256 --batch 8 --seq 32 --weights random -o "$work/llama.onnx" || exit 1
 $gen bert --layers 2 --hidden 64 --heads 4 --ffn 128 --vocab 256 --positions 64 --batch 8 --seq 32 --weights random -o "$work/bert.onnx" || exit 1
+$gen lstm --layers 2 --hidden 64 --vocab 256 --batch 8 --seq 32 --weights random -o "$work/lstm.onnx" || exit 1
 failed=0
-for m in mlp gpt2 llama bert; do
+for m in mlp gpt2 llama bert lstm; do
   if [ "$m" != mlp ]; then
     python3 "$root/test/models/make_test_data.py" "$work/$m.onnx" "$work/$m" --seed 6 >/dev/null || exit 1
     inputs="--inputs $work/$m/in"
