@@ -375,38 +375,15 @@ llvm::Error runContraction(const Prepared &p, Kernel k) {
 // Windows: max_pool, average_pool, lrn.
 //===----------------------------------------------------------------------===//
 
-/// True when the window position of \p point lies inside the padded input:
-/// each spatial expr of input 0 (`s*o + d*k - pad`) within
-/// [-padBegin, size + padEnd).
-bool insidePadded(const Prepared &p, llvm::ArrayRef<int64_t> pads,
-                  llvm::ArrayRef<int64_t> point) {
-  const plan::Access &in = p.c.inputs(0);
-  size_t ns = pads.size() / 2;
-  for (size_t i = 0; i < ns; ++i) {
-    int t = int(in.exprs_size() - ns + i);
-    if (t < 0)
-      continue;
-    const plan::AccessExpr &e = in.exprs(t);
-    if (e.kind() != plan::AccessExpr::AFFINE || e.dims_size() < 1)
-      continue;
-    int64_t at = e.stride() * point[e.dims(0)] + e.offset();
-    if (e.dims_size() > 1)
-      at += e.dilation() * point[e.dims(1)];
-    if (at < -pads[i] || at >= p.ins[0]->shape[t] + pads[i + ns])
-      return false;
-  }
-  return true;
-}
-
 /// Max or average over the window; padding is skipped by max and counted by
 /// average only with count_include_pad.
 llvm::Error runPool(const Prepared &p, bool isMax) {
   if (isMax && runMaxPool2DF32(p))
     return llvm::Error::success();
   bool includePad = !isMax && attrInt(p.c, "count_include_pad", 0) != 0;
-  std::vector<int64_t> pads = attrInts(p.c, "pads");
-  if (pads.size() % 2)
-    return computeError(p.c, "pads has an odd number of values");
+  PaddedWindow window;
+  if (auto err = paddedWindow(p.c, p.ins[0]->shape, window))
+    return err;
   const IterationSpace &s = p.space;
   forEachOuter(s, [&](llvm::MutableArrayRef<int64_t> point) {
     double best = -std::numeric_limits<double>::infinity(), sum = 0;
@@ -419,7 +396,7 @@ llvm::Error runPool(const Prepared &p, bool isMax) {
         sum += v;
         ++count;
       }
-      if (includePad && insidePadded(p, pads, point))
+      if (includePad && insidePadded(window, point.data()))
         ++padded;
     });
     double v;
@@ -625,6 +602,36 @@ llvm::Error runKernel(const plan::Compute &c,
                       llvm::ArrayRef<const Tensor *> inputs,
                       llvm::ArrayRef<Tensor *> outputs) {
   return dispatch(c, inputs, outputs);
+}
+
+llvm::Error paddedWindow(const plan::Compute &c, llvm::ArrayRef<int64_t> shape,
+                         PaddedWindow &window) {
+  std::vector<int64_t> pads = cpu::attrInts(c, "pads");
+  if (pads.size() % 2)
+    return cpu::computeError(c, "pads has an odd number of values");
+  // The trailing exprs of the input, one per padded dim.
+  const plan::Access &in = c.inputs(0);
+  size_t ns = pads.size() / 2;
+  window.count = 0;
+  for (size_t i = 0; i < ns; ++i) {
+    int t = int(in.exprs_size() - ns + i);
+    if (t < 0 || size_t(t) >= shape.size())
+      continue;
+    const plan::AccessExpr &e = in.exprs(t);
+    if (e.kind() != plan::AccessExpr::AFFINE || e.dims_size() < 1)
+      continue;
+    if (window.count == flat::kMaxRank)
+      return cpu::computeError(c, "a pool over too many dims");
+    PaddedDim &d = window.dims[window.count++];
+    d.dim0 = int32_t(e.dims(0));
+    d.dim1 = e.dims_size() > 1 ? int32_t(e.dims(1)) : -1;
+    d.stride = e.stride();
+    d.dilation = e.dilation();
+    d.offset = e.offset();
+    d.lo = -pads[i];
+    d.hi = shape[size_t(t)] + pads[i + ns];
+  }
+  return llvm::Error::success();
 }
 
 bool hasKernel(llvm::StringRef kind) {

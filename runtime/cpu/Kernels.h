@@ -3,6 +3,7 @@
 #define PAX_RUNTIME_CPU_KERNELS_H
 
 #include "codegen/plan/Plan.pb.h"
+#include "runtime/PaddedWindow.h"
 #include "runtime/Tensor.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -27,6 +28,11 @@ namespace pax::runtime {
 llvm::Error runKernel(const plan::Compute &c,
                       llvm::ArrayRef<const Tensor *> inputs,
                       llvm::ArrayRef<Tensor *> outputs);
+
+/// The padded spatial dims of pool \p c's input of \p shape (its `pads`),
+/// for count_include_pad.
+llvm::Error paddedWindow(const plan::Compute &c, llvm::ArrayRef<int64_t> shape,
+                         PaddedWindow &window);
 
 /// True when runKernel has a kernel for computes of \p kind (`"matmul"`).
 /// Plans are checked against it when they are compiled, so a plan never

@@ -13,6 +13,7 @@
 #include "runtime/Exchange.h"
 #include "runtime/GemmShape.h"
 #include "runtime/cpu/KernelContext.h"
+#include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/Recurrent.h"
 #include "runtime/cpu/Reduction.h"
 #include "runtime/cpu/ScalarOps.h"
@@ -172,29 +173,12 @@ public:
     return t;
   }
 
+  // Synchronous both ways: the host tensor may go away when they return.
   llvm::Error upload(const Tensor &from, Tensor &to) override {
-    if (auto err = sameSize(from, to))
-      return err;
-    if (from.data.empty())
-      return llvm::Error::success();
-    if (auto err = current())
-      return err;
-    // Synchronous: the host tensor may go away when this returns.
-    record(cudaMemcpyAsync(to.data.data(), from.data.data(), from.data.size(),
-                           cudaMemcpyHostToDevice, stream));
-    return synchronize();
+    return copy(from, to, cudaMemcpyHostToDevice);
   }
-
   llvm::Error download(const Tensor &from, Tensor &to) override {
-    if (auto err = sameSize(from, to))
-      return err;
-    if (from.data.empty())
-      return llvm::Error::success();
-    if (auto err = current())
-      return err;
-    record(cudaMemcpyAsync(to.data.data(), from.data.data(), from.data.size(),
-                           cudaMemcpyDeviceToHost, stream));
-    return synchronize();
+    return copy(from, to, cudaMemcpyDeviceToHost);
   }
 
   llvm::Error launch(const plan::Compute &c,
@@ -336,11 +320,18 @@ private:
     return llvm::Error::success();
   }
 
-  static llvm::Error sameSize(const Tensor &a, const Tensor &b) {
-    if (a.dtype != b.dtype || a.data.size() != b.data.size())
+  /// Copies \p from into \p to (same type and size) and waits for it.
+  llvm::Error copy(const Tensor &from, Tensor &to, cudaMemcpyKind kind) {
+    if (from.dtype != to.dtype || from.data.size() != to.data.size())
       return llvm::createStringError(
           "a copy between tensors of different types or sizes");
-    return llvm::Error::success();
+    if (from.data.empty())
+      return llvm::Error::success();
+    if (auto err = current())
+      return err;
+    record(cudaMemcpyAsync(to.data.data(), from.data.data(), from.data.size(),
+                           kind, stream));
+    return synchronize();
   }
 
   /// An LSTM or GRU layer (or its gradient op): a thread per (direction,
@@ -456,31 +447,8 @@ private:
       g.maxPool = c.kind() == "max_pool";
       g.includePad =
           !g.maxPool && cpu::attrInt(c, "count_include_pad", 0) != 0;
-      std::vector<int64_t> pads = cpu::attrInts(c, "pads");
-      if (pads.size() % 2)
-        return cpu::computeError(c, "pads has an odd number of values");
-      // The spatial exprs of the input, as the CPU's insidePadded reads
-      // them.
-      const plan::Access &in = c.inputs(0);
-      size_t ns = pads.size() / 2;
-      for (size_t i = 0; i < ns && g.includePad; ++i) {
-        int t = int(in.exprs_size() - ns + i);
-        if (t < 0)
-          continue;
-        const plan::AccessExpr &e = in.exprs(t);
-        if (e.kind() != plan::AccessExpr::AFFINE || e.dims_size() < 1)
-          continue;
-        if (g.paddedDims == flat::kMaxRank)
-          return cpu::computeError(c, "a pool over too many dims");
-        cuda::PaddedDim &d = g.padded[g.paddedDims++];
-        d.dim0 = int32_t(e.dims(0));
-        d.dim1 = e.dims_size() > 1 ? int32_t(e.dims(1)) : -1;
-        d.stride = e.stride();
-        d.dilation = e.dilation();
-        d.offset = e.offset();
-        d.lo = -pads[i];
-        d.hi = p.ins[0]->shape[size_t(t)] + pads[i + ns];
-      }
+      if (auto err = paddedWindow(c, p.ins[0]->shape, g.padded))
+        return err;
       break;
     }
     case plan::KernelId::Lrn:

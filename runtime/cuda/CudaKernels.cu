@@ -297,19 +297,6 @@ __device__ void contract(const Generic &g, int64_t *point) {
   writeOut(g, point, v);
 }
 
-/// Whether the window position of \p point lies inside the padded input.
-__device__ bool insidePadded(const Generic &g, const int64_t *point) {
-  for (int32_t i = 0; i < g.paddedDims; ++i) {
-    const PaddedDim &d = g.padded[i];
-    int64_t at = d.stride * point[d.dim0] + d.offset;
-    if (d.dim1 >= 0)
-      at += d.dilation * point[d.dim1];
-    if (at < d.lo || at >= d.hi)
-      return false;
-  }
-  return true;
-}
-
 /// One outer point of a max or average pool (the CPU's runPool): padding
 /// is skipped by max and counted by average only with count_include_pad.
 __device__ void pool(const Generic &g, int64_t *point) {
@@ -324,7 +311,7 @@ __device__ void pool(const Generic &g, int64_t *point) {
         sum += v;
         ++count;
       }
-      if (g.includePad && insidePadded(g, point))
+      if (g.includePad && insidePadded(g.padded, point))
         ++padded;
     } while (flat::nextInner(g.space, point));
   double v;

@@ -15,6 +15,7 @@
 #define PAX_RUNTIME_CUDA_CUDAKERNELS_H
 
 #include "runtime/FlatMaps.h"
+#include "runtime/PaddedWindow.h"
 #include "runtime/RecurrentMath.h"
 #include "runtime/ReduceMath.h"
 #include "runtime/ScalarMath.h"
@@ -63,14 +64,6 @@ enum class GenericOp : int32_t {
   Random,      // counter-based uniform numbers (RandomMath.h)
 };
 
-/// One spatial dim of a pool's input for count_include_pad: the position
-/// stride * point[dim0] + dilation * point[dim1] + offset must lie in
-/// [lo, hi) (the padded input).
-struct PaddedDim {
-  int32_t dim0 = 0, dim1 = -1;
-  int64_t stride = 1, dilation = 0, offset = 0, lo = 0, hi = 0;
-};
-
 /// One generic compute: the space, each operand's map, dtype and buffer.
 struct Generic {
   GenericOp op = GenericOp::Pointwise;
@@ -110,8 +103,7 @@ struct Generic {
   double alpha = 1, beta = 1;
   // Pool: max or average, and for count_include_pad the padded dims.
   bool maxPool = false, includePad = false;
-  int32_t paddedDims = 0;
-  PaddedDim padded[flat::kMaxRank];
+  PaddedWindow padded;
   // Lrn: size, alpha (in `alpha`), beta (in `beta`), bias, and the window
   // step that reads the output's own channel.
   double lrnSize = 1, lrnBias = 1;
