@@ -175,6 +175,23 @@ private:
 
 } // namespace
 
+/// The graph input of \p g's models, seeded from \p g.
+runtime::Tensor randomInput(RandomGraph &g) {
+  runtime::Tensor x = runtime::Tensor::zeros(
+      plan::F32, {RandomGraph::kRows, RandomGraph::kCols});
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.setReal(i, g.real(g.rng));
+  return x;
+}
+
+/// The device programs of \p p.
+std::vector<const plan::DeviceProgram *> programsOf(const plan::Plan &p) {
+  std::vector<const plan::DeviceProgram *> progs;
+  for (const plan::DeviceProgram &prog : p.programs())
+    progs.push_back(&prog);
+  return progs;
+}
+
 TEST(PartitionTest, RandomStrategiesEqualTheReference) {
   auto cluster = makeCluster("dgx1-p100", 8, 2);
   ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
@@ -195,14 +212,8 @@ TEST(PartitionTest, RandomStrategiesEqualTheReference) {
     ASSERT_FALSE(bool(insertCollectives(*m, devices, 2)));
     auto p = emitPlan(*m, PlanOptions());
     ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
-    runtime::Tensor x = runtime::Tensor::zeros(
-        plan::F32, {RandomGraph::kRows, RandomGraph::kCols});
-    for (int64_t i = 0; i < x.numel(); ++i)
-      x.setReal(i, g.real(g.rng));
-    TestFeed feed({x});
-    std::vector<const plan::DeviceProgram *> progs;
-    for (const plan::DeviceProgram &prog : p->programs())
-      progs.push_back(&prog);
+    TestFeed feed({randomInput(g)});
+    std::vector<const plan::DeviceProgram *> progs = programsOf(*p);
     std::map<uint32_t, int64_t> bytes, refBytes;
     runtime::Tensor got = runAll(*p, progs, feed, bytes);
     runtime::Tensor want = runAll(*p, {&p->reference()}, feed, refBytes);
@@ -249,14 +260,8 @@ TEST(PartitionTest, ResidentWeightsAreNotLoadedAgain) {
   ASSERT_FALSE(bool(insertCollectives(*m, 4, 2)));
   auto p = emitPlan(*m, PlanOptions());
   ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
-  runtime::Tensor x = runtime::Tensor::zeros(
-      plan::F32, {RandomGraph::kRows, RandomGraph::kCols});
-  for (int64_t i = 0; i < x.numel(); ++i)
-    x.setReal(i, g.real(g.rng));
-  CountingFeed feed({x});
-  std::vector<const plan::DeviceProgram *> progs;
-  for (const plan::DeviceProgram &prog : p->programs())
-    progs.push_back(&prog);
+  CountingFeed feed({randomInput(g)});
+  std::vector<const plan::DeviceProgram *> progs = programsOf(*p);
   runtime::DeviceSet set;
   for (size_t d = 0; d < progs.size(); ++d)
     set.devices.push_back(runtime::makeCpuDevice());
