@@ -48,6 +48,8 @@ llvm::Expected<std::unique_ptr<Device>> makeDevice(Backend b,
     return makeCpuDevice();
   case Backend::Cuda:
     return makeCudaDevice(ordinal);
+  case Backend::CudaEmulated:
+    return makeEmulatedCudaDevice();
   }
   return llvm::createStringError("unknown backend");
 }

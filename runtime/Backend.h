@@ -89,6 +89,8 @@ void setAllowTf32(bool on);
 
 /// The CPU backend's device (cpu/CpuDevice.cpp).
 std::unique_ptr<Device> makeCpuDevice();
+/// The cuda-emulated backend's device (EmulatedCudaDevice.cpp).
+std::unique_ptr<Device> makeEmulatedCudaDevice();
 /// The CUDA backend's device (cuda/CudaDevice.cpp), or why there is none.
 llvm::Expected<std::unique_ptr<Device>> makeCudaDevice(unsigned ordinal);
 

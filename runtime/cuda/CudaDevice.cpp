@@ -12,6 +12,7 @@
 #include "runtime/Backend.h"
 #include "runtime/Exchange.h"
 #include "runtime/GemmShape.h"
+#include "runtime/PointKernelsHost.h"
 #include "runtime/cpu/KernelContext.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/Recurrent.h"
@@ -39,50 +40,6 @@ std::atomic<bool> allowTf32{false};
 
 llvm::Error cudaError(cudaError_t e, const llvm::Twine &what) {
   return llvm::createStringError(what + ": " + cudaGetErrorString(e));
-}
-
-/// Fills \p g's operands from \p p (compiled maps, dtypes, buffers); an
-/// error when the compute has more operands than the kernel takes.
-llvm::Error fillOperands(const cpu::Prepared &p, cuda::Generic &g) {
-  if (p.ins.size() > size_t(cuda::kMaxInputs) ||
-      p.outs.size() > size_t(cuda::kMaxOutputs))
-    return cpu::computeError(
-        p.c, llvm::formatv("has {0} inputs and {1} outputs; the cuda generic "
-                           "kernel takes {2} and {3} at most",
-                           p.ins.size(), p.outs.size(), cuda::kMaxInputs,
-                           cuda::kMaxOutputs)
-                 .str());
-  g.space = p.space.flatten();
-  g.inputs = int32_t(p.ins.size());
-  g.outputs = int32_t(p.outs.size());
-  for (size_t k = 0; k < p.ins.size(); ++k) {
-    g.in[k] = p.inMaps[k].flatMap();
-    g.inType[k] = int32_t(p.ins[k]->dtype);
-    g.inData[k] = p.ins[k]->data.data();
-  }
-  for (size_t r = 0; r < p.outs.size(); ++r) {
-    g.out[r] = p.outMaps[r].flatMap();
-    g.outType[r] = int32_t(p.outs[r]->dtype);
-    g.outData[r] = p.outs[r]->data.data();
-    g.outElements[r] = p.outs[r]->numel();
-  }
-  return llvm::Error::success();
-}
-
-/// Trilu's (row, col) dims: those writing the result's last two dims.
-llvm::Error triluDims(const plan::Compute &c, cuda::Generic &g) {
-  const plan::Access &out = c.outputs(0);
-  int n = out.exprs_size();
-  if (n < 2 || out.exprs(n - 2).kind() != plan::AccessExpr::AFFINE ||
-      out.exprs(n - 2).dims_size() != 1 ||
-      out.exprs(n - 1).kind() != plan::AccessExpr::AFFINE ||
-      out.exprs(n - 1).dims_size() != 1)
-    return cpu::computeError(c, "result's last two dims must be written by "
-                                "one iteration dim each");
-  g.trilu = true;
-  g.triluRow = out.exprs(n - 2).dims(0);
-  g.triluCol = out.exprs(n - 1).dims(0);
-  return llvm::Error::success();
 }
 
 /// Whether GPU \p gpu reads GPU \p peer's memory, enabling peer access
@@ -130,9 +87,9 @@ public:
     if (cudaError_t e =
             cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking))
       return cudaError(e, "a stream on GPU " + llvm::Twine(gpu));
-    if (cudaError_t e = cudaMalloc(&scratch, sizeof(cuda::Generic)))
+    if (cudaError_t e = cudaMalloc(&scratch, sizeof(Generic)))
       return cudaError(e, "GPU " + llvm::Twine(gpu));
-    if (cudaError_t e = cudaMalloc(&status, sizeof(cuda::GenericStatus)))
+    if (cudaError_t e = cudaMalloc(&status, sizeof(GenericStatus)))
       return cudaError(e, "GPU " + llvm::Twine(gpu));
     auto g = cuda::CudaGemm::create(stream);
     if (!g)
@@ -366,149 +323,20 @@ private:
 
   llvm::Error runGeneric(const cpu::Prepared &p, plan::KernelId id) {
     const plan::Compute &c = p.c;
-    cuda::Generic g;
-    if (auto err = fillOperands(p, g))
+    Generic g;
+    if (auto err = describeGeneric(p, id, g))
       return err;
-    bool lookups = false;
-    switch (id) {
-    case plan::KernelId::Pointwise: {
-      std::optional<ScalarOp> op = cpu::parseScalarOp(c.kind());
-      if (!op || p.outs.empty())
-        return cpu::computeError(c, "not an elementwise compute");
-      g.op = cuda::GenericOp::Pointwise;
-      g.scalar = *op;
-      g.params = cpu::scalarParams(*op, c);
-      bool real = p.ins.empty() && isFloatDType(p.outs[0]->dtype);
-      for (const Tensor *t : p.ins)
-        real |= isFloatDType(t->dtype);
-      g.real = real;
-      if (*op == ScalarOp::Trilu)
-        if (auto err = triluDims(c, g))
-          return err;
-      break;
-    }
-    case plan::KernelId::Copy: {
-      bool gather = c.kind() == "gather";
-      g.op = gather ? cuda::GenericOp::Gather : cuda::GenericOp::Copy;
-      g.sources = int32_t(gather || c.kind() == "pad"
-                              ? std::min<size_t>(1, p.ins.size())
-                              : p.ins.size());
-      g.fill = cpu::attrReal(c, "value", 0);
-      g.tuple = gather ? int32_t(std::max(1u, p.inMaps[0].lookupCount())) : 0;
-      lookups = gather;
-      break;
-    }
-    case plan::KernelId::Reduce: {
-      std::optional<cpu::ReduceOp> op = cpu::parseReduceOp(c.kind());
-      if (!op || p.ins.size() != 1)
-        return cpu::computeError(c, "a reduction takes one input");
-      g.op = cuda::GenericOp::Reduce;
-      g.reduce = *op;
-      g.selectLast = cpu::attrInt(c, "select_last_index", 0) != 0;
-      g.real = isFloatDType(p.ins[0]->dtype) || *op == ReduceOp::L2 ||
-               *op == ReduceOp::LogSumExp;
-      g.globalInnerPoints = std::max<int64_t>(1, p.space.globalInnerPoints());
-      break;
-    }
-    case plan::KernelId::ScatterAdd:
-      g.op = cuda::GenericOp::ScatterAdd;
-      g.tuple = p.ins.size() == 2
-                    ? int32_t(std::max(1u, p.outMaps[0].lookupCount()))
-                    : 0;
-      lookups = p.ins.size() == 2;
-      break;
-    case plan::KernelId::SoftmaxRows:
-      if (p.ins.size() != 1 || p.outs.size() != 1)
-        return cpu::computeError(c, "softmax takes one input and one output");
-      g.op = cuda::GenericOp::SoftmaxRows;
-      g.logSoftmax = c.kind() == "log_softmax";
-      break;
-    case plan::KernelId::NormRows:
-      if (p.ins.empty() || p.ins.size() > 3 || p.outs.size() != 1)
-        return cpu::computeError(c, "takes 1 to 3 inputs and one output");
-      g.op = cuda::GenericOp::NormRows;
-      g.eps = cpu::attrReal(c, "epsilon", 1e-5);
-      g.rms = c.kind() == "rms_norm";
-      break;
-    case plan::KernelId::Gemm:
-    case plan::KernelId::Conv2D: {
-      if (p.ins.size() < 2 || p.ins.size() > 3 || p.outs.size() != 1)
-        return cpu::computeError(c, "takes 2 or 3 inputs and one output");
-      bool gemmKind = c.kind() == "gemm";
-      g.op = cuda::GenericOp::Contract;
-      g.alpha = gemmKind ? cpu::attrReal(c, "alpha", 1.0) : 1.0;
-      g.beta = gemmKind ? cpu::attrReal(c, "beta", 1.0) : 1.0;
-      break;
-    }
-    case plan::KernelId::Pool2D: {
-      if (p.ins.size() != 1 || p.outs.size() != 1)
-        return cpu::computeError(c, "a pool takes one input and one output");
-      g.op = cuda::GenericOp::Pool;
-      g.maxPool = c.kind() == "max_pool";
-      g.includePad =
-          !g.maxPool && cpu::attrInt(c, "count_include_pad", 0) != 0;
-      if (auto err = paddedWindow(c, p.ins[0]->shape, g.padded))
-        return err;
-      break;
-    }
-    case plan::KernelId::Lrn:
-      if (p.ins.size() != 1 || p.outs.size() != 1)
-        return cpu::computeError(c, "lrn takes one input and one output");
-      g.op = cuda::GenericOp::Lrn;
-      g.lrnSize = double(cpu::attrInt(c, "size", 1));
-      g.alpha = cpu::attrReal(c, "alpha", 1e-4);
-      g.beta = cpu::attrReal(c, "beta", 0.75);
-      g.lrnBias = cpu::attrReal(c, "bias", 1.0);
-      g.lrnCenter = (int64_t(g.lrnSize) - 1) / 2;
-      break;
-    case plan::KernelId::Scan: {
-      if (p.ins.size() != 1 || p.outs.size() != 1)
-        return cpu::computeError(c, "takes one input and one output");
-      int axis = -1;
-      for (int d = 0; d < c.iters_size(); ++d)
-        if (c.iters(d).kind() == plan::IterDim::SEQ)
-          axis = axis < 0 ? d : -2;
-      if (axis < 0)
-        return cpu::computeError(c, "needs exactly one seq dim to scan along");
-      g.op = cuda::GenericOp::Scan;
-      g.scanAxis = uint32_t(axis);
-      g.scanLength = p.space.extents[unsigned(axis)];
-      g.reverse = cpu::attrInt(c, "reverse", 0) != 0;
-      g.exclusive = cpu::attrInt(c, "exclusive", 0) != 0;
-      g.real = isFloatDType(p.ins[0]->dtype);
-      // The seq dim is walked here, not as an inner dim.
-      g.space.innerCount = 0;
-      g.space.innerPoints = 1;
-      break;
-    }
-    case plan::KernelId::Random:
-      if (p.ins.size() != 1 || p.outs.size() != 1 || p.ins[0]->numel() != 1)
-        return cpu::computeError(c, "takes the step (one integer) and has "
-                                    "one result");
-      g.op = cuda::GenericOp::Random;
-      g.seed = uint64_t(cpu::attrInt(c, "seed", 0));
-      g.key = uint64_t(cpu::attrInt(c, "key", 0));
-      g.low = cpu::attrReal(c, "low", 0);
-      g.high = cpu::attrReal(c, "high", 1);
-      break;
-    case plan::KernelId::BatchNorm:
-      if (p.ins.size() != 5 || p.outs.size() != 1)
-        return cpu::computeError(c, "takes 5 inputs and one output");
-      g.op = cuda::GenericOp::BatchNorm;
-      g.eps = cpu::attrReal(c, "epsilon", 1e-5);
-      break;
-    default:
-      return cpu::computeError(c, "not a generic kernel");
-    }
+    bool lookups = g.op == GenericOp::Gather ||
+                   (g.op == GenericOp::ScatterAdd && g.inputs == 2);
     if (lookups)
-      record(cudaMemsetAsync(status, 0, sizeof(cuda::GenericStatus), stream));
-    record(cuda::launchGeneric(g, static_cast<cuda::Generic *>(scratch),
-                               static_cast<cuda::GenericStatus *>(status),
+      record(cudaMemsetAsync(status, 0, sizeof(GenericStatus), stream));
+    record(cuda::launchGeneric(g, static_cast<Generic *>(scratch),
+                               static_cast<GenericStatus *>(status),
                                stream));
     if (!lookups)
       return pending(c);
     // A lookup outside its table is bad input: read the kernel's report.
-    cuda::GenericStatus s;
+    GenericStatus s;
     record(cudaMemcpyAsync(&s, status, sizeof s, cudaMemcpyDeviceToHost,
                            stream));
     record(cudaStreamSynchronize(stream));

@@ -1,6 +1,7 @@
 //===- CudaGemm.cpp - Matrix products on cuBLAS ---------------------------===//
 #include "runtime/cuda/CudaGemm.h"
 
+#include "runtime/PointKernelsHost.h"
 #include "runtime/cuda/CudaKernels.h"
 
 #include <cublas_v2.h>
@@ -61,20 +62,7 @@ llvm::Error CudaGemm::run(const cpu::Prepared &p, const GemmShape &s,
     // computes alpha A B + beta C in place.
     beta = cpu::attrReal(c, "beta", 1.0);
     Generic g;
-    g.op = GenericOp::Copy;
-    g.space = p.space.flatten();
-    g.space.innerCount = 0; // the reduced dims do not index C or the output
-    g.space.innerPoints = 1;
-    g.inputs = 1;
-    g.outputs = 1;
-    g.in[0] = p.inMaps[2].flatMap();
-    g.inType[0] = int32_t(p.ins[2]->dtype);
-    g.inData[0] = p.ins[2]->data.data();
-    g.out[0] = p.outMaps[0].flatMap();
-    g.outType[0] = int32_t(t);
-    g.outData[0] = p.outs[0]->data.data();
-    g.outElements[0] = p.outs[0]->numel();
-    g.sources = 1;
+    describeGemmBias(p, g);
     void *scratch = nullptr;
     if (cudaError_t e = cudaMallocAsync(&scratch, sizeof(Generic), stream))
       return cpu::computeError(c, cudaGetErrorString(e));

@@ -1,0 +1,105 @@
+//===- EmulatedCudaDevice.cpp - The CUDA kernels' walk on the host ---------===//
+//
+// The cuda-emulated backend: host memory, and for every compute what the
+// CUDA backend runs, on the host, one point after another: the same
+// descriptions (describeGeneric, describeGemmBias, prepareRecurrent), the
+// same per-point functions (PointKernels.h, RecurrentMath.h) and the same
+// BLAS calls (matchGemm, run by referenceGemm in double). paxrun --verify
+// against the CPU checks the GPU kernels' logic on machines without a GPU;
+// only the launches, cuBLAS itself and the transports are left to a GPU.
+//
+//===----------------------------------------------------------------------===//
+#include "runtime/GemmShape.h"
+#include "runtime/HostMemoryDevice.h"
+#include "runtime/PointKernelsHost.h"
+#include "runtime/cpu/Recurrent.h"
+
+#include <vector>
+
+namespace pax::runtime {
+
+namespace {
+
+class EmulatedCudaDevice final : public HostMemoryDevice {
+public:
+  Backend backend() const override { return Backend::CudaEmulated; }
+
+  llvm::Error launch(const plan::Compute &c,
+                     llvm::ArrayRef<const Tensor *> inputs,
+                     llvm::ArrayRef<Tensor *> outputs) override {
+    auto id = plan::computeKernel(c);
+    if (!id)
+      return id.takeError();
+    using plan::KernelId;
+    if (*id == KernelId::Recurrent || *id == KernelId::RecurrentGrad) {
+      bool grad = *id == KernelId::RecurrentGrad;
+      std::optional<cpu::RecurrentCell> cell =
+          grad ? cpu::parseRecurrentGradCell(c.kind())
+               : cpu::parseRecurrentCell(c.kind());
+      if (!cell)
+        return cpu::computeError(c, "not a recurrent compute");
+      auto l = cpu::prepareRecurrent(c, *cell, inputs, outputs, grad);
+      if (!l)
+        return l.takeError();
+      std::vector<double> work(size_t(std::max<int64_t>(
+          1, grad ? recurrent::gradScratch(*l)
+                  : recurrent::forwardScratch(*l))));
+      for (int64_t db = 0; db < l->dirs * l->batch; ++db)
+        grad ? recurrent::gradRow(*l, db / l->batch, db % l->batch,
+                                  work.data())
+             : recurrent::forwardRow(*l, db / l->batch, db % l->batch,
+                                     work.data());
+      return llvm::Error::success();
+    }
+    auto p = cpu::prepare(c, inputs, outputs);
+    if (!p)
+      return p.takeError();
+    if (*id == KernelId::Gemm) {
+      auto shape = matchGemm(*p);
+      if (shape)
+        return gemm(*p, *shape);
+      llvm::consumeError(shape.takeError());
+    }
+    Generic g;
+    if (auto err = describeGeneric(*p, *id, g))
+      return err;
+    return emulateGeneric(c, g);
+  }
+
+private:
+  /// The BLAS calls of \p s, in double; gemm's C copied in first.
+  static llvm::Error gemm(const cpu::Prepared &p, const GemmShape &s) {
+    const plan::Compute &c = p.c;
+    auto doubles = [](const Tensor &t) {
+      std::vector<double> v(size_t(t.numel()));
+      for (int64_t i = 0; i < t.numel(); ++i)
+        v[size_t(i)] = t.real(i);
+      return v;
+    };
+    double alpha = c.kind() == "gemm" ? cpu::attrReal(c, "alpha", 1.0) : 1.0;
+    double beta = 0;
+    Tensor &out = *p.outs[0];
+    if (p.ins.size() == 3) {
+      beta = cpu::attrReal(c, "beta", 1.0);
+      Generic g;
+      describeGemmBias(p, g);
+      if (auto err = emulateGeneric(c, g))
+        return err;
+    }
+    std::vector<double> a = doubles(*p.ins[size_t(s.aInput)]);
+    std::vector<double> b = doubles(*p.ins[size_t(s.bInput)]);
+    std::vector<double> o = doubles(out);
+    referenceGemm(s, alpha, a.data(), b.data(), beta, o.data());
+    for (int64_t i = 0; i < out.numel(); ++i)
+      out.setReal(i, o[size_t(i)]);
+    return llvm::Error::success();
+  }
+};
+
+} // namespace
+
+std::unique_ptr<Device> makeEmulatedCudaDevice() {
+  return std::make_unique<EmulatedCudaDevice>();
+}
+
+} // namespace pax::runtime
