@@ -33,17 +33,11 @@ public:
     using plan::KernelId;
     if (*id == KernelId::Recurrent || *id == KernelId::RecurrentGrad) {
       bool grad = *id == KernelId::RecurrentGrad;
-      std::optional<cpu::RecurrentCell> cell =
-          grad ? cpu::parseRecurrentGradCell(c.kind())
-               : cpu::parseRecurrentCell(c.kind());
-      if (!cell)
-        return cpu::computeError(c, "not a recurrent compute");
-      auto l = cpu::prepareRecurrent(c, *cell, inputs, outputs, grad);
+      auto l = cpu::prepareRecurrent(c, inputs, outputs);
       if (!l)
         return l.takeError();
-      std::vector<double> work(size_t(std::max<int64_t>(
-          1, grad ? recurrent::gradScratch(*l)
-                  : recurrent::forwardScratch(*l))));
+      std::vector<double> work(
+          size_t(std::max<int64_t>(1, cpu::rowScratch(*l, grad))));
       for (int64_t db = 0; db < l->dirs * l->batch; ++db)
         grad ? recurrent::gradRow(*l, db / l->batch, db % l->batch,
                                   work.data())

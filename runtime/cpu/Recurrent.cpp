@@ -159,6 +159,16 @@ prepareRecurrent(const plan::Compute &c, RecurrentCell cell,
   return l;
 }
 
+llvm::Expected<recurrent::Layer>
+prepareRecurrent(const plan::Compute &c, llvm::ArrayRef<const Tensor *> ins,
+                 llvm::ArrayRef<Tensor *> outs) {
+  if (std::optional<RecurrentCell> cell = parseRecurrentCell(c.kind()))
+    return prepareRecurrent(c, *cell, ins, outs, false);
+  if (std::optional<RecurrentCell> cell = parseRecurrentGradCell(c.kind()))
+    return prepareRecurrent(c, *cell, ins, outs, true);
+  return computeError(c, "not a recurrent compute");
+}
+
 /// Runs \p row on every (direction, batch row) of \p l in parallel, each
 /// with \p scratch doubles of its own.
 template <typename Row>

@@ -37,6 +37,18 @@ prepareRecurrent(const plan::Compute &c, RecurrentCell cell,
                  llvm::ArrayRef<const Tensor *> ins,
                  llvm::ArrayRef<Tensor *> outs, bool grad);
 
+/// prepareRecurrent for an `lstm`, `gru`, `lstm_grad` or `gru_grad`
+/// compute, the cell and whether it is a gradient read off its kind.
+llvm::Expected<recurrent::Layer>
+prepareRecurrent(const plan::Compute &c, llvm::ArrayRef<const Tensor *> ins,
+                 llvm::ArrayRef<Tensor *> outs);
+
+/// The scratch doubles one row of \p l takes (its gradient op's with
+/// \p grad).
+inline int64_t rowScratch(const recurrent::Layer &l, bool grad) {
+  return grad ? recurrent::gradScratch(l) : recurrent::forwardScratch(l);
+}
+
 /// The cell of a recurrent gradient kind (`"lstm_grad"`, `"gru_grad"`).
 std::optional<RecurrentCell> parseRecurrentGradCell(llvm::StringRef kind);
 

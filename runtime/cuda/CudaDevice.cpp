@@ -296,16 +296,10 @@ private:
   llvm::Error runRecurrent(const plan::Compute &c,
                            llvm::ArrayRef<const Tensor *> inputs,
                            llvm::ArrayRef<Tensor *> outputs, bool grad) {
-    std::optional<cpu::RecurrentCell> cell =
-        grad ? cpu::parseRecurrentGradCell(c.kind())
-             : cpu::parseRecurrentCell(c.kind());
-    if (!cell)
-      return cpu::computeError(c, "not a recurrent compute");
-    auto l = cpu::prepareRecurrent(c, *cell, inputs, outputs, grad);
+    auto l = cpu::prepareRecurrent(c, inputs, outputs);
     if (!l)
       return l.takeError();
-    int64_t each =
-        grad ? recurrent::gradScratch(*l) : recurrent::forwardScratch(*l);
+    int64_t each = cpu::rowScratch(*l, grad);
     size_t bytes = size_t(std::max<int64_t>(1, l->dirs * l->batch * each)) *
                    sizeof(double);
     void *layer = nullptr, *work = nullptr;
