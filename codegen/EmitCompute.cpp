@@ -103,6 +103,10 @@ static void emitAttr(const std::string &name, const AttrValue &v,
       for (float f : l)
         out.mutable_floats()->add_values(f);
     }
+    // Layouts and groups are collectives' (codegen reads them), never a
+    // compute's.
+    void operator()(const LayoutAttr &) const {}
+    void operator()(const GroupsAttr &) const {}
   };
   std::visit(Visitor{out}, v);
 }

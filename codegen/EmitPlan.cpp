@@ -54,54 +54,6 @@ struct Box {
   }
 };
 
-/// One digit of a device id, as pax-insert-collectives encodes it.
-struct DigitInfo {
-  int64_t size = 1, role = 0, dim = -1, level = 0;
-};
-
-/// The value of digit \p pos of device \p d over digits of \p sizes.
-static int64_t digitValue(llvm::ArrayRef<int64_t> sizes, size_t pos,
-                          int64_t d) {
-  for (size_t i = 0; i < pos; ++i)
-    d /= sizes[i];
-  return d % sizes[pos];
-}
-
-/// The block device \p d holds in a layout of \p digits: whole along dims
-/// no digit splits; nothing past the layout's devices.
-static llvm::Expected<Box> digitBox(llvm::ArrayRef<DigitInfo> digits,
-                                    const TensorType &t, int64_t d) {
-  llvm::SmallVector<int64_t, 8> sizes;
-  int64_t devices = 1;
-  for (const DigitInfo &g : digits) {
-    sizes.push_back(g.size);
-    devices *= g.size;
-  }
-  if (d >= devices)
-    return Box::none(t.rank());
-  Box b = Box::whole(t);
-  for (size_t i = 0; i < t.rank(); ++i) {
-    // The dim's digits, deepest level (least significant) first.
-    llvm::SmallVector<std::pair<int64_t, size_t>, 4> on;
-    for (size_t p = 0; p < digits.size(); ++p)
-      if (digits[p].role == 1 && digits[p].dim == int64_t(i))
-        on.push_back({digits[p].level, p});
-    llvm::sort(on, [](auto a, auto b) { return a.first > b.first; });
-    int64_t idx = 0, parts = 1;
-    for (auto [level, p] : on) {
-      idx += digitValue(sizes, p, d) * parts;
-      parts *= digits[p].size;
-    }
-    if (t.shape[i] % parts)
-      return llvm::createStringError("internal: " + std::to_string(parts) +
-                                     " blocks do not divide dim " +
-                                     std::to_string(i) + " of " + t.str());
-    b.size[i] = t.shape[i] / parts;
-    b.lo[i] = idx * b.size[i];
-  }
-  return b;
-}
-
 /// A device's block of an op's iteration space.
 struct IterBlock {
   llvm::SmallVector<int64_t, 6> offset, extent;
@@ -238,6 +190,12 @@ static plan::Collective::Kind planKind(OpKind k) {
   default:
     return plan::Collective::SEND_RECV;
   }
+}
+
+/// Attribute \p key of \p op when it holds a \p T.
+template <typename T> static const T *attrOf(const Op &op, llvm::StringRef key) {
+  auto it = op.attrs.find(key);
+  return it == op.attrs.end() ? nullptr : std::get_if<T>(&it->second);
 }
 
 static std::vector<int64_t> intsAttr(const Op &op, llvm::StringRef key) {
@@ -501,37 +459,35 @@ llvm::Error Emitter::emitCollective(const Op &op) {
     return llvm::Error::success();
   }
   const TensorType &t = in->type;
-  std::vector<int64_t> positions = intsAttr(op, "positions"),
-                       space = intsAttr(op, "space"),
-                       encoded = intsAttr(op, "layout"),
-                       halo = intsAttr(op, "halo");
+  const auto *layout = attrOf<LayoutAttr>(op, "layout");
+  const auto *groups = attrOf<GroupsAttr>(op, "groups");
+  std::vector<int64_t> halo = intsAttr(op, "halo");
   auto bad = [&](const llvm::Twine &msg) {
     return llvm::createStringError("collective '" + op.name() + "': " + msg);
   };
-  if (encoded.size() % 4 || halo.size() != 2 * t.rank() || space.empty())
-    return bad("needs positions, space, layout (4 ints per digit) and halo "
-               "(2 ints per dim)");
-  std::vector<DigitInfo> digits;
-  for (size_t i = 0; i < encoded.size(); i += 4)
-    digits.push_back({encoded[i], encoded[i + 1], encoded[i + 2],
-                      encoded[i + 3]});
-  int64_t devs = 1;
-  for (int64_t s : space)
-    devs *= s;
+  if (!layout || !groups || halo.size() != 2 * t.rank())
+    return bad("needs a layout, groups and halo (2 ints per dim)");
+  if (std::string why = groups->check(); !why.empty())
+    return bad(why);
+  int64_t devs = groups->devices();
   if (devs > n)
     return bad("runs on " + llvm::Twine(devs) + " devices, the plan has " +
                llvm::Twine(n));
-  for (int64_t pos : positions)
-    if (pos < 0 || pos >= int64_t(space.size()))
-      return bad("position " + llvm::Twine(pos) + " is outside its space");
   // Boxes before and after, per device.
   std::vector<Box> before(n, Box::none(t.rank())), after = before;
   for (int64_t d = 0; d < devs; ++d) {
     if (auto it = held[d].find(in); it != held[d].end())
       before[d] = it->second.box;
-    auto box = digitBox(digits, t, d);
-    if (!box)
-      return box.takeError();
+    auto block = layout->block(t.shape, d);
+    if (!block)
+      return bad(llvm::toString(block.takeError()) + " of " + t.str());
+    std::optional<Box> box;
+    if (!block->held)
+      box = Box::none(t.rank());
+    else
+      box = Box{{block->lo.begin(), block->lo.end()},
+                {block->size.begin(), block->size.end()},
+                false};
     if (!box->empty)
       for (size_t i = 0; i < t.rank(); ++i) {
         int64_t lo = std::max<int64_t>(0, box->lo[i] - halo[2 * i]);
@@ -571,21 +527,17 @@ llvm::Error Emitter::emitCollective(const Op &op) {
     before[d].toProto(*x.add_in());
     after[d].toProto(*x.add_out());
   }
-  // A group: the devices that differ from each other only in `positions`.
-  std::map<int64_t, std::vector<uint32_t>> members;
-  auto keyOf = [&](int64_t d) {
-    int64_t key = d, place = 1;
-    for (size_t i = 0; i < space.size(); ++i) {
-      if (llvm::is_contained(positions, int64_t(i)))
-        key -= digitValue(space, i, d) * place;
-      place *= space[i];
-    }
-    return key;
-  };
-  for (int64_t d = 0; d < devs; ++d)
-    members[keyOf(d)].push_back(uint32_t(d));
+  // A group: the devices that differ from each other only in the digits
+  // the collective runs across.
+  std::vector<uint32_t> groupOf(static_cast<size_t>(devs), 0);
+  for (const std::vector<int64_t> &members : groups->groups()) {
+    std::vector<uint32_t> ids(members.begin(), members.end());
+    uint32_t g = group(ids);
+    for (int64_t d : members)
+      groupOf[size_t(d)] = g;
+  }
   for (int64_t d = 0; d < devs; ++d) {
-    uint32_t g = group(members[keyOf(d)]);
+    uint32_t g = groupOf[size_t(d)];
     auto it = held[d].find(in);
     uint32_t i = it != held[d].end() ? it->second.buffer
                                      : newBuffer(d, in, Box::none(t.rank()));

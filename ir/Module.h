@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ir/AccessMap.h"
+#include "ir/Layout.h"
 #include "ir/Types.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -47,9 +48,12 @@ OpFamily opKindFamily(OpKind k);
 unsigned opKindFlopsPerPoint(OpKind k);
 std::optional<OpKind> parseOpKind(llvm::StringRef text);
 
-/// An attribute value: integer, float, string or a list of either number.
-using AttrValue = std::variant<int64_t, float, std::string,
-                               std::vector<int64_t>, std::vector<float>>;
+/// An attribute value: integer, float, string, a list of either number, a
+/// tensor's layout over devices or a collective's device groups
+/// (ir/Layout.h).
+using AttrValue =
+    std::variant<int64_t, float, std::string, std::vector<int64_t>,
+                 std::vector<float>, LayoutAttr, GroupsAttr>;
 /// Attributes, sorted by name so that printing is deterministic.
 using AttrMap = std::map<std::string, AttrValue, std::less<>>;
 

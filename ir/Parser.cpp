@@ -262,6 +262,9 @@ private:
   bool parseType(TensorType &t);
   bool parseAttrs(AttrMap &attrs);
   bool parseAttrValue(AttrValue &v);
+  bool parseLayout(AttrValue &v);
+  bool parseGroups(AttrValue &v);
+  bool parseIntList(std::vector<int64_t> &out, const char *what);
   bool parseGlobal(Module &m, bool isParam);
   bool parseDense(Global &g);
   bool parseFunc(Module &m);
@@ -364,6 +367,10 @@ bool Parser::parseType(TensorType &t) {
 }
 
 bool Parser::parseAttrValue(AttrValue &v) {
+  if (tok.isKeyword("layout"))
+    return parseLayout(v);
+  if (tok.isKeyword("groups"))
+    return parseGroups(v);
   if (tok.kind == Token::String) {
     v = tok.str;
     advance();
@@ -400,6 +407,96 @@ bool Parser::parseAttrValue(AttrValue &v) {
     v = std::move(floats);
   else
     v = std::move(ints);
+  return true;
+}
+
+bool Parser::parseIntList(std::vector<int64_t> &out, const char *what) {
+  if (!expect('[', what))
+    return false;
+  while (!tok.is(']')) {
+    if (tok.kind != Token::Int)
+      return fail(std::string("expected an integer in ") + what);
+    out.push_back(tok.i);
+    advance();
+    if (!tok.is(']') && !expect(',', what))
+      return false;
+  }
+  advance();
+  return true;
+}
+
+// layout[2 partial, 2 dim(0, 1), 3 rep]
+bool Parser::parseLayout(AttrValue &v) {
+  advance();
+  LayoutAttr l;
+  if (!expect('[', "after 'layout'"))
+    return false;
+  while (!tok.is(']')) {
+    Digit d;
+    if (tok.kind != Token::Int || tok.i < 1)
+      return fail("expected a digit's size (a positive integer) in a layout");
+    d.size = tok.i;
+    advance();
+    if (tok.isKeyword("rep")) {
+      d.role = Digit::Role::Replicated;
+      advance();
+    } else if (tok.isKeyword("partial")) {
+      d.role = Digit::Role::Partial;
+      advance();
+    } else if (tok.isKeyword("dim")) {
+      advance();
+      d.role = Digit::Role::Split;
+      if (!expect('(', "after 'dim'"))
+        return false;
+      if (tok.kind != Token::Int || tok.i < 0)
+        return fail("expected a tensor dim in 'dim(dim, level)'");
+      d.tensorDim = int(tok.i);
+      advance();
+      if (!expect(',', "in 'dim(dim, level)'"))
+        return false;
+      if (tok.kind != Token::Int || tok.i < 0)
+        return fail("expected a level in 'dim(dim, level)'");
+      d.level = int(tok.i);
+      advance();
+      if (!expect(')', "after 'dim(dim, level'"))
+        return false;
+    } else {
+      return fail("expected 'rep', 'partial' or 'dim(dim, level)' after a "
+                  "digit's size");
+    }
+    l.digits.push_back(d);
+    if (!tok.is(']') && !expect(',', "between a layout's digits"))
+      return false;
+  }
+  advance();
+  v = std::move(l);
+  return true;
+}
+
+// groups[space [2, 2], over [0, 1]]
+bool Parser::parseGroups(AttrValue &v) {
+  llvm::SMLoc loc = tok.loc();
+  advance();
+  GroupsAttr g;
+  if (!expect('[', "after 'groups'"))
+    return false;
+  if (!tok.isKeyword("space"))
+    return fail("expected 'space' in groups");
+  advance();
+  if (!parseIntList(g.space, "a groups' space"))
+    return false;
+  if (!expect(',', "after a groups' space"))
+    return false;
+  if (!tok.isKeyword("over"))
+    return fail("expected 'over' in groups");
+  advance();
+  if (!parseIntList(g.over, "a groups' over"))
+    return false;
+  if (!expect(']', "after a groups' over"))
+    return false;
+  if (std::string why = g.check(); !why.empty())
+    return fail(loc, "bad groups: " + why);
+  v = std::move(g);
   return true;
 }
 

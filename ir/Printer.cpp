@@ -78,6 +78,12 @@ std::string formatAttr(const AttrValue &v) {
         s += (i ? ", " : "") + formatFloat(l[i]);
       return s + "]";
     }
+    std::string operator()(const LayoutAttr &l) const {
+      return formatLayout(l);
+    }
+    std::string operator()(const GroupsAttr &g) const {
+      return formatGroups(g);
+    }
   };
   return std::visit(Visitor(), v);
 }

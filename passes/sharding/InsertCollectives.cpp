@@ -27,19 +27,6 @@ llvm::Expected<Config> configOf(const Op &op) {
   return c;
 }
 
-static std::vector<int64_t> encodeDigits(llvm::ArrayRef<Digit> digits) {
-  std::vector<int64_t> out;
-  for (const Digit &d : digits) {
-    out.push_back(d.size);
-    out.push_back(d.role == Digit::Role::Split     ? 1
-                  : d.role == Digit::Role::Partial ? 2
-                                                   : 0);
-    out.push_back(d.tensorDim);
-    out.push_back(d.level);
-  }
-  return out;
-}
-
 static OpKind collectiveKind(ReshardStep::Kind k) {
   switch (k) {
   case ReshardStep::Kind::AllReduce:
@@ -111,10 +98,11 @@ Op *Inserter::collective(OpKind kind, Value *in, llvm::StringRef name,
   op->operands.push_back({in, identity});
   op->addResult(in->type, identity);
   op->attrs["name"] = name.str();
-  op->attrs["positions"] = std::vector<int64_t>(positions.begin(),
-                                                positions.end());
-  op->attrs["space"] = std::vector<int64_t>(space.begin(), space.end());
-  op->attrs["layout"] = encodeDigits(layout);
+  op->attrs["groups"] =
+      GroupsAttr{std::vector<int64_t>(space.begin(), space.end()),
+                 std::vector<int64_t>(positions.begin(), positions.end())};
+  op->attrs["layout"] =
+      LayoutAttr{std::vector<Digit>(layout.begin(), layout.end())};
   op->attrs["halo"] = std::vector<int64_t>(halo.begin(), halo.end());
   op->attrs["bytes"] = bytes;
   out.push_back(std::move(op));

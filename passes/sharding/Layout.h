@@ -14,23 +14,10 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Layout.h"
 #include "passes/sharding/ConfigSpace.h"
 
 namespace pax {
-
-/// One prime digit of a device id and what it selects in a tensor.
-struct Digit {
-  enum class Role : uint8_t { Replicated, Split, Partial };
-  int64_t size = 1; ///< a prime
-  Role role = Role::Replicated;
-  int tensorDim = -1; ///< Split: the tensor dim it selects a block of
-  int level = 0;      ///< Split: 0 for the dim's most significant digit
-
-  friend bool operator==(const Digit &a, const Digit &b) {
-    return a.size == b.size && a.role == b.role && a.tensorDim == b.tensorDim &&
-           a.level == b.level;
-  }
-};
 
 /// A tensor's layout over the devices of one op configuration.
 struct TensorLayout {

@@ -2,18 +2,19 @@
 // RUN: paxc-opt %s -p "pax-insert-collectives{gpus=6 gpus-per-node=6}" --split-input-file | FileCheck %s --check-prefix=SIX
 
 // Every move of a strategy becomes a collective op, each the identity on
-// the whole tensor, with its digits (positions of the device id), the
-// layout after it and the bytes the cost model counts per device.
+// the whole tensor, with its device groups (the digits of the device id it
+// runs across), the layout after it and the bytes the cost model counts
+// per device.
 
 // A reduction split four ways leaves partial sums, reduced where they are
 // needed: all_reduce for a reader on one device, and before they leave.
 // CHECK-LABEL: module @partial
 // CHECK: compute "matmul"
 // CHECK: compute "all_reduce"
-// CHECK: bytes = 512, {{.*}}name = "act.in0.all_reduce0", positions = [0, 1], space = [2, 2]
+// CHECK: bytes = 512, groups = groups[space [2, 2], over [0, 1]], {{.*}}name = "act.in0.all_reduce0"
 // CHECK: compute "relu"
 // CHECK: compute "all_reduce"
-// CHECK: bytes = 512, {{.*}}name = "fc.all_reduce", positions = [0, 1], space = [2, 2]
+// CHECK: bytes = 512, groups = groups[space [2, 2], over [0, 1]], {{.*}}name = "fc.all_reduce"
 // CHECK: return %2, %3
 module @partial {
   param @w : tensor<64x16xf32> = fill(0.1)
@@ -35,12 +36,12 @@ module @partial {
 // a split reduction read split: reduce_scatter.
 // CHECK-LABEL: module @gather_slice
 // CHECK: compute "all_gather"
-// CHECK: bytes = 512, {{.*}}name = "b.in0.all_gather0", positions = [0, 1]
+// CHECK: bytes = 512, groups = groups[space {{.*}}, over [0, 1]], {{.*}}name = "b.in0.all_gather0"
 // CHECK: compute "broadcast"
 // CHECK: compute "local_slice"
 // CHECK: compute "matmul"
 // CHECK: compute "reduce_scatter"
-// CHECK: bytes = 512, {{.*}}name = "d.in0.reduce_scatter0", positions = [0, 1]
+// CHECK: bytes = 512, groups = groups[space {{.*}}, over [0, 1]], {{.*}}layout = layout[2 dim(0, 1), 2 dim(0, 0)], name = "d.in0.reduce_scatter0"
 module @gather_slice {
   param @w : tensor<16x16xf32> = fill(0.1)
   func @main(%x: tensor<8x16xf32>) -> (y: tensor<8x16xf32>) {
@@ -66,10 +67,10 @@ module @gather_slice {
 // broadcast, then each device slices its block.
 // CHECK-LABEL: module @a2a_broadcast
 // CHECK: compute "all_to_all"
-// CHECK: bytes = 128, {{.*}}name = "b.in0.all_to_all0", positions = [0, 1]
+// CHECK: bytes = 128, groups = groups[space {{.*}}, over [0, 1]], {{.*}}name = "b.in0.all_to_all0"
 // CHECK: compute "all_gather"
 // CHECK: compute "broadcast"
-// CHECK: bytes = 512, {{.*}}name = "d.in0.broadcast0", positions = [0, 1]
+// CHECK: bytes = 512, groups = groups[space {{.*}}, over [0, 1]], {{.*}}name = "d.in0.broadcast0"
 // CHECK: compute "local_slice"
 // CHECK: name = "d.in0.slice1"
 module @a2a_broadcast {
@@ -96,8 +97,7 @@ module @a2a_broadcast {
 // (an inner block receives two rows of 2x16 floats).
 // CHECK-LABEL: module @halo
 // CHECK: compute "halo_exchange"
-// CHECK: bytes = 256, halo = [0, 0, 1, 1, 0, 0]
-// CHECK: positions = [0, 1]
+// CHECK: bytes = 256, groups = groups[space [2, 2], over [0, 1]], halo = [0, 0, 1, 1, 0, 0], layout = layout[2 dim(1, 1), 2 dim(1, 0)]
 // CHECK: compute "max_pool"
 module @halo {
   func @main(%x: tensor<2x16x16xf32>) -> (y: tensor<2x16x16xf32>) {
@@ -117,7 +117,7 @@ module @halo {
 // device fetches its block point to point.
 // SIX-LABEL: module @p2p
 // SIX: compute "send_recv"
-// SIX: bytes = 64, {{.*}}name = "b.in0.send_recv", positions = [0], space = [3]
+// SIX: bytes = 64, groups = groups[space [3], over [0]], {{.*}}name = "b.in0.send_recv"
 module @p2p {
   func @main(%x: tensor<6x8xf32>) -> (y: tensor<6x8xf32>) {
     %0 = compute "relu" iter [d0: 6 par, d1: 8 par]

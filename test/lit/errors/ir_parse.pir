@@ -153,3 +153,27 @@ module @result_not_covered {
     return %0
   }
 }
+
+// -----
+
+module @bad_layout {
+  func @main(%x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+    %0 = compute "all_gather" iter [d0: 4 par]
+        ins(%x[d0])
+        // CHECK: ir_parse.pir:[[@LINE+1]]:55: error: expected 'rep', 'partial' or 'dim(dim, level)' after a digit's size
+        outs([d0] : tensor<4xf32>) {layout = layout[2 split]}
+    return %0
+  }
+}
+
+// -----
+
+module @bad_groups {
+  func @main(%x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+    %0 = compute "all_gather" iter [d0: 4 par]
+        ins(%x[d0])
+        // CHECK: ir_parse.pir:[[@LINE+1]]:46: error: bad groups: digit 2 is outside the device space of 2 digits
+        outs([d0] : tensor<4xf32>) {groups = groups[space [2, 2], over [2]]}
+    return %0
+  }
+}

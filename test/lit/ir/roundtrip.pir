@@ -37,6 +37,9 @@ module @roundtrip attributes {source = "hand-written"} {
     %l = compute "lstm" iter [s: 4 seq, b: 2 par, k: 24 red]
         ins(%q[*, *])
         outs([s, b] : tensor<4x2xf32>)
+    %a = compute "all_reduce" iter [d0: 2 par, d1: 8 par, d2: 5 par, d3: 5 par]
+        ins(%m[d0, d1, d2, d3])
+        outs([d0, d1, d2, d3] : tensor<2x8x5x5xf32>) {bytes = 3200, groups = groups[space [2, 3, 2], over [0, 2]], halo = [0, 0, 0, 0, 0, 0, 0, 0], layout = layout[2 partial, 3 dim(1, 0), 2 rep]}
     return %m, %g
   }
 }
@@ -61,4 +64,6 @@ module @roundtrip attributes {source = "hand-written"} {
 // CHECK:           outs([n, c, _, _] : tensor<2x8x1x1xf32>)
 // CHECK:           ins(%6[*, *, *, *], @idx[*, *], @mask[*])
 // CHECK:         compute "lstm" iter [s: 4 seq, b: 2 par, k: 24 red]
+// CHECK:         compute "all_reduce"
+// CHECK:           {bytes = 3200, groups = groups[space [2, 3, 2], over [0, 2]], halo = [0, 0, 0, 0, 0, 0, 0, 0], layout = layout[2 partial, 3 dim(1, 0), 2 rep]}
 // CHECK:         return %5, %1
