@@ -159,8 +159,10 @@ OpCost CostModel::opCost(const Op &op, const Config &c) const {
   // Reducing partial sums needs nothing on the way back (the gradient of a
   // sum reaches every term as is).
   cost.communication = reduceInside(op, c);
-  if (mode == CostMode::Train)
-    cost.communication += gradientSync(op, c);
+  if (mode == CostMode::Train) {
+    cost.gradientSync = gradientSync(op, c);
+    cost.communication += cost.gradientSync;
+  }
   return cost;
 }
 

@@ -27,6 +27,10 @@ enum class CostMode : uint8_t { Train, Infer };
 struct OpCost {
   double compute = 0;       ///< forward (and backward) arithmetic
   double communication = 0; ///< inside the op: reductions, gradient sync
+  /// Of communication, the gradient synchronization of replicated weights:
+  /// nothing in the forward pass waits for it (the simulator overlaps it
+  /// with what follows).
+  double gradientSync = 0;
   double total() const { return compute + communication; }
 };
 

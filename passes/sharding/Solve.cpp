@@ -60,10 +60,6 @@ struct Vertex {
   std::vector<Config> configs;
 };
 
-/// An operand of one op read from a result of another.
-struct Use {
-  unsigned producer, result, consumer, operand;
-};
 } // namespace
 
 bool isReplicatedInput(const Value &arg) {
@@ -112,7 +108,7 @@ nextStepReader(const Module &m, size_t index) {
 
 /// Every use of a result by an operand, and each training-step update's use
 /// by its next-step reader (nextStepReader).
-static std::vector<Use> usesOf(const Module &m) {
+std::vector<Use> usesOf(const Module &m) {
   const Func &f = m.main;
   llvm::DenseMap<const Op *, unsigned> index;
   for (unsigned i = 0; i < f.ops.size(); ++i)

@@ -43,6 +43,9 @@ struct StrategyCost {
   double commSeconds = 0;    ///< of which communication
   double commBytes = 0;      ///< bytes one device sends or receives
   double memoryBytes = 0;    ///< bytes one device holds
+  /// The step simulated with compute and communication overlapped
+  /// (Simulator.h); 0 where not simulated.
+  double simulatedSeconds = 0;
 };
 
 /// A configuration for every op of `@main`, in op order, and its cost.
@@ -114,6 +117,17 @@ llvm::DenseSet<const Op *> constantOps(const Module &m);
 /// optimizer state that stays sharded pays nothing.
 std::optional<std::pair<const Op *, unsigned>>
 nextStepReader(const Module &m, size_t index);
+
+/// An operand of one op read from a result of another (op indices in
+/// program order).
+struct Use {
+  unsigned producer, result, consumer, operand;
+};
+
+/// Every use of a result by an operand of `@main`, and each training-step
+/// update's use by its next-step reader (nextStepReader): the edges the
+/// cost model prices.
+std::vector<Use> usesOf(const Module &m);
 
 /// Prices a given strategy (one configuration per op, in op order).
 StrategyCost evaluateStrategy(const Module &m, const CostModel &model,

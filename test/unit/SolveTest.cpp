@@ -1,4 +1,5 @@
 //===- SolveTest.cpp - Searching strategies of real op graphs -------------===//
+#include "passes/sharding/Simulator.h"
 #include "passes/sharding/Solve.h"
 
 #include <gtest/gtest.h>
@@ -141,4 +142,87 @@ TEST(SolveTest, KeptConfigurationsArePricedEach) {
               given[i]);
   EXPECT_NEAR(double(s->searchCost) * 1e-12, s->cost.seconds,
               1e-9 * s->cost.seconds + 1e-12);
+}
+
+namespace {
+/// A random configuration for every op of \p m, from its configuration
+/// space over \p devices.
+std::vector<Config> randomConfigs(const Module &m, int64_t devices,
+                                  std::mt19937 &rng) {
+  ConfigOptions o;
+  o.devices = devices;
+  std::vector<Config> configs;
+  for (const auto &op : m.main.ops) {
+    std::vector<Config> all = enumerateConfigs(*op, o);
+    configs.push_back(all[std::uniform_int_distribution<size_t>(
+        0, all.size() - 1)(rng)]);
+  }
+  return configs;
+}
+} // namespace
+
+// Without overlap every task runs on one resource, one after another: the
+// simulated step is the additive cost model's sum. With overlap it is never
+// longer.
+TEST(SimulatorTest, WithoutOverlapItIsTheAdditiveCost) {
+  for (unsigned seed = 1; seed <= 200; ++seed) {
+    RandomGraph gen(seed);
+    auto m = gen.build(2 + seed % 10);
+    unsigned devices = 2 + seed % 7;
+    auto cluster = makeCluster("dgx1-p100", devices, std::nullopt);
+    ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
+    CostModel model(*cluster, seed % 2 ? CostMode::Train : CostMode::Infer);
+    std::mt19937 rng(seed);
+    std::vector<Config> configs = randomConfigs(*m, devices, rng);
+    double additive = evaluateStrategy(*m, model, configs).seconds;
+    Simulator serial(*m, model, SimOptions{false});
+    EXPECT_NEAR(serial.simulate(configs), additive, 1e-12 * additive)
+        << "seed " << seed;
+    Simulator overlapped(*m, model);
+    EXPECT_LE(overlapped.simulate(configs), additive * (1 + 1e-12))
+        << "seed " << seed;
+  }
+}
+
+// Delta simulation after any sequence of single-op changes gives the full
+// simulation's timeline, task for task, to the bit.
+TEST(SimulatorTest, DeltaSimulationIsTheFullOne) {
+  unsigned changes = 0;
+  for (unsigned seed = 1; seed <= 60; ++seed) {
+    RandomGraph gen(seed);
+    auto m = gen.build(3 + seed % 10);
+    unsigned devices = 2 + seed % 7;
+    auto cluster = makeCluster("dgx1-p100", devices, std::nullopt);
+    ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
+    CostModel model(*cluster, seed % 2 ? CostMode::Train : CostMode::Infer);
+    std::mt19937 rng(seed);
+    std::vector<Config> configs = randomConfigs(*m, devices, rng);
+    for (bool overlap : {true, false}) {
+      Simulator delta(*m, model, SimOptions{overlap});
+      delta.simulate(configs);
+      std::vector<Config> now = configs;
+      for (int k = 0; k < 20; ++k) {
+        std::vector<Config> other = randomConfigs(*m, devices, rng);
+        unsigned i = std::uniform_int_distribution<unsigned>(
+            0, unsigned(now.size() - 1))(rng);
+        now[i] = other[i];
+        double got = delta.change(i, now[i]);
+        Simulator full(*m, model, SimOptions{overlap});
+        double want = full.simulate(now);
+        ASSERT_EQ(got, want) << "seed " << seed << " change " << k;
+        ASSERT_EQ(delta.sections().size(), full.sections().size());
+        for (size_t s = 0; s < full.sections().size(); ++s) {
+          ASSERT_EQ(delta.sections()[s].size(), full.sections()[s].size());
+          for (size_t t = 0; t < full.sections()[s].size(); ++t) {
+            EXPECT_EQ(delta.sections()[s][t].start,
+                      full.sections()[s][t].start);
+            EXPECT_EQ(delta.sections()[s][t].end, full.sections()[s][t].end);
+            EXPECT_EQ(delta.sections()[s][t].name, full.sections()[s][t].name);
+          }
+        }
+        ++changes;
+      }
+    }
+  }
+  EXPECT_EQ(changes, 2400u);
 }

@@ -13,6 +13,7 @@
 #include "passes/autodiff/Autodiff.h"
 #include "passes/autodiff/Optimizer.h"
 #include "passes/sharding/InsertCollectives.h"
+#include "passes/sharding/Simulator.h"
 #include "passes/sharding/StrategyIO.h"
 #include "tools/common/Runnable.h"
 
@@ -37,7 +38,7 @@ static cl::OptionCategory paxcCategory("paxc options");
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
                                       cl::cat(paxcCategory));
 
-enum class Emit { IR, Summary, Report, Strategy, Plan, PlanText };
+enum class Emit { IR, Summary, Report, Strategy, Trace, Plan, PlanText };
 static cl::opt<Emit> emit(
     "emit",
     cl::desc("What to produce (default: summary, or report with --gpus)"),
@@ -51,6 +52,10 @@ static cl::opt<Emit> emit(
                clEnumValN(Emit::Strategy, "strategy",
                           "the chosen strategy as JSON (reusable with "
                           "--strategy)"),
+               clEnumValN(Emit::Trace, "trace",
+                          "the chosen strategy's step simulated (compute and "
+                          "communication overlapped) as a Chrome/Perfetto "
+                          "trace (JSON)"),
                clEnumValN(Emit::Plan, "plan",
                           "the plan paxrun executes (binary; the default "
                           "when -o ends in .paxplan)"),
@@ -411,7 +416,7 @@ int main(int argc, char **argv) {
                      strategyPath.getNumOccurrences() ||
                      clusterName.getNumOccurrences();
   bool sharding =
-      emit == Emit::Report || emit == Emit::Strategy ||
+      emit == Emit::Report || emit == Emit::Strategy || emit == Emit::Trace ||
       (!emit.getNumOccurrences() &&
        (gpus.getNumOccurrences() || strategyPath.getNumOccurrences()));
   // A training step searched in two phases: the forward program, priced as
@@ -555,7 +560,14 @@ int main(int argc, char **argv) {
   auto report = shardModel(m, /*forPlan=*/false, /*keepGiven=*/twoPhase);
   if (!report)
     return fail(llvm::toString(report.takeError()));
-  if (emit == Emit::Strategy || format == Format::Json)
+  if (emit == Emit::Trace) {
+    CostModel model(*report->cluster, report->mode);
+    SimOptions so;
+    so.delta = false;
+    Simulator sim(m, model, so);
+    sim.simulate(report->strategy.configs);
+    sim.writeTrace(out.os());
+  } else if (emit == Emit::Strategy || format == Format::Json)
     out.os() << llvm::formatv("{0:2}", strategyToJson(m, *report)) << "\n";
   else
     printReport(m, *report, out.os());

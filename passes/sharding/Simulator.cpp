@@ -1,0 +1,233 @@
+//===- Simulator.cpp - A strategy's step as a timeline of tasks -----------===//
+#include "passes/sharding/Simulator.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+#include <algorithm>
+
+namespace pax {
+
+Simulator::Simulator(const Module &m, const CostModel &model,
+                     SimOptions options)
+    : m(m), model(model), options(options),
+      devices(int32_t(std::max(1u, model.getCluster().gpus))),
+      uses(usesOf(m)), constants(constantOps(m)),
+      returned(m.main.returns.begin(), m.main.returns.end()) {
+  size_t n = m.main.ops.size();
+  usesInto.resize(n);
+  usesFrom.resize(n);
+  for (unsigned u = 0; u < uses.size(); ++u) {
+    usesInto[uses[u].consumer].push_back(u);
+    usesFrom[uses[u].producer].push_back(u);
+  }
+}
+
+/// A dependency on a section's output task (Simulator::outputTask).
+static constexpr unsigned kOutput = ~0u;
+
+/// Resources [first, first + n).
+static std::vector<int32_t> range(int32_t first, int64_t n) {
+  std::vector<int32_t> r;
+  for (int64_t i = 0; i < n; ++i)
+    r.push_back(first + int32_t(i));
+  return r;
+}
+
+void Simulator::build(unsigned i) {
+  const Func &f = m.main;
+  const Op &op = *f.ops[i];
+  std::vector<SimTask> &sec = secs[i];
+  sec.clear();
+  auto compute = [&](int64_t n) {
+    return options.overlap ? range(0, n) : std::vector<int32_t>{0};
+  };
+  auto links = [&](int64_t n) {
+    return options.overlap ? range(devices, n) : std::vector<int32_t>{0};
+  };
+  auto add = [&](SimTask t) {
+    sec.push_back(std::move(t));
+    return unsigned(sec.size() - 1);
+  };
+  // The moves of an edge, forward then the gradient's way back, each after
+  // the one before, the first after \p ready; returns the last.
+  auto moves = [&](const Use &use, std::pair<unsigned, unsigned> ready) {
+    const Op &p = *f.ops[use.producer], &q = *f.ops[use.consumer];
+    if (constants.count(&p))
+      return ready;
+    const Config &pc = configs[use.producer], &qc = configs[use.consumer];
+    auto [forward, backward] =
+        model.edgePlans(resultLayout(p, pc, use.result),
+                        operandLayout(q, qc, use.operand),
+                        p.results[use.result].value->type);
+    int64_t n = std::max(configDevices(pc), configDevices(qc));
+    for (const auto *plan : {&forward, &backward})
+      for (const ReshardStep &s : *plan) {
+        SimTask t;
+        t.kind = SimTask::Kind::Communicate;
+        t.name =
+            (reshardStepName(s.kind) + " " + p.name() + " -> " + q.name())
+                .str();
+        t.resources = links(n);
+        t.seconds = model.stepSeconds(s);
+        t.deps = {ready};
+        ready = {i, add(std::move(t))};
+      }
+    return ready;
+  };
+  // The edges in from earlier ops. The producer's output is whatever task
+  // of its section it is when the schedule runs (a delta run may rebuild
+  // that section).
+  std::vector<std::pair<unsigned, unsigned>> inputs;
+  for (unsigned u : usesInto[i])
+    if (uses[u].producer < i)
+      inputs.push_back(moves(uses[u], {uses[u].producer, kOutput}));
+  OpCost cost = model.opCost(op, configs[i]);
+  int64_t n = constants.count(&op) ? devices : configDevices(configs[i]);
+  SimTask c;
+  c.name = (op.name() + " " + configStr(op, configs[i])).str();
+  c.resources = compute(n);
+  c.seconds = cost.compute;
+  c.deps = inputs;
+  unsigned computed = add(std::move(c)), last = computed;
+  // Reductions inside the op (normalization statistics): its result waits
+  // for them.
+  double inside = cost.communication - cost.gradientSync;
+  if (inside > 0) {
+    SimTask t;
+    t.kind = SimTask::Kind::Communicate;
+    t.name = (op.name() + " (inside)").str();
+    t.resources = links(n);
+    t.seconds = inside;
+    t.deps = {{i, computed}};
+    last = add(std::move(t));
+  }
+  outputTask[i] = last;
+  // The gradient synchronization of its replicated weights: nothing waits
+  // for it, so it overlaps what follows.
+  if (cost.gradientSync > 0) {
+    SimTask t;
+    t.kind = SimTask::Kind::Communicate;
+    t.name = (op.name() + " (gradient sync)").str();
+    t.resources = links(n);
+    t.seconds = cost.gradientSync;
+    t.deps = {{i, computed}};
+    add(std::move(t));
+  }
+  // Its results read by earlier ops in the next step (a training step's
+  // updates): moved after it; nothing in this step waits for them.
+  for (unsigned u : usesFrom[i])
+    if (uses[u].consumer <= i)
+      moves(uses[u], {i, last});
+  if (!constants.count(&op))
+    for (unsigned r = 0; r < op.results.size(); ++r) {
+      if (!returned.count(op.results[r].value.get()))
+        continue;
+      ReshardStep s = model.returnStep(op, configs[i], r);
+      SimTask t;
+      t.kind = SimTask::Kind::Communicate;
+      t.name = (reshardStepName(s.kind) + " " + op.name() + " (returned)")
+                   .str();
+      t.resources = links(n);
+      t.seconds = model.stepSeconds(s);
+      t.deps = {{i, outputTask[i]}};
+      add(std::move(t));
+    }
+}
+
+void Simulator::schedule(unsigned from) {
+  std::vector<double> free =
+      options.delta ? freeBefore[from]
+                    : std::vector<double>(size_t(resourceCount()), 0.0);
+  double most = 0;
+  for (unsigned s = 0; s < from; ++s)
+    for (const SimTask &t : secs[s])
+      most = std::max(most, t.end);
+  for (unsigned s = from; s < secs.size(); ++s) {
+    if (options.delta)
+      freeBefore[s] = free;
+    for (SimTask &t : secs[s]) {
+      double start = 0;
+      for (auto [ds, di] : t.deps)
+        start = std::max(
+            start, secs[ds][di == kOutput ? outputTask[ds] : di].end);
+      for (int32_t r : t.resources)
+        start = std::max(start, free[size_t(r)]);
+      t.start = start;
+      t.end = start + t.seconds;
+      for (int32_t r : t.resources)
+        free[size_t(r)] = t.end;
+      most = std::max(most, t.end);
+    }
+  }
+  makespan = most;
+}
+
+double Simulator::simulate(llvm::ArrayRef<Config> cs) {
+  size_t n = m.main.ops.size();
+  configs.assign(cs.begin(), cs.end());
+  secs.assign(n, {});
+  outputTask.assign(n, 0);
+  if (options.delta)
+    freeBefore.assign(std::max<size_t>(n, 1),
+                      std::vector<double>(size_t(resourceCount()), 0.0));
+  for (unsigned i = 0; i < n; ++i)
+    build(i);
+  if (n)
+    schedule(0);
+  else
+    makespan = 0;
+  return makespan;
+}
+
+double Simulator::change(unsigned i, const Config &c) {
+  assert(options.delta && "change() needs SimOptions::delta");
+  configs[i] = c;
+  // Op i's section holds its compute, its edges from earlier ops and to
+  // earlier ops (next-step readers); a later op's section its edge from or
+  // to op i.
+  build(i);
+  for (unsigned u : usesFrom[i])
+    if (uses[u].consumer > i)
+      build(uses[u].consumer);
+  for (unsigned u : usesInto[i])
+    if (uses[u].producer > i)
+      build(uses[u].producer);
+  schedule(i);
+  return makespan;
+}
+
+void Simulator::writeTrace(llvm::raw_ostream &os) const {
+  llvm::json::Array events;
+  for (int32_t r = 0; r < resourceCount(); ++r) {
+    std::string name =
+        !options.overlap ? "step"
+        : r < devices    ? "GPU " + std::to_string(r)
+                         : "GPU " + std::to_string(r - devices) + " links";
+    events.push_back(llvm::json::Object{
+        {"name", "thread_name"},
+        {"ph", "M"},
+        {"pid", 0},
+        {"tid", r},
+        {"args", llvm::json::Object{{"name", name}}}});
+    if (!options.overlap)
+      break;
+  }
+  for (const auto &sec : secs)
+    for (const SimTask &t : sec)
+      for (int32_t r : t.resources)
+        events.push_back(llvm::json::Object{
+            {"name", t.name},
+            {"cat", t.kind == SimTask::Kind::Compute ? "compute"
+                                                     : "communication"},
+            {"ph", "X"},
+            {"pid", 0},
+            {"tid", r},
+            {"ts", t.start * 1e6},
+            {"dur", t.seconds * 1e6}});
+  llvm::json::Object trace{{"traceEvents", std::move(events)},
+                           {"displayTimeUnit", "ms"}};
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(trace))) << "\n";
+}
+
+} // namespace pax

@@ -1,0 +1,102 @@
+//===- Simulator.h - A strategy's step as a timeline of tasks ---*- C++ -*-===//
+//
+// FlexFlow's execution simulator over paxc's cost model. A strategy becomes
+// a task graph, op by op in program order: the moves of every edge into the
+// op (the steps of planReshard, forward and, training, the gradient's way
+// back: the cost model's edgePlans), the op's compute on the devices of its
+// configuration, the communication inside it (normalization statistics,
+// gradient synchronization) and the reduction of a returned result's
+// partial sums. Each task runs on resources: a device's compute engine, or
+// the links of the devices a collective spans. With overlap, compute and
+// communication run on separate resources and tasks on disjoint resources
+// run at once; without, every task runs on one resource, so the simulated
+// step is the additive cost model's sum.
+//
+// Scheduling is list scheduling in task order: a task starts when its
+// inputs are ready and each of its resources has finished the tasks before
+// it (FIFO per resource). The timeline is a function of the task list, so
+// delta simulation (change: one op's configuration) rebuilds the tasks of
+// the op and of the edges it touches and re-schedules from the first task
+// that changed, from the resources' state saved there: its timeline is the
+// full simulation's, to the bit.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/sharding/Solve.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace pax {
+
+/// One task of a simulated step.
+struct SimTask {
+  enum class Kind : uint8_t { Compute, Communicate };
+  Kind kind = Kind::Compute;
+  std::string name;
+  /// Resources: device d's compute engine is d, its links devices + d.
+  std::vector<int32_t> resources;
+  double seconds = 0;
+  /// The tasks it waits for, as (section, index) pairs of earlier tasks;
+  /// index ~0u is the section's output task (its op's result ready).
+  std::vector<std::pair<unsigned, unsigned>> deps;
+  double start = 0, end = 0; ///< set by scheduling
+};
+
+struct SimOptions {
+  /// Compute and communication on separate resources, disjoint tasks at
+  /// once; off: one resource, the additive cost.
+  bool overlap = true;
+  /// Keeps the resources' state before every section, for change()
+  /// (sections x resources doubles).
+  bool delta = true;
+};
+
+class Simulator {
+public:
+  Simulator(const Module &m, const CostModel &model, SimOptions options = {});
+
+  /// Full simulation of \p configs (one per op of `@main`, in op order);
+  /// returns the step's seconds.
+  double simulate(llvm::ArrayRef<Config> configs);
+  /// Delta simulation: op \p op now runs in \p c (after simulate()).
+  double change(unsigned op, const Config &c);
+
+  /// The step's seconds (the last task's end).
+  double seconds() const { return makespan; }
+  /// The tasks, section by section (section i: op i's edges in, compute,
+  /// communication, returns), with their start and end.
+  const std::vector<std::vector<SimTask>> &sections() const { return secs; }
+  /// The resources' count: devices compute engines, then devices links.
+  int32_t resourceCount() const { return 2 * devices; }
+
+  /// Writes the timeline as a Chrome / Perfetto trace (JSON): one row per
+  /// device's compute engine and per device's links, times in microseconds.
+  void writeTrace(llvm::raw_ostream &os) const;
+
+private:
+  void build(unsigned op);
+  void schedule(unsigned from);
+
+  const Module &m;
+  const CostModel &model;
+  SimOptions options;
+  int32_t devices;
+  std::vector<Use> uses;
+  std::vector<std::vector<unsigned>> usesInto; // op -> uses with it consumer
+  std::vector<std::vector<unsigned>> usesFrom; // op -> uses with it producer
+  llvm::DenseSet<const Op *> constants;
+  llvm::DenseSet<const Value *> returned;
+  std::vector<Config> configs;
+  std::vector<std::vector<SimTask>> secs;
+  /// Each section's last task that its op's consumers wait for.
+  std::vector<unsigned> outputTask;
+  /// The resources' free times before each section (for delta runs).
+  std::vector<std::vector<double>> freeBefore;
+  double makespan = 0;
+};
+
+} // namespace pax
