@@ -1,6 +1,8 @@
 //===- Solve.cpp - Choosing a configuration for every op ------------------===//
 #include "passes/sharding/Solve.h"
 
+#include "passes/sharding/Simulator.h"
+
 #include "passes/sharding/Exhaustive.h"
 
 #include "ir/Soap.h"
@@ -15,6 +17,8 @@
 #include <tbb/parallel_for.h>
 
 #include <cassert>
+#include <chrono>
+#include <random>
 #include <cmath>
 #include <tuple>
 
@@ -32,6 +36,8 @@ llvm::StringRef solverName(SolverKind k) {
     return "data-parallel";
   case SolverKind::Expert:
     return "expert";
+  case SolverKind::Mcmc:
+    return "mcmc";
   }
   llvm_unreachable("unknown solver");
 }
@@ -43,6 +49,7 @@ std::optional<SolverKind> parseSolver(llvm::StringRef name) {
       .Case("exhaustive", SolverKind::Exhaustive)
       .Case("data-parallel", SolverKind::DataParallel)
       .Case("expert", SolverKind::Expert)
+      .Case("mcmc", SolverKind::Mcmc)
       .Default(std::nullopt);
 }
 
@@ -631,9 +638,130 @@ llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
   return solveSharding(SearchSpace(m, o.configs), model, o);
 }
 
+/// FlexFlow's search: Metropolis-Hastings chains over the simulated step
+/// time, one from each initial candidate (the DP's strategy, data-parallel,
+/// expert, and a random one), each proposal a new configuration of one op
+/// priced by delta simulation. A chain stops after its proposals, or when
+/// none of the last half of them improved on its best. Chains run in
+/// parallel, each with a generator of its own (seed, chain), and the best
+/// is taken in chain order: the answer depends on the seed, not on the
+/// threads. The DP's strategy starts a chain, so the answer never
+/// simulates slower than it.
+static llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
+                                           const CostModel &model,
+                                           const ShardingOptions &o) {
+  const SearchSpace::Data &d = space.data();
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::vector<Config>> starts;
+  ShardingOptions dpOptions = o;
+  dpOptions.solver = SolverKind::Dp;
+  auto dp = solveSharding(space, model, dpOptions);
+  if (!dp)
+    return dp.takeError();
+  starts.push_back(dp->configs);
+  for (SolverKind k : {SolverKind::DataParallel, SolverKind::Expert}) {
+    auto s = solveBaseline(space, model, o, k);
+    if (s)
+      starts.push_back(s->configs);
+    else
+      llvm::consumeError(s.takeError());
+  }
+  std::mt19937_64 seeder(o.seed);
+  {
+    std::vector<Config> random;
+    for (const Vertex &v : d.vertices)
+      random.push_back(v.configs[seeder() % v.configs.size()]);
+    starts.push_back(std::move(random));
+  }
+  std::vector<unsigned> movable;
+  for (unsigned i = 0; i < d.vertices.size(); ++i)
+    if (d.vertices[i].configs.size() > 1)
+      movable.push_back(i);
+  uint64_t steps = o.mcmcSteps
+                       ? o.mcmcSteps
+                       : std::max<uint64_t>(2000, 100 * d.vertices.size());
+  struct Chain {
+    std::vector<Config> best;
+    double start = 0, bestSeconds = 0;
+    uint64_t proposals = 0, accepted = 0;
+    bool budgetHit = false;
+  };
+  std::vector<Chain> chains(starts.size());
+  auto run = [&](size_t c) {
+    Chain &ch = chains[c];
+    std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + c + 1);
+    std::uniform_real_distribution<double> unit(0, 1);
+    Simulator sim(*d.module, model);
+    std::vector<Config> now = starts[c];
+    double cur = sim.simulate(now);
+    ch.start = cur;
+    ch.best = now;
+    ch.bestSeconds = cur;
+    uint64_t lastImproved = 0;
+    for (uint64_t k = 1; k <= steps && !movable.empty(); ++k) {
+      if (o.searchBudget > 0 && (k & 63) == 0 &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                        start)
+                  .count() > o.searchBudget) {
+        ch.budgetHit = true;
+        break;
+      }
+      unsigned i = movable[rng() % movable.size()];
+      const std::vector<Config> &cs = d.vertices[i].configs;
+      Config proposal = cs[rng() % cs.size()];
+      if (proposal == now[i])
+        continue;
+      ++ch.proposals;
+      double next = sim.change(i, proposal);
+      double worse = (next - cur) / std::max(cur, 1e-30);
+      if (next <= cur || unit(rng) < std::exp(-o.mcmcBeta * worse)) {
+        ++ch.accepted;
+        now[i] = proposal;
+        cur = next;
+        if (cur < ch.bestSeconds) {
+          ch.bestSeconds = cur;
+          ch.best = now;
+          lastImproved = k;
+        }
+      } else {
+        sim.change(i, now[i]);
+      }
+      if (k > 200 && k - lastImproved > k / 2)
+        break;
+    }
+  };
+  if (o.threads == 1) {
+    for (size_t c = 0; c < chains.size(); ++c)
+      run(c);
+  } else {
+    tbb::parallel_for(size_t(0), chains.size(), run);
+  }
+  size_t best = 0;
+  Strategy result;
+  for (size_t c = 0; c < chains.size(); ++c) {
+    if (chains[c].bestSeconds < chains[best].bestSeconds)
+      best = c;
+    result.proposals += chains[c].proposals;
+    result.accepted += chains[c].accepted;
+    result.budgetHit |= chains[c].budgetHit;
+  }
+  result.configs = chains[best].best;
+  result.dpSimulatedSeconds = chains[0].start;
+  result.cost = evaluateStrategy(space, model, result.configs);
+  result.cost.simulatedSeconds = chains[best].bestSeconds;
+  result.searchCost = toPicos(result.cost.seconds);
+  result.stats = dp->stats;
+  result.stats.exact = false; // of the simulated time: a search, no proof
+  for (const Vertex &v : d.vertices)
+    result.spaceSizes.push_back(v.configs.size());
+  return result;
+}
+
 llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
                                        const CostModel &model,
                                        const ShardingOptions &o) {
+  if (o.solver == SolverKind::Mcmc)
+    return searchMcmc(space, model, o);
   const SearchSpace::Data &d = space.data();
   auto fields = [](const ConfigOptions &c) {
     return std::tuple(c.devices, c.powersOfTwo, c.exact, c.maxPerDim,

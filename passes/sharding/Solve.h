@@ -18,6 +18,7 @@ enum class SolverKind : uint8_t {
   Exhaustive,   ///< every strategy (tiny graphs; the test oracle)
   DataParallel, ///< split only sample dims
   Expert,       ///< data parallel plus one tensor-parallel dim, best degree
+  Mcmc,         ///< FlexFlow's MCMC over the simulated step time
 };
 
 llvm::StringRef solverName(SolverKind k);
@@ -34,6 +35,15 @@ struct ShardingOptions {
   /// Hard limit on the bytes one device holds; 0 for none.
   double memoryLimit = 0;
   std::function<void(double fraction)> progress;
+  /// MCMC: the proposals each chain may make (0: 100 per op, at least
+  /// 2000), the wall-clock cap on the whole search (0: none; a search it
+  /// cuts short is no longer deterministic, and says so), the seed, and
+  /// the acceptance temperature (a proposal that is a fraction f slower is
+  /// taken with probability exp(-beta f), FlexFlow's eq. 2).
+  uint64_t mcmcSteps = 0;
+  double searchBudget = 0;
+  uint64_t seed = 0;
+  double mcmcBeta = 50;
 };
 
 /// What a strategy costs, per the cost model.
@@ -57,6 +67,13 @@ struct Strategy {
   DpStats stats;
   /// Configurations per op (the search space), in op order.
   std::vector<size_t> spaceSizes;
+  /// MCMC: proposals made and taken over every chain, and whether the
+  /// wall-clock budget cut a chain short.
+  uint64_t proposals = 0, accepted = 0;
+  bool budgetHit = false;
+  /// MCMC: the DP's strategy's simulated step (where the first chain
+  /// started).
+  double dpSimulatedSeconds = 0;
 };
 
 /// What every search of one module in one configuration space shares:

@@ -129,6 +129,12 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
   }
   out["solver"] = solverName(r.solver);
   out["search_s"] = r.searchSeconds;
+  if (r.solver == SolverKind::Mcmc)
+    out["mcmc"] = llvm::json::Object{
+        {"proposals", int64_t(r.strategy.proposals)},
+        {"accepted", int64_t(r.strategy.accepted)},
+        {"dp_simulated_s", r.strategy.dpSimulatedSeconds},
+        {"budget_hit", r.strategy.budgetHit}};
   const DpStats &st = r.strategy.stats;
   out["exact"] = st.exact && !r.given;
   if (!r.given) {
@@ -386,6 +392,21 @@ void printReport(const Module &m, const StrategyReport &r,
   const DpStats &st = r.strategy.stats;
   if (r.given)
     return;
+  if (r.solver == SolverKind::Mcmc) {
+    const Strategy &s = r.strategy;
+    os << llvm::formatv("mcmc: {0} proposals, {1} taken, chains from the "
+                        "DP's strategy, data-parallel, expert and a random "
+                        "one; the DP's strategy simulates {2}, this one {3} "
+                        "({4:F2}x){5}\n",
+                        s.proposals, s.accepted, seconds(s.dpSimulatedSeconds),
+                        seconds(s.cost.simulatedSeconds),
+                        s.dpSimulatedSeconds /
+                            std::max(s.cost.simulatedSeconds, 1e-30),
+                        s.budgetHit ? "; --search-budget cut it short (the "
+                                      "result depends on the machine)"
+                                    : "");
+    return;
+  }
   if (st.exact && st.conditionedClasses)
     os << llvm::formatv("optimum: exact (no strategy of this space is faster; "
                         "solved once per class of one op's configurations, "

@@ -226,3 +226,35 @@ TEST(SimulatorTest, DeltaSimulationIsTheFullOne) {
   }
   EXPECT_EQ(changes, 2400u);
 }
+
+// FlexFlow's MCMC: never simulates slower than the DP's strategy (a chain
+// starts there), and its answer depends on the seed, not on the threads.
+TEST(SimulatorTest, McmcIsNeverWorseThanTheDpAndDeterministic) {
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    RandomGraph gen(seed);
+    auto m = gen.build(3 + seed % 8);
+    unsigned devices = 2 + seed % 7;
+    auto cluster = makeCluster("dgx1-p100", devices, std::nullopt);
+    ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
+    CostModel model(*cluster, seed % 2 ? CostMode::Train : CostMode::Infer);
+    ShardingOptions o;
+    o.configs.devices = devices;
+    o.solver = SolverKind::Mcmc;
+    o.seed = seed;
+    o.mcmcSteps = 500;
+    o.threads = 1;
+    auto one = solveSharding(*m, model, o);
+    ASSERT_TRUE(bool(one)) << llvm::toString(one.takeError());
+    o.threads = 0;
+    auto many = solveSharding(*m, model, o);
+    ASSERT_TRUE(bool(many)) << llvm::toString(many.takeError());
+    EXPECT_EQ(one->configs, many->configs) << "seed " << seed;
+    EXPECT_EQ(one->proposals, many->proposals) << "seed " << seed;
+    EXPECT_LE(one->cost.simulatedSeconds, one->dpSimulatedSeconds)
+        << "seed " << seed;
+    // The simulated time it reports is its strategy's.
+    Simulator sim(*m, model);
+    EXPECT_EQ(sim.simulate(one->configs), one->cost.simulatedSeconds);
+    EXPECT_GT(one->proposals, 0u);
+  }
+}

@@ -189,8 +189,22 @@ static cl::opt<std::string>
 static cl::opt<std::string> solver(
     "solver",
     cl::desc(
-        "dp (PaSE's DP, default), dp-bfs, exhaustive, data-parallel, expert"),
+        "dp (PaSE's DP, default), dp-bfs, exhaustive, data-parallel, "
+        "expert, mcmc (FlexFlow's search over the simulated step)"),
     cl::value_desc("name"), cl::init("dp"), cl::cat(searchCategory));
+static cl::opt<double> searchBudget(
+    "search-budget",
+    cl::desc("--solver=mcmc: the most seconds the search may take (0: no "
+             "limit; a search cut short depends on the machine)"),
+    cl::value_desc("seconds"), cl::init(0), cl::cat(searchCategory));
+static cl::opt<uint64_t> mcmcSteps(
+    "mcmc-steps",
+    cl::desc("--solver=mcmc: proposals per chain (0: 100 per op, at least "
+             "2000)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(searchCategory));
+static cl::opt<uint64_t>
+    searchSeed("search-seed", cl::desc("--solver=mcmc: the chains' seed"),
+               cl::value_desc("N"), cl::init(0), cl::cat(searchCategory));
 static cl::opt<double>
     memLimit("mem-limit", cl::desc("Most memory one device may hold, GiB"),
              cl::value_desc("GiB"), cl::init(0), cl::cat(searchCategory));
@@ -257,7 +271,9 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m,
   if (!kind)
     return llvm::createStringError(
         "--solver=" + solver +
-        ": expected dp, dp-bfs, exhaustive, data-parallel or expert");
+        ": expected dp, dp-bfs, exhaustive, data-parallel, expert or mcmc");
+  if (searchBudget < 0)
+    return llvm::createStringError("--search-budget must not be negative");
   if (memLimit < 0)
     return llvm::createStringError("--mem-limit must not be negative");
   ShardingOptions o;
@@ -282,6 +298,9 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m,
   o.exactSearch = exactSearch;
   o.threads = threads;
   o.memoryLimit = memLimit * double(1 << 30);
+  o.searchBudget = searchBudget;
+  o.mcmcSteps = mcmcSteps;
+  o.seed = searchSeed;
   // A progress line on a terminal when a search runs for more than about
   // two seconds, redrawn at most ten times a second.
   auto start = std::chrono::steady_clock::now();
