@@ -34,6 +34,29 @@ Uses usesOf(const plan::Instruction &inst) {
   }
   return u;
 }
+/// Seconds on the trace's clock (the process's first call is 0).
+double traceClock() {
+  static const auto epoch = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       epoch)
+      .count();
+}
+
+/// What an instruction is called in a trace.
+std::string traceName(const plan::Instruction &inst, const plan::Plan &plan) {
+  if (inst.has_compute())
+    return inst.compute().kind() + " " + inst.compute().name();
+  if (inst.has_collective()) {
+    const plan::Collective &c = inst.collective();
+    std::string what = c.exchange() < uint32_t(plan.exchanges_size())
+                           ? plan.exchanges(int(c.exchange())).what()
+                           : "";
+    return plan::Collective::Kind_Name(c.kind()) + " " + what;
+  }
+  if (inst.has_load())
+    return "load " + inst.load().tensor();
+  return "slice";
+}
 } // namespace
 
 llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
@@ -126,9 +149,12 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
                           [&](Tensor &t) { return feed.input(b, t); }))
       return err;
   }
+  if (options.trace)
+    traceClock(); // the epoch, before the first instruction
   for (int64_t i = 0; i < n; ++i) {
     const plan::Instruction &inst = prog.instructions(int(i));
     Uses u = usesOf(inst);
+    double traceStart = options.trace ? traceClock() : 0;
     for (uint32_t b : u.reads) {
       const auto &shape = prog.buffers(int(b)).shape();
       if (!allocated[b] && llvm::is_contained(shape, 0))
@@ -200,6 +226,17 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
       return fail("instruction " + llvm::Twine(i) + " is empty");
     }
     ++stats.instructions;
+    if (options.trace) {
+      if (!device.hostAccessible())
+        if (auto err = device.synchronize())
+          return fail(llvm::toString(std::move(err)));
+      stats.trace.push_back({traceName(inst, plan),
+                             inst.has_compute()      ? "compute"
+                             : inst.has_collective() ? "collective"
+                             : inst.has_load()       ? "load"
+                                                     : "slice",
+                             traceStart, traceClock()});
+    }
     for (uint32_t b : llvm::concat<uint32_t>(u.reads, u.writes))
       if (last[b] == i && !keep[b] && !prog.buffers(int(b)).persistent() &&
           allocated[b]) {

@@ -6,6 +6,8 @@
 #include "runtime/Communicator.h"
 
 #include <map>
+#include <string>
+#include <vector>
 
 namespace pax::runtime {
 
@@ -21,6 +23,14 @@ public:
   virtual llvm::Error input(const plan::Binding &b, Tensor &out) = 0;
 };
 
+/// One instruction as it ran on a device (RunOptions::trace): seconds
+/// since the process's first traced instruction.
+struct TraceEvent {
+  std::string name;
+  const char *category = "compute"; ///< compute, collective, load, slice
+  double start = 0, end = 0;
+};
+
 /// What one device did.
 struct DeviceStats {
   /// Per exchange: the bytes this device counted (Exchange.h).
@@ -30,6 +40,8 @@ struct DeviceStats {
   /// The arena the buffers lived in (the program's planned peak).
   int64_t arenaBytes = 0;
   int64_t instructions = 0;
+  /// Its instructions' times, with RunOptions::trace.
+  std::vector<TraceEvent> trace;
 };
 
 /// How runDevice treats what the device's previous run left.
@@ -42,6 +54,9 @@ struct RunOptions {
   /// are loaded every run. Repeated inference runs; never a training step,
   /// whose weights change.
   bool weightsResident = false;
+  /// Records each instruction's start and end (DeviceStats::trace); a
+  /// device whose work is asynchronous is synchronized after each.
+  bool trace = false;
 };
 
 /// Runs \p prog, a program of \p plan, on \p device: each buffer is the

@@ -17,13 +17,14 @@ numpy; the PNG is written with zlib alone.
 import argparse
 import os
 import re
-import struct
 import subprocess
 import sys
 import tempfile
-import zlib
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pngimage import write_png  # noqa: E402
 import onnx
 from onnx import numpy_helper as nh
 
@@ -79,16 +80,7 @@ def png(path, curves, width=720, height=420):
                 px = int(round(x0 + (x1 - x0) * t / steps))
                 py = int(round(y0 + (y1 - y0) * t / steps))
                 img[max(py - 1, 0):py + 1, max(px - 1, 0):px + 1] = rgb
-    raw = b"".join(b"\0" + img[r].tobytes() for r in range(height))
-
-    def chunk(kind, data):
-        return (struct.pack(">I", len(data)) + kind + data +
-                struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
-    with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n")
-        f.write(chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)))
-        f.write(chunk(b"IDAT", zlib.compress(raw, 9)))
-        f.write(chunk(b"IEND", b""))
+    write_png(path, img)
 
 
 def main():

@@ -38,6 +38,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
@@ -144,6 +145,13 @@ static cl::opt<std::string>
                 cl::desc("What runs the devices: " + runtime::backendNames() +
                          " (default cpu)"),
                 cl::init("cpu"), cl::value_desc("name"), cl::cat(runCategory));
+
+static cl::opt<std::string> tracePath(
+    "trace",
+    cl::desc("Write the last run's instructions per device as a "
+             "Chrome/Perfetto trace (JSON), as paxc --emit=trace writes the "
+             "simulated step (threads, not under mpirun)"),
+    cl::value_desc("FILE.json"), cl::cat(runCategory));
 
 static cl::opt<bool> allowTf32(
     "allow-tf32",
@@ -337,9 +345,11 @@ static llvm::Error runThreads(const plan::Plan &plan,
                               Feed &feed, std::vector<runtime::Tensor> &outputs,
                               std::vector<runtime::DeviceStats> &stats,
                               std::vector<ResidentFeed> *resident = nullptr,
-                              bool weightsResident = false) {
+                              bool weightsResident = false,
+                              bool trace = false) {
   runtime::ThreadRunOptions options;
   options.weightsResident = weightsResident;
+  options.trace = trace;
   options.injectReplicaFault = injectReplicaFault;
   injectReplicaFault = -1; // once
   if (auto err = runtime::runThreads(
@@ -635,6 +645,42 @@ private:
   std::vector<runtime::KernelProfileEntry> profile;
 };
 
+/// Writes --trace: one row per device, its instructions as they ran.
+static llvm::Error writeTrace(llvm::ArrayRef<runtime::DeviceStats> stats) {
+  llvm::json::Array events;
+  double first = 1e300;
+  for (const runtime::DeviceStats &s : stats)
+    for (const runtime::TraceEvent &e : s.trace)
+      first = std::min(first, e.start);
+  for (size_t d = 0; d < stats.size(); ++d) {
+    events.push_back(llvm::json::Object{
+        {"name", "thread_name"},
+        {"ph", "M"},
+        {"pid", 0},
+        {"tid", int64_t(d)},
+        {"args", llvm::json::Object{{"name", "device " + std::to_string(d)}}}});
+    for (const runtime::TraceEvent &e : stats[d].trace)
+      events.push_back(llvm::json::Object{{"name", e.name},
+                                          {"cat", e.category},
+                                          {"ph", "X"},
+                                          {"pid", 0},
+                                          {"tid", int64_t(d)},
+                                          {"ts", (e.start - first) * 1e6},
+                                          {"dur", (e.end - e.start) * 1e6}});
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(tracePath, ec);
+  if (ec)
+    return llvm::createStringError("--trace: cannot write '" + tracePath +
+                                   "': " + ec.message());
+  os << llvm::formatv("{0:2}",
+                      llvm::json::Value(llvm::json::Object{
+                          {"traceEvents", std::move(events)},
+                          {"displayTimeUnit", "ms"}}))
+     << "\n";
+  return llvm::Error::success();
+}
+
 /// runThreads --repeat times, timed and profiled by a RunClock.
 static llvm::Error runTimed(const plan::Plan &plan,
                             llvm::ArrayRef<const plan::DeviceProgram *> progs,
@@ -646,11 +692,13 @@ static llvm::Error runTimed(const plan::Plan &plan,
     clock.begin(run);
     // The constant weights stay in the devices' arenas after the first run.
     if (auto err = runThreads(plan, progs, feed, outputs, stats, nullptr,
-                              run > 1))
+                              run > 1, !tracePath.empty() && run == runs))
       return err;
     clock.end();
   }
   clock.finish();
+  if (!tracePath.empty())
+    return writeTrace(stats);
   return llvm::Error::success();
 }
 
@@ -826,6 +874,9 @@ int main(int argc, char **argv) {
     return fail("--data, --steps, --save, --checkpoint and --resume need "
                 "--train");
   }
+  if (!tracePath.empty() && (train || launchedByMpi()))
+    return fail("--trace records a run on threads (not --train, not under "
+                "mpirun)");
   if (train && repeat.getNumOccurrences())
     return fail("--repeat runs a plan N times on fixed inputs; with --train "
                 "the steps are --steps=N");
