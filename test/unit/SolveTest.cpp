@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
 
 using namespace pax;
@@ -159,6 +160,22 @@ std::vector<Config> randomConfigs(const Module &m, int64_t devices,
   }
   return configs;
 }
+
+/// A random graph of \p ops ops on \p devices devices of a DGX-1, priced
+/// for training (odd seeds) or inference.
+struct SimCase {
+  RandomGraph gen;
+  std::unique_ptr<Module> m;
+  Cluster cluster;
+  std::optional<CostModel> model;
+  SimCase(unsigned seed, unsigned ops, unsigned devices) : gen(seed) {
+    m = gen.build(ops);
+    auto c = makeCluster("dgx1-p100", devices, std::nullopt);
+    EXPECT_TRUE(bool(c)) << llvm::toString(c.takeError());
+    cluster = c ? *c : Cluster();
+    model.emplace(cluster, seed % 2 ? CostMode::Train : CostMode::Infer);
+  }
+};
 } // namespace
 
 // Without overlap every task runs on one resource, one after another: the
@@ -166,12 +183,10 @@ std::vector<Config> randomConfigs(const Module &m, int64_t devices,
 // longer.
 TEST(SimulatorTest, WithoutOverlapItIsTheAdditiveCost) {
   for (unsigned seed = 1; seed <= 200; ++seed) {
-    RandomGraph gen(seed);
-    auto m = gen.build(2 + seed % 10);
     unsigned devices = 2 + seed % 7;
-    auto cluster = makeCluster("dgx1-p100", devices, std::nullopt);
-    ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
-    CostModel model(*cluster, seed % 2 ? CostMode::Train : CostMode::Infer);
+    SimCase sc(seed, 2 + seed % 10, devices);
+    const Module *m = sc.m.get();
+    const CostModel &model = *sc.model;
     std::mt19937 rng(seed);
     std::vector<Config> configs = randomConfigs(*m, devices, rng);
     double additive = evaluateStrategy(*m, model, configs).seconds;
@@ -189,12 +204,10 @@ TEST(SimulatorTest, WithoutOverlapItIsTheAdditiveCost) {
 TEST(SimulatorTest, DeltaSimulationIsTheFullOne) {
   unsigned changes = 0;
   for (unsigned seed = 1; seed <= 60; ++seed) {
-    RandomGraph gen(seed);
-    auto m = gen.build(3 + seed % 10);
     unsigned devices = 2 + seed % 7;
-    auto cluster = makeCluster("dgx1-p100", devices, std::nullopt);
-    ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
-    CostModel model(*cluster, seed % 2 ? CostMode::Train : CostMode::Infer);
+    SimCase sc(seed, 3 + seed % 10, devices);
+    const Module *m = sc.m.get();
+    const CostModel &model = *sc.model;
     std::mt19937 rng(seed);
     std::vector<Config> configs = randomConfigs(*m, devices, rng);
     for (bool overlap : {true, false}) {
@@ -231,12 +244,10 @@ TEST(SimulatorTest, DeltaSimulationIsTheFullOne) {
 // starts there), and its answer depends on the seed, not on the threads.
 TEST(SimulatorTest, McmcIsNeverWorseThanTheDpAndDeterministic) {
   for (unsigned seed = 1; seed <= 40; ++seed) {
-    RandomGraph gen(seed);
-    auto m = gen.build(3 + seed % 8);
     unsigned devices = 2 + seed % 7;
-    auto cluster = makeCluster("dgx1-p100", devices, std::nullopt);
-    ASSERT_TRUE(bool(cluster)) << llvm::toString(cluster.takeError());
-    CostModel model(*cluster, seed % 2 ? CostMode::Train : CostMode::Infer);
+    SimCase sc(seed, 3 + seed % 8, devices);
+    const Module *m = sc.m.get();
+    const CostModel &model = *sc.model;
     ShardingOptions o;
     o.configs.devices = devices;
     o.solver = SolverKind::Mcmc;
