@@ -432,4 +432,49 @@ void printReport(const Module &m, const StrategyReport &r,
             : std::string());
 }
 
+/// A DOT string literal of \p text.
+static std::string dotString(llvm::StringRef text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '\n') { // DOT's line break
+      out += "\\n";
+      continue;
+    }
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+void writeStrategyDot(const Module &m, const Strategy &s,
+                      llvm::raw_ostream &os) {
+  static const char *palette[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072",
+                                   "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
+                                   "#bc80bd", "#ccebc5", "#ffed6f", "#a6cee3"};
+  const Func &f = m.main;
+  llvm::DenseSet<const Op *> constants = constantOps(m);
+  std::map<std::string, size_t> colours;
+  os << "digraph " << dotString(m.name) << " {\n"
+     << "  node [shape=box, style=filled, fontname=\"Helvetica\"];\n";
+  for (size_t i = 0; i < f.ops.size(); ++i) {
+    const Op &op = *f.ops[i];
+    std::string config =
+        i < s.configs.size() ? configStr(op, s.configs[i]) : "<>";
+    std::string fill = "#d9d9d9";
+    if (!constants.count(&op)) {
+      auto [it, fresh] = colours.try_emplace(config, colours.size());
+      fill = palette[it->second % std::size(palette)];
+    }
+    os << "  op" << i << " [label="
+       << dotString((opKindName(op.kind) + " " + op.name() + "\n" + config)
+                        .str())
+       << ", fillcolor=\"" << fill << "\"];\n";
+  }
+  for (const Use &u : usesOf(m))
+    os << "  op" << u.producer << " -> op" << u.consumer
+       << (u.consumer <= u.producer ? " [style=dashed]" : "") << ";\n";
+  os << "}\n";
+}
+
 } // namespace pax

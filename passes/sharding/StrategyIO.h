@@ -59,4 +59,11 @@ llvm::Expected<std::vector<Config>> strategyFromJson(const Module &m,
 void printReport(const Module &m, const StrategyReport &r,
                  llvm::raw_ostream &os);
 
+/// Writes \p m's op graph as Graphviz DOT, each op a box labelled with its
+/// kind, name and configuration in \p s and filled with one colour per
+/// distinct configuration (grey: computed on every device), each use an
+/// edge (dashed: read by the next training step).
+void writeStrategyDot(const Module &m, const Strategy &s,
+                      llvm::raw_ostream &os);
+
 } // namespace pax

@@ -38,7 +38,7 @@ static cl::OptionCategory paxcCategory("paxc options");
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
                                       cl::cat(paxcCategory));
 
-enum class Emit { IR, Summary, Report, Strategy, Trace, Plan, PlanText };
+enum class Emit { IR, Summary, Report, Strategy, Trace, Dot, Plan, PlanText };
 static cl::opt<Emit> emit(
     "emit",
     cl::desc("What to produce (default: summary, or report with --gpus)"),
@@ -56,6 +56,9 @@ static cl::opt<Emit> emit(
                           "the chosen strategy's step simulated (compute and "
                           "communication overlapped) as a Chrome/Perfetto "
                           "trace (JSON)"),
+               clEnumValN(Emit::Dot, "dot",
+                          "the op graph as Graphviz DOT, each op coloured by "
+                          "its configuration in the chosen strategy"),
                clEnumValN(Emit::Plan, "plan",
                           "the plan paxrun executes (binary; the default "
                           "when -o ends in .paxplan)"),
@@ -436,6 +439,7 @@ int main(int argc, char **argv) {
                      clusterName.getNumOccurrences();
   bool sharding =
       emit == Emit::Report || emit == Emit::Strategy || emit == Emit::Trace ||
+      emit == Emit::Dot ||
       (!emit.getNumOccurrences() &&
        (gpus.getNumOccurrences() || strategyPath.getNumOccurrences()));
   // A training step searched in two phases: the forward program, priced as
@@ -579,7 +583,9 @@ int main(int argc, char **argv) {
   auto report = shardModel(m, /*forPlan=*/false, /*keepGiven=*/twoPhase);
   if (!report)
     return fail(llvm::toString(report.takeError()));
-  if (emit == Emit::Trace) {
+  if (emit == Emit::Dot) {
+    writeStrategyDot(m, report->strategy, out.os());
+  } else if (emit == Emit::Trace) {
     CostModel model(*report->cluster, report->mode);
     SimOptions so;
     so.delta = false;
