@@ -712,7 +712,14 @@ static llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
       if (proposal == now[i])
         continue;
       ++ch.proposals;
-      double next = sim.change(i, proposal);
+      double next;
+      if (o.mcmcFullSimulation) {
+        std::vector<Config> candidate = now;
+        candidate[i] = proposal;
+        next = sim.simulate(candidate);
+      } else {
+        next = sim.change(i, proposal);
+      }
       double worse = (next - cur) / std::max(cur, 1e-30);
       if (next <= cur || unit(rng) < std::exp(-o.mcmcBeta * worse)) {
         ++ch.accepted;
@@ -723,7 +730,7 @@ static llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
           ch.best = now;
           lastImproved = k;
         }
-      } else {
+      } else if (!o.mcmcFullSimulation) {
         sim.change(i, now[i]);
       }
       if (k > 200 && k - lastImproved > k / 2)

@@ -44,6 +44,9 @@ struct ShardingOptions {
   double searchBudget = 0;
   uint64_t seed = 0;
   double mcmcBeta = 50;
+  /// MCMC: price each proposal by simulating the whole step again instead
+  /// of delta simulation (the same timelines, slower: for benchmarks).
+  bool mcmcFullSimulation = false;
 };
 
 /// What a strategy costs, per the cost model.

@@ -205,6 +205,11 @@ static cl::opt<uint64_t> mcmcSteps(
     cl::desc("--solver=mcmc: proposals per chain (0: 100 per op, at least "
              "2000)"),
     cl::value_desc("N"), cl::init(0), cl::cat(searchCategory));
+static cl::opt<bool> mcmcFull(
+    "mcmc-full-simulation",
+    cl::desc("--solver=mcmc: simulate the whole step for every proposal "
+             "instead of delta simulation (same answer, slower; benchmarks)"),
+    cl::cat(searchCategory));
 static cl::opt<uint64_t>
     searchSeed("search-seed", cl::desc("--solver=mcmc: the chains' seed"),
                cl::value_desc("N"), cl::init(0), cl::cat(searchCategory));
@@ -304,6 +309,7 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m,
   o.searchBudget = searchBudget;
   o.mcmcSteps = mcmcSteps;
   o.seed = searchSeed;
+  o.mcmcFullSimulation = mcmcFull;
   // A progress line on a terminal when a search runs for more than about
   // two seconds, redrawn at most ten times a second.
   auto start = std::chrono::steady_clock::now();
