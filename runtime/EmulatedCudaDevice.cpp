@@ -45,7 +45,7 @@ public:
                                      work.data());
       return llvm::Error::success();
     }
-    auto p = cpu::prepare(c, inputs, outputs);
+    auto p = prepare(c, inputs, outputs);
     if (!p)
       return p.takeError();
     if (*id == KernelId::Gemm) {
@@ -62,7 +62,7 @@ public:
 
 private:
   /// The BLAS calls of \p s, in double; gemm's C copied in first.
-  static llvm::Error gemm(const cpu::Prepared &p, const GemmShape &s) {
+  static llvm::Error gemm(const Prepared &p, const GemmShape &s) {
     const plan::Compute &c = p.c;
     auto doubles = [](const Tensor &t) {
       std::vector<double> v(size_t(t.numel()));
@@ -70,11 +70,11 @@ private:
         v[size_t(i)] = t.real(i);
       return v;
     };
-    double alpha = c.kind() == "gemm" ? cpu::attrReal(c, "alpha", 1.0) : 1.0;
+    double alpha = c.kind() == "gemm" ? attrReal(c, "alpha", 1.0) : 1.0;
     double beta = 0;
     Tensor &out = *p.outs[0];
     if (p.ins.size() == 3) {
-      beta = cpu::attrReal(c, "beta", 1.0);
+      beta = attrReal(c, "beta", 1.0);
       Generic g;
       describeGemmBias(p, g);
       if (auto err = emulateGeneric(c, g))

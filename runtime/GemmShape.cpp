@@ -62,18 +62,18 @@ bool storage(int64_t rows, int64_t cols, int64_t rowStep, int64_t colStep,
 
 } // namespace
 
-llvm::Expected<GemmShape> matchGemm(const cpu::Prepared &p) {
+llvm::Expected<GemmShape> matchGemm(const Prepared &p) {
   auto fail = [&](const llvm::Twine &why) {
-    return cpu::computeError(p.c, "not a strided batched GEMM: " + why);
+    return computeError(p.c, "not a strided batched GEMM: " + why);
   };
   if (p.ins.size() < 2 || p.outs.size() != 1)
     return fail("it needs inputs A and B and one output");
-  const cpu::AccessIndexer *maps[3] = {&p.inMaps[0], &p.inMaps[1],
+  const AccessIndexer *maps[3] = {&p.inMaps[0], &p.inMaps[1],
                                        &p.outMaps[0]};
-  for (const cpu::AccessIndexer *m : maps)
+  for (const AccessIndexer *m : maps)
     if (!m->isLinear())
       return fail("a map is not linear");
-  const cpu::IterationSpace &s = p.space;
+  const IterationSpace &s = p.space;
   std::vector<std::array<int64_t, 3>> steps(s.extents.size());
   std::vector<unsigned> dimsM, dimsN, dimsK, dimsBatch;
   for (size_t d = 0; d < s.extents.size(); ++d) {

@@ -12,7 +12,7 @@
 #ifndef PAX_RUNTIME_GEMMSHAPE_H
 #define PAX_RUNTIME_GEMMSHAPE_H
 
-#include "runtime/cpu/KernelContext.h"
+#include "runtime/Prepared.h"
 
 #include "llvm/Support/Error.h"
 
@@ -45,7 +45,7 @@ struct GemmShape {
 /// output), or why there are none: a map that is not linear, a dim of one
 /// role whose operands do not step through it as one run, no unit stride
 /// in a matrix.
-llvm::Expected<GemmShape> matchGemm(const cpu::Prepared &p);
+llvm::Expected<GemmShape> matchGemm(const Prepared &p);
 
 /// Runs \p s on host buffers of doubles in BLAS's order of operations (for
 /// tests: what a BLAS would compute), C = alpha op(A) op(B) + beta C.

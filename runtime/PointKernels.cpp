@@ -14,10 +14,10 @@ namespace {
 
 /// Fills \p g's operands from \p p (compiled maps, dtypes, buffers); an
 /// error when the compute has more operands than the kernel takes.
-llvm::Error fillOperands(const cpu::Prepared &p, Generic &g) {
+llvm::Error fillOperands(const Prepared &p, Generic &g) {
   if (p.ins.size() > size_t(kMaxInputs) ||
       p.outs.size() > size_t(kMaxOutputs))
-    return cpu::computeError(
+    return computeError(
         p.c, llvm::formatv("has {0} inputs and {1} outputs; the cuda generic "
                            "kernel takes {2} and {3} at most",
                            p.ins.size(), p.outs.size(), kMaxInputs,
@@ -48,7 +48,7 @@ llvm::Error triluDims(const plan::Compute &c, Generic &g) {
       out.exprs(n - 2).dims_size() != 1 ||
       out.exprs(n - 1).kind() != plan::AccessExpr::AFFINE ||
       out.exprs(n - 1).dims_size() != 1)
-    return cpu::computeError(c, "result's last two dims must be written by "
+    return computeError(c, "result's last two dims must be written by "
                                 "one iteration dim each");
   g.trilu = true;
   g.triluRow = out.exprs(n - 2).dims(0);
@@ -58,7 +58,7 @@ llvm::Error triluDims(const plan::Compute &c, Generic &g) {
 
 } // namespace
 
-llvm::Error describeGeneric(const cpu::Prepared &p, plan::KernelId id,
+llvm::Error describeGeneric(const Prepared &p, plan::KernelId id,
                             Generic &g) {
   const plan::Compute &c = p.c;
   if (auto err = fillOperands(p, g))
@@ -67,7 +67,7 @@ llvm::Error describeGeneric(const cpu::Prepared &p, plan::KernelId id,
   case plan::KernelId::Pointwise: {
     std::optional<ScalarOp> op = cpu::parseScalarOp(c.kind());
     if (!op || p.outs.empty())
-      return cpu::computeError(c, "not an elementwise compute");
+      return computeError(c, "not an elementwise compute");
     g.op = GenericOp::Pointwise;
     g.scalar = *op;
     g.params = cpu::scalarParams(*op, c);
@@ -86,17 +86,17 @@ llvm::Error describeGeneric(const cpu::Prepared &p, plan::KernelId id,
     g.sources = int32_t(gather || c.kind() == "pad"
                             ? std::min<size_t>(1, p.ins.size())
                             : p.ins.size());
-    g.fill = cpu::attrReal(c, "value", 0);
+    g.fill = attrReal(c, "value", 0);
     g.tuple = gather ? int32_t(std::max(1u, p.inMaps[0].lookupCount())) : 0;
     break;
   }
   case plan::KernelId::Reduce: {
     std::optional<cpu::ReduceOp> op = cpu::parseReduceOp(c.kind());
     if (!op || p.ins.size() != 1)
-      return cpu::computeError(c, "a reduction takes one input");
+      return computeError(c, "a reduction takes one input");
     g.op = GenericOp::Reduce;
     g.reduce = *op;
-    g.selectLast = cpu::attrInt(c, "select_last_index", 0) != 0;
+    g.selectLast = attrInt(c, "select_last_index", 0) != 0;
     g.real = isFloatDType(p.ins[0]->dtype) || *op == ReduceOp::L2 ||
              *op == ReduceOp::LogSumExp;
     g.globalInnerPoints = std::max<int64_t>(1, p.space.globalInnerPoints());
@@ -110,62 +110,62 @@ llvm::Error describeGeneric(const cpu::Prepared &p, plan::KernelId id,
     break;
   case plan::KernelId::SoftmaxRows:
     if (p.ins.size() != 1 || p.outs.size() != 1)
-      return cpu::computeError(c, "softmax takes one input and one output");
+      return computeError(c, "softmax takes one input and one output");
     g.op = GenericOp::SoftmaxRows;
     g.logSoftmax = c.kind() == "log_softmax";
     break;
   case plan::KernelId::NormRows:
     if (p.ins.empty() || p.ins.size() > 3 || p.outs.size() != 1)
-      return cpu::computeError(c, "takes 1 to 3 inputs and one output");
+      return computeError(c, "takes 1 to 3 inputs and one output");
     g.op = GenericOp::NormRows;
-    g.eps = cpu::attrReal(c, "epsilon", 1e-5);
+    g.eps = attrReal(c, "epsilon", 1e-5);
     g.rms = c.kind() == "rms_norm";
     break;
   case plan::KernelId::Gemm:
   case plan::KernelId::Conv2D: {
     if (p.ins.size() < 2 || p.ins.size() > 3 || p.outs.size() != 1)
-      return cpu::computeError(c, "takes 2 or 3 inputs and one output");
+      return computeError(c, "takes 2 or 3 inputs and one output");
     bool gemmKind = c.kind() == "gemm";
     g.op = GenericOp::Contract;
-    g.alpha = gemmKind ? cpu::attrReal(c, "alpha", 1.0) : 1.0;
-    g.beta = gemmKind ? cpu::attrReal(c, "beta", 1.0) : 1.0;
+    g.alpha = gemmKind ? attrReal(c, "alpha", 1.0) : 1.0;
+    g.beta = gemmKind ? attrReal(c, "beta", 1.0) : 1.0;
     break;
   }
   case plan::KernelId::Pool2D: {
     if (p.ins.size() != 1 || p.outs.size() != 1)
-      return cpu::computeError(c, "a pool takes one input and one output");
+      return computeError(c, "a pool takes one input and one output");
     g.op = GenericOp::Pool;
     g.maxPool = c.kind() == "max_pool";
     g.includePad =
-        !g.maxPool && cpu::attrInt(c, "count_include_pad", 0) != 0;
+        !g.maxPool && attrInt(c, "count_include_pad", 0) != 0;
     if (auto err = paddedWindow(c, p.ins[0]->shape, g.padded))
       return err;
     break;
   }
   case plan::KernelId::Lrn:
     if (p.ins.size() != 1 || p.outs.size() != 1)
-      return cpu::computeError(c, "lrn takes one input and one output");
+      return computeError(c, "lrn takes one input and one output");
     g.op = GenericOp::Lrn;
-    g.lrnSize = double(cpu::attrInt(c, "size", 1));
-    g.alpha = cpu::attrReal(c, "alpha", 1e-4);
-    g.beta = cpu::attrReal(c, "beta", 0.75);
-    g.lrnBias = cpu::attrReal(c, "bias", 1.0);
+    g.lrnSize = double(attrInt(c, "size", 1));
+    g.alpha = attrReal(c, "alpha", 1e-4);
+    g.beta = attrReal(c, "beta", 0.75);
+    g.lrnBias = attrReal(c, "bias", 1.0);
     g.lrnCenter = (int64_t(g.lrnSize) - 1) / 2;
     break;
   case plan::KernelId::Scan: {
     if (p.ins.size() != 1 || p.outs.size() != 1)
-      return cpu::computeError(c, "takes one input and one output");
+      return computeError(c, "takes one input and one output");
     int axis = -1;
     for (int d = 0; d < c.iters_size(); ++d)
       if (c.iters(d).kind() == plan::IterDim::SEQ)
         axis = axis < 0 ? d : -2;
     if (axis < 0)
-      return cpu::computeError(c, "needs exactly one seq dim to scan along");
+      return computeError(c, "needs exactly one seq dim to scan along");
     g.op = GenericOp::Scan;
     g.scanAxis = uint32_t(axis);
     g.scanLength = p.space.extents[unsigned(axis)];
-    g.reverse = cpu::attrInt(c, "reverse", 0) != 0;
-    g.exclusive = cpu::attrInt(c, "exclusive", 0) != 0;
+    g.reverse = attrInt(c, "reverse", 0) != 0;
+    g.exclusive = attrInt(c, "exclusive", 0) != 0;
     g.real = isFloatDType(p.ins[0]->dtype);
     // The seq dim is walked here, not as an inner dim.
     g.space.innerCount = 0;
@@ -174,27 +174,27 @@ llvm::Error describeGeneric(const cpu::Prepared &p, plan::KernelId id,
   }
   case plan::KernelId::Random:
     if (p.ins.size() != 1 || p.outs.size() != 1 || p.ins[0]->numel() != 1)
-      return cpu::computeError(c, "takes the step (one integer) and has "
+      return computeError(c, "takes the step (one integer) and has "
                                   "one result");
     g.op = GenericOp::Random;
-    g.seed = uint64_t(cpu::attrInt(c, "seed", 0));
-    g.key = uint64_t(cpu::attrInt(c, "key", 0));
-    g.low = cpu::attrReal(c, "low", 0);
-    g.high = cpu::attrReal(c, "high", 1);
+    g.seed = uint64_t(attrInt(c, "seed", 0));
+    g.key = uint64_t(attrInt(c, "key", 0));
+    g.low = attrReal(c, "low", 0);
+    g.high = attrReal(c, "high", 1);
     break;
   case plan::KernelId::BatchNorm:
     if (p.ins.size() != 5 || p.outs.size() != 1)
-      return cpu::computeError(c, "takes 5 inputs and one output");
+      return computeError(c, "takes 5 inputs and one output");
     g.op = GenericOp::BatchNorm;
-    g.eps = cpu::attrReal(c, "epsilon", 1e-5);
+    g.eps = attrReal(c, "epsilon", 1e-5);
     break;
   default:
-    return cpu::computeError(c, "not a generic kernel");
+    return computeError(c, "not a generic kernel");
   }
   return llvm::Error::success();
 }
 
-void describeGemmBias(const cpu::Prepared &p, Generic &g) {
+void describeGemmBias(const Prepared &p, Generic &g) {
   g.op = GenericOp::Copy;
   g.space = p.space.flatten();
   g.space.innerCount = 0; // the reduced dims do not index C or the output
@@ -219,7 +219,7 @@ llvm::Error emulateGeneric(const plan::Compute &c, const Generic &g) {
     for (int64_t p = 0; p < g.space.outerPoints; ++p)
       point::runOuterPoint(g, p, &status);
   if (status.badLookup)
-    return cpu::computeError(
+    return computeError(
         c, llvm::formatv("index {0} is out of range for a dim of {1} "
                          "(valid: [-{1}, {1}))",
                          status.index, status.extent)

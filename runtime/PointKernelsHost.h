@@ -4,7 +4,7 @@
 
 #include "codegen/plan/Kernels.h"
 #include "runtime/PointKernels.h"
-#include "runtime/cpu/KernelContext.h"
+#include "runtime/Prepared.h"
 
 #include "llvm/Support/Error.h"
 
@@ -15,13 +15,13 @@ namespace pax::runtime {
 /// but gemm (on BLAS; its contraction when its maps are no BLAS call) and
 /// the recurrent ones. An error names the compute where it does not fit
 /// (too many operands, a malformed trilu or pool).
-llvm::Error describeGeneric(const cpu::Prepared &p, plan::KernelId id,
+llvm::Error describeGeneric(const Prepared &p, plan::KernelId id,
                             Generic &g);
 
 /// Describes the copy of gemm \p p's C (input 2) into its output through
 /// the maps, broadcast over what C does not index, before BLAS computes
 /// alpha A B + beta C in place.
-void describeGemmBias(const cpu::Prepared &p, Generic &g);
+void describeGemmBias(const Prepared &p, Generic &g);
 
 /// Runs \p g (compute \p c) on the host, one outer point after another:
 /// the CUDA kernels' walk, for the cuda-emulated backend. A lookup outside

@@ -606,9 +606,9 @@ llvm::Error runKernel(const plan::Compute &c,
 
 llvm::Error paddedWindow(const plan::Compute &c, llvm::ArrayRef<int64_t> shape,
                          PaddedWindow &window) {
-  std::vector<int64_t> pads = cpu::attrInts(c, "pads");
+  std::vector<int64_t> pads = attrInts(c, "pads");
   if (pads.size() % 2)
-    return cpu::computeError(c, "pads has an odd number of values");
+    return computeError(c, "pads has an odd number of values");
   // The trailing exprs of the input, one per padded dim.
   const plan::Access &in = c.inputs(0);
   size_t ns = pads.size() / 2;
@@ -621,7 +621,7 @@ llvm::Error paddedWindow(const plan::Compute &c, llvm::ArrayRef<int64_t> shape,
     if (e.kind() != plan::AccessExpr::AFFINE || e.dims_size() < 1)
       continue;
     if (window.count == flat::kMaxRank)
-      return cpu::computeError(c, "a pool over too many dims");
+      return computeError(c, "a pool over too many dims");
     PaddedDim &d = window.dims[window.count++];
     d.dim0 = int32_t(e.dims(0));
     d.dim1 = e.dims_size() > 1 ? int32_t(e.dims(1)) : -1;

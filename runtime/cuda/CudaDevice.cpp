@@ -149,7 +149,7 @@ public:
     using plan::KernelId;
     if (*id == KernelId::Recurrent || *id == KernelId::RecurrentGrad)
       return runRecurrent(c, inputs, outputs, *id == KernelId::RecurrentGrad);
-    auto p = cpu::prepare(c, inputs, outputs);
+    auto p = prepare(c, inputs, outputs);
     if (!p)
       return p.takeError();
     switch (*id) {
@@ -182,7 +182,7 @@ public:
     case KernelId::RecurrentGrad:
       return runRecurrent(c, inputs, outputs, *id == KernelId::RecurrentGrad);
     }
-    return cpu::computeError(c, "kernel '" + c.kernel() +
+    return computeError(c, "kernel '" + c.kernel() +
                                     "' does not run on the cuda backend");
   }
 
@@ -272,7 +272,7 @@ private:
   /// The sticky failure, named after compute \p c.
   llvm::Error pending(const plan::Compute &c) {
     if (failed != cudaSuccess)
-      return cpu::computeError(c, llvm::Twine("on GPU ") + llvm::Twine(gpu) +
+      return computeError(c, llvm::Twine("on GPU ") + llvm::Twine(gpu) +
                                       ": " + cudaGetErrorString(failed));
     return llvm::Error::success();
   }
@@ -315,7 +315,7 @@ private:
     return pending(c);
   }
 
-  llvm::Error runGeneric(const cpu::Prepared &p, plan::KernelId id) {
+  llvm::Error runGeneric(const Prepared &p, plan::KernelId id) {
     const plan::Compute &c = p.c;
     Generic g;
     if (auto err = describeGeneric(p, id, g))
@@ -337,7 +337,7 @@ private:
     if (auto err = pending(c))
       return err;
     if (s.badLookup)
-      return cpu::computeError(
+      return computeError(
           c, llvm::formatv("index {0} is out of range for a dim of {1} "
                            "(valid: [-{1}, {1}))",
                            s.index, s.extent)

@@ -10,7 +10,7 @@ namespace pax::runtime::cuda {
 
 namespace {
 llvm::Error blasError(const plan::Compute &c, cublasStatus_t s) {
-  return cpu::computeError(c, llvm::Twine("cuBLAS: ") +
+  return computeError(c, llvm::Twine("cuBLAS: ") +
                                   cublasGetStatusName(s) + " (" +
                                   cublasGetStatusString(s) + ")");
 }
@@ -36,13 +36,13 @@ CudaGemm::~CudaGemm() {
     cublasDestroy(static_cast<cublasHandle_t>(handle));
 }
 
-llvm::Error CudaGemm::run(const cpu::Prepared &p, const GemmShape &s,
+llvm::Error CudaGemm::run(const Prepared &p, const GemmShape &s,
                           bool allowTf32) {
   const plan::Compute &c = p.c;
   plan::DType t = p.outs[0]->dtype;
   for (size_t k = 0; k < p.ins.size(); ++k)
     if (p.ins[k]->dtype != t)
-      return cpu::computeError(c, "operands of different types on cuda");
+      return computeError(c, "operands of different types on cuda");
   cudaDataType_t type;
   cublasComputeType_t compute;
   if (t == plan::F32) {
@@ -52,31 +52,31 @@ llvm::Error CudaGemm::run(const cpu::Prepared &p, const GemmShape &s,
     type = CUDA_R_64F;
     compute = CUBLAS_COMPUTE_64F;
   } else {
-    return cpu::computeError(c, "the cuda backend multiplies f32 and f64 "
+    return computeError(c, "the cuda backend multiplies f32 and f64 "
                                 "matrices, not this dtype");
   }
-  double alpha = c.kind() == "gemm" ? cpu::attrReal(c, "alpha", 1.0) : 1.0;
+  double alpha = c.kind() == "gemm" ? attrReal(c, "alpha", 1.0) : 1.0;
   double beta = 0;
   if (p.ins.size() == 3) {
     // gemm's C, broadcast into the output through the maps; BLAS then
     // computes alpha A B + beta C in place.
-    beta = cpu::attrReal(c, "beta", 1.0);
+    beta = attrReal(c, "beta", 1.0);
     Generic g;
     describeGemmBias(p, g);
     void *scratch = nullptr;
     if (cudaError_t e = cudaMallocAsync(&scratch, sizeof(Generic), stream))
-      return cpu::computeError(c, cudaGetErrorString(e));
+      return computeError(c, cudaGetErrorString(e));
     cudaError_t e = launchGeneric(g, static_cast<Generic *>(scratch), nullptr,
                                   stream);
     cudaFreeAsync(scratch, stream);
     if (e != cudaSuccess)
-      return cpu::computeError(c, cudaGetErrorString(e));
+      return computeError(c, cudaGetErrorString(e));
   }
   if (s.m == 0 || s.n == 0 || s.batch == 0)
     return llvm::Error::success();
   for (int64_t v : {s.m, s.n, s.k, s.lda, s.ldb, s.ldc, s.batch})
     if (v > int64_t(INT32_MAX))
-      return cpu::computeError(c, "a matrix dim past cuBLAS's 32-bit sizes");
+      return computeError(c, "a matrix dim past cuBLAS's 32-bit sizes");
   float alpha32 = float(alpha), beta32 = float(beta);
   const void *a = t == plan::F32 ? static_cast<const void *>(&alpha32)
                                  : static_cast<const void *>(&alpha);

@@ -3,7 +3,7 @@
 #define PAX_RUNTIME_CUDA_CUDAGEMM_H
 
 #include "runtime/GemmShape.h"
-#include "runtime/cpu/KernelContext.h"
+#include "runtime/Prepared.h"
 
 #include <cuda_runtime_api.h>
 
@@ -20,7 +20,7 @@ class CudaGemm {
 public:
   static llvm::Expected<std::unique_ptr<CudaGemm>> create(cudaStream_t stream);
   ~CudaGemm();
-  llvm::Error run(const cpu::Prepared &p, const GemmShape &s, bool allowTf32);
+  llvm::Error run(const Prepared &p, const GemmShape &s, bool allowTf32);
 
 private:
   CudaGemm() = default;

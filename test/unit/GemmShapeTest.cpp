@@ -44,16 +44,16 @@ GemmShape check(const ComputeBuilder &b,
   Tensor want = make(plan::F64, outShape), got = make(plan::F64, outShape);
   std::vector<Tensor *> outs{&got};
   EXPECT_EQ(runWith(runKernel, b.c, inPtrs, {&want}), "");
-  auto p = cpu::prepare(b.c, inPtrs, outs);
+  auto p = prepare(b.c, inPtrs, outs);
   EXPECT_TRUE(bool(p)) << llvm::toString(p.takeError());
   auto s = matchGemm(*p);
   EXPECT_TRUE(bool(s)) << llvm::toString(s.takeError());
   if (!s)
     return {};
-  double alpha = cpu::attrReal(b.c, "alpha", 1), beta = 0;
+  double alpha = attrReal(b.c, "alpha", 1), beta = 0;
   if (ins.size() == 3) {
     // gemm's C: copied into the output first, then scaled by beta.
-    beta = cpu::attrReal(b.c, "beta", 1);
+    beta = attrReal(b.c, "beta", 1);
     for (int64_t i = 0; i < got.numel(); ++i)
       got.setReal(i, ins[2].real(i % ins[2].numel()));
   }
@@ -175,7 +175,7 @@ TEST(GemmShapeTest, RefusesWhatIsNoGemm) {
          z = make(plan::F32, {3});
   std::vector<const Tensor *> ins{&x, &y};
   std::vector<Tensor *> outs{&z};
-  auto p = cpu::prepare(b.c, ins, outs);
+  auto p = prepare(b.c, ins, outs);
   ASSERT_TRUE(bool(p));
   auto s = matchGemm(*p);
   ASSERT_FALSE(bool(s));

@@ -1,6 +1,6 @@
 //===- IterationSpace.h - Loop nests and compiled maps ---------*- C++ -*-===//
-#ifndef PAX_RUNTIME_CPU_ITERATIONSPACE_H
-#define PAX_RUNTIME_CPU_ITERATIONSPACE_H
+#ifndef PAX_RUNTIME_ITERATIONSPACE_H
+#define PAX_RUNTIME_ITERATIONSPACE_H
 
 #include "codegen/plan/Plan.pb.h"
 #include "runtime/FlatMaps.h"
@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-namespace pax::runtime::cpu {
+namespace pax::runtime {
 
 /// A compute's iteration space split into outer dims (walked in parallel,
 /// one task per point) and inner dims (`red` and `seq`, walked in order
@@ -124,6 +124,6 @@ private:
   unsigned lookups = 0;
 };
 
-} // namespace pax::runtime::cpu
+} // namespace pax::runtime
 
-#endif // PAX_RUNTIME_CPU_ITERATIONSPACE_H
+#endif // PAX_RUNTIME_ITERATIONSPACE_H

@@ -1,9 +1,9 @@
 //===- IterationSpace.cpp - Loop nests and access maps of a compute -------===//
-#include "runtime/cpu/IterationSpace.h"
+#include "runtime/IterationSpace.h"
 
 #include <algorithm>
 
-namespace pax::runtime::cpu {
+namespace pax::runtime {
 
 IterationSpace IterationSpace::of(const plan::Compute &c) {
   IterationSpace s;
@@ -282,4 +282,4 @@ std::optional<std::pair<int64_t, int64_t>> AccessIndexer::lookupOutOfRange(
   return std::nullopt;
 }
 
-} // namespace pax::runtime::cpu
+} // namespace pax::runtime
