@@ -301,3 +301,53 @@ TEST(ParserPrinterTest, IdentifiersNamedInfAndNanRoundTrip) {
 }
 
 } // namespace
+
+// A layout gives each device its block: the digits least significant
+// first, a dim's coarsest level most significant; nothing past its devices.
+TEST(LayoutTest, BlocksOfDevices) {
+  using R = Digit::Role;
+  // 2 x 3 x 2 devices: digit 0 splits dim 1 (fine level), digit 1 is a
+  // partial sum, digit 2 splits dim 1 (coarse level).
+  LayoutAttr l{{{2, R::Split, 1, 1}, {3, R::Partial, -1, 0},
+                {2, R::Split, 1, 0}}};
+  EXPECT_EQ(l.devices(), 12);
+  EXPECT_EQ(formatLayout(l), "layout[2 dim(1, 1), 3 partial, 2 dim(1, 0)]");
+  std::vector<int64_t> shape = {5, 8};
+  for (int64_t d = 0; d < 12; ++d) {
+    auto b = l.block(shape, d);
+    ASSERT_TRUE(bool(b)) << llvm::toString(b.takeError());
+    EXPECT_TRUE(b->held);
+    EXPECT_EQ(b->lo[0], 0);
+    EXPECT_EQ(b->size[0], 5);
+    EXPECT_EQ(b->size[1], 2);
+    int64_t fine = d % 2, coarse = d / 6;
+    EXPECT_EQ(b->lo[1], 2 * (coarse * 2 + fine)) << "device " << d;
+  }
+  auto past = l.block(shape, 12);
+  ASSERT_TRUE(bool(past));
+  EXPECT_FALSE(past->held);
+  auto odd = l.block({5, 6}, 0);
+  ASSERT_FALSE(bool(odd));
+  EXPECT_EQ(llvm::toString(odd.takeError()),
+            "4 blocks do not divide dim 1 of size 6");
+}
+
+// Device groups: the devices that differ only in the digits a collective
+// runs across.
+TEST(LayoutTest, GroupsOfDevices) {
+  GroupsAttr g{{2, 3}, {1}};
+  EXPECT_EQ(g.check(), "");
+  EXPECT_EQ(g.devices(), 6);
+  EXPECT_EQ(g.groups(),
+            (std::vector<std::vector<int64_t>>{{0, 2, 4}, {1, 3, 5}}));
+  g.over = {0, 1};
+  EXPECT_EQ(g.groups(),
+            (std::vector<std::vector<int64_t>>{{0, 1, 2, 3, 4, 5}}));
+  g.over = {};
+  EXPECT_EQ(g.groups().size(), 6u);
+  EXPECT_EQ(formatGroups(GroupsAttr{{2, 3}, {1}}),
+            "groups[space [2, 3], over [1]]");
+  EXPECT_EQ((GroupsAttr{{2, 3}, {2}}).check(),
+            "digit 2 is outside the device space of 2 digits");
+  EXPECT_EQ((GroupsAttr{{}, {}}).check(), "an empty device space");
+}
