@@ -139,13 +139,14 @@ void Simulator::schedule(unsigned from) {
   std::vector<double> free =
       options.delta ? freeBefore[from]
                     : std::vector<double>(size_t(resourceCount()), 0.0);
-  double most = 0;
-  for (unsigned s = 0; s < from; ++s)
-    for (const SimTask &t : secs[s])
-      most = std::max(most, t.end);
+  // The latest end before section `from`, kept per section, so a delta run
+  // reads nothing before it.
+  double most = options.delta && from > 0 ? endBefore[from] : 0;
   for (unsigned s = from; s < secs.size(); ++s) {
-    if (options.delta)
+    if (options.delta) {
       freeBefore[s] = free;
+      endBefore[s] = most;
+    }
     for (SimTask &t : secs[s]) {
       double start = 0;
       for (auto [ds, di] : t.deps)
@@ -168,9 +169,11 @@ double Simulator::simulate(llvm::ArrayRef<Config> cs) {
   configs.assign(cs.begin(), cs.end());
   secs.assign(n, {});
   outputTask.assign(n, 0);
-  if (options.delta)
+  if (options.delta) {
     freeBefore.assign(std::max<size_t>(n, 1),
                       std::vector<double>(size_t(resourceCount()), 0.0));
+    endBefore.assign(std::max<size_t>(n, 1), 0.0);
+  }
   for (unsigned i = 0; i < n; ++i)
     build(i);
   if (n)

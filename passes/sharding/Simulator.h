@@ -96,6 +96,8 @@ private:
   std::vector<unsigned> outputTask;
   /// The resources' free times before each section (for delta runs).
   std::vector<std::vector<double>> freeBefore;
+  /// The latest task end before each section (for delta runs).
+  std::vector<double> endBefore;
   double makespan = 0;
 };
 
