@@ -3,6 +3,7 @@
 
 #include "codegen/EmitCompute.h"
 #include "codegen/plan/PlanFile.h"
+#include "ir/Printer.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -125,7 +126,7 @@ static Box reachedBox(const Op &op, const AccessMap &map, const TensorType &t,
 /// Rebases \p access (one of \p op's maps, emitted for the whole space)
 /// onto block \p b and a buffer holding \p box.
 static llvm::Error rebase(const Op &op, const IterBlock &b, const Box &box,
-                         const TensorType &t, plan::Access &access) {
+                          const TensorType &t, plan::Access &access) {
   for (int i = 0; i < access.exprs_size(); ++i) {
     plan::AccessExpr &e = *access.mutable_exprs(i);
     switch (e.kind()) {
@@ -193,7 +194,8 @@ static plan::Collective::Kind planKind(OpKind k) {
 }
 
 /// Attribute \p key of \p op when it holds a \p T.
-template <typename T> static const T *attrOf(const Op &op, llvm::StringRef key) {
+template <typename T>
+static const T *attrOf(const Op &op, llvm::StringRef key) {
   auto it = op.attrs.find(key);
   return it == op.attrs.end() ? nullptr : std::get_if<T>(&it->second);
 }
@@ -216,6 +218,9 @@ public:
       : m(m), p(p), n(devices), reference(reference) {}
 
   llvm::Error run(std::vector<plan::DeviceProgram> &programs);
+  /// The probe program (emitProbePlan) of \p blocks on device 0.
+  llvm::Error probe(llvm::ArrayRef<ProbeBlock> blocks,
+                    plan::DeviceProgram &program);
 
 private:
   struct Held {
@@ -225,7 +230,12 @@ private:
   uint32_t newBuffer(int64_t d, const Value *v, const Box &box,
                      bool persistent = false);
   llvm::Expected<uint32_t> leaf(int64_t d, const Value *v, const Box &box);
-  llvm::Error emitCompute(const Op &op);
+  /// \p op on its devices; with \p probe, device 0's block of that
+  /// configuration alone, reading filled buffers.
+  llvm::Error
+  emitCompute(const Op &op,
+              const llvm::SmallVectorImpl<int64_t> *probe = nullptr);
+  uint32_t fillBuffer(int64_t d, const Value *v, const Box &box, double value);
   llvm::Error emitCollective(const Op &op);
   uint32_t group(std::vector<uint32_t> devices);
   std::string valueName(const Value *v) const;
@@ -236,8 +246,8 @@ private:
   bool reference;
   std::vector<plan::DeviceProgram> *progs = nullptr;
   std::vector<llvm::DenseMap<const Value *, Held>> held;
-  std::vector<std::map<std::pair<const Value *, std::vector<int64_t>>,
-                       uint32_t>>
+  std::vector<
+      std::map<std::pair<const Value *, std::vector<int64_t>>, uint32_t>>
       leaves;
   std::map<std::vector<uint32_t>, uint32_t> groups;
   llvm::DenseMap<const Value *, std::string> names;
@@ -332,10 +342,29 @@ uint32_t Emitter::group(std::vector<uint32_t> devices) {
   return it->second;
 }
 
-llvm::Error Emitter::emitCompute(const Op &op) {
+uint32_t Emitter::fillBuffer(int64_t d, const Value *v, const Box &box,
+                             double value) {
+  uint32_t buf = newBuffer(d, v, box);
+  plan::LoadWeight &load = *(*progs)[d].add_instructions()->mutable_load();
+  load.set_tensor(value == 0 ? "(zero)" : "(fill)");
+  load.set_source(plan::LoadWeight::FILL);
+  for (int64_t s : v->type.shape)
+    load.add_global_shape(s);
+  for (int64_t lo : box.lo)
+    load.add_offset(lo);
+  load.set_buffer(buf);
+  load.set_fill(value);
+  return buf;
+}
+
+llvm::Error Emitter::emitCompute(const Op &op,
+                                 const llvm::SmallVectorImpl<int64_t> *probe) {
   std::vector<int64_t> config(op.iters.size(), 1);
-  bool everywhere = reference || !intsAttr(op, "everywhere").empty();
-  if (!everywhere) {
+  bool everywhere =
+      !probe && (reference || !intsAttr(op, "everywhere").empty());
+  if (probe) {
+    config.assign(probe->begin(), probe->end());
+  } else if (!everywhere) {
     auto c = intsAttr(op, "config");
     if (!c.empty())
       config = c;
@@ -345,11 +374,15 @@ llvm::Error Emitter::emitCompute(const Op &op) {
     devs *= f;
   if (everywhere)
     devs = n;
+  // A probe times device 0's block.
+  if (probe)
+    devs = 1;
+  std::string costKey = opBlockKey(
+      op, localExtents(op, everywhere ? std::vector<int64_t>(op.iters.size(), 1)
+                                      : config));
   for (int64_t d = 0; d < devs; ++d) {
-    IterBlock b = iterBlock(op, everywhere ? std::vector<int64_t>(
-                                                 op.iters.size(), 1)
-                                           : config,
-                            d);
+    IterBlock b = iterBlock(
+        op, everywhere ? std::vector<int64_t>(op.iters.size(), 1) : config, d);
     llvm::SmallVector<uint32_t, 4> ins, outs;
     llvm::SmallVector<Box, 4> inBoxes, outBoxes;
     // A contraction split along a reduction leaves partial sums that are
@@ -369,18 +402,16 @@ llvm::Error Emitter::emitCompute(const Op &op) {
                                 [&](unsigned j) { return e.uses(j); });
           })) {
         Box box = reachedBox(op, o.map, o.value->type, b);
-        uint32_t zero = newBuffer(d, o.value, box);
-        plan::LoadWeight &load =
-            *(*progs)[d].add_instructions()->mutable_load();
-        load.set_tensor("(zero)");
-        load.set_source(plan::LoadWeight::FILL);
-        for (int64_t s : o.value->type.shape)
-          load.add_global_shape(s);
-        for (int64_t lo : box.lo)
-          load.add_offset(lo);
-        load.set_buffer(zero);
-        load.set_fill(0);
-        ins.push_back(zero);
+        ins.push_back(fillBuffer(d, o.value, box, 0));
+        inBoxes.push_back(box);
+        continue;
+      }
+      if (probe) {
+        // Ones for floats (in every op's domain), zeros for integers (a
+        // valid index into any table).
+        Box box = reachedBox(op, o.map, o.value->type, b);
+        ins.push_back(
+            fillBuffer(d, o.value, box, isFloat(o.value->type.elem) ? 1 : 0));
         inBoxes.push_back(box);
         continue;
       }
@@ -394,9 +425,9 @@ llvm::Error Emitter::emitCompute(const Op &op) {
         Box need = reachedBox(op, o.map, o.value->type, b);
         bool reads = llvm::all_of(need.size, [](int64_t s) { return s > 0; });
         if (reads && !it->second.box.contains(need))
-          return llvm::createStringError(
-              "internal: op '" + op.name() + "' on device " +
-              std::to_string(d) + " reads past the block it holds");
+          return llvm::createStringError("internal: op '" + op.name() +
+                                         "' on device " + std::to_string(d) +
+                                         " reads past the block it holds");
         ins.push_back(it->second.buffer);
         inBoxes.push_back(it->second.box);
         continue;
@@ -416,9 +447,8 @@ llvm::Error Emitter::emitCompute(const Op &op) {
       if (op.kind == OpKind::ScatterAdd && !box.empty)
         for (size_t i = 0; i < r.map.size(); ++i) {
           const AccessExpr &e = r.map[i];
-          bool unsplit = llvm::all_of(e.dims, [&](unsigned j) {
-            return everywhere || config[j] == 1;
-          });
+          bool unsplit = llvm::all_of(
+              e.dims, [&](unsigned j) { return everywhere || config[j] == 1; });
           if (e.kind == AccessExpr::Kind::Affine && !e.isPlainDim() &&
               unsplit) {
             box.lo[i] = 0;
@@ -429,6 +459,7 @@ llvm::Error Emitter::emitCompute(const Op &op) {
       outBoxes.push_back(box);
     }
     plan::Compute c = pax::emitCompute(op, ins, outs);
+    c.set_cost_key(costKey);
     for (size_t j = 0; j < op.iters.size(); ++j) {
       plan::IterDim &it = *c.mutable_iters(int(j));
       it.set_extent(b.extent[j]);
@@ -443,7 +474,8 @@ llvm::Error Emitter::emitCompute(const Op &op) {
       if (auto err = rebase(op, b, outBoxes[k], op.results[k].value->type,
                             *c.mutable_outputs(int(k))))
         return err;
-      held[d][op.results[k].value.get()] = {outs[k], outBoxes[k]};
+      if (!probe)
+        held[d][op.results[k].value.get()] = {outs[k], outBoxes[k]};
     }
     *(*progs)[d].add_instructions()->mutable_compute() = std::move(c);
   }
@@ -491,8 +523,8 @@ llvm::Error Emitter::emitCollective(const Op &op) {
     if (!box->empty)
       for (size_t i = 0; i < t.rank(); ++i) {
         int64_t lo = std::max<int64_t>(0, box->lo[i] - halo[2 * i]);
-        int64_t hi = std::min(t.shape[i],
-                              box->lo[i] + box->size[i] + halo[2 * i + 1]);
+        int64_t hi =
+            std::min(t.shape[i], box->lo[i] + box->size[i] + halo[2 * i + 1]);
         box->lo[i] = lo;
         box->size[i] = hi - lo;
       }
@@ -635,9 +667,8 @@ llvm::Error Emitter::run(std::vector<plan::DeviceProgram> &programs) {
   for (const auto &op : f.ops) {
     for (size_t r = 0; r < op->results.size(); ++r)
       names[op->results[r].value.get()] =
-          op->name().str() + (op->results.size() > 1
-                                  ? ":" + std::to_string(r)
-                                  : std::string());
+          op->name().str() +
+          (op->results.size() > 1 ? ":" + std::to_string(r) : std::string());
     llvm::Error err = opKindFamily(op->kind) == OpFamily::Collective
                           ? emitCollective(*op)
                           : emitCompute(*op);
@@ -682,7 +713,51 @@ llvm::Error Emitter::run(std::vector<plan::DeviceProgram> &programs) {
   return llvm::Error::success();
 }
 
+llvm::Error Emitter::probe(llvm::ArrayRef<ProbeBlock> blocks,
+                           plan::DeviceProgram &program) {
+  std::vector<plan::DeviceProgram> programs(1);
+  progs = &programs;
+  held.clear();
+  held.resize(1);
+  leaves.clear();
+  leaves.resize(1);
+  for (const ProbeBlock &b : blocks) {
+    if (b.config.size() != b.op->iters.size())
+      return llvm::createStringError(
+          "op '" + b.op->name() + "': a probe's configuration has " +
+          std::to_string(b.config.size()) + " factors for " +
+          std::to_string(b.op->iters.size()) + " iteration dims");
+    for (size_t j = 0; j < b.config.size(); ++j)
+      if (b.config[j] < 1 || b.op->iters[j].extent % b.config[j] != 0)
+        return llvm::createStringError(
+            "op '" + b.op->name() + "': a probe splits dim '" +
+            b.op->iters[j].name + "' (" +
+            std::to_string(b.op->iters[j].extent) + ") " +
+            std::to_string(b.config[j]) + " ways");
+    if (auto err = emitCompute(*b.op, &b.config))
+      return err;
+  }
+  planBuffers(programs[0]);
+  program = std::move(programs[0]);
+  return llvm::Error::success();
+}
+
 } // namespace
+
+llvm::Expected<plan::Plan> emitProbePlan(const Module &m,
+                                         llvm::ArrayRef<ProbeBlock> blocks) {
+  plan::Plan p;
+  p.set_model(m.name + " (cost probe)");
+  p.set_devices(1);
+  p.set_devices_per_node(1);
+  p.set_probe(true);
+  plan::DeviceProgram prog;
+  if (auto err = Emitter(m, p, 1, false).probe(blocks, prog))
+    return err;
+  prog.set_device(0);
+  *p.add_programs() = std::move(prog);
+  return p;
+}
 
 llvm::Expected<plan::Plan> emitPlan(const Module &m, const PlanOptions &o) {
   plan::Plan p;

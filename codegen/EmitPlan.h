@@ -34,4 +34,18 @@ struct PlanOptions {
 /// Either way the plan also holds the unpartitioned reference program.
 llvm::Expected<plan::Plan> emitPlan(const Module &m, const PlanOptions &o);
 
+/// One block to measure: device 0's block of \p op split by \p config.
+struct ProbeBlock {
+  const Op *op = nullptr;
+  llvm::SmallVector<int64_t, 6> config;
+};
+
+/// A cost probe: a one-device plan (`probe` set, no reference) that
+/// computes each of \p blocks once, in order, from inputs filled with ones
+/// (floats) or zeros (integers), each compute carrying its block's
+/// cost_key. `paxrun --write-cost-db` times it on the machine that will run
+/// the plans.
+llvm::Expected<plan::Plan> emitProbePlan(const Module &m,
+                                         llvm::ArrayRef<ProbeBlock> blocks);
+
 } // namespace pax

@@ -3,6 +3,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/xxhash.h"
 
 #include <charconv>
 #include <cmath>
@@ -245,6 +246,45 @@ void printModule(const Module &m, llvm::raw_ostream &os) {
   for (size_t i = 0; i < f.returns.size(); ++i)
     os << (i ? ", " : " ") << name(f.returns[i]);
   os << "\n  }\n}\n";
+}
+
+std::string opBlockSignature(const Op &op, llvm::ArrayRef<int64_t> local) {
+  assert(local.size() == op.iters.size() && "one extent per iteration dim");
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << opKindName(op.kind) << " [";
+  for (size_t i = 0; i < op.iters.size(); ++i)
+    os << (i ? ", " : "") << op.iters[i].name << ": " << local[i] << " "
+       << iterKindName(op.iters[i].kind);
+  os << "] ins(";
+  for (size_t i = 0; i < op.operands.size(); ++i)
+    os << (i ? ", " : "") << accessMapStr(op.operands[i].map, op.iters) << " : "
+       << op.operands[i].value->type.str();
+  os << ") outs(";
+  for (size_t i = 0; i < op.results.size(); ++i)
+    os << (i ? ", " : "") << accessMapStr(op.results[i].map, op.iters) << " : "
+       << op.results[i].value->type.str();
+  os << ")";
+  AttrMap attrs;
+  for (const auto &[key, value] : op.attrs)
+    if (key != "name" && key != "config" && key != "everywhere")
+      attrs.insert({key, value});
+  printAttrs(attrs, os);
+  return s;
+}
+
+std::string opBlockKey(const Op &op, llvm::ArrayRef<int64_t> local) {
+  return llvm::utohexstr(llvm::xxh3_64bits(opBlockSignature(op, local)),
+                         /*LowerCase=*/true, /*Width=*/16);
+}
+
+llvm::SmallVector<int64_t, 6> localExtents(const Op &op,
+                                           llvm::ArrayRef<int64_t> factors) {
+  assert(factors.size() == op.iters.size() && "one factor per iteration dim");
+  llvm::SmallVector<int64_t, 6> local;
+  for (size_t i = 0; i < op.iters.size(); ++i)
+    local.push_back(op.iters[i].extent / std::max<int64_t>(1, factors[i]));
+  return local;
 }
 
 } // namespace pax

@@ -26,4 +26,20 @@ std::string formatString(llvm::StringRef s);
 /// The text of an attribute value.
 std::string formatAttr(const AttrValue &v);
 
+/// What one device computes of \p op when its iteration dims have the local
+/// extents \p local: the kind, the dims (kind and local extent), every
+/// access map with its tensor's type, and the attributes that change the
+/// computation (not the source name, the configuration or where it runs).
+/// Equal signatures compute the same block the same way, whichever layer or
+/// configuration they come from: measured costs are keyed by it.
+std::string opBlockSignature(const Op &op, llvm::ArrayRef<int64_t> local);
+
+/// A short key of opBlockSignature: 16 hex digits of its 64-bit hash.
+std::string opBlockKey(const Op &op, llvm::ArrayRef<int64_t> local);
+
+/// The local extents of \p op split by \p factors (one per iteration dim;
+/// each must divide its extent).
+llvm::SmallVector<int64_t, 6> localExtents(const Op &op,
+                                           llvm::ArrayRef<int64_t> factors);
+
 } // namespace pax
