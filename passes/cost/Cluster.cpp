@@ -43,7 +43,8 @@ const std::vector<Preset> &presets() {
       // and B = 16 GB/s (PCIe 3.0 x16: 15.75 GB/s per direction) at both
       // levels. 11 GiB: the 1080 Ti's memory.
       {"GTX 1080 Ti nodes on PCIe, PaSE's experiments and cost constants",
-       {"pase", 32, 8, 10 * kTera, 11 * kGiB, link(16, 5), link(16, 10)}},
+       {"pase", 32, 8, 10 * kTera, 11 * kGiB, link(16, 5), link(16, 10),
+        0, nullptr}},
       // FlexFlow (Jia, SysML'19), sec. 8, fig. 6: 4 nodes of 4 Tesla P100
       // (SXM2, 16 GB HBM2), NVLink inside a node, one 100 Gb/s EDR
       // InfiniBand HCA per node. 10.6 TFLOP/s is the P100's fp32 peak (21.2
@@ -54,7 +55,7 @@ const std::vector<Preset> &presets() {
       // per device.
       {"4x Tesla P100 per node on NVLink, EDR InfiniBand: FlexFlow's cluster",
        {"p100-nvlink", 16, 4, 10.6 * kTera, 16 * kGiB, link(40, 3),
-        link(12.5 / 4, 10)}},
+        link(12.5 / 4, 10), 0, nullptr}},
       // NVIDIA DGX-1 (P100): 8 Tesla P100 SXM2 16GB in a hybrid cube mesh of
       // NVLink 1 (4 links of 20 GB/s per direction per GPU; a ring through
       // the mesh sustains about two links: 40 GB/s), 4 EDR InfiniBand NICs
@@ -62,21 +63,23 @@ const std::vector<Preset> &presets() {
       // 10.6 TFLOP/s fp32, as for p100-nvlink.
       {"8x Tesla P100 per node on NVLink (DGX-1), 4x EDR InfiniBand",
        {"dgx1-p100", 16, 8, 10.6 * kTera, 16 * kGiB, link(40, 3),
-        link(12.5 / 2, 10)}},
+        link(12.5 / 2, 10), 0, nullptr}},
       // NVIDIA DGX A100 datasheet: 8 A100 SXM4 80GB, NVLink3 through
       // NVSwitch at 600 GB/s per GPU (300 per direction), 8 ConnectX-6
       // 200 Gb/s HDR InfiniBand NICs (one per GPU: 25 GB/s). 156 TFLOP/s is
       // the dense TF32 tensor-core peak: fp32 tensors with TF32 math, cuDNN's
       // default for convolutions (19.5 TFLOP/s without tensor cores).
       {"8x A100 80GB per node on NVSwitch, 8x 200 Gb/s HDR InfiniBand",
-       {"dgx-a100", 8, 8, 156 * kTera, 80 * kGiB, link(300, 3), link(25, 5)}},
+       {"dgx-a100", 8, 8, 156 * kTera, 80 * kGiB, link(300, 3), link(25, 5),
+        0, nullptr}},
       // NVIDIA DGX H100 datasheet: 8 H100 SXM5 80GB, NVLink4 through NVSwitch
       // at 900 GB/s per GPU (450 per direction), 8 ConnectX-7 400 Gb/s NDR
       // InfiniBand NICs (one per GPU: 50 GB/s). 495 TFLOP/s is the dense TF32
       // tensor-core peak, as for the A100 (989 with sparsity; 67 without
       // tensor cores).
       {"8x H100 80GB per node on NVSwitch, 8x 400 Gb/s NDR InfiniBand",
-       {"dgx-h100", 8, 8, 495 * kTera, 80 * kGiB, link(450, 3), link(50, 5)}},
+       {"dgx-h100", 8, 8, 495 * kTera, 80 * kGiB, link(450, 3), link(50, 5),
+        0, nullptr}},
   };
   return table;
 }
@@ -136,7 +139,13 @@ llvm::Error validate(const Cluster &c, llvm::StringRef where) {
     return err;
   if (auto err = checkLink(where, "intra-node", c.intraNode))
     return err;
-  return checkLink(where, "inter-node", c.interNode);
+  if (auto err = checkLink(where, "inter-node", c.interNode))
+    return err;
+  if (c.reduceBandwidth < 0 || !std::isfinite(c.reduceBandwidth))
+    return llvm::createStringError(
+        where + ": the reduce bandwidth must not be negative, got " +
+        num(c.reduceBandwidth / kGB) + " GB/s");
+  return llvm::Error::success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -290,7 +299,8 @@ llvm::Expected<Cluster> pax::parseClusterJson(llvm::StringRef text,
                                    "cluster");
   FieldReader r(*obj, origin, "");
   if (auto err = r.checkKnown({"name", "gpus", "gpus_per_node", "peak_tflops",
-                               "memory_gib", "intra_node", "inter_node"}))
+                               "memory_gib", "intra_node", "inter_node",
+                               "reduce_gbps"}))
     return err;
   Cluster c;
   auto name = r.string("name");
@@ -321,6 +331,12 @@ llvm::Expected<Cluster> pax::parseClusterJson(llvm::StringRef text,
   if (!inter)
     return inter.takeError();
   c.interNode = *inter;
+  if (obj->get("reduce_gbps")) {
+    auto reduce = r.number("reduce_gbps");
+    if (!reduce)
+      return reduce.takeError();
+    c.reduceBandwidth = *reduce * kGB;
+  }
   return c;
 }
 
@@ -364,13 +380,16 @@ llvm::json::Value pax::clusterToJson(const Cluster &c) {
     return llvm::json::Object{{"bandwidth_gbps", l.bandwidth / kGB},
                               {"latency_us", l.latency * kMicro}};
   };
-  return llvm::json::Object{{"name", c.name},
-                            {"gpus", c.gpus},
-                            {"gpus_per_node", c.gpusPerNode},
-                            {"peak_tflops", c.peakFlops / kTera},
-                            {"memory_gib", c.memoryBytes / kGiB},
-                            {"intra_node", linkJson(c.intraNode)},
-                            {"inter_node", linkJson(c.interNode)}};
+  llvm::json::Object o{{"name", c.name},
+                       {"gpus", c.gpus},
+                       {"gpus_per_node", c.gpusPerNode},
+                       {"peak_tflops", c.peakFlops / kTera},
+                       {"memory_gib", c.memoryBytes / kGiB},
+                       {"intra_node", linkJson(c.intraNode)},
+                       {"inter_node", linkJson(c.interNode)}};
+  if (c.reduceBandwidth > 0)
+    o["reduce_gbps"] = c.reduceBandwidth / kGB;
+  return o;
 }
 
 std::string pax::describeClusters() {

@@ -1,11 +1,14 @@
 //===- Cluster.h - The machine a strategy runs on: devices and links ------===//
 #pragma once
 
+#include "codegen/plan/CostDb.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -32,6 +35,14 @@ struct Cluster {
   /// Memory of one device, bytes.
   double memoryBytes = 0;
   LinkLevel intraNode, interNode;
+  /// Bytes per second one device sums partial sums at in a reducing
+  /// collective (all-reduce, reduce-scatter), on top of moving them; 0:
+  /// free (a GPU reduces as fast as its links deliver). Measured on hosts
+  /// whose transports reduce in memory (paxrun --measure-links).
+  double reduceBandwidth = 0;
+  /// Measured op blocks (`--cost-db`): a block measured here is priced by
+  /// its measurement, any other at peakFlops.
+  std::shared_ptr<const CostDb> measured;
 
   /// Number of nodes; a cluster smaller than one node is one (partial) node.
   unsigned nodes() const;

@@ -92,14 +92,24 @@ static double twoLevelAllReduce(const Cluster &c, Group g, double bytes,
          ringAllReduce(s.outerLink, s.outer, bytes / s.inner);
 }
 
+/// Summing partial sums: each member adds (n-1)/n of the buffer, whatever
+/// the schedule.
+static double reduceSeconds(const Cluster &c, Group g, double bytes) {
+  if (c.reduceBandwidth <= 0)
+    return 0;
+  return double(g.size - 1) / g.size * bytes / c.reduceBandwidth;
+}
+
 double pax::allReduce(const Cluster &c, Group g, double bytes,
                       CollectiveAlgo algo) {
   checkGroup(c, g);
   if (g.size == 1 || bytes <= 0)
     return 0;
-  return schedule(g, algo, [&](unsigned inner) {
-    return twoLevelAllReduce(c, g, bytes, inner);
-  });
+  return schedule(g, algo,
+                  [&](unsigned inner) {
+                    return twoLevelAllReduce(c, g, bytes, inner);
+                  }) +
+         reduceSeconds(c, g, bytes);
 }
 
 unsigned pax::allReduceInnerRing(const Cluster &c, Group g, double bytes) {
@@ -132,8 +142,9 @@ double pax::allGather(const Cluster &c, Group g, double bytes,
 
 double pax::reduceScatter(const Cluster &c, Group g, double bytes,
                           CollectiveAlgo algo) {
-  // The all-gather schedule run backwards: the same steps, the same bytes.
-  return allGather(c, g, bytes, algo);
+  // The all-gather schedule run backwards: the same steps, the same bytes,
+  // and the sums.
+  return allGather(c, g, bytes, algo) + reduceSeconds(c, g, bytes);
 }
 
 double pax::allToAll(const Cluster &c, Group g, double bytesPerMember) {

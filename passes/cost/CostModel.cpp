@@ -1,6 +1,8 @@
 //===- CostModel.cpp - Predicted step time and memory of a strategy -------===//
 #include "passes/cost/CostModel.h"
 
+#include "ir/Printer.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 namespace pax {
@@ -152,10 +154,22 @@ double CostModel::gradientSync(const Op &op, const Config &c) const {
   return t;
 }
 
+std::optional<double> CostModel::measuredSeconds(const Op &op,
+                                                 const Config &c) const {
+  if (!cluster.measured)
+    return std::nullopt;
+  return cluster.measured->seconds(opBlockKey(op, localExtents(op, c)));
+}
+
 OpCost CostModel::opCost(const Op &op, const Config &c) const {
   OpCost cost;
   double passes = mode == CostMode::Train ? 1 + kBackwardFactor : 1;
-  cost.compute = passes * computeSeconds(cluster, pointsPerDevice(op, c));
+  // A measured block is priced by its measurement (the forward pass, which
+  // a training step's backward is assumed to cost twice of).
+  std::optional<double> measured = measuredSeconds(op, c);
+  cost.compute =
+      passes *
+      (measured ? *measured : computeSeconds(cluster, pointsPerDevice(op, c)));
   // Reducing partial sums needs nothing on the way back (the gradient of a
   // sum reaches every term as is).
   cost.communication = reduceInside(op, c);

@@ -43,6 +43,10 @@ public:
   /// The cost of \p op in configuration \p c.
   OpCost opCost(const Op &op, const Config &c) const;
 
+  /// The measured seconds of \p op's block in configuration \p c (the
+  /// cluster's cost database), if measured.
+  std::optional<double> measuredSeconds(const Op &op, const Config &c) const;
+
   /// Seconds of a plan.
   double planSeconds(llvm::ArrayRef<ReshardStep> plan) const;
 

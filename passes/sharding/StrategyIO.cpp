@@ -86,12 +86,21 @@ static double gap(const StrategyReport &r) {
 }
 
 static llvm::json::Object costJson(const StrategyCost &c) {
-  return llvm::json::Object{{"cost_s", c.seconds},
-                            {"simulated_s", c.simulatedSeconds},
-                            {"compute_s", c.computeSeconds},
-                            {"comm_s", c.commSeconds},
-                            {"comm_bytes", c.commBytes},
-                            {"memory_bytes", c.memoryBytes}};
+  return llvm::json::Object{
+      {"cost_s", c.seconds},           {"simulated_s", c.simulatedSeconds},
+      {"compute_s", c.computeSeconds}, {"comm_s", c.commSeconds},
+      {"comm_bytes", c.commBytes},     {"memory_bytes", c.memoryBytes}};
+}
+
+/// How many ops of \p configs the cluster's cost database prices, of all.
+static std::pair<size_t, size_t> measuredOps(const Module &m,
+                                             const Cluster &cluster,
+                                             llvm::ArrayRef<Config> configs) {
+  CostModel model(cluster, CostMode::Infer);
+  size_t measured = 0;
+  for (size_t i = 0; i < m.main.ops.size() && i < configs.size(); ++i)
+    measured += model.measuredSeconds(*m.main.ops[i], configs[i]).has_value();
+  return {measured, m.main.ops.size()};
 }
 
 static llvm::json::Object configJson(const Op &op, const Config &c) {
@@ -107,6 +116,11 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
   out["model"] = m.name;
   out["cluster"] = clusterToJson(*r.cluster);
   out["gpus"] = int64_t(r.cluster->gpus);
+  if (r.cluster->measured) {
+    auto [measured, all] = measuredOps(m, *r.cluster, r.strategy.configs);
+    out["measured_ops"] = int64_t(measured);
+    out["priced_ops"] = int64_t(all);
+  }
   out["mode"] =
       r.mode == CostMode::Train || r.trainingProgram ? "train" : "infer";
   out["training_program"] = r.trainingProgram;
@@ -116,25 +130,25 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
          describeAggregation(m, r.strategy.configs, *r.cluster)) {
       llvm::json::Array moves;
       for (const auto &[kind, bytes] : a.moves)
-        moves.push_back(llvm::json::Object{{"collective", kind},
-                                           {"bytes", bytes}});
-      aggregation.push_back(llvm::json::Object{
-          {"parameter", a.parameter},
-          {"kind", a.kind},
-          {"bytes", a.bytes},
-          {"local_aggregation", a.innerRing > 1},
-          {"collectives", std::move(moves)}});
+        moves.push_back(
+            llvm::json::Object{{"collective", kind}, {"bytes", bytes}});
+      aggregation.push_back(
+          llvm::json::Object{{"parameter", a.parameter},
+                             {"kind", a.kind},
+                             {"bytes", a.bytes},
+                             {"local_aggregation", a.innerRing > 1},
+                             {"collectives", std::move(moves)}});
     }
     out["aggregation"] = std::move(aggregation);
   }
   out["solver"] = solverName(r.solver);
   out["search_s"] = r.searchSeconds;
   if (r.solver == SolverKind::Mcmc)
-    out["mcmc"] = llvm::json::Object{
-        {"proposals", int64_t(r.strategy.proposals)},
-        {"accepted", int64_t(r.strategy.accepted)},
-        {"dp_simulated_s", r.strategy.dpSimulatedSeconds},
-        {"budget_hit", r.strategy.budgetHit}};
+    out["mcmc"] =
+        llvm::json::Object{{"proposals", int64_t(r.strategy.proposals)},
+                           {"accepted", int64_t(r.strategy.accepted)},
+                           {"dp_simulated_s", r.strategy.dpSimulatedSeconds},
+                           {"budget_hit", r.strategy.budgetHit}};
   const DpStats &st = r.strategy.stats;
   out["exact"] = st.exact && !r.given;
   if (!r.given) {
@@ -160,8 +174,9 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
       {"order", vertexOrderName(s.order)},
       {"largest_dependent_set_generateseq", int64_t(s.largestGenerateSeq)},
       {"largest_dependent_set_minwork", int64_t(s.largestMinWork)},
-      {"exact_dp_states",
-       s.exactStates > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(s.exactStates)},
+      {"exact_dp_states", s.exactStates > uint64_t(INT64_MAX)
+                              ? INT64_MAX
+                              : int64_t(s.exactStates)},
       {"peak_memory_bytes", r.peakMemoryBytes}};
   // Reserved: json::Value's move may throw, so a growing vector copies.
   llvm::json::Array ops;
@@ -178,13 +193,13 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
           {"name", op.iters[d].name},
           {"extent", op.iters[d].extent},
           {"kind", iterKindName(op.iters[d].kind)},
-          {"splittable", split[d] ? (runs[d] ? "yes" : "cost-model-only")
-                                  : "no"}});
-    ops.push_back(llvm::json::Object{
-        {"name", op.name()},
-        {"kind", opKindName(op.kind)},
-        {"config", configJson(op, r.strategy.configs[i])},
-        {"dims", std::move(dims)}});
+          {"splittable",
+           split[d] ? (runs[d] ? "yes" : "cost-model-only") : "no"}});
+    ops.push_back(
+        llvm::json::Object{{"name", op.name()},
+                           {"kind", opKindName(op.kind)},
+                           {"config", configJson(op, r.strategy.configs[i])},
+                           {"dims", std::move(dims)}});
   }
   out["ops"] = std::move(ops);
   return out;
@@ -358,8 +373,7 @@ void printReport(const Module &m, const StrategyReport &r,
                              "program)"
          : r.mode == CostMode::Train ? "training"
                                      : "inference")
-     << ", solver "
-     << solverName(r.solver) << "\n\n";
+     << ", solver " << solverName(r.solver) << "\n\n";
   printConfigs(m, r.strategy, os);
   os << "\npredicted step time: " << seconds(c.seconds) << " (compute "
      << seconds(c.computeSeconds) << ", communication "
@@ -367,19 +381,24 @@ void printReport(const Module &m, const StrategyReport &r,
   os << "simulated step time: " << seconds(c.simulatedSeconds)
      << " (compute and communication overlapped)\n";
   os << "memory per device:   " << gib(c.memoryBytes) << "\n";
+  if (r.cluster->measured) {
+    auto [measured, all] = measuredOps(m, *r.cluster, r.strategy.configs);
+    os << llvm::formatv("op costs:            measured for {0} of {1} ops "
+                        "(the cost database), the rest at the peak rate\n",
+                        measured, all);
+  }
   if (r.trainingProgram)
     printAggregation(m, r, os);
   os << "communication:       "
      << llvm::formatv("{0:F1} MiB", c.commBytes / double(1 << 20))
      << " per device per step\n";
   for (const auto &[name, b] : r.baselines)
-    os << llvm::formatv("vs {0,-14} {1}, {2} memory: speedup {3:F2}x "
-                        "(simulated {4}: {5:F2}x)\n",
-                        name, seconds(b.seconds), gib(b.memoryBytes),
-                        b.seconds / std::max(c.seconds, 1e-30),
-                        seconds(b.simulatedSeconds),
-                        b.simulatedSeconds /
-                            std::max(c.simulatedSeconds, 1e-30));
+    os << llvm::formatv(
+        "vs {0,-14} {1}, {2} memory: speedup {3:F2}x "
+        "(simulated {4}: {5:F2}x)\n",
+        name, seconds(b.seconds), gib(b.memoryBytes),
+        b.seconds / std::max(c.seconds, 1e-30), seconds(b.simulatedSeconds),
+        b.simulatedSeconds / std::max(c.simulatedSeconds, 1e-30));
   size_t total = 0, largest = 0;
   for (size_t n : r.strategy.spaceSizes)
     total += n, largest = std::max(largest, n);
@@ -387,8 +406,8 @@ void printReport(const Module &m, const StrategyReport &r,
      << " per op), largest dependent set "
      << r.strategy.stats.largestDependentSet << ", " << r.strategy.stats.states
      << " DP states (" << r.strategy.stats.builtStates
-     << " built, the rest repeat them), " << seconds(r.searchSeconds) << ", peak memory "
-     << gib(r.peakMemoryBytes) << "\n";
+     << " built, the rest repeat them), " << seconds(r.searchSeconds)
+     << ", peak memory " << gib(r.peakMemoryBytes) << "\n";
   const DpStats &st = r.strategy.stats;
   if (r.given)
     return;
@@ -424,12 +443,11 @@ void printReport(const Module &m, const StrategyReport &r,
         "optimum: not proven; lower bound {0}, so this strategy is within "
         "{1:F2}% of the best{2}\n",
         seconds(lowerBoundSeconds(r)), 100 * gap(r),
-        st.exactStates
-            ? llvm::formatv(" (the exact DP needs {0} states, over "
-                            "--max-states; {1} vertices split)",
-                            st.exactStates, st.splitVertices)
-                  .str()
-            : std::string());
+        st.exactStates ? llvm::formatv(" (the exact DP needs {0} states, over "
+                                       "--max-states; {1} vertices split)",
+                                       st.exactStates, st.splitVertices)
+                             .str()
+                       : std::string());
 }
 
 /// A DOT string literal of \p text.
@@ -450,8 +468,8 @@ static std::string dotString(llvm::StringRef text) {
 void writeStrategyDot(const Module &m, const Strategy &s,
                       llvm::raw_ostream &os) {
   static const char *palette[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072",
-                                   "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
-                                   "#bc80bd", "#ccebc5", "#ffed6f", "#a6cee3"};
+                                  "#80b1d3", "#fdb462", "#b3de69", "#fccde5",
+                                  "#bc80bd", "#ccebc5", "#ffed6f", "#a6cee3"};
   const Func &f = m.main;
   llvm::DenseSet<const Op *> constants = constantOps(m);
   std::map<std::string, size_t> colours;
@@ -467,8 +485,8 @@ void writeStrategyDot(const Module &m, const Strategy &s,
       fill = palette[it->second % std::size(palette)];
     }
     os << "  op" << i << " [label="
-       << dotString((opKindName(op.kind) + " " + op.name() + "\n" + config)
-                        .str())
+       << dotString(
+              (opKindName(op.kind) + " " + op.name() + "\n" + config).str())
        << ", fillcolor=\"" << fill << "\"];\n";
   }
   for (const Use &u : usesOf(m))

@@ -14,7 +14,7 @@ using Algo = CollectiveAlgo;
 /// Round numbers, so the expected costs can be computed by hand: 4 nodes of
 /// 4 devices, 1 GB/s and 1 us inside a node, 0.25 GB/s and 10 us across.
 Cluster toyCluster() {
-  return {"toy", 16, 4, 1e12, 1e9, {1e9, 1e-6}, {0.25e9, 10e-6}};
+  return {"toy", 16, 4, 1e12, 1e9, {1e9, 1e-6}, {0.25e9, 10e-6}, 0, nullptr};
 }
 
 /// Every collective priced at one group and size, by name.

@@ -17,6 +17,7 @@
 #include "passes/sharding/StrategyIO.h"
 #include "tools/common/Runnable.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -38,7 +39,17 @@ static cl::OptionCategory paxcCategory("paxc options");
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
                                       cl::cat(paxcCategory));
 
-enum class Emit { IR, Summary, Report, Strategy, Trace, Dot, Plan, PlanText };
+enum class Emit {
+  IR,
+  Summary,
+  Report,
+  Strategy,
+  Trace,
+  Dot,
+  Plan,
+  PlanText,
+  CostProbe
+};
 static cl::opt<Emit> emit(
     "emit",
     cl::desc("What to produce (default: summary, or report with --gpus)"),
@@ -63,7 +74,11 @@ static cl::opt<Emit> emit(
                           "the plan paxrun executes (binary; the default "
                           "when -o ends in .paxplan)"),
                clEnumValN(Emit::PlanText, "plan-text",
-                          "the plan as protobuf text")),
+                          "the plan as protobuf text"),
+               clEnumValN(Emit::CostProbe, "cost-probe",
+                          "a one-device plan computing every distinct op "
+                          "block of the search space once, for paxrun "
+                          "--write-cost-db to time")),
     cl::cat(paxcCategory));
 
 enum class Format { Text, Json };
@@ -135,8 +150,8 @@ static cl::opt<std::string>
                     "regular expression stay fixed (no gradient)"),
            cl::value_desc("REGEX"), cl::cat(lossCategory));
 
-static cl::OptionCategory trainCategory(
-    "paxc training step options (--mode=train with --loss)");
+static cl::OptionCategory
+    trainCategory("paxc training step options (--mode=train with --loss)");
 static cl::opt<std::string> optimizerKind(
     "optimizer", cl::desc("The parameter update of a training step"),
     cl::value_desc("sgd|adam|adamw"), cl::init("sgd"), cl::cat(trainCategory));
@@ -145,8 +160,7 @@ static cl::opt<double> learningRate("lr", cl::desc("Learning rate"),
 static cl::opt<double> momentum("momentum",
                                 cl::desc("SGD momentum (torch's, dampening 0)"),
                                 cl::init(0), cl::cat(trainCategory));
-static cl::opt<bool> nesterov("nesterov",
-                              cl::desc("SGD: Nesterov momentum"),
+static cl::opt<bool> nesterov("nesterov", cl::desc("SGD: Nesterov momentum"),
                               cl::cat(trainCategory));
 static cl::opt<double> weightDecay(
     "weight-decay",
@@ -154,8 +168,8 @@ static cl::opt<double> weightDecay(
     cl::init(0), cl::cat(trainCategory));
 static cl::opt<double> beta1("beta1", cl::desc("Adam's beta1"), cl::init(0.9),
                              cl::cat(trainCategory));
-static cl::opt<double> beta2("beta2", cl::desc("Adam's beta2"),
-                             cl::init(0.999), cl::cat(trainCategory));
+static cl::opt<double> beta2("beta2", cl::desc("Adam's beta2"), cl::init(0.999),
+                             cl::cat(trainCategory));
 static cl::opt<double> adamEps("adam-eps", cl::desc("Adam's epsilon"),
                                cl::init(1e-8), cl::cat(trainCategory));
 static cl::opt<double> clipNorm(
@@ -191,9 +205,8 @@ static cl::opt<std::string>
          cl::cat(searchCategory));
 static cl::opt<std::string> solver(
     "solver",
-    cl::desc(
-        "dp (PaSE's DP, default), dp-bfs, exhaustive, data-parallel, "
-        "expert, mcmc (FlexFlow's search over the simulated step)"),
+    cl::desc("dp (PaSE's DP, default), dp-bfs, exhaustive, data-parallel, "
+             "expert, mcmc (FlexFlow's search over the simulated step)"),
     cl::value_desc("name"), cl::init("dp"), cl::cat(searchCategory));
 static cl::opt<double> searchBudget(
     "search-budget",
@@ -210,16 +223,18 @@ static cl::opt<bool> mcmcFull(
     cl::desc("--solver=mcmc: simulate the whole step for every proposal "
              "instead of delta simulation (same answer, slower; benchmarks)"),
     cl::cat(searchCategory));
-static cl::opt<uint64_t>
-    searchSeed("search-seed", cl::desc("--solver=mcmc: the chains' seed"),
-               cl::value_desc("N"), cl::init(0), cl::cat(searchCategory));
+static cl::opt<uint64_t> searchSeed("search-seed",
+                                    cl::desc("--solver=mcmc: the chains' seed"),
+                                    cl::value_desc("N"), cl::init(0),
+                                    cl::cat(searchCategory));
 static cl::opt<double>
     memLimit("mem-limit", cl::desc("Most memory one device may hold, GiB"),
              cl::value_desc("GiB"), cl::init(0), cl::cat(searchCategory));
-static cl::opt<uint64_t> maxStates(
-    "max-states", cl::desc("Most DP table entries the search may hold"),
-    cl::value_desc("N"), cl::init(pax::kDefaultMaxStates),
-    cl::cat(searchCategory));
+static cl::opt<uint64_t>
+    maxStates("max-states",
+              cl::desc("Most DP table entries the search may hold"),
+              cl::value_desc("N"), cl::init(pax::kDefaultMaxStates),
+              cl::cat(searchCategory));
 static cl::opt<bool> exactSearch(
     "exact",
     cl::desc("Fail when the exact search does not fit in --max-states, "
@@ -243,6 +258,11 @@ static cl::opt<unsigned>
     maxDims("config-max-dims",
             cl::desc("Most dims of one op split at once (0: any)"),
             cl::value_desc("N"), cl::init(0), cl::cat(searchCategory));
+static cl::opt<std::string> costDbPath(
+    "cost-db",
+    cl::desc("Price each op block measured in this cost database (paxrun "
+             "--write-cost-db) by its measurement instead of the peak rate"),
+    cl::value_desc("FILE.json"), cl::cat(searchCategory));
 static cl::opt<std::string> strategyPath(
     "strategy",
     cl::desc("Use the strategy in this JSON file instead of searching"),
@@ -261,14 +281,45 @@ static std::optional<Cluster> theCluster;
 /// Whether the program is a training step (backward and updates built in).
 static bool trainingStep = false;
 
-static llvm::Expected<StrategyReport> shardModel(const Module &m,
-                                                 bool forPlan,
-                                                 bool keepGiven = false) {
+/// The cluster of --cluster, --gpus, --gpus-per-node and --cost-db.
+static llvm::Expected<Cluster> clusterFromFlags() {
   auto cluster = makeCluster(
       clusterName,
       gpus.getNumOccurrences() ? std::optional<unsigned>(gpus) : std::nullopt,
       gpusPerNode.getNumOccurrences() ? std::optional<unsigned>(gpusPerNode)
                                       : std::nullopt);
+  if (!cluster)
+    return cluster.takeError();
+  if (!costDbPath.empty()) {
+    auto db = readCostDb(costDbPath);
+    if (!db)
+      return db.takeError();
+    cluster->measured = std::make_shared<const CostDb>(std::move(*db));
+  }
+  return cluster;
+}
+
+/// The configuration space of the --config-* flags on \p cluster.
+static ConfigOptions configOptionsFromFlags(const Cluster &cluster,
+                                            bool forPlan, bool keepGiven) {
+  ConfigOptions o;
+  o.devices = cluster.gpus;
+  o.powersOfTwo = pow2;
+  o.exact = exact;
+  o.maxPerDim = maxSplit;
+  o.executable = forPlan;
+  o.keepGiven = keepGiven;
+  // Past 16 devices the full space grows faster than it pays: two split
+  // dims per op keep the search in seconds at 1024 GPUs (docs/PERFORMANCE.md).
+  o.maxSplitDims = maxDims.getNumOccurrences() ? unsigned(maxDims)
+                   : cluster.gpus > 16         ? 2u
+                                               : 0u;
+  return o;
+}
+
+static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
+                                                 bool keepGiven = false) {
+  auto cluster = clusterFromFlags();
   if (!cluster)
     return cluster.takeError();
   theCluster = *cluster;
@@ -285,17 +336,7 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m,
   if (memLimit < 0)
     return llvm::createStringError("--mem-limit must not be negative");
   ShardingOptions o;
-  o.configs.devices = theCluster->gpus;
-  o.configs.powersOfTwo = pow2;
-  o.configs.exact = exact;
-  o.configs.maxPerDim = maxSplit;
-  o.configs.executable = forPlan;
-  o.configs.keepGiven = keepGiven;
-  // Past 16 devices the full space grows faster than it pays: two split
-  // dims per op keep the search in seconds at 1024 GPUs (docs/PERFORMANCE.md).
-  o.configs.maxSplitDims = maxDims.getNumOccurrences() ? unsigned(maxDims)
-                           : theCluster->gpus > 16     ? 2u
-                                                       : 0u;
+  o.configs = configOptionsFromFlags(*theCluster, forPlan, keepGiven);
   // A training step's second phase searches what no forward op decided
   // (how gradients are aggregated, where updates run) with the cost model,
   // whatever solver chose the forward configurations.
@@ -341,10 +382,10 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m,
   }
   // A training step's backward ops are in the program: each op is priced
   // once, as it runs.
-  auto report = buildReport(
-      m, *theCluster,
-      mode == "train" && !trainingStep ? CostMode::Train : CostMode::Infer, o,
-      fixed);
+  auto report = buildReport(m, *theCluster,
+                            mode == "train" && !trainingStep ? CostMode::Train
+                                                             : CostMode::Infer,
+                            o, fixed);
   if (shown)
     llvm::errs() << "\n";
   if (report) {
@@ -352,6 +393,42 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m,
     report->solver = *kind;
   }
   return report;
+}
+
+/// --emit=cost-probe: device 0's block of every op in every configuration
+/// the plan search may choose, each distinct block once.
+static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
+  if (auto err = checkRunnable(m))
+    return err;
+  auto cluster = clusterFromFlags();
+  if (!cluster)
+    return cluster.takeError();
+  ConfigOptions co = configOptionsFromFlags(*cluster, /*forPlan=*/true,
+                                            /*keepGiven=*/false);
+  llvm::DenseSet<const Op *> everywhere = constantOps(m);
+  std::vector<ProbeBlock> blocks;
+  llvm::StringSet<> seen;
+  size_t configs = 0;
+  for (const auto &op : m.main.ops) {
+    std::vector<Config> space =
+        everywhere.contains(op.get())
+            ? std::vector<Config>{Config(op->iters.size(), 1)}
+            : enumerateConfigs(*op, co);
+    configs += space.size();
+    for (Config &c : space)
+      if (seen.insert(opBlockKey(*op, localExtents(*op, c))).second)
+        blocks.push_back({op.get(), std::move(c)});
+  }
+  auto p = emitProbePlan(m, blocks);
+  if (!p)
+    return p.takeError();
+  os << encodePlan(*p);
+  if (!quiet && outputPath != "-")
+    llvm::errs() << llvm::formatv(
+        "paxc: wrote {0}: {1} distinct op blocks of {2} ops in {3} "
+        "configurations on up to {4} devices\n",
+        outputPath, blocks.size(), m.main.ops.size(), configs, cluster->gpus);
+  return llvm::Error::success();
 }
 
 int main(int argc, char **argv) {
@@ -462,22 +539,15 @@ int main(int argc, char **argv) {
     if (!first)
       return fail(llvm::toString(first.takeError()));
     for (size_t i = 0; i < m.main.ops.size(); ++i)
-      m.main.ops[i]->attrs["config"] =
-          std::vector<int64_t>(first->strategy.configs[i].begin(),
-                               first->strategy.configs[i].end());
+      m.main.ops[i]->attrs["config"] = std::vector<int64_t>(
+          first->strategy.configs[i].begin(), first->strategy.configs[i].end());
   }
   // Partitioned, a lookup's gradient and the updates may run whole on
   // every device (replica dims of the plan's device count).
   int64_t replicas = 1;
   if (partitioned && (gradients || trainingStep)) {
     if (!theCluster) {
-      auto cluster = makeCluster(
-          clusterName,
-          gpus.getNumOccurrences() ? std::optional<unsigned>(gpus)
-                                   : std::nullopt,
-          gpusPerNode.getNumOccurrences()
-              ? std::optional<unsigned>(gpusPerNode)
-              : std::nullopt);
+      auto cluster = clusterFromFlags();
       if (!cluster)
         return fail(llvm::toString(cluster.takeError()));
       theCluster = *cluster;
@@ -522,6 +592,12 @@ int main(int argc, char **argv) {
   llvm::ToolOutputFile out(outputPath, ec, llvm::sys::fs::OF_Text);
   if (ec)
     return fail("cannot write '" + outputPath + "': " + ec.message());
+  if (emit == Emit::CostProbe) {
+    if (auto err = writeCostProbe(m, out.os()))
+      return fail(llvm::toString(std::move(err)));
+    out.keep();
+    return 0;
+  }
   if (planning) {
     if (mode == "train" && !trainingStep)
       return fail("a training plan needs a loss (--loss); --mode=train alone "
