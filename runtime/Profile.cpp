@@ -24,7 +24,10 @@ void recordKernelTime(const plan::Compute &c, int64_t ns) {
   ProfileBy by = profiling.load(std::memory_order_relaxed);
   if (by == ProfileBy::Off)
     return;
-  std::string key = by == ProfileBy::Kernel ? c.kernel() : c.kind();
+  std::string key = by == ProfileBy::Kernel ? c.kernel()
+                    : by == ProfileBy::CostKey && !c.cost_key().empty()
+                        ? c.cost_key()
+                        : c.kind();
   if (by == ProfileBy::Instruction) {
     key += " (" + c.kernel() + ") " + c.name() + " [";
     for (int i = 0; i < c.iters_size(); ++i)

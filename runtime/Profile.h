@@ -40,6 +40,7 @@ enum class ProfileBy {
   Kind,        ///< the compute's op kind ("matmul")
   Kernel,      ///< the kernel codegen chose for it ("gemm")
   Instruction, ///< kind, kernel, source node and local iteration space
+  CostKey,     ///< the block's cost key (Compute.cost_key; else its kind)
 };
 
 /// Starts or stops adding up the compute instructions' wall time per kind,

@@ -20,10 +20,11 @@
 #include "runtime/Backend.h"
 #include "runtime/Device.h"
 #include "runtime/Exchange.h"
-#include "runtime/Run.h"
 #include "runtime/Profile.h"
+#include "runtime/Run.h"
 #include "tools/common/TensorFiles.h"
 #include "tools/paxrun/Feed.h"
+#include "tools/paxrun/Measure.h"
 #include "tools/paxrun/Training.h"
 #ifdef PAX_HAVE_MPI
 #include "runtime/mpi/MpiCommunicator.h"
@@ -45,6 +46,7 @@
 
 #include <google/protobuf/text_format.h>
 #include <onnx/onnx_pb.h>
+#include <tbb/global_control.h>
 
 #include <chrono>
 #include <cmath>
@@ -54,6 +56,7 @@
 #include <functional>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -159,6 +162,26 @@ static cl::opt<bool> allowTf32(
              "(faster, about 1e-3 relative; off by default)"),
     cl::cat(runCategory));
 
+static cl::opt<unsigned> threadsOpt(
+    "threads",
+    cl::desc("Worker threads of the CPU kernels in this process (0: every "
+             "core; under mpirun, each rank's)"),
+    cl::init(0), cl::value_desc("N"), cl::cat(runCategory));
+
+static cl::OptionCategory measureCategory("paxrun measurement options");
+static cl::opt<std::string> costDbOut(
+    "write-cost-db",
+    cl::desc("Time every op block of a cost probe (paxc --emit=cost-probe) "
+             "on --backend over --repeat runs after a warm-up, and write "
+             "the cost database paxc --cost-db reads"),
+    cl::value_desc("FILE.json"), cl::cat(measureCategory));
+static cl::opt<std::string> measureLinksOut(
+    "measure-links",
+    cl::desc("Measure the links between --devices=N devices (or the ranks "
+             "of mpirun) and one device's matrix-product rate, and write "
+             "them as a cluster JSON for paxc --cluster (no plan)"),
+    cl::value_desc("FILE.json"), cl::cat(measureCategory));
+
 static cl::OptionCategory trainCategory("paxrun training options");
 
 /// This process's devices (one per program it runs, or the rank's), made
@@ -185,7 +208,8 @@ static llvm::Error makeDevices(size_t n, unsigned first = 0) {
                                    runtime::backendNames() + ")");
   runtime::setAllowTf32(allowTf32);
   while (deviceSet.devices.size() < n) {
-    auto d = runtime::makeDevice(*b, first + unsigned(deviceSet.devices.size()));
+    auto d =
+        runtime::makeDevice(*b, first + unsigned(deviceSet.devices.size()));
     if (!d)
       return d.takeError();
     deviceSet.devices.push_back(std::move(*d));
@@ -219,8 +243,7 @@ static cl::opt<unsigned>
     every("every", cl::desc("With --checkpoint: every K steps (0: at the end)"),
           cl::init(0), cl::cat(trainCategory));
 static cl::opt<std::string>
-    resumeDir("resume",
-              cl::desc("Continue from a checkpoint of the same plan"),
+    resumeDir("resume", cl::desc("Continue from a checkpoint of the same plan"),
               cl::value_desc("DIR"), cl::cat(trainCategory));
 
 static int fail(const llvm::Twine &msg) {
@@ -303,7 +326,6 @@ static runtime::Tensor randomTensor(const plan::TensorInfo &info,
   return t;
 }
 
-
 /// Keeps, on \p resident, the blocks of the updated weights (outputs
 /// `update/NAME`) that \p prog's device computed into \p buffers.
 static llvm::Error keepUpdates(const plan::Plan &plan,
@@ -329,8 +351,8 @@ static llvm::Error keepUpdates(const plan::Plan &plan,
         return got.takeError();
       block = std::move(*got);
     }
-    resident.keep(name.str(), std::vector<int64_t>(b.offset().begin(),
-                                                   b.offset().end()),
+    resident.keep(name.str(),
+                  std::vector<int64_t>(b.offset().begin(), b.offset().end()),
                   std::move(block));
   }
   return llvm::Error::success();
@@ -528,9 +550,8 @@ static llvm::Expected<bool> runRank(const plan::Plan &plan,
   runtime::DeviceStats mine;
   runtime::DataFeed &source =
       resident ? static_cast<runtime::DataFeed &>(*resident) : feed;
-  if (auto err =
-          runtime::runDevice(plan, *prog, source, comm,
-                             *deviceSet.devices[0], buffers, mine))
+  if (auto err = runtime::runDevice(plan, *prog, source, comm,
+                                    *deviceSet.devices[0], buffers, mine))
     comm->abort(llvm::toString(std::move(err)));
   runtime::Device &device = *deviceSet.devices[0];
   auto results = packRankResults(plan, *prog, device, buffers, mine);
@@ -610,9 +631,9 @@ public:
   }
 
   void end() {
-    double wall = std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - start)
-                      .count();
+    double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (timeKernels && reports)
       llvm::errs() << llvm::formatv(
           "paxrun: {0} {1}: {2:F6} s in compute instructions, {3:F6} s in "
@@ -673,10 +694,9 @@ static llvm::Error writeTrace(llvm::ArrayRef<runtime::DeviceStats> stats) {
   if (ec)
     return llvm::createStringError("--trace: cannot write '" + tracePath +
                                    "': " + ec.message());
-  os << llvm::formatv("{0:2}",
-                      llvm::json::Value(llvm::json::Object{
-                          {"traceEvents", std::move(events)},
-                          {"displayTimeUnit", "ms"}}))
+  os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                   {"traceEvents", std::move(events)},
+                                   {"displayTimeUnit", "ms"}}))
      << "\n";
   return llvm::Error::success();
 }
@@ -710,11 +730,11 @@ static llvm::Error writeOutputs(const plan::Plan &plan,
                                    "': " + ec.message());
   for (size_t i = 0; i < outputs.size(); ++i) {
     std::string base = outputsDir + "/output_" + std::to_string(i);
-    if (auto err = outputFormat == OutFormat::Npy
-                       ? writeNpyFile(base + ".npy", outputs[i])
-                       : writeTensorFile(base + ".pb",
-                                         plan.outputs(int(i)).name(),
-                                         outputs[i]))
+    if (auto err =
+            outputFormat == OutFormat::Npy
+                ? writeNpyFile(base + ".npy", outputs[i])
+                : writeTensorFile(base + ".pb", plan.outputs(int(i)).name(),
+                                  outputs[i]))
       return err;
   }
   return llvm::Error::success();
@@ -763,6 +783,85 @@ static bool compare(const plan::Plan &plan,
   return ok;
 }
 
+/// --measure-links: the devices of --devices as threads, or this MPI rank
+/// among the ranks of mpirun.
+static int measureLinksMain(int argc, char **argv) {
+  auto trace = [](const plan::Plan &p, std::vector<runtime::DeviceStats> &st)
+      -> llvm::Expected<std::vector<runtime::TraceEvent>> {
+    if (st.empty() || st[0].trace.empty())
+      return llvm::createStringError("the probe recorded no instructions");
+    return std::move(st[0].trace);
+  };
+#ifdef PAX_HAVE_MPI
+  if (launchedByMpi()) {
+    auto started = runtime::MpiWorld::start(argc, argv);
+    if (!started)
+      return fail(llvm::toString(started.takeError()));
+    runtime::MpiWorld &world = **started;
+    if (auto err = makeDevices(1, localRank()))
+      return fail(llvm::toString(std::move(err)));
+    auto first = world.startTogether(true);
+    if (!first)
+      return fail(llvm::toString(first.takeError()));
+    if (*first != world.size())
+      return world.rank() == 0
+                 ? fail("rank " + llvm::Twine(*first) + " could not start")
+                 : 1;
+    TracedRun run = [&](const plan::Plan &p)
+        -> llvm::Expected<std::vector<runtime::TraceEvent>> {
+      auto comm = runtime::makeMpiCommunicator(p);
+      if (!comm)
+        runtime::abortMpiWorld(llvm::toString(comm.takeError()));
+      std::vector<runtime::DeviceStats> st(1);
+      runtime::RunOptions o;
+      o.trace = true;
+      if (auto err = runtime::runDevice(p, p.programs(world.rank()), fillFeed(),
+                                        comm->get(), *deviceSet.devices[0],
+                                        deviceSet.buffers[0], st[0], o))
+        runtime::abortMpiWorld(llvm::toString(std::move(err)));
+      return trace(p, st);
+    };
+    const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    if (!local)
+      local = std::getenv("MPI_LOCALNRANKS");
+    unsigned perNode =
+        local ? unsigned(std::strtoul(local, nullptr, 10)) : world.size();
+    if (auto err =
+            measureLinks(world.size(), perNode, run,
+                         world.rank() == 0 ? measureLinksOut : std::string()))
+      return world.rank() == 0 ? fail(llvm::toString(std::move(err))) : 1;
+    return 0;
+  }
+#else
+  if (launchedByMpi())
+    return failWithoutMpi();
+  (void)argc, (void)argv;
+#endif
+  if (!devicesOpt.getNumOccurrences())
+    return fail("--measure-links needs --devices=N (or mpirun -np N)");
+  TracedRun run = [&](const plan::Plan &p)
+      -> llvm::Expected<std::vector<runtime::TraceEvent>> {
+    if (auto err = makeDevices(size_t(p.devices())))
+      return err;
+    std::vector<const plan::DeviceProgram *> progs;
+    for (const plan::DeviceProgram &q : p.programs())
+      progs.push_back(&q);
+    std::vector<runtime::Tensor> outputs;
+    std::vector<runtime::DeviceStats> st;
+    runtime::ThreadRunOptions o;
+    o.trace = true;
+    if (auto err = runtime::runThreads(
+            p, progs, deviceSet,
+            [](size_t) -> runtime::DataFeed & { return fillFeed(); }, outputs,
+            st, o))
+      return err;
+    return trace(p, st);
+  };
+  if (auto err = measureLinks(devicesOpt, devicesOpt, run, measureLinksOut))
+    return fail(llvm::toString(std::move(err)));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
 #ifdef __GLIBC__
@@ -772,8 +871,17 @@ int main(int argc, char **argv) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 #endif
-  cl::HideUnrelatedOptions(runCategory);
+  cl::HideUnrelatedOptions({&runCategory, &measureCategory, &trainCategory});
   cl::ParseCommandLineOptions(argc, argv, "paxrun: runs a paxc plan\n");
+  std::optional<tbb::global_control> threadLimit;
+  if (threadsOpt)
+    threadLimit.emplace(tbb::global_control::max_allowed_parallelism,
+                        size_t(threadsOpt));
+  if (!measureLinksOut.empty()) {
+    if (!planPath.empty())
+      return fail("--measure-links runs its own probes; give no plan");
+    return measureLinksMain(argc, argv);
+  }
   if (planPath.empty())
     return fail("no plan given (paxrun MODEL.paxplan [options])");
 #ifdef PAX_HAVE_MPI
@@ -826,6 +934,18 @@ int main(int argc, char **argv) {
     if (auto err = makeDevices(n, first))
       return fail(llvm::toString(std::move(err)));
   }
+  if (!costDbOut.empty()) {
+    if (launchedByMpi())
+      return fail("--write-cost-db times one device in one process, not "
+                  "under mpirun");
+    if (auto err = writeCostDb(*plan, *deviceSet.devices[0],
+                               std::max(1u, unsigned(repeat)), backendName,
+                               threadsOpt, costDbOut))
+      return fail(llvm::toString(std::move(err)));
+    return 0;
+  }
+  if (plan->probe())
+    return fail(planPath + ": a cost probe: time it with --write-cost-db=FILE");
   if (!train && inputsDir.empty() == !randomInputs)
     return fail("give exactly one of --inputs DIR and --random-inputs");
 
@@ -893,8 +1013,8 @@ int main(int argc, char **argv) {
   };
   // Weights the model takes as graph inputs: from the same folder, or
   // seeded random values (seeded by name, so every device agrees).
-  auto inputWeight = [&](const plan::LoadWeight &load, plan::DType dtype)
-      -> llvm::Expected<runtime::Tensor> {
+  auto inputWeight = [&](const plan::LoadWeight &load,
+                         plan::DType dtype) -> llvm::Expected<runtime::Tensor> {
     plan::TensorInfo info;
     info.set_name(load.tensor());
     info.set_dtype(dtype);
@@ -975,8 +1095,8 @@ int main(int argc, char **argv) {
     to.resumeDir = resumeDir;
     to.every = every;
     to.reports = reports;
-    if (auto err = runTraining(*plan, feed, model, to, loadInputsFrom, step,
-                               outputs))
+    if (auto err =
+            runTraining(*plan, feed, model, to, loadInputsFrom, step, outputs))
       return fail(llvm::toString(std::move(err)));
     clock.finish();
     int64_t own = 0, host = 0;
