@@ -406,12 +406,17 @@ llvm::Error Emitter::emitCompute(const Op &op,
         inBoxes.push_back(box);
         continue;
       }
-      if (probe) {
-        // Ones for floats (in every op's domain), zeros for integers (a
-        // valid index into any table).
+      bool constant = o.value->kind == Value::Kind::Global &&
+                      !o.value->global->isParameter &&
+                      o.value->global->source != DataSource::Input;
+      if (probe && !constant) {
+        // Activations, weights and inputs: floats an unremarkable value
+        // (no fast path of pow or exp takes it), integers zero (a valid
+        // index into any table). Constants (exponents, scales, masks) are
+        // the model's own.
         Box box = reachedBox(op, o.map, o.value->type, b);
-        ins.push_back(
-            fillBuffer(d, o.value, box, isFloat(o.value->type.elem) ? 1 : 0));
+        ins.push_back(fillBuffer(d, o.value, box,
+                                 isFloat(o.value->type.elem) ? 0.731 : 0));
         inBoxes.push_back(box);
         continue;
       }
@@ -745,8 +750,10 @@ llvm::Error Emitter::probe(llvm::ArrayRef<ProbeBlock> blocks,
 } // namespace
 
 llvm::Expected<plan::Plan> emitProbePlan(const Module &m,
-                                         llvm::ArrayRef<ProbeBlock> blocks) {
+                                         llvm::ArrayRef<ProbeBlock> blocks,
+                                         llvm::StringRef source) {
   plan::Plan p;
+  p.set_source(source.str());
   p.set_model(m.name + " (cost probe)");
   p.set_devices(1);
   p.set_devices_per_node(1);
@@ -777,6 +784,7 @@ llvm::Expected<plan::Plan> emitPlan(const Module &m, const PlanOptions &o) {
   p.set_devices(uint32_t(devices));
   p.set_devices_per_node(uint32_t(std::max<int64_t>(1, perNode)));
   p.set_predicted_step_s(o.predictedStepSeconds);
+  p.set_simulated_step_s(o.simulatedStepSeconds);
   for (const auto &a : m.main.args)
     *p.add_inputs() = tensorInfo(a->name, a->type);
   for (size_t i = 0; i < m.main.returns.size(); ++i)

@@ -27,6 +27,7 @@ struct PlanOptions {
   /// Per-device memory the cost model predicts (0: unknown).
   double predictedBytes = 0;
   double predictedStepSeconds = 0;
+  double simulatedStepSeconds = 0;
 };
 
 /// The plan of \p m. A module with collectives (a `devices` attribute) gives
@@ -41,11 +42,13 @@ struct ProbeBlock {
 };
 
 /// A cost probe: a one-device plan (`probe` set, no reference) that
-/// computes each of \p blocks once, in order, from inputs filled with ones
-/// (floats) or zeros (integers), each compute carrying its block's
-/// cost_key. `paxrun --write-cost-db` times it on the machine that will run
-/// the plans.
+/// computes each of \p blocks once, in order, each compute carrying its
+/// block's cost_key. Constants are read from \p source (the ONNX model);
+/// activations, weights and inputs are fills (0.731 for floats, 0 for
+/// integers). `paxrun --write-cost-db` times it on the machine that will
+/// run the plans.
 llvm::Expected<plan::Plan> emitProbePlan(const Module &m,
-                                         llvm::ArrayRef<ProbeBlock> blocks);
+                                         llvm::ArrayRef<ProbeBlock> blocks,
+                                         llvm::StringRef source);
 
 } // namespace pax

@@ -17,8 +17,7 @@ class DataFeed {
 public:
   virtual ~DataFeed() = default;
   /// Fills \p out, the box of the weight starting at `load.offset`.
-  virtual llvm::Error loadWeight(const plan::LoadWeight &load,
-                                 Tensor &out) = 0;
+  virtual llvm::Error loadWeight(const plan::LoadWeight &load, Tensor &out) = 0;
   /// Fills \p out, the box of graph input `b.index` starting at `b.offset`.
   virtual llvm::Error input(const plan::Binding &b, Tensor &out) = 0;
 };
@@ -40,6 +39,8 @@ struct DeviceStats {
   /// The arena the buffers lived in (the program's planned peak).
   int64_t arenaBytes = 0;
   int64_t instructions = 0;
+  /// Wall seconds of the program, where the caller timed it (an MPI rank).
+  double seconds = 0;
   /// Its instructions' times, with RunOptions::trace.
   std::vector<TraceEvent> trace;
 };

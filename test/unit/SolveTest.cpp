@@ -1,9 +1,11 @@
 //===- SolveTest.cpp - Searching strategies of real op graphs -------------===//
-#include "passes/sharding/Simulator.h"
 #include "passes/sharding/Solve.h"
+#include "ir/Printer.h"
+#include "passes/sharding/Simulator.h"
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 #include <random>
 
@@ -126,7 +128,8 @@ TEST(SolveTest, KeptConfigurationsArePricedEach) {
   }
   // A relu without a configuration: the search places it.
   Op *relu = m->main.addOp(OpKind::Relu);
-  relu->iters = {{"d0", 64, IterKind::Parallel}, {"d1", 64, IterKind::Parallel}};
+  relu->iters = {{"d0", 64, IterKind::Parallel},
+                 {"d1", 64, IterKind::Parallel}};
   relu->operands = {{v, {d(0), d(1)}}};
   m->main.returns = {relu->addResult(act, {d(0), d(1)})};
   m->main.returnNames = {"y"};
@@ -155,8 +158,8 @@ std::vector<Config> randomConfigs(const Module &m, int64_t devices,
   std::vector<Config> configs;
   for (const auto &op : m.main.ops) {
     std::vector<Config> all = enumerateConfigs(*op, o);
-    configs.push_back(all[std::uniform_int_distribution<size_t>(
-        0, all.size() - 1)(rng)]);
+    configs.push_back(
+        all[std::uniform_int_distribution<size_t>(0, all.size() - 1)(rng)]);
   }
   return configs;
 }
@@ -268,4 +271,116 @@ TEST(SimulatorTest, McmcIsNeverWorseThanTheDpAndDeterministic) {
     EXPECT_EQ(sim.simulate(one->configs), one->cost.simulatedSeconds);
     EXPECT_GT(one->proposals, 0u);
   }
+}
+
+// A block's cost key depends on what it computes: the same op under
+// another name (another layer) has the same key, a configuration with other
+// local extents another one.
+TEST(CostDbTest, KeysNameWhatABlockComputes) {
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    RandomGraph gen(seed);
+    auto m = gen.build(6);
+    ConfigOptions o;
+    o.devices = 4;
+    for (const auto &op : m->main.ops) {
+      std::vector<Config> configs = enumerateConfigs(*op, o);
+      std::map<std::string, llvm::SmallVector<int64_t, 6>> byKey;
+      for (const Config &c : configs) {
+        auto local = localExtents(*op, c);
+        std::string key = opBlockKey(*op, local);
+        EXPECT_EQ(key.size(), 16u);
+        auto [it, fresh] = byKey.try_emplace(key, local);
+        EXPECT_EQ(it->second, local) << "two local shapes share key " << key;
+        AttrValue saved = op->attrs["name"];
+        op->attrs["name"] = std::string("another layer");
+        op->attrs["config"] = std::vector<int64_t>(c.begin(), c.end());
+        EXPECT_EQ(opBlockKey(*op, local), key);
+        op->attrs["name"] = saved;
+        op->attrs.erase("config");
+      }
+    }
+  }
+}
+
+// With a cost database, a measured block's compute is its measurement (three
+// times it for a training step), any other block's the peak rate's; the
+// simulator and the additive cost agree on the measured costs.
+TEST(CostDbTest, MeasuredBlocksArePricedByTheirMeasurement) {
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    SimCase sc(seed, 2 + seed % 8, 4);
+    const Module &m = *sc.m;
+    ConfigOptions o;
+    o.devices = 4;
+    auto db = std::make_shared<CostDb>();
+    std::mt19937 rng(seed);
+    unsigned n = 0;
+    for (const auto &op : m.main.ops)
+      for (const Config &c : enumerateConfigs(*op, o))
+        if (rng() % 2) // about half of the blocks measured
+          db->ops.try_emplace(opBlockKey(*op, localExtents(*op, c)),
+                              CostDb::Entry{"", 1e-3 * ++n, 1});
+    Cluster measured = sc.cluster;
+    measured.measured = db;
+    for (CostMode mode : {CostMode::Infer, CostMode::Train}) {
+      CostModel peak(sc.cluster, mode), model(measured, mode);
+      for (const auto &op : m.main.ops)
+        for (const Config &c : enumerateConfigs(*op, o)) {
+          auto s = db->seconds(opBlockKey(*op, localExtents(*op, c)));
+          double passes = mode == CostMode::Train ? 3 : 1;
+          EXPECT_EQ(model.opCost(*op, c).compute,
+                    s ? passes * *s : peak.opCost(*op, c).compute);
+          EXPECT_EQ(model.measuredSeconds(*op, c).has_value(), s.has_value());
+        }
+      std::vector<Config> configs = randomConfigs(m, 4, rng);
+      Simulator serial(m, model, SimOptions{false});
+      double additive = evaluateStrategy(m, model, configs).seconds;
+      EXPECT_NEAR(serial.simulate(configs), additive, 1e-12 * additive);
+    }
+  }
+}
+
+TEST(CostDbTest, FileRoundTripsAndBadFilesSayWhere) {
+  CostDb db;
+  db.backend = "cpu";
+  db.threads = 1;
+  db.runs = 5;
+  db.ops.try_emplace("00000000000000aa", CostDb::Entry{"matmul", 2e-6, 5});
+  db.ops.try_emplace("00000000000000bb", CostDb::Entry{"add", 0, 5});
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::json::Value(costDbToJson(db));
+  auto back = parseCostDb(text, "db.json");
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->backend, "cpu");
+  EXPECT_EQ(back->threads, 1u);
+  EXPECT_EQ(back->ops.size(), 2u);
+  EXPECT_EQ(back->seconds("00000000000000aa"), 2e-6);
+  EXPECT_FALSE(back->seconds("00000000000000cc").has_value());
+  auto error = [](llvm::StringRef text) {
+    auto db = parseCostDb(text, "db.json");
+    return db ? std::string() : llvm::toString(db.takeError());
+  };
+  std::string head = R"({"format": "paxc-cost-db", "version": 1, )";
+  EXPECT_EQ(error("{"),
+            "db.json: not JSON: [1:1, byte=1]: Expected object key");
+  EXPECT_EQ(error("[]"), "db.json: expected a JSON object");
+  EXPECT_EQ(error(R"({"format": "paxc-strategy", "ops": []})"),
+            "db.json: not a cost database (\"format\" must be "
+            "\"paxc-cost-db\")");
+  EXPECT_EQ(error(R"({"format": "paxc-cost-db", "version": 2, "ops": []})"),
+            "db.json: cost database version 2; this paxc reads version 1");
+  EXPECT_EQ(error(head + "\"ops\": 3}"), "db.json: \"ops\" must be an array");
+  EXPECT_EQ(error(head + R"("ops": [{"seconds": 1}]})"),
+            "db.json: ops[0]: \"key\" must be a non-empty string");
+  EXPECT_EQ(error(head + R"("ops": [{"key": "a", "seconds": -1}]})"),
+            "db.json: ops[0]: \"seconds\" must be a finite, non-negative "
+            "number");
+  EXPECT_EQ(error(head + R"("ops": [{"key": "a", "seconds": 1, "calls": 0}]})"),
+            "db.json: ops[0]: \"calls\" must be a positive integer");
+  EXPECT_EQ(
+      error(
+          head +
+          R"("ops": [{"key": "a", "seconds": 1}, {"key": "a", "seconds": 2}]})"),
+      "db.json: ops[1]: key 'a' appears twice");
+  EXPECT_EQ(error(head + R"("threads": -1, "ops": []})"),
+            "db.json: \"threads\" must be a non-negative integer");
 }

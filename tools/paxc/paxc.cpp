@@ -52,7 +52,8 @@ enum class Emit {
 };
 static cl::opt<Emit> emit(
     "emit",
-    cl::desc("What to produce (default: summary, or report with --gpus)"),
+    cl::desc("What to produce (default: summary, or report with --gpus, "
+             "--cluster, --cost-db or --strategy)"),
     cl::values(clEnumValN(Emit::IR, "ir", "the iteration-space IR (.pir text)"),
                clEnumValN(Emit::Summary, "summary",
                           "parameters, forward FLOPs, op counts, inputs and "
@@ -419,7 +420,9 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
       if (seen.insert(opBlockKey(*op, localExtents(*op, c))).second)
         blocks.push_back({op.get(), std::move(c)});
   }
-  auto p = emitProbePlan(m, blocks);
+  llvm::SmallString<256> source(inputPath);
+  llvm::sys::fs::make_absolute(source);
+  auto p = emitProbePlan(m, blocks, source);
   if (!p)
     return p.takeError();
   os << encodePlan(*p);
@@ -524,7 +527,8 @@ int main(int argc, char **argv) {
       emit == Emit::Report || emit == Emit::Strategy || emit == Emit::Trace ||
       emit == Emit::Dot ||
       (!emit.getNumOccurrences() &&
-       (gpus.getNumOccurrences() || strategyPath.getNumOccurrences()));
+       (gpus.getNumOccurrences() || strategyPath.getNumOccurrences() ||
+        clusterName.getNumOccurrences() || costDbPath.getNumOccurrences()));
   // A training step searched in two phases: the forward program, priced as
   // a training step (forward, backward, gradient synchronization), decides
   // each op's configuration, which its backward ops then share; the search
@@ -622,6 +626,7 @@ int main(int argc, char **argv) {
         return fail(llvm::toString(std::move(err)));
       po.predictedBytes = s.cost.memoryBytes;
       po.predictedStepSeconds = s.cost.seconds;
+      po.simulatedStepSeconds = s.cost.simulatedSeconds;
     }
     auto p = emitPlan(m, po);
     if (!p)
@@ -643,9 +648,15 @@ int main(int argc, char **argv) {
       }
       llvm::errs() << llvm::formatv(
           "paxc: wrote {0}: {1} device(s), {2} collective call(s), peak "
-          "buffers {3:F1} MiB per device (cost model: {4:F1} MiB)\n",
+          "buffers {3:F1} MiB per device (cost model: {4:F1} MiB){5}\n",
           outputPath, p->devices(), collectives, double(peak) / (1 << 20),
-          po.predictedBytes / (1 << 20));
+          po.predictedBytes / (1 << 20),
+          partitioned ? llvm::formatv("; step {0:F3} ms predicted, {1:F3} "
+                                      "ms simulated",
+                                      po.predictedStepSeconds * 1e3,
+                                      po.simulatedStepSeconds * 1e3)
+                            .str()
+                      : std::string());
     }
     return 0;
   }

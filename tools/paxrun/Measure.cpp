@@ -45,13 +45,12 @@ static std::string describe(const plan::Compute &c) {
   return s + "]";
 }
 
-llvm::Error writeCostDb(const plan::Plan &probe, runtime::Device &device,
-                        unsigned runs, llvm::StringRef backend,
-                        unsigned threads, llvm::StringRef path) {
+llvm::Error writeCostDb(const plan::Plan &probe, Feed &feed,
+                        runtime::Device &device, unsigned runs,
+                        llvm::StringRef backend, unsigned threads,
+                        llvm::StringRef path) {
   if (!probe.probe() || probe.programs_size() != 1)
-    return llvm::createStringError(
-        "--write-cost-db times a cost probe (paxc MODEL --emit=cost-probe "
-        "--gpus=N -o probe.paxplan), not a plan to run");
+    return llvm::createStringError("--write-cost-db: not a cost probe");
   const plan::DeviceProgram &prog = probe.programs(0);
   std::map<std::string, std::string> what;
   for (const plan::Instruction &inst : prog.instructions())
@@ -66,7 +65,7 @@ llvm::Error writeCostDb(const plan::Plan &probe, runtime::Device &device,
                                   : runtime::ProfileBy::Off);
     if (r == 1)
       runtime::resetKernelSeconds();
-    if (auto err = runtime::runDevice(probe, prog, fillFeed(), nullptr, device,
+    if (auto err = runtime::runDevice(probe, prog, feed, nullptr, device,
                                       buffers, stats))
       return err;
   }
@@ -85,6 +84,8 @@ llvm::Error writeCostDb(const plan::Plan &probe, runtime::Device &device,
         CostDb::Entry{it->second, e.seconds / double(e.calls), e.calls});
   }
   runtime::resetKernelSeconds();
+  if (path.empty()) // another MPI rank: rank 0 writes
+    return llvm::Error::success();
   if (auto err = writeJson(path, costDbToJson(db), "--write-cost-db"))
     return err;
   double total = 0;
@@ -156,37 +157,86 @@ constexpr int64_t kLinkSizes[] = {1 << 10, 1 << 13, 1 << 16,
 constexpr int kLinkRepeats = 5;
 } // namespace
 
+namespace {
+/// A 2-D box: rows [r0, r0 + rows), columns [c0, c0 + cols).
+struct Box2 {
+  int64_t r0, rows, c0, cols;
+};
+
+/// The link probe's patterns over an R x C f32 tensor: what each device
+/// holds before and after.
+struct LinkPattern {
+  const char *name;
+  plan::Collective::Kind kind;
+  bool reduce;
+  Box2 (*in)(int64_t d, int64_t n, int64_t rows, int64_t cols);
+  Box2 (*out)(int64_t d, int64_t n, int64_t rows, int64_t cols);
+};
+
+Box2 whole(int64_t, int64_t, int64_t rows, int64_t cols) {
+  return {0, rows, 0, cols};
+}
+Box2 rowBlock(int64_t d, int64_t n, int64_t rows, int64_t cols) {
+  return {d * rows / n, rows / n, 0, cols};
+}
+Box2 colBlock(int64_t d, int64_t n, int64_t rows, int64_t cols) {
+  return {0, rows, d * cols / n, cols / n};
+}
+
+/// Partial sums reduced, blocks of rows gathered (contiguous), blocks of
+/// columns gathered (strided, as a split inner dim is), rows traded for
+/// columns.
+constexpr LinkPattern kLinkPatterns[] = {
+    {"all_reduce", plan::Collective::ALL_REDUCE, true, whole, whole},
+    {"all_gather of rows", plan::Collective::ALL_GATHER, false, rowBlock,
+     whole},
+    {"all_gather of columns", plan::Collective::ALL_GATHER, false, colBlock,
+     whole},
+    {"all_to_all", plan::Collective::ALL_TO_ALL, false, rowBlock, colBlock},
+};
+} // namespace
+
 plan::Plan linkProbePlan(unsigned devices, unsigned perNode) {
   ProbeBuilder b(devices, perNode);
   plan::Group &g = *b.p.add_groups();
   g.set_id(0);
   for (unsigned d = 0; d < devices; ++d)
     g.add_devices(d);
+  auto setBox2 = [](plan::Box &box, const Box2 &x) {
+    setBox(box, x.r0, x.rows);
+    box.add_lo(x.c0);
+    box.add_size(x.cols);
+  };
   for (int64_t elems : kLinkSizes) {
-    int64_t n = (elems + devices - 1) / devices * devices, part = n / devices;
-    for (plan::Collective::Kind kind :
-         {plan::Collective::ALL_REDUCE, plan::Collective::ALL_GATHER}) {
-      bool gather = kind == plan::Collective::ALL_GATHER;
+    // Columns of 64 devices' worth; rows a multiple of the devices.
+    int64_t cols = 64 * devices;
+    int64_t rows = std::max<int64_t>(1, elems / cols / devices) * devices;
+    for (const LinkPattern &pat : kLinkPatterns) {
       plan::Exchange &x = *b.p.add_exchanges();
-      x.set_kind(kind);
-      x.set_reduce(!gather);
-      x.set_predicted_bytes(n * 4);
-      x.set_what(std::string(gather ? "all_gather" : "all_reduce") + " of " +
-                 std::to_string(n * 4) + " bytes");
+      x.set_kind(pat.kind);
+      x.set_reduce(pat.reduce);
+      // The cost model's bytes: the buffer of an all-reduce, the gathered
+      // output of an all-gather, a member's buffer of an all-to-all.
+      int64_t bytes = rows * cols * 4;
+      x.set_predicted_bytes(
+          pat.kind == plan::Collective::ALL_TO_ALL ? bytes / devices : bytes);
+      x.set_what(std::string(pat.name) + " of " + std::to_string(bytes) +
+                 " bytes");
       for (unsigned d = 0; d < devices; ++d) {
-        setBox(*x.add_in(), gather ? d * part : 0, gather ? part : n);
-        setBox(*x.add_out(), 0, n);
+        setBox2(*x.add_in(), pat.in(d, devices, rows, cols));
+        setBox2(*x.add_out(), pat.out(d, devices, rows, cols));
       }
       for (unsigned d = 0; d < devices; ++d) {
-        int64_t lo = gather ? d * part : 0, size = gather ? part : n;
-        uint32_t in = b.buffer(d, {size}, {lo});
-        uint32_t out = b.buffer(d, {n}, {0});
-        b.fill(d, in, {n}, {lo});
+        Box2 i = pat.in(d, devices, rows, cols),
+             o = pat.out(d, devices, rows, cols);
+        uint32_t in = b.buffer(d, {i.rows, i.cols}, {i.r0, i.c0});
+        uint32_t out = b.buffer(d, {o.rows, o.cols}, {o.r0, o.c0});
+        b.fill(d, in, {rows, cols}, {i.r0, i.c0});
         for (int r = 0; r < kLinkRepeats; ++r) {
           plan::Collective &c = *b.p.mutable_programs(int(d))
                                      ->add_instructions()
                                      ->mutable_collective();
-          c.set_kind(kind);
+          c.set_kind(pat.kind);
           c.set_group(0);
           c.set_input(in);
           c.set_output(out);
@@ -338,12 +388,15 @@ linkSamples(const plan::Plan &probe,
   std::vector<LinkSample> samples;
   for (auto &[x, t] : perExchange) {
     const plan::Exchange &e = probe.exchanges(int(x));
+    // The ring model of Collectives.cpp on one node: an all-reduce is a
+    // reduce-scatter and an all-gather, each n-1 steps of bytes/n; an
+    // all-to-all n-1 steps of a member's bytes/n.
     double bytes = double(e.predicted_bytes());
-    bool gather = e.kind() == plan::Collective::ALL_GATHER;
-    double factor = gather ? 1 : 2;
+    bool reduce = e.kind() == plan::Collective::ALL_REDUCE;
+    double factor = reduce ? 2 : 1;
     samples.push_back({t.first / t.second, factor * (n - 1),
                        factor * (n - 1) / n * bytes,
-                       gather ? 0 : (n - 1) / n * bytes});
+                       reduce ? (n - 1) / n * bytes : 0});
   }
   return samples;
 }
@@ -418,7 +471,8 @@ llvm::Error measureLinks(unsigned devices, unsigned perNode,
   llvm::errs() << llvm::formatv(
       "paxrun: wrote {0}: {1} devices on one node: link {2:F3} GB/s, "
       "{3:F2} us per step, partial sums added at {8:F3} GB/s (0: free) (fit "
-      "to {4} all-reduces and all-gathers, {5:F1}% rms error); {6:F1} "
+      "to {4} all-reduces, all-gathers and all-to-alls, {5:F1}% rms error); "
+      "{6:F1} "
       "GFLOP/s per device (a {7}^3 f32 matrix product)\n",
       path, devices, fit->bandwidth / 1e9, fit->latency * 1e6, samples->size(),
       100 * fit->rmsRelError, flops / 1e9, kGemm, fit->reduceBandwidth / 1e9);

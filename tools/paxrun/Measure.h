@@ -6,7 +6,8 @@
 //    cost probe (paxc --emit=cost-probe) on the backend's device and writes
 //    the cost database (codegen/plan/CostDb.h) `paxc --cost-db` reads;
 //  - `paxrun --measure-links=FILE --devices=N` (or under mpirun): times
-//    all-reduces and all-gathers of growing sizes over every device and a
+//    all-reduces, all-gathers and all-to-alls of growing sizes over every
+//    device (contiguous and strided blocks, as plans move them) and a
 //    large matrix product on one, fits the cost model's alpha-beta link
 //    (latency, bandwidth) to them, and writes a cluster JSON
 //    (docs/CLUSTERS.md) for `paxc --cluster`.
@@ -30,15 +31,19 @@ class Feed;
 /// The feed of probes: fills only (a probe reads nothing from a model).
 Feed &fillFeed();
 
-/// Runs \p probe (a cost probe) on \p device: a warm-up run, then \p runs
-/// timed runs; writes each cost key's mean seconds per call to \p path.
+/// Runs \p probe (a cost probe) on \p device, loading the model's
+/// constants from \p feed: a warm-up run, then \p runs
+/// timed runs; writes each cost key's mean seconds per call to \p path
+/// (nothing with \p path empty: an MPI rank but the first).
 /// \p backend and \p threads describe where it ran.
-llvm::Error writeCostDb(const plan::Plan &probe, runtime::Device &device,
-                        unsigned runs, llvm::StringRef backend,
-                        unsigned threads, llvm::StringRef path);
+llvm::Error writeCostDb(const plan::Plan &probe, Feed &feed,
+                        runtime::Device &device, unsigned runs,
+                        llvm::StringRef backend, unsigned threads,
+                        llvm::StringRef path);
 
 /// The link probe of \p devices devices (\p perNode to a node): f32
-/// all-reduces and all-gathers over every device, sizes from 4 KiB to
+/// all-reduces, all-gathers (of blocks of rows and of columns) and
+/// all-to-alls over every device, sizes from 4 KiB to
 /// 8 MiB, each repeated.
 plan::Plan linkProbePlan(unsigned devices, unsigned perNode);
 

@@ -134,7 +134,9 @@ static cl::opt<runtime::ProfileBy> profileKernels(
                           "kernel codegen chose (gemm, conv2d, ...)"),
                clEnumValN(runtime::ProfileBy::Instruction, "instruction",
                           "instruction: kind, kernel, source node and the "
-                          "local iteration space")),
+                          "local iteration space"),
+               clEnumValN(runtime::ProfileBy::CostKey, "cost-key",
+                          "op block, by its key in a cost database")),
     cl::cat(runCategory));
 
 static cl::opt<int> injectReplicaFault(
@@ -153,7 +155,8 @@ static cl::opt<std::string> tracePath(
     "trace",
     cl::desc("Write the last run's instructions per device as a "
              "Chrome/Perfetto trace (JSON), as paxc --emit=trace writes the "
-             "simulated step (threads, not under mpirun)"),
+             "simulated step (under mpirun, rank 0 writes every rank's, "
+             "each from its first instruction; not with --train)"),
     cl::value_desc("FILE.json"), cl::cat(runCategory));
 
 static cl::opt<bool> allowTf32(
@@ -424,7 +427,8 @@ packRankResults(const plan::Plan &plan, const plan::DeviceProgram &prog,
                 const std::vector<runtime::Tensor> &buffers,
                 const runtime::DeviceStats &stats) {
   std::vector<int64_t> header = {stats.instructions, stats.peakBytes,
-                                 stats.arenaBytes};
+                                 stats.arenaBytes,
+                                 int64_t(stats.seconds * 1e9)};
   for (int x = 0; x < plan.exchanges_size(); ++x) {
     auto it = stats.exchangeBytes.find(uint32_t(x));
     header.push_back(it == stats.exchangeBytes.end() ? -1 : it->second);
@@ -453,7 +457,7 @@ static llvm::Error unpackRankResults(const plan::Plan &plan,
                                    " sent results that do not match its "
                                    "program");
   };
-  std::vector<int64_t> header(3 + size_t(plan.exchanges_size()));
+  std::vector<int64_t> header(4 + size_t(plan.exchanges_size()));
   size_t at = header.size() * sizeof(int64_t);
   if (bytes.size() < at)
     return bad();
@@ -461,9 +465,10 @@ static llvm::Error unpackRankResults(const plan::Plan &plan,
   stats.instructions = header[0];
   stats.peakBytes = header[1];
   stats.arenaBytes = header[2];
-  for (size_t x = 3; x < header.size(); ++x)
+  stats.seconds = double(header[3]) * 1e-9;
+  for (size_t x = 4; x < header.size(); ++x)
     if (header[x] >= 0)
-      stats.exchangeBytes[uint32_t(x - 3)] = header[x];
+      stats.exchangeBytes[uint32_t(x - 4)] = header[x];
   for (const plan::Binding &b : prog.outputs()) {
     if (!b.owner())
       continue;
@@ -500,7 +505,8 @@ static llvm::Expected<bool> runRank(const plan::Plan &plan,
                                     runtime::MpiWorld &world, Feed &feed,
                                     std::vector<runtime::Tensor> &outputs,
                                     std::vector<runtime::DeviceStats> &stats,
-                                    ResidentFeed *resident = nullptr) {
+                                    ResidentFeed *resident = nullptr,
+                                    const runtime::RunOptions &options = {}) {
   const plan::DeviceProgram *prog = nullptr;
   for (const plan::DeviceProgram &p : plan.programs())
     if (p.device() == uint32_t(world.rank()))
@@ -550,9 +556,14 @@ static llvm::Expected<bool> runRank(const plan::Plan &plan,
   runtime::DeviceStats mine;
   runtime::DataFeed &source =
       resident ? static_cast<runtime::DataFeed &>(*resident) : feed;
-  if (auto err = runtime::runDevice(plan, *prog, source, comm,
-                                    *deviceSet.devices[0], buffers, mine))
+  auto start = std::chrono::steady_clock::now();
+  if (auto err =
+          runtime::runDevice(plan, *prog, source, comm, *deviceSet.devices[0],
+                             buffers, mine, options))
     comm->abort(llvm::toString(std::move(err)));
+  mine.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   runtime::Device &device = *deviceSet.devices[0];
   auto results = packRankResults(plan, *prog, device, buffers, mine);
   if (!results)
@@ -564,6 +575,41 @@ static llvm::Expected<bool> runRank(const plan::Plan &plan,
   auto all = world.gatherOnRoot(std::move(*results));
   if (!all)
     runtime::abortMpiWorld(llvm::toString(all.takeError()));
+  // --trace: every rank's instructions, each rank's times from its first.
+  std::vector<std::vector<runtime::TraceEvent>> traces;
+  if (options.trace) {
+    llvm::json::Array events;
+    double first = mine.trace.empty() ? 0 : mine.trace.front().start;
+    for (const runtime::TraceEvent &e : mine.trace)
+      events.push_back(llvm::json::Array{e.name, e.category, e.start - first,
+                                         e.end - first});
+    std::string text;
+    llvm::raw_string_ostream(text) << llvm::json::Value(std::move(events));
+    auto gathered =
+        world.gatherOnRoot(std::vector<uint8_t>(text.begin(), text.end()));
+    if (!gathered)
+      runtime::abortMpiWorld(llvm::toString(gathered.takeError()));
+    for (const std::vector<uint8_t> &bytes : *gathered) {
+      auto parsed = llvm::json::parse(llvm::StringRef(
+          reinterpret_cast<const char *>(bytes.data()), bytes.size()));
+      if (!parsed)
+        return parsed.takeError();
+      std::vector<runtime::TraceEvent> rankTrace;
+      for (const llvm::json::Value &v : *parsed->getAsArray()) {
+        const llvm::json::Array &a = *v.getAsArray();
+        runtime::TraceEvent e;
+        e.name = a[0].getAsString().value_or("").str();
+        llvm::StringRef cat = a[1].getAsString().value_or("compute");
+        for (const char *known : {"compute", "collective", "load", "slice"})
+          if (cat == known)
+            e.category = known;
+        e.start = a[2].getAsNumber().value_or(0);
+        e.end = a[3].getAsNumber().value_or(0);
+        rankTrace.push_back(std::move(e));
+      }
+      traces.push_back(std::move(rankTrace));
+    }
+  }
   if (world.rank() != 0)
     return true;
   outputs.clear();
@@ -578,6 +624,8 @@ static llvm::Expected<bool> runRank(const plan::Plan &plan,
     if (auto err = unpackRankResults(plan, p, (*all)[p.device()], outputs,
                                      stats[p.device()]))
       return err;
+    if (p.device() < traces.size())
+      stats[p.device()].trace = std::move(traces[p.device()]);
   }
   return true;
 }
@@ -597,9 +645,10 @@ static void printProfile(std::vector<runtime::KernelProfileEntry> profile,
       "paxrun: profile of the compute instructions over {0} {5}(s), per "
       "{5}, summed over this process's devices:\n  {1,12} {2,7} {3,7}  {4}\n",
       runs, "seconds", "share", "calls",
-      profileKernels == runtime::ProfileBy::Kind     ? "kind"
-      : profileKernels == runtime::ProfileBy::Kernel ? "kernel"
-                                                     : "instruction",
+      profileKernels == runtime::ProfileBy::Kind      ? "kind"
+      : profileKernels == runtime::ProfileBy::Kernel  ? "kernel"
+      : profileKernels == runtime::ProfileBy::CostKey ? "cost key"
+                                                      : "instruction",
       what);
   for (const auto &e : profile)
     llvm::errs() << llvm::formatv(
@@ -630,15 +679,22 @@ public:
     start = std::chrono::steady_clock::now();
   }
 
-  void end() {
+  /// Ends the run; \p slowestRank: the slowest MPI rank's program
+  /// seconds, reported too (negative: not under MPI).
+  void end(double slowestRank = -1) {
     double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
+    std::string ranks;
+    if (slowestRank >= 0)
+      ranks =
+          llvm::formatv(", {0:F6} s the slowest rank's program", slowestRank)
+              .str();
     if (timeKernels && reports)
       llvm::errs() << llvm::formatv(
           "paxrun: {0} {1}: {2:F6} s in compute instructions, {3:F6} s in "
-          "all\n",
-          what, run, runtime::kernelSeconds(), wall);
+          "all{4}\n",
+          what, run, runtime::kernelSeconds(), wall, ranks);
     for (runtime::KernelProfileEntry &e : runtime::kernelProfile()) {
       auto it = llvm::find_if(profile,
                               [&](const auto &p) { return p.kind == e.kind; });
@@ -783,6 +839,17 @@ static bool compare(const plan::Plan &plan,
   return ok;
 }
 
+/// Reads the ONNX model \p plan names (binary, or text for names ending in
+/// "txt").
+static bool readSourceModel(const plan::Plan &plan, onnx::ModelProto &model) {
+  auto buf = llvm::MemoryBuffer::getFile(plan.source(), false, false);
+  bool text = llvm::StringRef(plan.source()).ends_with("txt");
+  return buf && (text ? google::protobuf::TextFormat::ParseFromString(
+                            (*buf)->getBuffer().str(), &model)
+                      : model.ParseFromArray((*buf)->getBufferStart(),
+                                             int((*buf)->getBufferSize())));
+}
+
 /// --measure-links: the devices of --devices as threads, or this MPI rank
 /// among the ranks of mpirun.
 static int measureLinksMain(int argc, char **argv) {
@@ -900,6 +967,37 @@ int main(int argc, char **argv) {
   auto plan = readPlanFile(planPath);
   if (!plan)
     return fail(llvm::toString(plan.takeError()));
+  if (plan->probe() != !costDbOut.empty())
+    return fail(plan->probe()
+                    ? planPath + ": a cost probe: time it with "
+                                 "--write-cost-db=FILE"
+                    : "--write-cost-db times a cost probe (paxc MODEL "
+                      "--emit=cost-probe --gpus=N -o probe.paxplan), not a "
+                      "plan to run");
+  if (plan->probe()) {
+    // Under mpirun every rank times the probe on its own device at once,
+    // as the ranks of a plan compute at once; rank 0 writes.
+    bool first = true;
+#ifdef PAX_HAVE_MPI
+    if (world)
+      first = world->rank() == 0;
+#endif
+    if (auto err = makeDevices(1, launchedByMpi() ? localRank() : 0))
+      return fail(llvm::toString(std::move(err)));
+    // The model's constants (exponents, masks) are read from it.
+    onnx::ModelProto model;
+    if (!readSourceModel(*plan, model))
+      return fail("cannot read the model '" + plan->source() +
+                  "' the probe names");
+    std::vector<runtime::Tensor> none;
+    Feed feed(model, llvm::sys::path::parent_path(plan->source()).str(), none,
+              nullptr);
+    if (auto err = writeCostDb(*plan, feed, *deviceSet.devices[0],
+                               std::max(1u, unsigned(repeat)), backendName,
+                               threadsOpt, first ? costDbOut : std::string()))
+      return fail(llvm::toString(std::move(err)));
+    return 0;
+  }
   if (plan->devices() < 1 || plan->programs_size() != int(plan->devices()))
     return fail(planPath + ": the plan has " +
                 llvm::Twine(plan->programs_size()) + " programs for " +
@@ -934,34 +1032,13 @@ int main(int argc, char **argv) {
     if (auto err = makeDevices(n, first))
       return fail(llvm::toString(std::move(err)));
   }
-  if (!costDbOut.empty()) {
-    if (launchedByMpi())
-      return fail("--write-cost-db times one device in one process, not "
-                  "under mpirun");
-    if (auto err = writeCostDb(*plan, *deviceSet.devices[0],
-                               std::max(1u, unsigned(repeat)), backendName,
-                               threadsOpt, costDbOut))
-      return fail(llvm::toString(std::move(err)));
-    return 0;
-  }
-  if (plan->probe())
-    return fail(planPath + ": a cost probe: time it with --write-cost-db=FILE");
   if (!train && inputsDir.empty() == !randomInputs)
     return fail("give exactly one of --inputs DIR and --random-inputs");
 
   onnx::ModelProto model;
-  {
-    auto buf = llvm::MemoryBuffer::getFile(plan->source(), false, false);
-    bool text = llvm::StringRef(plan->source()).ends_with("txt");
-    bool ok =
-        buf && (text ? google::protobuf::TextFormat::ParseFromString(
-                           (*buf)->getBuffer().str(), &model)
-                     : model.ParseFromArray((*buf)->getBufferStart(),
-                                            int((*buf)->getBufferSize())));
-    if (!ok)
-      return fail("cannot read the model '" + plan->source() +
-                  "' the plan names");
-  }
+  if (!readSourceModel(*plan, model))
+    return fail("cannot read the model '" + plan->source() +
+                "' the plan names");
   std::vector<runtime::Tensor> inputs;
   std::mt19937 rng(seed);
   std::vector<std::string> names = dataInputs(model);
@@ -994,9 +1071,8 @@ int main(int argc, char **argv) {
     return fail("--data, --steps, --save, --checkpoint and --resume need "
                 "--train");
   }
-  if (!tracePath.empty() && (train || launchedByMpi()))
-    return fail("--trace records a run on threads (not --train, not under "
-                "mpirun)");
+  if (!tracePath.empty() && train)
+    return fail("--trace records a run of a plan (not --train)");
   if (train && repeat.getNumOccurrences())
     return fail("--repeat runs a plan N times on fixed inputs; with --train "
                 "the steps are --steps=N");
@@ -1135,13 +1211,31 @@ int main(int argc, char **argv) {
   }
 #ifdef PAX_HAVE_MPI
   if (world) {
-    auto ran = runRank(*plan, *world, feed, outputs, stats);
-    if (!ran)
-      return fail(llvm::toString(ran.takeError()));
-    if (!*ran)
-      return 1;
+    // --repeat: the constant weights stay in the ranks' arenas after the
+    // first run; --time reports the slowest rank's program too.
+    unsigned runs = std::max(1u, unsigned(repeat));
+    RunClock clock(runs, "run", world->rank() == 0);
+    for (unsigned run = 1; run <= runs; ++run) {
+      clock.begin(run);
+      runtime::RunOptions options;
+      options.weightsResident = run > 1;
+      options.trace = !tracePath.empty() && run == runs;
+      auto ran = runRank(*plan, *world, feed, outputs, stats, nullptr, options);
+      if (!ran)
+        return fail(llvm::toString(ran.takeError()));
+      if (!*ran)
+        return 1;
+      double slowest = 0;
+      for (const runtime::DeviceStats &s : stats)
+        slowest = std::max(slowest, s.seconds);
+      clock.end(slowest);
+    }
+    clock.finish();
     if (world->rank() != 0)
       return 0; // rank 0 reports for every rank
+    if (!tracePath.empty())
+      if (auto err = writeTrace(stats))
+        return fail(llvm::toString(std::move(err)));
   } else if (auto err = runTimed(*plan, progs, feed, outputs, stats)) {
     return fail(llvm::toString(std::move(err)));
   }
