@@ -143,7 +143,7 @@ def main():
                 seen[digest] = row["also"]
                 rows.append(row)
             if a.traces:
-                traces(a, name, base, paxrun, work)
+                traces(a, mpi, name, base, paxrun, work)
             results[name] = report(name, rows)
     if a.json:
         with open(a.json, "w") as f:
@@ -159,14 +159,16 @@ def compile_plan(cmd):
     return float(m.group(1)) * 1e-3
 
 
-def traces(a, name, base, paxrun, work):
+def traces(a, mpi, name, base, paxrun, work):
+    """The DP plan's simulated step and its measured run on the ranks, as
+    Chrome/Perfetto traces (tools/models/render_trace.py draws them)."""
     os.makedirs(a.traces, exist_ok=True)
     sim = os.path.join(a.traces, f"{name}_simulated.json")
     run(base + ["--emit=trace", "-o", sim])
     plan = os.path.join(work, f"{name}.dp.paxplan")
     meas = os.path.join(a.traces, f"{name}_measured.json")
-    run([paxrun, plan, "--random-inputs", f"--threads={a.threads}",
-         "--repeat=3", f"--trace={meas}"])
+    run(mpi + [paxrun, plan, "--random-inputs", f"--threads={a.threads}",
+               "--repeat=3", f"--trace={meas}"])
 
 
 def report(name, rows):

@@ -128,8 +128,7 @@ static llvm::Error parseModel(llvm::StringRef path, llvm::StringRef bytes,
   return checkNodeArity(path, model.graph(), int(opset));
 }
 
-llvm::Expected<ImportResult> importOnnxFile(llvm::StringRef path,
-                                            const ImportOptions &options) {
+llvm::Expected<onnx::ModelProto> readOnnxModel(llvm::StringRef path) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf)
@@ -138,7 +137,15 @@ llvm::Expected<ImportResult> importOnnxFile(llvm::StringRef path,
   onnx::ModelProto model;
   if (auto err = parseModel(path, (*buf)->getBuffer(), model))
     return err;
-  buf->reset(); // the protobuf holds its own copy
+  return model;
+}
+
+llvm::Expected<ImportResult> importOnnxFile(llvm::StringRef path,
+                                            const ImportOptions &options) {
+  auto read = readOnnxModel(path);
+  if (!read)
+    return read.takeError();
+  onnx::ModelProto &model = *read;
   int64_t opset = 0;
   for (const auto &o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx")

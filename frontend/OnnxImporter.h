@@ -1,8 +1,8 @@
 //===- OnnxImporter.h - ONNX models into the paxc IR ----------------------===//
 #pragma once
 
-#include "frontend/TrainingMode.h"
 #include "frontend/Loss.h"
+#include "frontend/TrainingMode.h"
 #include "ir/Module.h"
 
 #include "llvm/Support/Error.h"
@@ -29,7 +29,6 @@ struct ImportOptions {
   uint64_t seed = 0;
 };
 
-
 /// A module and the warnings its import produced.
 struct ImportResult {
   std::unique_ptr<Module> module;
@@ -41,5 +40,9 @@ struct ImportResult {
 /// in the model is an error that names the file and the node.
 llvm::Expected<ImportResult> importOnnxFile(llvm::StringRef path,
                                             const ImportOptions &options);
+
+/// The model protobuf of \p path (binary or text, as importOnnxFile reads
+/// it), checked as importOnnxFile checks it before importing.
+llvm::Expected<onnx::ModelProto> readOnnxModel(llvm::StringRef path);
 
 } // namespace pax

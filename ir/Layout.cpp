@@ -33,8 +33,7 @@ llvm::Expected<Block> LayoutAttr::block(llvm::ArrayRef<int64_t> shape,
     // The dim's digits, deepest level (least significant) first.
     std::vector<std::pair<int, size_t>> on;
     for (size_t p = 0; p < digits.size(); ++p)
-      if (digits[p].role == Digit::Role::Split &&
-          digits[p].tensorDim == int(i))
+      if (digits[p].role == Digit::Role::Split && digits[p].tensorDim == int(i))
         on.push_back({digits[p].level, p});
     llvm::sort(on, [](auto x, auto y) { return x.first > y.first; });
     int64_t idx = 0, parts = 1;
@@ -43,14 +42,41 @@ llvm::Expected<Block> LayoutAttr::block(llvm::ArrayRef<int64_t> shape,
       parts *= digits[p].size;
     }
     if (shape[i] % parts)
-      return llvm::createStringError(std::to_string(parts) +
-                                     " blocks do not divide dim " +
-                                     std::to_string(i) + " of size " +
-                                     std::to_string(shape[i]));
+      return llvm::createStringError(
+          std::to_string(parts) + " blocks do not divide dim " +
+          std::to_string(i) + " of size " + std::to_string(shape[i]));
     b.size[i] = shape[i] / parts;
     b.lo[i] = idx * b.size[i];
   }
   return b;
+}
+
+llvm::Expected<TensorSharding> shardingOf(const LayoutAttr &l,
+                                          llvm::ArrayRef<int64_t> shape) {
+  TensorSharding s;
+  std::vector<int64_t> parts(shape.size(), 1);
+  for (const Digit &g : l.digits)
+    if (g.role == Digit::Role::Split && g.tensorDim >= 0 &&
+        size_t(g.tensorDim) < shape.size())
+      parts[size_t(g.tensorDim)] *= g.size;
+  int64_t shards = 1;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (parts[i] > 1) {
+      s.dims.push_back({int(i), shape[i], parts[i]});
+      shards *= parts[i];
+    }
+  s.devices.resize(size_t(shards));
+  for (int64_t d = 0; d < l.devices(); ++d) {
+    auto b = l.block(shape, d);
+    if (!b)
+      return b.takeError();
+    int64_t index = 0;
+    for (const TensorSharding::Dim &dim : s.dims)
+      index = index * dim.shards +
+              b->lo[size_t(dim.axis)] / (dim.extent / dim.shards);
+    s.devices[size_t(index)].push_back(d);
+  }
+  return s;
 }
 
 int64_t GroupsAttr::devices() const {

@@ -1,4 +1,5 @@
-//===- Layout.h - Where blocks of a tensor live, and who talks ---*- C++ -*-===//
+//===- Layout.h - Where blocks of a tensor live, and who talks ---*- C++
+//-*-===//
 //
 // A layout says, for every prime digit of a device id (least significant
 // first), what that digit selects in a tensor: a block of one tensor dim (at
@@ -61,6 +62,25 @@ struct LayoutAttr {
   /// when a dim's blocks do not divide it.
   llvm::Expected<Block> block(llvm::ArrayRef<int64_t> shape, int64_t d) const;
 };
+
+/// Where the blocks of a tensor live, as ONNX's ShardingSpecProto says it:
+/// the split axes, and for each shard (row-major over those axes) the
+/// devices that hold it (several: copies).
+struct TensorSharding {
+  struct Dim {
+    int axis;
+    int64_t extent;
+    int64_t shards;
+  };
+  std::vector<Dim> dims; ///< ascending axes, each split in 2 or more
+  std::vector<std::vector<int64_t>> devices; ///< per shard, ascending
+};
+
+/// The sharding of a tensor of \p shape in layout \p l (its partial
+/// digits count as copies: the sharding of the reduced tensor). An error
+/// when a dim's blocks do not divide it.
+llvm::Expected<TensorSharding> shardingOf(const LayoutAttr &l,
+                                          llvm::ArrayRef<int64_t> shape);
 
 /// The devices a collective runs on, numbered in mixed radix over `space`
 /// (least significant digit first), and the digits it runs across (an IR

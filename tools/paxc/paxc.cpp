@@ -7,6 +7,7 @@
 #include "codegen/EmitPlan.h"
 #include "codegen/plan/PlanFile.h"
 #include "frontend/OnnxImporter.h"
+#include "frontend/OnnxSharding.h"
 #include "ir/Printer.h"
 #include "ir/Summary.h"
 #include "ir/Verifier.h"
@@ -48,7 +49,8 @@ enum class Emit {
   Dot,
   Plan,
   PlanText,
-  CostProbe
+  CostProbe,
+  OnnxSharded
 };
 static cl::opt<Emit> emit(
     "emit",
@@ -76,6 +78,10 @@ static cl::opt<Emit> emit(
                           "when -o ends in .paxplan)"),
                clEnumValN(Emit::PlanText, "plan-text",
                           "the plan as protobuf text"),
+               clEnumValN(Emit::OnnxSharded, "onnx-sharded",
+                          "the source model with ONNX IR 11's multi-device "
+                          "annotations of the chosen strategy (binary "
+                          "ONNX)"),
                clEnumValN(Emit::CostProbe, "cost-probe",
                           "a one-device plan computing every distinct op "
                           "block of the search space once, for paxrun "
@@ -434,6 +440,64 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
   return llvm::Error::success();
 }
 
+/// --emit=onnx-sharded: the source model, each node that became ops of the
+/// IR annotated with the sharding of its outputs: those of the node's last
+/// op, reduced (the layout the consumers read it in).
+static llvm::Error writeOnnxSharded(const Module &m, const StrategyReport &r,
+                                    llvm::raw_ostream &os) {
+  auto model = readOnnxModel(inputPath);
+  if (!model)
+    return model.takeError();
+  llvm::StringMap<int> outputsOf;
+  for (const onnx::NodeProto &n : model->graph().node())
+    outputsOf[n.name().empty() && n.output_size() ? n.output(0) : n.name()] =
+        n.output_size();
+  llvm::StringMap<size_t> last;
+  for (size_t i = 0; i < m.main.ops.size(); ++i)
+    last[m.main.ops[i]->name()] = i;
+  llvm::DenseSet<const Op *> everywhere = constantOps(m);
+  std::vector<OutputSharding> outputs;
+  size_t nodes = 0;
+  for (const auto &entry : last) {
+    auto it = outputsOf.find(entry.getKey());
+    const Op &op = *m.main.ops[entry.getValue()];
+    if (it == outputsOf.end() || int(op.results.size()) != it->second)
+      continue;
+    ++nodes;
+    for (unsigned k = 0; k < op.results.size(); ++k) {
+      const TensorType &t = op.results[k].value->type;
+      TensorSharding s;
+      if (everywhere.contains(&op)) {
+        // Computed whole on every device.
+        s.devices.emplace_back();
+        for (int64_t d = 0; d < int64_t(r.cluster->gpus); ++d)
+          s.devices.back().push_back(d);
+      } else {
+        TensorLayout l = reducedLayout(
+            resultLayout(op, r.strategy.configs[entry.getValue()], k));
+        auto got = shardingOf(
+            LayoutAttr{std::vector<Digit>(l.digits.begin(), l.digits.end())},
+            t.shape);
+        if (!got)
+          return llvm::createStringError(
+              "op '" + op.name() + "': " + llvm::toString(got.takeError()));
+        s = std::move(*got);
+      }
+      outputs.push_back({entry.getKey().str(), k, std::move(s)});
+    }
+  }
+  if (auto err = annotateSharding(*model, "paxc", r.cluster->gpus, outputs))
+    return llvm::createStringError(inputPath + ": " +
+                                   llvm::toString(std::move(err)));
+  os << model->SerializeAsString();
+  if (!quiet && outputPath != "-")
+    llvm::errs() << llvm::formatv(
+        "paxc: wrote {0}: {1} of {2} nodes annotated with the sharding of "
+        "their outputs on {3} devices (ONNX IR version 11)\n",
+        outputPath, nodes, model->graph().node_size(), r.cluster->gpus);
+  return llvm::Error::success();
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions({&paxcCategory, &searchCategory});
@@ -525,7 +589,7 @@ int main(int argc, char **argv) {
                      clusterName.getNumOccurrences();
   bool sharding =
       emit == Emit::Report || emit == Emit::Strategy || emit == Emit::Trace ||
-      emit == Emit::Dot ||
+      emit == Emit::Dot || emit == Emit::OnnxSharded ||
       (!emit.getNumOccurrences() &&
        (gpus.getNumOccurrences() || strategyPath.getNumOccurrences() ||
         clusterName.getNumOccurrences() || costDbPath.getNumOccurrences()));
@@ -678,6 +742,9 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(report.takeError()));
   if (emit == Emit::Dot) {
     writeStrategyDot(m, report->strategy, out.os());
+  } else if (emit == Emit::OnnxSharded) {
+    if (auto err = writeOnnxSharded(m, *report, out.os()))
+      return fail(llvm::toString(std::move(err)));
   } else if (emit == Emit::Trace) {
     CostModel model(*report->cluster, report->mode);
     SimOptions so;
