@@ -377,12 +377,20 @@ llvm::Error Emitter::emitCompute(const Op &op,
   // A probe times device 0's block.
   if (probe)
     devs = 1;
+  // An op placed at a device offset runs on devices at .. at + devs - 1.
+  int64_t at = probe || everywhere ? 0 : op.intAttr("offset", 0);
+  if (at < 0 || at + devs > n)
+    return llvm::createStringError(
+        "op '" + op.name() + "': placed at device " + std::to_string(at) +
+        " it needs " + std::to_string(devs) + " device(s) of the plan's " +
+        std::to_string(n));
   std::string costKey = opBlockKey(
       op, localExtents(op, everywhere ? std::vector<int64_t>(op.iters.size(), 1)
                                       : config));
-  for (int64_t d = 0; d < devs; ++d) {
+  for (int64_t d = at; d < at + devs; ++d) {
     IterBlock b = iterBlock(
-        op, everywhere ? std::vector<int64_t>(op.iters.size(), 1) : config, d);
+        op, everywhere ? std::vector<int64_t>(op.iters.size(), 1) : config,
+        d - at);
     llvm::SmallVector<uint32_t, 4> ins, outs;
     llvm::SmallVector<Box, 4> inBoxes, outBoxes;
     // A contraction split along a reduction leaves partial sums that are
@@ -506,16 +514,22 @@ llvm::Error Emitter::emitCollective(const Op &op) {
     return bad("needs a layout, groups and halo (2 ints per dim)");
   if (std::string why = groups->check(); !why.empty())
     return bad(why);
+  // The layout numbers devices from `offset`, the groups from
+  // `group_offset` (ops placed apart).
+  int64_t lo = op.intAttr("offset", 0), go = op.intAttr("group_offset", 0);
   int64_t devs = groups->devices();
-  if (devs > n)
-    return bad("runs on " + llvm::Twine(devs) + " devices, the plan has " +
-               llvm::Twine(n));
+  if (go < 0 || lo < 0 || go + devs > n || lo + layout->devices() > n)
+    return bad("runs on " + llvm::Twine(devs) + " devices from device " +
+               llvm::Twine(go) + " (its layout from " + llvm::Twine(lo) +
+               "), the plan has " + llvm::Twine(n));
   // Boxes before and after, per device.
   std::vector<Box> before(n, Box::none(t.rank())), after = before;
-  for (int64_t d = 0; d < devs; ++d) {
+  for (int64_t d = go; d < go + devs; ++d) {
     if (auto it = held[d].find(in); it != held[d].end())
       before[d] = it->second.box;
-    auto block = layout->block(t.shape, d);
+    if (d < lo)
+      continue;
+    auto block = layout->block(t.shape, d - lo);
     if (!block)
       return bad(llvm::toString(block.takeError()) + " of " + t.str());
     std::optional<Box> box;
@@ -537,7 +551,7 @@ llvm::Error Emitter::emitCollective(const Op &op) {
   }
   plan::Collective::Kind kind = planKind(op.kind);
   if (op.kind == OpKind::LocalSlice) {
-    for (int64_t d = 0; d < devs; ++d) {
+    for (int64_t d = 0; d < n; ++d) {
       if (after[d].empty)
         continue;
       if (!before[d].contains(after[d]))
@@ -568,13 +582,15 @@ llvm::Error Emitter::emitCollective(const Op &op) {
   // the collective runs across.
   std::vector<uint32_t> groupOf(static_cast<size_t>(devs), 0);
   for (const std::vector<int64_t> &members : groups->groups()) {
-    std::vector<uint32_t> ids(members.begin(), members.end());
+    std::vector<uint32_t> ids;
+    for (int64_t d : members)
+      ids.push_back(uint32_t(go + d));
     uint32_t g = group(ids);
     for (int64_t d : members)
       groupOf[size_t(d)] = g;
   }
-  for (int64_t d = 0; d < devs; ++d) {
-    uint32_t g = groupOf[size_t(d)];
+  for (int64_t d = go; d < go + devs; ++d) {
+    uint32_t g = groupOf[size_t(d - go)];
     auto it = held[d].find(in);
     uint32_t i = it != held[d].end() ? it->second.buffer
                                      : newBuffer(d, in, Box::none(t.rank()));

@@ -13,17 +13,17 @@ llvm::Expected<Config> configOf(const Op &op) {
     return Config(op.iters.size(), 1);
   const auto *list = std::get_if<std::vector<int64_t>>(&it->second);
   if (!list || list->size() != op.iters.size())
-    return llvm::createStringError(
-        "op '" + op.name() + "': its config must list one factor per "
-        "iteration dim (" + std::to_string(op.iters.size()) + ")");
+    return llvm::createStringError("op '" + op.name() +
+                                   "': its config must list one factor per "
+                                   "iteration dim (" +
+                                   std::to_string(op.iters.size()) + ")");
   Config c(list->begin(), list->end());
   for (size_t d = 0; d < c.size(); ++d)
     if (c[d] < 1 || op.iters[d].extent % c[d])
       return llvm::createStringError(
           "op '" + op.name() + "': config factor " + std::to_string(c[d]) +
-          " does not divide the extent " +
-          std::to_string(op.iters[d].extent) + " of '" + op.iters[d].name +
-          "'");
+          " does not divide the extent " + std::to_string(op.iters[d].extent) +
+          " of '" + op.iters[d].name + "'");
   return c;
 }
 
@@ -60,16 +60,20 @@ public:
 
 private:
   /// A new collective op of \p kind reading \p in, an identity on its type.
+  /// \p layout numbers devices from \p layoutOffset, \p space from
+  /// \p groupOffset.
   Op *collective(OpKind kind, Value *in, llvm::StringRef name,
                  llvm::ArrayRef<unsigned> positions,
                  llvm::ArrayRef<int64_t> space, llvm::ArrayRef<Digit> layout,
-                 llvm::ArrayRef<int64_t> halo, int64_t bytes);
+                 llvm::ArrayRef<int64_t> halo, int64_t bytes,
+                 int64_t layoutOffset = 0, int64_t groupOffset = 0);
 
   /// Where each value came from: its compute op, result and config.
   struct Source {
     const Op *op;
     unsigned result;
     Config config;
+    int64_t offset; ///< its first device
   };
   /// The moves of planReshard from where \p s leaves \p v to \p to, as
   /// collectives named from \p base; the moved value.
@@ -87,7 +91,8 @@ Op *Inserter::collective(OpKind kind, Value *in, llvm::StringRef name,
                          llvm::ArrayRef<unsigned> positions,
                          llvm::ArrayRef<int64_t> space,
                          llvm::ArrayRef<Digit> layout,
-                         llvm::ArrayRef<int64_t> halo, int64_t bytes) {
+                         llvm::ArrayRef<int64_t> halo, int64_t bytes,
+                         int64_t layoutOffset, int64_t groupOffset) {
   auto op = std::make_unique<Op>(kind);
   AccessMap identity;
   for (size_t d = 0; d < in->type.rank(); ++d) {
@@ -105,6 +110,10 @@ Op *Inserter::collective(OpKind kind, Value *in, llvm::StringRef name,
       LayoutAttr{std::vector<Digit>(layout.begin(), layout.end())};
   op->attrs["halo"] = std::vector<int64_t>(halo.begin(), halo.end());
   op->attrs["bytes"] = bytes;
+  if (layoutOffset)
+    op->attrs["offset"] = layoutOffset;
+  if (groupOffset)
+    op->attrs["group_offset"] = groupOffset;
   out.push_back(std::move(op));
   return out.back().get();
 }
@@ -114,7 +123,8 @@ Value *Inserter::moveTo(Value *v, const Source &s, const TensorLayout &to,
   const TensorType &t = v->type;
   // Partial sums travel as they are: the plan reduces them where this
   // consumer needs them (all_reduce, or reduce_scatter into a block).
-  TensorLayout from = resultLayout(*s.op, s.config, s.result);
+  TensorLayout from =
+      placedAt(resultLayout(*s.op, s.config, s.result), s.offset);
   ReshardTrace trace;
   auto steps = planReshard(from, to, t, perNode, false, &trace);
   Value *cur = v;
@@ -125,8 +135,8 @@ Value *Inserter::moveTo(Value *v, const Source &s, const TensorLayout &to,
         space.push_back(d.size);
       cur = collective(OpKind::AllReduce, cur, base + "all_reduce",
                        steps[0].digits, space, reducedLayout(from).digits,
-                       std::vector<int64_t>(2 * t.rank(), 0),
-                       steps[0].bytes)
+                       std::vector<int64_t>(2 * t.rank(), 0), steps[0].bytes,
+                       from.offset, from.offset)
                 ->results[0]
                 .value.get();
     }
@@ -138,9 +148,13 @@ Value *Inserter::moveTo(Value *v, const Source &s, const TensorLayout &to,
     if (!to.irregular)
       for (size_t d = 0; d < t.rank(); ++d)
         halo[2 * d] = to.haloLo[d], halo[2 * d + 1] = to.haloHi[d];
-    int64_t space = std::max(from.devices(), to.devices());
-    cur = collective(OpKind::SendRecv, cur, base + "send_recv", {0},
-                     {space}, target.digits, halo, steps.back().bytes)
+    // Every device of both ops' ranges takes part.
+    int64_t first = std::min(from.offset, to.offset);
+    int64_t space =
+        std::max(from.offset + from.devices(), to.offset + to.devices()) -
+        first;
+    cur = collective(OpKind::SendRecv, cur, base + "send_recv", {0}, {space},
+                     target.digits, halo, steps.back().bytes, to.offset, first)
               ->results[0]
               .value.get();
   } else {
@@ -157,8 +171,8 @@ Value *Inserter::moveTo(Value *v, const Source &s, const TensorLayout &to,
       }
       std::string name =
           base + reshardStepName(st.kind).str() + std::to_string(i);
-      cur = collective(collectiveKind(st.kind), cur, name, st.digits,
-                       space, trace.after[i], halo, st.bytes)
+      cur = collective(collectiveKind(st.kind), cur, name, st.digits, space,
+                       trace.after[i], halo, st.bytes, from.offset, from.offset)
                 ->results[0]
                 .value.get();
     }
@@ -186,22 +200,30 @@ llvm::Error Inserter::run() {
       q.attrs["everywhere"] = int64_t(1);
     }
     if (configDevices(*cq) > devices)
+      return llvm::createStringError("op '" + q.name() + "': its config uses " +
+                                     std::to_string(configDevices(*cq)) +
+                                     " devices, more than the " +
+                                     std::to_string(devices) + " of the plan");
+    int64_t at = constants.count(&q) ? 0 : q.intAttr("offset", 0);
+    if (at < 0 || at % configDevices(*cq) || at + configDevices(*cq) > devices)
       return llvm::createStringError(
-          "op '" + q.name() + "': its config uses " +
-          std::to_string(configDevices(*cq)) + " devices, more than the " +
-          std::to_string(devices) + " of the plan");
+          "op '" + q.name() + "': offset " + std::to_string(at) +
+          " must be a multiple of its " + std::to_string(configDevices(*cq)) +
+          " device(s) that keeps it inside the plan's " +
+          std::to_string(devices));
     for (unsigned k = 0; k < q.operands.size(); ++k) {
       Operand &o = q.operands[k];
       auto src = sources.find(o.value);
       if (src == sources.end() || constants.count(src->second.op))
         continue; // an input, a weight, or computed everywhere
       std::string base = q.name().str() + ".in" + std::to_string(k) + ".";
-      Value *cur = moveTo(o.value, src->second, operandLayout(q, *cq, k), base);
+      Value *cur = moveTo(o.value, src->second,
+                          placedAt(operandLayout(q, *cq, k), at), base);
       o.value = cur;
     }
     out.push_back(std::move(owned));
     for (unsigned r = 0; r < q.results.size(); ++r)
-      sources[q.results[r].value.get()] = {&q, r, *cq};
+      sources[q.results[r].value.get()] = {&q, r, *cq, at};
   }
   // A returned result leaves reduced (CostModel::returnStep); an update
   // leaves where the next step reads it (nextStepReader).
@@ -216,8 +238,10 @@ llvm::Error Inserter::run() {
       auto c = configOf(*reader);
       if (!c)
         return c.takeError();
-      v = moveTo(v, src->second, operandLayout(*reader, *c, k),
-                 src->second.op->name().str() + ".next.");
+      v = moveTo(
+          v, src->second,
+          placedAt(operandLayout(*reader, *c, k), reader->intAttr("offset", 0)),
+          src->second.op->name().str() + ".next.");
       continue;
     }
     if (auto it = reduced.find(v); it != reduced.end()) {
@@ -232,10 +256,11 @@ llvm::Error Inserter::run() {
     llvm::SmallVector<int64_t, 8> space;
     for (const Digit &d : l.digits)
       space.push_back(d.size);
-    Op *ar = collective(OpKind::AllReduce, v, s.op->name().str() + ".all_reduce",
-                        step.digits, space, reducedLayout(l).digits,
-                        std::vector<int64_t>(2 * v->type.rank(), 0),
-                        step.bytes);
+    Op *ar =
+        collective(OpKind::AllReduce, v, s.op->name().str() + ".all_reduce",
+                   step.digits, space, reducedLayout(l).digits,
+                   std::vector<int64_t>(2 * v->type.rank(), 0), step.bytes,
+                   s.offset, s.offset);
     reduced[v] = ar->results[0].value.get();
     v = reduced[v];
   }

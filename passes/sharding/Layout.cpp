@@ -45,7 +45,16 @@ std::string TensorLayout::str() const {
     s += " partial " + std::to_string(partial);
   if (rep > 1)
     s += " rep " + std::to_string(rep);
+  if (offset)
+    s += " at " + std::to_string(offset);
   return s;
+}
+
+std::vector<int64_t> placements(int64_t k, int64_t n) {
+  std::vector<int64_t> out;
+  for (int64_t o = 0; k > 0 && o + k <= n; o += k)
+    out.push_back(o);
+  return out;
 }
 
 /// The iteration dim that splits tensor dim i through \p e, or -1. A
@@ -127,8 +136,8 @@ TensorLayout resultLayout(const Op &op, const Config &c, unsigned result) {
 /// Halo of a window access split into \p parts blocks: how far each block's
 /// reads reach past an even split of the tensor dim.
 static void windowHalo(const AccessExpr &e, const Op &op, int64_t parts,
-                       int64_t extent, int64_t &lo, int64_t &hi,
-                       int64_t &most, bool &irregular) {
+                       int64_t extent, int64_t &lo, int64_t &hi, int64_t &most,
+                       bool &irregular) {
   int64_t out = op.iters[e.dims[0]].extent;
   int64_t kernel = op.iters[e.dims[1]].extent;
   if (extent % parts) {

@@ -35,6 +35,9 @@ struct TensorLayout {
   /// A dim read in an irregular way (a concat input, a strided slice): each
   /// device needs the whole dim. Set on consumer layouts only.
   bool irregular = false;
+  /// The first of the devices the digits number: an op placed at device
+  /// offset o (a multiple of its device count) runs on o .. o + devices-1.
+  int64_t offset = 0;
 
   int64_t devices() const;
   /// Elements of the block one device holds (without halo).
@@ -42,6 +45,22 @@ struct TensorLayout {
   /// "[2, 1] partial 4 x rep 2" for reports and tests.
   std::string str() const;
 };
+
+/// \p l moved to start at device \p offset.
+inline TensorLayout placedAt(TensorLayout l, int64_t offset) {
+  l.offset = offset;
+  return l;
+}
+
+/// The device offsets an op on \p k of \p n devices may take: the multiples
+/// of \p k that keep it inside the \p n (FlexFlow's device assignment of an
+/// operator; disjoint ops can then run at once).
+std::vector<int64_t> placements(int64_t k, int64_t n);
+
+/// Offset \p i of \p offsets, 0 where none are given.
+inline int64_t offsetOf(llvm::ArrayRef<int64_t> offsets, size_t i) {
+  return offsets.empty() ? 0 : offsets[i];
+}
 
 /// The layout op's result \p result has when op runs in configuration \p c.
 /// Reduction dims that the result does not index make it partial.

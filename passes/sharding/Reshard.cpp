@@ -132,6 +132,15 @@ pointToPoint(const TensorLayout &from, const TensorLayout &to,
   s.kind = ReshardStep::Kind::SendRecv;
   s.groupSize = to.devices();
   s.groupPerNode = std::min(s.groupSize, gpusPerNode);
+  if (from.offset != to.offset) {
+    // Placed apart: inside a node when both device ranges lie in one.
+    int64_t lo = std::min(from.offset, to.offset),
+            hi = std::max(from.offset + from.devices(),
+                          to.offset + to.devices()) -
+                 1;
+    bool oneNode = gpusPerNode > 0 && lo / gpusPerNode == hi / gpusPerNode;
+    s.groupPerNode = oneNode ? s.groupSize : 0;
+  }
   s.bytes = neededElements(to, t) * dtypeBytes(t.elem);
   if (trace) {
     *trace = ReshardTrace();
@@ -185,13 +194,12 @@ static bool prefixLinesUp(const TensorLayout &a, const TensorLayout &b) {
   return true;
 }
 
-llvm::SmallVector<ReshardStep, 4> planReshard(const TensorLayout &from,
-                                              const TensorLayout &to,
-                                              const TensorType &t,
-                                              int64_t gpusPerNode,
-                                              bool fromReplicatedIsPartial,
-                                              ReshardTrace *trace) {
-  if (!prefixLinesUp(from, to))
+llvm::SmallVector<ReshardStep, 4>
+planReshard(const TensorLayout &from, const TensorLayout &to,
+            const TensorType &t, int64_t gpusPerNode,
+            bool fromReplicatedIsPartial, ReshardTrace *trace) {
+  // Devices placed apart: each consumer device fetches what it reads.
+  if (!prefixLinesUp(from, to) || from.offset != to.offset)
     return pointToPoint(from, to, t, gpusPerNode, trace);
   using Role = Digit::Role;
   // A consumer on fewer devices is treated as replicated on the rest (it

@@ -10,7 +10,8 @@
 //
 // one collective per kind over the digits that need it, in that order.
 // Layouts that do not line up digit by digit (different device counts with
-// different digit sizes) fall back to point-to-point transfers. The cost
+// different digit sizes), or that start at different devices (ops placed
+// apart), fall back to point-to-point transfers. The cost
 // model prices exactly these plans and insert-collectives emits exactly
 // them, so predicted and performed communication never disagree.
 //
@@ -36,8 +37,10 @@ struct ReshardStep {
   Kind kind = Kind::Slice;
   /// Positions (in the layouts' digit lists) the collective runs across.
   llvm::SmallVector<unsigned, 4> digits;
-  int64_t groupSize = 1;    ///< devices in one group
-  int64_t groupPerNode = 1; ///< of those, how many share a node
+  int64_t groupSize = 1; ///< devices in one group
+  /// Of those, how many share a node (a send_recv between ops placed on
+  /// different nodes: 0).
+  int64_t groupPerNode = 1;
   /// Bytes of the collective's buffer per device, as NCCL counts them:
   /// all_reduce and all_to_all the buffer, all_gather the gathered output,
   /// reduce_scatter the input; halo and send/recv what one device receives.

@@ -11,8 +11,8 @@ namespace pax {
 Simulator::Simulator(const Module &m, const CostModel &model,
                      SimOptions options)
     : m(m), model(model), options(options),
-      devices(int32_t(std::max(1u, model.getCluster().gpus))),
-      uses(usesOf(m)), constants(constantOps(m)),
+      devices(int32_t(std::max(1u, model.getCluster().gpus))), uses(usesOf(m)),
+      constants(constantOps(m)),
       returned(m.main.returns.begin(), m.main.returns.end()) {
   size_t n = m.main.ops.size();
   usesInto.resize(n);
@@ -39,11 +39,12 @@ void Simulator::build(unsigned i) {
   const Op &op = *f.ops[i];
   std::vector<SimTask> &sec = secs[i];
   sec.clear();
-  auto compute = [&](int64_t n) {
-    return options.overlap ? range(0, n) : std::vector<int32_t>{0};
+  auto compute = [&](int64_t first, int64_t n) {
+    return options.overlap ? range(int32_t(first), n) : std::vector<int32_t>{0};
   };
-  auto links = [&](int64_t n) {
-    return options.overlap ? range(devices, n) : std::vector<int32_t>{0};
+  auto links = [&](int64_t first, int64_t n) {
+    return options.overlap ? range(devices + int32_t(first), n)
+                           : std::vector<int32_t>{0};
   };
   auto add = [&](SimTask t) {
     sec.push_back(std::move(t));
@@ -56,19 +57,22 @@ void Simulator::build(unsigned i) {
     if (constants.count(&p))
       return ready;
     const Config &pc = configs[use.producer], &qc = configs[use.consumer];
+    int64_t po = offsets[use.producer], qo = offsets[use.consumer];
     auto [forward, backward] =
-        model.edgePlans(resultLayout(p, pc, use.result),
-                        operandLayout(q, qc, use.operand),
+        model.edgePlans(placedAt(resultLayout(p, pc, use.result), po),
+                        placedAt(operandLayout(q, qc, use.operand), qo),
                         p.results[use.result].value->type);
-    int64_t n = std::max(configDevices(pc), configDevices(qc));
+    // The links of both ops' devices.
+    int64_t first = std::min(po, qo),
+            n = std::max(po + configDevices(pc), qo + configDevices(qc)) -
+                first;
     for (const auto *plan : {&forward, &backward})
       for (const ReshardStep &s : *plan) {
         SimTask t;
         t.kind = SimTask::Kind::Communicate;
-        t.name =
-            (reshardStepName(s.kind) + " " + p.name() + " -> " + q.name())
-                .str();
-        t.resources = links(n);
+        t.name = (reshardStepName(s.kind) + " " + p.name() + " -> " + q.name())
+                     .str();
+        t.resources = links(first, n);
         t.seconds = model.stepSeconds(s);
         t.deps = {ready};
         ready = {i, add(std::move(t))};
@@ -84,9 +88,12 @@ void Simulator::build(unsigned i) {
       inputs.push_back(moves(uses[u], {uses[u].producer, kOutput}));
   OpCost cost = model.opCost(op, configs[i]);
   int64_t n = constants.count(&op) ? devices : configDevices(configs[i]);
+  int64_t at = constants.count(&op) ? 0 : offsets[i];
   SimTask c;
   c.name = (op.name() + " " + configStr(op, configs[i])).str();
-  c.resources = compute(n);
+  if (at)
+    c.name += " at " + std::to_string(at);
+  c.resources = compute(at, n);
   c.seconds = cost.compute;
   c.deps = inputs;
   unsigned computed = add(std::move(c)), last = computed;
@@ -97,7 +104,7 @@ void Simulator::build(unsigned i) {
     SimTask t;
     t.kind = SimTask::Kind::Communicate;
     t.name = (op.name() + " (inside)").str();
-    t.resources = links(n);
+    t.resources = links(at, n);
     t.seconds = inside;
     t.deps = {{i, computed}};
     last = add(std::move(t));
@@ -109,7 +116,7 @@ void Simulator::build(unsigned i) {
     SimTask t;
     t.kind = SimTask::Kind::Communicate;
     t.name = (op.name() + " (gradient sync)").str();
-    t.resources = links(n);
+    t.resources = links(at, n);
     t.seconds = cost.gradientSync;
     t.deps = {{i, computed}};
     add(std::move(t));
@@ -126,9 +133,9 @@ void Simulator::build(unsigned i) {
       ReshardStep s = model.returnStep(op, configs[i], r);
       SimTask t;
       t.kind = SimTask::Kind::Communicate;
-      t.name = (reshardStepName(s.kind) + " " + op.name() + " (returned)")
-                   .str();
-      t.resources = links(n);
+      t.name =
+          (reshardStepName(s.kind) + " " + op.name() + " (returned)").str();
+      t.resources = links(at, n);
       t.seconds = model.stepSeconds(s);
       t.deps = {{i, outputTask[i]}};
       add(std::move(t));
@@ -150,8 +157,8 @@ void Simulator::schedule(unsigned from) {
     for (SimTask &t : secs[s]) {
       double start = 0;
       for (auto [ds, di] : t.deps)
-        start = std::max(
-            start, secs[ds][di == kOutput ? outputTask[ds] : di].end);
+        start =
+            std::max(start, secs[ds][di == kOutput ? outputTask[ds] : di].end);
       for (int32_t r : t.resources)
         start = std::max(start, free[size_t(r)]);
       t.start = start;
@@ -164,9 +171,14 @@ void Simulator::schedule(unsigned from) {
   makespan = most;
 }
 
-double Simulator::simulate(llvm::ArrayRef<Config> cs) {
+double Simulator::simulate(llvm::ArrayRef<Config> cs,
+                           llvm::ArrayRef<int64_t> os) {
   size_t n = m.main.ops.size();
   configs.assign(cs.begin(), cs.end());
+  if (os.empty())
+    offsets.assign(n, 0);
+  else
+    offsets.assign(os.begin(), os.end());
   secs.assign(n, {});
   outputTask.assign(n, 0);
   if (options.delta) {
@@ -183,9 +195,10 @@ double Simulator::simulate(llvm::ArrayRef<Config> cs) {
   return makespan;
 }
 
-double Simulator::change(unsigned i, const Config &c) {
+double Simulator::change(unsigned i, const Config &c, int64_t offset) {
   assert(options.delta && "change() needs SimOptions::delta");
   configs[i] = c;
+  offsets[i] = offset;
   // Op i's section holds its compute, its edges from earlier ops and to
   // earlier ops (next-step readers); a later op's section its edge from or
   // to op i.
@@ -203,16 +216,16 @@ double Simulator::change(unsigned i, const Config &c) {
 void Simulator::writeTrace(llvm::raw_ostream &os) const {
   llvm::json::Array events;
   for (int32_t r = 0; r < resourceCount(); ++r) {
-    std::string name =
-        !options.overlap ? "step"
-        : r < devices    ? "GPU " + std::to_string(r)
-                         : "GPU " + std::to_string(r - devices) + " links";
-    events.push_back(llvm::json::Object{
-        {"name", "thread_name"},
-        {"ph", "M"},
-        {"pid", 0},
-        {"tid", r},
-        {"args", llvm::json::Object{{"name", name}}}});
+    std::string name = !options.overlap ? "step"
+                       : r < devices
+                           ? "GPU " + std::to_string(r)
+                           : "GPU " + std::to_string(r - devices) + " links";
+    events.push_back(
+        llvm::json::Object{{"name", "thread_name"},
+                           {"ph", "M"},
+                           {"pid", 0},
+                           {"tid", r},
+                           {"args", llvm::json::Object{{"name", name}}}});
     if (!options.overlap)
       break;
   }
@@ -221,8 +234,8 @@ void Simulator::writeTrace(llvm::raw_ostream &os) const {
       for (int32_t r : t.resources)
         events.push_back(llvm::json::Object{
             {"name", t.name},
-            {"cat", t.kind == SimTask::Kind::Compute ? "compute"
-                                                     : "communication"},
+            {"cat",
+             t.kind == SimTask::Kind::Compute ? "compute" : "communication"},
             {"ph", "X"},
             {"pid", 0},
             {"tid", r},

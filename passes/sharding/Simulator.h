@@ -59,11 +59,14 @@ class Simulator {
 public:
   Simulator(const Module &m, const CostModel &model, SimOptions options = {});
 
-  /// Full simulation of \p configs (one per op of `@main`, in op order);
-  /// returns the step's seconds.
-  double simulate(llvm::ArrayRef<Config> configs);
-  /// Delta simulation: op \p op now runs in \p c (after simulate()).
-  double change(unsigned op, const Config &c);
+  /// Full simulation of \p configs (one per op of `@main`, in op order),
+  /// each op on the devices from its offset in \p offsets (none: every op
+  /// from device 0); returns the step's seconds.
+  double simulate(llvm::ArrayRef<Config> configs,
+                  llvm::ArrayRef<int64_t> offsets = {});
+  /// Delta simulation: op \p op now runs in \p c from device \p offset
+  /// (after simulate()).
+  double change(unsigned op, const Config &c, int64_t offset = 0);
 
   /// The step's seconds (the last task's end).
   double seconds() const { return makespan; }
@@ -91,6 +94,7 @@ private:
   llvm::DenseSet<const Op *> constants;
   llvm::DenseSet<const Value *> returned;
   std::vector<Config> configs;
+  std::vector<int64_t> offsets;
   std::vector<std::vector<SimTask>> secs;
   /// Each section's last task that its op's consumers wait for.
   std::vector<unsigned> outputTask;

@@ -18,8 +18,8 @@
 
 #include <cassert>
 #include <chrono>
-#include <random>
 #include <cmath>
+#include <random>
 #include <tuple>
 
 namespace pax {
@@ -96,8 +96,8 @@ llvm::DenseSet<const Op *> constantOps(const Module &m) {
   return constants;
 }
 
-std::optional<std::pair<const Op *, unsigned>>
-nextStepReader(const Module &m, size_t index) {
+std::optional<std::pair<const Op *, unsigned>> nextStepReader(const Module &m,
+                                                              size_t index) {
   const Func &f = m.main;
   llvm::StringRef name = f.returnNames[index];
   const Value *v = f.returns[index];
@@ -130,8 +130,8 @@ std::vector<Use> usesOf(const Module &m) {
   for (size_t i = 0; i < f.returns.size(); ++i)
     if (auto reader = nextStepReader(m, i)) {
       const Value *val = f.returns[i];
-      uses.push_back({index[val->def], val->index, index[reader->first],
-                      reader->second});
+      uses.push_back(
+          {index[val->def], val->index, index[reader->first], reader->second});
     }
   return uses;
 }
@@ -265,8 +265,8 @@ struct UniqueLayouts {
     std::string key;
     llvm::raw_string_ostream os(key);
     for (const Digit &d : l.digits)
-      os << d.size << ',' << int(d.role) << ',' << d.tensorDim << ','
-         << d.level << ';';
+      os << d.size << ',' << int(d.role) << ',' << d.tensorDim << ',' << d.level
+         << ';';
     for (auto *list : {&l.parts, &l.haloLo, &l.haloHi, &l.haloMost}) {
       os << '|';
       for (int64_t v : *list)
@@ -307,8 +307,8 @@ static CostGraph buildGraph(const SearchSpace::Data &space,
     }
     std::vector<int64_t> costs;
     for (const Config &c : v.configs) {
-      double seconds = model.opCost(*v.op, c).total() +
-                       lambda * model.memoryBytes(*v.op, c);
+      double seconds =
+          model.opCost(*v.op, c).total() + lambda * model.memoryBytes(*v.op, c);
       // A returned result leaves reduced.
       for (unsigned r = 0; r < v.op->results.size(); ++r)
         if (returned.count(v.op->results[r].value.get()) &&
@@ -440,7 +440,8 @@ static StrategyCost priceStrategy(const Func &f, const CostModel &model,
                                   const llvm::DenseSet<const Op *> &constants,
                                   const llvm::DenseSet<const Value *> &returned,
                                   llvm::ArrayRef<Use> uses,
-                                  llvm::ArrayRef<Config> configs) {
+                                  llvm::ArrayRef<Config> configs,
+                                  llvm::ArrayRef<int64_t> offsets) {
   StrategyCost cost;
   for (unsigned i = 0; i < f.ops.size(); ++i) {
     const Op &op = *f.ops[i];
@@ -460,8 +461,10 @@ static StrategyCost priceStrategy(const Func &f, const CostModel &model,
     if (constants.count(&p))
       continue; // computed on every device; no gradient
     auto [forward, backward] = model.edgePlans(
-        resultLayout(p, configs[u.producer], u.result),
-        operandLayout(q, configs[u.consumer], u.operand),
+        placedAt(resultLayout(p, configs[u.producer], u.result),
+                 offsetOf(offsets, u.producer)),
+        placedAt(operandLayout(q, configs[u.consumer], u.operand),
+                 offsetOf(offsets, u.consumer)),
         p.results[u.result].value->type);
     cost.commSeconds +=
         model.planSeconds(forward) + model.planSeconds(backward);
@@ -474,17 +477,20 @@ static StrategyCost priceStrategy(const Func &f, const CostModel &model,
 }
 
 StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
-                              llvm::ArrayRef<Config> configs) {
+                              llvm::ArrayRef<Config> configs,
+                              llvm::ArrayRef<int64_t> offsets) {
   const Func &f = m.main;
   llvm::DenseSet<const Value *> returned(f.returns.begin(), f.returns.end());
-  return priceStrategy(f, model, constantOps(m), returned, usesOf(m), configs);
+  return priceStrategy(f, model, constantOps(m), returned, usesOf(m), configs,
+                       offsets);
 }
 
 StrategyCost evaluateStrategy(const SearchSpace &space, const CostModel &model,
-                              llvm::ArrayRef<Config> configs) {
+                              llvm::ArrayRef<Config> configs,
+                              llvm::ArrayRef<int64_t> offsets) {
   const SearchSpace::Data &d = space.data();
   return priceStrategy(d.module->main, model, d.constants, d.returned, d.uses,
-                       configs);
+                       configs, offsets);
 }
 
 /// A cost graph without its single-configuration vertices: their edges are
@@ -528,10 +534,11 @@ static ReducedGraph foldFixedVertices(const CostGraph &g) {
 }
 
 /// Runs the DP (or exhaustive search) on candidate sets.
-static llvm::Expected<Solution>
-search(const SearchSpace::Data &space, const CostModel &model,
-       const std::vector<Vertex> &vertices, const ShardingOptions &o,
-       double lambda) {
+static llvm::Expected<Solution> search(const SearchSpace::Data &space,
+                                       const CostModel &model,
+                                       const std::vector<Vertex> &vertices,
+                                       const ShardingOptions &o,
+                                       double lambda) {
   const Func &f = space.module->main;
   ReducedGraph r =
       foldFixedVertices(buildGraph(space, model, vertices, lambda));
@@ -673,15 +680,23 @@ static llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
       random.push_back(v.configs[seeder() % v.configs.size()]);
     starts.push_back(std::move(random));
   }
+  // Inference strategies may also place ops on other devices than the
+  // first (FlexFlow's device assignment): ops placed apart run at once. A
+  // training program's backward ops keep their forward op's devices.
+  int64_t devices = model.getCluster().gpus;
+  bool place =
+      model.getMode() == CostMode::Infer && !o.configs.keepGiven && devices > 1;
   std::vector<unsigned> movable;
   for (unsigned i = 0; i < d.vertices.size(); ++i)
-    if (d.vertices[i].configs.size() > 1)
+    if (d.vertices[i].configs.size() > 1 ||
+        (place && !d.constants.count(d.vertices[i].op)))
       movable.push_back(i);
   uint64_t steps = o.mcmcSteps
                        ? o.mcmcSteps
                        : std::max<uint64_t>(2000, 100 * d.vertices.size());
   struct Chain {
     std::vector<Config> best;
+    std::vector<int64_t> bestOffsets;
     double start = 0, bestSeconds = 0;
     uint64_t proposals = 0, accepted = 0;
     bool budgetHit = false;
@@ -693,9 +708,11 @@ static llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
     std::uniform_real_distribution<double> unit(0, 1);
     Simulator sim(*d.module, model);
     std::vector<Config> now = starts[c];
-    double cur = sim.simulate(now);
+    std::vector<int64_t> at(now.size(), 0);
+    double cur = sim.simulate(now, at);
     ch.start = cur;
     ch.best = now;
+    ch.bestOffsets = at;
     ch.bestSeconds = cur;
     uint64_t lastImproved = 0;
     for (uint64_t k = 1; k <= steps && !movable.empty(); ++k) {
@@ -708,30 +725,46 @@ static llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
       }
       unsigned i = movable[rng() % movable.size()];
       const std::vector<Config> &cs = d.vertices[i].configs;
-      Config proposal = cs[rng() % cs.size()];
-      if (proposal == now[i])
+      Config proposal = now[i];
+      int64_t offset = at[i];
+      if (place && (cs.size() == 1 || rng() % 4 == 0)) {
+        // Another place for the same configuration.
+        std::vector<int64_t> ps = placements(configDevices(now[i]), devices);
+        offset = ps[rng() % ps.size()];
+      } else {
+        // Another configuration, in place where it fits.
+        proposal = cs[rng() % cs.size()];
+        int64_t k = configDevices(proposal);
+        if (offset % k || offset + k > devices)
+          offset = 0;
+      }
+      if (proposal == now[i] && offset == at[i])
         continue;
       ++ch.proposals;
       double next;
       if (o.mcmcFullSimulation) {
         std::vector<Config> candidate = now;
+        std::vector<int64_t> candidateAt = at;
         candidate[i] = proposal;
-        next = sim.simulate(candidate);
+        candidateAt[i] = offset;
+        next = sim.simulate(candidate, candidateAt);
       } else {
-        next = sim.change(i, proposal);
+        next = sim.change(i, proposal, offset);
       }
       double worse = (next - cur) / std::max(cur, 1e-30);
       if (next <= cur || unit(rng) < std::exp(-o.mcmcBeta * worse)) {
         ++ch.accepted;
         now[i] = proposal;
+        at[i] = offset;
         cur = next;
         if (cur < ch.bestSeconds) {
           ch.bestSeconds = cur;
           ch.best = now;
+          ch.bestOffsets = at;
           lastImproved = k;
         }
       } else if (!o.mcmcFullSimulation) {
-        sim.change(i, now[i]);
+        sim.change(i, now[i], at[i]);
       }
       if (k > 200 && k - lastImproved > k / 2)
         break;
@@ -753,8 +786,10 @@ static llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
     result.budgetHit |= chains[c].budgetHit;
   }
   result.configs = chains[best].best;
+  if (llvm::any_of(chains[best].bestOffsets, [](int64_t o) { return o; }))
+    result.offsets = chains[best].bestOffsets;
   result.dpSimulatedSeconds = chains[0].start;
-  result.cost = evaluateStrategy(space, model, result.configs);
+  result.cost = evaluateStrategy(space, model, result.configs, result.offsets);
   result.cost.simulatedSeconds = chains[best].bestSeconds;
   result.searchCost = toPicos(result.cost.seconds);
   result.stats = dp->stats;
@@ -794,8 +829,8 @@ llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
     if (baseline)
       for (const Vertex &v : d.vertices)
         restricted.push_back(
-            {v.op, baselineConfigs(*v.op, d.roles.find(v.op)->second,
-                                   v.configs, o.configs.devices, t)});
+            {v.op, baselineConfigs(*v.op, d.roles.find(v.op)->second, v.configs,
+                                   o.configs.devices, t)});
     const std::vector<Vertex> &cand = baseline ? restricted : d.vertices;
     ShardingOptions so = o;
     if (baseline)
@@ -812,9 +847,9 @@ llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
     // only then is each candidate priced to compare them.
     if (o.memoryLimit > 0)
       st.cost = evaluateStrategy(space, model, st.configs);
-    bool better = !best || (o.memoryLimit > 0
-                                ? st.cost.seconds < best->cost.seconds
-                                : st.searchCost < best->searchCost);
+    bool better =
+        !best || (o.memoryLimit > 0 ? st.cost.seconds < best->cost.seconds
+                                    : st.searchCost < best->searchCost);
     if (better)
       best = std::move(st);
   }

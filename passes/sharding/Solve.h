@@ -64,6 +64,10 @@ struct StrategyCost {
 /// A configuration for every op of `@main`, in op order, and its cost.
 struct Strategy {
   std::vector<Config> configs;
+  /// Each op's first device (Layout.h's placements): ops placed apart run
+  /// at once. Empty: every op from device 0 (what the DP and the baselines
+  /// choose; only MCMC places).
+  std::vector<int64_t> offsets;
   StrategyCost cost;
   /// The searched cost in integer picoseconds (solvers compare exactly).
   int64_t searchCost = 0;
@@ -135,8 +139,8 @@ llvm::DenseSet<const Op *> constantOps(const Module &m);
 /// operand's layout, and insert-collectives emits the moves, so a sharded
 /// update of a replicated weight pays its all-gather (ZeRO-1's shape) and
 /// optimizer state that stays sharded pays nothing.
-std::optional<std::pair<const Op *, unsigned>>
-nextStepReader(const Module &m, size_t index);
+std::optional<std::pair<const Op *, unsigned>> nextStepReader(const Module &m,
+                                                              size_t index);
 
 /// An operand of one op read from a result of another (op indices in
 /// program order).
@@ -149,10 +153,13 @@ struct Use {
 /// cost model prices.
 std::vector<Use> usesOf(const Module &m);
 
-/// Prices a given strategy (one configuration per op, in op order).
+/// Prices a given strategy (one configuration per op, in op order, each
+/// op from its device offset in \p offsets; none: from device 0).
 StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
-                              llvm::ArrayRef<Config> configs);
+                              llvm::ArrayRef<Config> configs,
+                              llvm::ArrayRef<int64_t> offsets = {});
 StrategyCost evaluateStrategy(const SearchSpace &space, const CostModel &model,
-                              llvm::ArrayRef<Config> configs);
+                              llvm::ArrayRef<Config> configs,
+                              llvm::ArrayRef<int64_t> offsets = {});
 
 } // namespace pax

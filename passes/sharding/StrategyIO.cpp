@@ -24,7 +24,8 @@ static double peakRss() {
 llvm::Expected<StrategyReport>
 buildReport(const Module &m, const Cluster &cluster, CostMode mode,
             const ShardingOptions &options,
-            const std::optional<std::vector<Config>> &fixed) {
+            const std::optional<std::vector<Config>> &fixed,
+            llvm::ArrayRef<int64_t> fixedOffsets) {
   CostModel model(cluster, mode);
   StrategyReport r;
   r.model = m.name;
@@ -35,9 +36,10 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
   SearchSpace space(m, options.configs);
   if (fixed) {
     r.strategy.configs = *fixed;
+    r.strategy.offsets.assign(fixedOffsets.begin(), fixedOffsets.end());
     r.given = true;
     r.strategy.stats.exact = false;
-    r.strategy.cost = evaluateStrategy(space, model, *fixed);
+    r.strategy.cost = evaluateStrategy(space, model, *fixed, fixedOffsets);
     for (const auto &op : m.main.ops)
       r.strategy.spaceSizes.push_back(
           enumerateConfigs(*op, options.configs).size());
@@ -54,7 +56,8 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
   SimOptions so;
   so.delta = false;
   Simulator sim(m, model, so);
-  r.strategy.cost.simulatedSeconds = sim.simulate(r.strategy.configs);
+  r.strategy.cost.simulatedSeconds =
+      sim.simulate(r.strategy.configs, r.strategy.offsets);
   for (SolverKind k : {SolverKind::DataParallel, SolverKind::Expert}) {
     if (!fixed && k == options.solver)
       continue;
@@ -195,11 +198,13 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
           {"kind", iterKindName(op.iters[d].kind)},
           {"splittable",
            split[d] ? (runs[d] ? "yes" : "cost-model-only") : "no"}});
-    ops.push_back(
-        llvm::json::Object{{"name", op.name()},
-                           {"kind", opKindName(op.kind)},
-                           {"config", configJson(op, r.strategy.configs[i])},
-                           {"dims", std::move(dims)}});
+    llvm::json::Object entry{{"name", op.name()},
+                             {"kind", opKindName(op.kind)},
+                             {"config", configJson(op, r.strategy.configs[i])},
+                             {"dims", std::move(dims)}};
+    if (int64_t at = offsetOf(r.strategy.offsets, i))
+      entry["offset"] = at;
+    ops.push_back(std::move(entry));
   }
   out["ops"] = std::move(ops);
   return out;
@@ -243,10 +248,9 @@ static llvm::Expected<Config> readConfig(const Op &op,
   return c;
 }
 
-llvm::Expected<std::vector<Config>> strategyFromJson(const Module &m,
-                                                     llvm::StringRef text,
-                                                     llvm::StringRef origin,
-                                                     const ConfigOptions &o) {
+llvm::Expected<std::vector<Config>>
+strategyFromJson(const Module &m, llvm::StringRef text, llvm::StringRef origin,
+                 const ConfigOptions &o, std::vector<int64_t> *offsets) {
   auto parsed = llvm::json::parse(text);
   if (!parsed)
     return llvm::createStringError(
@@ -278,6 +282,21 @@ llvm::Expected<std::vector<Config>> strategyFromJson(const Module &m,
                         where + " ('" + *name + "')");
     if (!c)
       return c.takeError();
+    if (const llvm::json::Value *at = op->get("offset")) {
+      int64_t k = configDevices(*c);
+      auto v = at->getAsInteger();
+      if (!v || *v < 0 || *v % k || *v + k > o.devices)
+        return llvm::createStringError(llvm::formatv(
+            "{0} ('{1}'): 'offset' must be a multiple of its {2} device(s) "
+            "from 0 to {3}",
+            where, *name, k, o.devices - k));
+      if (!offsets)
+        return llvm::createStringError(where + " ('" + *name +
+                                       "'): 'offset' places an op, which "
+                                       "only an inference strategy does");
+      offsets->resize(f.ops.size(), 0);
+      (*offsets)[i] = *v;
+    }
     configs.push_back(std::move(*c));
   }
   return configs;
@@ -309,6 +328,8 @@ static void printConfigs(const Module &m, const Strategy &s,
       space += d.name + ":" + std::to_string(d.extent) + " ";
     std::string key = opKindName(op.kind).str() + " " + space + "-> " +
                       configStr(op, s.configs[i]);
+    if (int64_t at = offsetOf(s.offsets, i))
+      key += " at device " + std::to_string(at);
     if (counts[key]++ == 0)
       rows.push_back({key, op.name().str()});
   }

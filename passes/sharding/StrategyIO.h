@@ -40,7 +40,8 @@ struct StrategyReport {
 llvm::Expected<StrategyReport>
 buildReport(const Module &m, const Cluster &cluster, CostMode mode,
             const ShardingOptions &options,
-            const std::optional<std::vector<Config>> &fixed);
+            const std::optional<std::vector<Config>> &fixed,
+            llvm::ArrayRef<int64_t> fixedOffsets = {});
 
 /// The strategy JSON: model, cluster, mode, solver, cost_s, compute_s,
 /// comm_s, memory_bytes, comm_bytes, search_s, baselines, stats, and ops
@@ -48,12 +49,14 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
 llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r);
 
 /// Reads the configurations of a strategy JSON for \p m: ops are matched by
-/// name in order; every factor must be a legal split of its dim. Errors name
-/// \p origin and the op.
-llvm::Expected<std::vector<Config>> strategyFromJson(const Module &m,
-                                                     llvm::StringRef text,
-                                                     llvm::StringRef origin,
-                                                     const ConfigOptions &o);
+/// name in order; every factor must be a legal split of its dim. An op's
+/// `offset` (its first device: a multiple of its device count that keeps
+/// it inside the cluster) goes to \p offsets, sized to the ops; without
+/// \p offsets an offset is an error. Errors name \p origin and the op.
+llvm::Expected<std::vector<Config>>
+strategyFromJson(const Module &m, llvm::StringRef text, llvm::StringRef origin,
+                 const ConfigOptions &o,
+                 std::vector<int64_t> *offsets = nullptr);
 
 /// The text report.
 void printReport(const Module &m, const StrategyReport &r,

@@ -164,6 +164,17 @@ std::vector<Config> randomConfigs(const Module &m, int64_t devices,
   return configs;
 }
 
+/// A random device offset for each of \p configs (Layout.h's placements).
+std::vector<int64_t> randomOffsets(llvm::ArrayRef<Config> configs,
+                                   int64_t devices, std::mt19937 &rng) {
+  std::vector<int64_t> offsets;
+  for (const Config &c : configs) {
+    std::vector<int64_t> ps = placements(configDevices(c), devices);
+    offsets.push_back(ps[rng() % ps.size()]);
+  }
+  return offsets;
+}
+
 /// A random graph of \p ops ops on \p devices devices of a DGX-1, priced
 /// for training (odd seeds) or inference.
 struct SimCase {
@@ -192,13 +203,18 @@ TEST(SimulatorTest, WithoutOverlapItIsTheAdditiveCost) {
     const CostModel &model = *sc.model;
     std::mt19937 rng(seed);
     std::vector<Config> configs = randomConfigs(*m, devices, rng);
-    double additive = evaluateStrategy(*m, model, configs).seconds;
-    Simulator serial(*m, model, SimOptions{false});
-    EXPECT_NEAR(serial.simulate(configs), additive, 1e-12 * additive)
-        << "seed " << seed;
-    Simulator overlapped(*m, model);
-    EXPECT_LE(overlapped.simulate(configs), additive * (1 + 1e-12))
-        << "seed " << seed;
+    // Every op from device 0, then each at a random offset.
+    std::vector<int64_t> offsets = randomOffsets(configs, devices, rng);
+    for (llvm::ArrayRef<int64_t> at :
+         {llvm::ArrayRef<int64_t>(), llvm::ArrayRef<int64_t>(offsets)}) {
+      double additive = evaluateStrategy(*m, model, configs, at).seconds;
+      Simulator serial(*m, model, SimOptions{false});
+      EXPECT_NEAR(serial.simulate(configs, at), additive, 1e-12 * additive)
+          << "seed " << seed;
+      Simulator overlapped(*m, model);
+      EXPECT_LE(overlapped.simulate(configs, at), additive * (1 + 1e-12))
+          << "seed " << seed;
+    }
   }
 }
 
@@ -217,14 +233,17 @@ TEST(SimulatorTest, DeltaSimulationIsTheFullOne) {
       Simulator delta(*m, model, SimOptions{overlap});
       delta.simulate(configs);
       std::vector<Config> now = configs;
+      std::vector<int64_t> at(now.size(), 0);
       for (int k = 0; k < 20; ++k) {
         std::vector<Config> other = randomConfigs(*m, devices, rng);
         unsigned i = std::uniform_int_distribution<unsigned>(
             0, unsigned(now.size() - 1))(rng);
         now[i] = other[i];
-        double got = delta.change(i, now[i]);
+        // Half the changes also move the op (placed ops run at once).
+        at[i] = k % 2 ? randomOffsets({now[i]}, devices, rng)[0] : 0;
+        double got = delta.change(i, now[i], at[i]);
         Simulator full(*m, model, SimOptions{overlap});
-        double want = full.simulate(now);
+        double want = full.simulate(now, at);
         ASSERT_EQ(got, want) << "seed " << seed << " change " << k;
         ASSERT_EQ(delta.sections().size(), full.sections().size());
         for (size_t s = 0; s < full.sections().size(); ++s) {
@@ -383,4 +402,42 @@ TEST(CostDbTest, FileRoundTripsAndBadFilesSayWhere) {
       "db.json: ops[1]: key 'a' appears twice");
   EXPECT_EQ(error(head + R"("threads": -1, "ops": []})"),
             "db.json: \"threads\" must be a non-negative integer");
+}
+
+// Layouts placed at different devices move point to point; at the same
+// offset the plan is the one of the same layouts from device 0.
+TEST(PlacementTest, LayoutsPlacedApartMovePointToPoint) {
+  RandomGraph gen(7);
+  auto m = gen.build(8);
+  ConfigOptions o;
+  o.devices = 8;
+  EXPECT_EQ(placements(2, 8), (std::vector<int64_t>{0, 2, 4, 6}));
+  EXPECT_EQ(placements(3, 8), (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(placements(8, 8), (std::vector<int64_t>{0}));
+  unsigned checked = 0;
+  for (const Use &u : usesOf(*m)) {
+    const Op &p = *m->main.ops[u.producer], &q = *m->main.ops[u.consumer];
+    const TensorType &t = p.results[u.result].value->type;
+    for (const Config &pc : enumerateConfigs(p, o))
+      for (const Config &qc : enumerateConfigs(q, o)) {
+        if (configDevices(pc) > 4 || configDevices(qc) > 4)
+          continue;
+        TensorLayout from = resultLayout(p, pc, u.result),
+                     to = operandLayout(q, qc, u.operand);
+        auto same = planReshard(from, to, t, 8);
+        auto shifted = planReshard(placedAt(from, 4), placedAt(to, 4), t, 8);
+        ASSERT_EQ(same.size(), shifted.size());
+        for (size_t i = 0; i < same.size(); ++i) {
+          EXPECT_EQ(same[i].kind, shifted[i].kind);
+          EXPECT_EQ(same[i].bytes, shifted[i].bytes);
+        }
+        auto apart = planReshard(from, placedAt(to, 4), t, 8);
+        ASSERT_FALSE(apart.empty());
+        EXPECT_EQ(apart.back().kind, ReshardStep::Kind::SendRecv);
+        EXPECT_EQ(apart.back().bytes,
+                  neededElements(to, t) * dtypeBytes(t.elem));
+        ++checked;
+      }
+  }
+  EXPECT_GT(checked, 100u);
 }

@@ -376,13 +376,17 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
     shown = true;
   };
   std::optional<std::vector<Config>> fixed;
+  std::vector<int64_t> offsets;
+  // Only an inference step places ops apart (a training step's backward
+  // ops run where their forward ops do).
+  bool placing = mode == "infer" && !trainingStep;
   if (!strategyPath.empty()) {
     auto text = llvm::MemoryBuffer::getFile(strategyPath);
     if (!text)
       return llvm::createStringError("cannot read '" + strategyPath +
                                      "': " + text.getError().message());
-    auto configs =
-        strategyFromJson(m, (*text)->getBuffer(), strategyPath, o.configs);
+    auto configs = strategyFromJson(m, (*text)->getBuffer(), strategyPath,
+                                    o.configs, placing ? &offsets : nullptr);
     if (!configs)
       return configs.takeError();
     fixed = std::move(*configs);
@@ -392,7 +396,7 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   auto report = buildReport(m, *theCluster,
                             mode == "train" && !trainingStep ? CostMode::Train
                                                              : CostMode::Infer,
-                            o, fixed);
+                            o, fixed, offsets);
   if (shown)
     llvm::errs() << "\n";
   if (report) {
@@ -482,6 +486,9 @@ static llvm::Error writeOnnxSharded(const Module &m, const StrategyReport &r,
           return llvm::createStringError(
               "op '" + op.name() + "': " + llvm::toString(got.takeError()));
         s = std::move(*got);
+        for (std::vector<int64_t> &holders : s.devices)
+          for (int64_t &d : holders)
+            d += offsetOf(r.strategy.offsets, entry.getValue());
       }
       outputs.push_back({entry.getKey().str(), k, std::move(s)});
     }
@@ -682,9 +689,12 @@ int main(int argc, char **argv) {
       if (!report)
         return fail(llvm::toString(report.takeError()));
       const Strategy &s = report->strategy;
-      for (size_t i = 0; i < m.main.ops.size(); ++i)
+      for (size_t i = 0; i < m.main.ops.size(); ++i) {
         m.main.ops[i]->attrs["config"] =
             std::vector<int64_t>(s.configs[i].begin(), s.configs[i].end());
+        if (int64_t at = offsetOf(s.offsets, i))
+          m.main.ops[i]->attrs["offset"] = at;
+      }
       if (auto err =
               insertCollectives(m, theCluster->gpus, theCluster->gpusPerNode))
         return fail(llvm::toString(std::move(err)));
@@ -750,7 +760,7 @@ int main(int argc, char **argv) {
     SimOptions so;
     so.delta = false;
     Simulator sim(m, model, so);
-    sim.simulate(report->strategy.configs);
+    sim.simulate(report->strategy.configs, report->strategy.offsets);
     sim.writeTrace(out.os());
   } else if (emit == Emit::Strategy || format == Format::Json)
     out.os() << llvm::formatv("{0:2}", strategyToJson(m, *report)) << "\n";
