@@ -12,13 +12,15 @@ On this machine, for a CNN, a transformer and the LSTM language model:
      cost database, and forced ones (channel, reduce, spatial, random
      seeds), each distinct plan once;
   4. each plan's simulated step (paxc) against its measured step: `mpirun
-     -np R paxrun PLAN --repeat=K --time`, the median over the runs after
-     the first of the slowest rank's program.
+     -np R paxrun PLAN --repeat=K --time` in rounds over every strategy (the
+     machine's drifts reach all alike), the median over every round's runs
+     but its first of the slowest rank's program.
 Prints a table per model: simulated, measured, error, and the pairs of
 strategies whose order the simulator keeps (pairs measured within the
 noise, 3%, count as kept either way). --json writes every number.
 
-  python3 bench/sim_accuracy.py [--ranks 2] [--threads 1] [--repeat 7]
+  python3 bench/sim_accuracy.py [--ranks 2] [--threads 1] [--repeat 4]
+                                [--rounds 3]
                                 [--models cnn,transformer,lstm] [--bin DIR]
                                 [--json FILE] [--traces DIR]
 """
@@ -73,38 +75,74 @@ def mpirun(ranks):
     return [exe] + flags + ["-np", str(ranks)]
 
 
+class Machine:
+    """This machine measured for paxc: the link probe's cluster, and per
+    model the cost probe's database."""
+
+    def __init__(self, binary, ranks, threads, work):
+        self.paxc = os.path.join(binary, "paxc")
+        self.paxrun = os.path.join(binary, "paxrun")
+        self.mpi = mpirun(ranks)
+        self.ranks = ranks
+        self.threads = f"--threads={threads}"
+        self.work = work
+        self.cluster = os.path.join(work, "cluster.json")
+        out = run(self.mpi + [self.paxrun, f"--measure-links={self.cluster}",
+                              self.threads])
+        print(out.stderr.strip())
+
+    def profile(self, name, path, flags):
+        """paxc's options for the model with its measured costs."""
+        probe = os.path.join(self.work, name + ".probe.paxplan")
+        db = os.path.join(self.work, name + ".costs.json")
+        run([self.paxc, path, f"--gpus={self.ranks}", "--emit=cost-probe",
+             "-o", probe] + flags)
+        # Every rank times the probe at once, as they will compute.
+        print(run(self.mpi + [self.paxrun, probe, f"--write-cost-db={db}",
+                              self.threads, "--repeat=5"]).stderr.strip())
+        return [self.paxc, path, f"--gpus={self.ranks}",
+                f"--cluster={self.cluster}"] + flags + [f"--cost-db={db}"]
+
+    def measure(self, rows, rounds, repeat):
+        """Each row's plan run on the ranks in rounds over every row (the
+        machine's drifts reach them all alike; each round's first run warms
+        up): measured_s, the median of the slowest rank's program."""
+        for row in rows:
+            row["runs_s"] = []
+        for _ in range(rounds):
+            for row in rows:
+                out = run(self.mpi + [self.paxrun, row["plan"],
+                                      "--random-inputs", self.threads,
+                                      f"--repeat={repeat}", "--time"])
+                times = [float(m) for m in re.findall(
+                    r"([0-9.]+) s the slowest rank's program", out.stderr)]
+                row["runs_s"] += times[1:] or times
+        for row in rows:
+            row["measured_s"] = statistics.median(row["runs_s"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1,
                     help="CPU threads per rank (and for the profile)")
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=4,
+                    help="runs of a plan per round (the first warms up)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds over every strategy")
     ap.add_argument("--models", default="cnn,transformer,lstm")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     ap.add_argument("--json", help="write every number here")
     ap.add_argument("--traces", help="write each model's DP plan's simulated "
                     "and measured traces here")
     a = ap.parse_args()
-    paxc = os.path.join(a.bin, "paxc")
-    paxrun = os.path.join(a.bin, "paxrun")
-    mpi = mpirun(a.ranks)
-    threads = f"--threads={a.threads}"
     results = {}
     with tempfile.TemporaryDirectory() as work:
-        cluster = os.path.join(work, "cluster.json")
-        out = run(mpi + [paxrun, f"--measure-links={cluster}", threads])
-        print(out.stderr.strip())
+        machine = Machine(a.bin, a.ranks, a.threads, work)
+        paxrun, mpi = machine.paxrun, machine.mpi
         for name in a.models.split(","):
             path, flags = model(name, work)
-            base = [paxc, path, f"--gpus={a.ranks}", f"--cluster={cluster}"]
-            probe = os.path.join(work, name + ".probe.paxplan")
-            db = os.path.join(work, name + ".costs.json")
-            run([paxc, path, f"--gpus={a.ranks}", "--emit=cost-probe", "-o",
-                 probe] + flags)
-            # Every rank times the probe at once, as they will compute.
-            print(run(mpi + [paxrun, probe, f"--write-cost-db={db}", threads,
-                             "--repeat=5"]).stderr.strip())
-            base += flags + [f"--cost-db={db}"]
+            base = machine.profile(name, path, flags)
             plans = []  # (label, plan path, simulated seconds)
             for solver in ["dp", "data-parallel", "expert", "mcmc"]:
                 plan = os.path.join(work, f"{name}.{solver}.paxplan")
@@ -131,17 +169,15 @@ def main():
             for label, plan, sim in plans:
                 digest = hashlib.sha256(open(plan, "rb").read()).hexdigest()
                 if digest in seen:
-                    seen[digest].append(label)
+                    seen[digest]["also"].append(label)
                     continue
-                out = run(mpi + [paxrun, plan, "--random-inputs", threads,
-                                 f"--repeat={a.repeat}", "--time"])
-                times = [float(m) for m in re.findall(
-                    r"([0-9.]+) s the slowest rank's program", out.stderr)]
-                measured = statistics.median(times[1:] or times)
                 row = {"strategy": label, "also": [], "simulated_s": sim,
-                       "measured_s": measured, "runs_s": times}
-                seen[digest] = row["also"]
+                       "plan": plan, "runs_s": []}
+                seen[digest] = row
                 rows.append(row)
+            machine.measure(rows, a.rounds, a.repeat)
+            for row in rows:
+                del row["plan"]
             if a.traces:
                 traces(a, mpi, name, base, paxrun, work)
             results[name] = report(name, rows)

@@ -691,6 +691,35 @@ static llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
     if (d.vertices[i].configs.size() > 1 ||
         (place && !d.constants.count(d.vertices[i].op)))
       movable.push_back(i);
+  // A place proposal moves the op's chain: the ops before and after it
+  // that read only the one before and are read only by the one after (a
+  // branch of an Inception block, a layer's elementwise tail). Moving one
+  // op of a chain alone costs two transfers; moving the chain, one.
+  std::vector<std::vector<unsigned>> chainOf(d.vertices.size());
+  if (place) {
+    size_t n = d.vertices.size();
+    std::vector<int> ins(n, 0), outs(n, 0);
+    std::vector<unsigned> next(n, ~0u), prev(n, ~0u);
+    for (const Use &u : d.uses) {
+      if (d.constants.count(d.vertices[u.producer].op))
+        continue;
+      ++ins[u.consumer], ++outs[u.producer];
+      next[u.producer] = u.consumer, prev[u.consumer] = u.producer;
+    }
+    auto linked = [&](unsigned a, unsigned b) { // a -> b only
+      return outs[a] == 1 && ins[b] == 1 && next[a] == b;
+    };
+    for (unsigned i = 0; i < n; ++i) {
+      unsigned first = i;
+      while (prev[first] != ~0u && linked(prev[first], first))
+        first = prev[first];
+      for (unsigned v = first;; v = next[v]) {
+        chainOf[i].push_back(v);
+        if (next[v] == ~0u || !linked(v, next[v]))
+          break;
+      }
+    }
+  }
   uint64_t steps = o.mcmcSteps
                        ? o.mcmcSteps
                        : std::max<uint64_t>(2000, 100 * d.vertices.size());
@@ -728,9 +757,50 @@ static llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
       Config proposal = now[i];
       int64_t offset = at[i];
       if (place && (cs.size() == 1 || rng() % 4 == 0)) {
-        // Another place for the same configuration.
+        // Another place for the same configuration, for the op's chain
+        // where every op of it fits there.
         std::vector<int64_t> ps = placements(configDevices(now[i]), devices);
         offset = ps[rng() % ps.size()];
+        std::vector<unsigned> moved;
+        for (unsigned v : chainOf[i]) {
+          int64_t k = configDevices(now[v]);
+          if (v != i && !d.constants.count(d.vertices[v].op) &&
+              offset % k == 0 && offset + k <= devices && at[v] != offset)
+            moved.push_back(v);
+        }
+        if (!moved.empty() && rng() % 2 == 0) {
+          ++ch.proposals;
+          std::vector<int64_t> before = at;
+          moved.push_back(i);
+          double next = 0;
+          for (unsigned v : moved) {
+            at[v] = offset;
+            if (!o.mcmcFullSimulation)
+              next = sim.change(v, now[v], offset);
+          }
+          if (o.mcmcFullSimulation)
+            next = sim.simulate(now, at);
+          double worse = (next - cur) / std::max(cur, 1e-30);
+          if (next <= cur || unit(rng) < std::exp(-o.mcmcBeta * worse)) {
+            ++ch.accepted;
+            cur = next;
+            if (cur < ch.bestSeconds) {
+              ch.bestSeconds = cur;
+              ch.best = now;
+              ch.bestOffsets = at;
+              lastImproved = k;
+            }
+          } else {
+            for (unsigned v : moved) {
+              at[v] = before[v];
+              if (!o.mcmcFullSimulation)
+                sim.change(v, now[v], at[v]);
+            }
+          }
+          if (k > 200 && k - lastImproved > k / 2)
+            break;
+          continue;
+        }
       } else {
         // Another configuration, in place where it fits.
         proposal = cs[rng() % cs.size()];

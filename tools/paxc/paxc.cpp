@@ -714,7 +714,9 @@ int main(int argc, char **argv) {
     }
     out.keep();
     if (!quiet && emit != Emit::PlanText && outputPath != "-") {
-      int64_t peak = 0, collectives = 0;
+      int64_t peak = 0, collectives = 0, placed = 0;
+      for (const auto &op : m.main.ops)
+        placed += op->intAttr("offset", 0) != 0;
       for (const plan::DeviceProgram &prog : p->programs()) {
         peak = std::max(peak, prog.arena_bytes());
         for (const plan::Instruction &inst : prog.instructions())
@@ -725,12 +727,18 @@ int main(int argc, char **argv) {
           "buffers {3:F1} MiB per device (cost model: {4:F1} MiB){5}\n",
           outputPath, p->devices(), collectives, double(peak) / (1 << 20),
           po.predictedBytes / (1 << 20),
-          partitioned ? llvm::formatv("; step {0:F3} ms predicted, {1:F3} "
-                                      "ms simulated",
-                                      po.predictedStepSeconds * 1e3,
-                                      po.simulatedStepSeconds * 1e3)
-                            .str()
-                      : std::string());
+          partitioned
+              ? llvm::formatv("; step {0:F3} ms predicted, {1:F3} "
+                              "ms simulated{2}",
+                              po.predictedStepSeconds * 1e3,
+                              po.simulatedStepSeconds * 1e3,
+                              placed ? llvm::formatv("; {0} op(s) placed off "
+                                                     "device 0",
+                                                     placed)
+                                           .str()
+                                     : std::string())
+                    .str()
+              : std::string());
     }
     return 0;
   }
