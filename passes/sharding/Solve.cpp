@@ -744,6 +744,23 @@ static llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
     ch.bestOffsets = at;
     ch.bestSeconds = cur;
     uint64_t lastImproved = 0;
+    // Metropolis-Hastings (FlexFlow's eq. 2): a proposal simulating
+    // \p next is taken when faster, else with probability exp(-beta f)
+    // for a slowdown by a fraction f.
+    auto takes = [&](double next) {
+      double worse = (next - cur) / std::max(cur, 1e-30);
+      return next <= cur || unit(rng) < std::exp(-o.mcmcBeta * worse);
+    };
+    auto take = [&](double next, uint64_t k) {
+      ++ch.accepted;
+      cur = next;
+      if (cur < ch.bestSeconds) {
+        ch.bestSeconds = cur;
+        ch.best = now;
+        ch.bestOffsets = at;
+        lastImproved = k;
+      }
+    };
     for (uint64_t k = 1; k <= steps && !movable.empty(); ++k) {
       if (o.searchBudget > 0 && (k & 63) == 0 &&
           std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -780,16 +797,8 @@ static llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
           }
           if (o.mcmcFullSimulation)
             next = sim.simulate(now, at);
-          double worse = (next - cur) / std::max(cur, 1e-30);
-          if (next <= cur || unit(rng) < std::exp(-o.mcmcBeta * worse)) {
-            ++ch.accepted;
-            cur = next;
-            if (cur < ch.bestSeconds) {
-              ch.bestSeconds = cur;
-              ch.best = now;
-              ch.bestOffsets = at;
-              lastImproved = k;
-            }
+          if (takes(next)) {
+            take(next, k);
           } else {
             for (unsigned v : moved) {
               at[v] = before[v];
@@ -821,18 +830,10 @@ static llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
       } else {
         next = sim.change(i, proposal, offset);
       }
-      double worse = (next - cur) / std::max(cur, 1e-30);
-      if (next <= cur || unit(rng) < std::exp(-o.mcmcBeta * worse)) {
-        ++ch.accepted;
+      if (takes(next)) {
         now[i] = proposal;
         at[i] = offset;
-        cur = next;
-        if (cur < ch.bestSeconds) {
-          ch.bestSeconds = cur;
-          ch.best = now;
-          ch.bestOffsets = at;
-          lastImproved = k;
-        }
+        take(next, k);
       } else if (!o.mcmcFullSimulation) {
         sim.change(i, now[i], at[i]);
       }
