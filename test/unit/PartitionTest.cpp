@@ -8,21 +8,22 @@
 // cost model's communication volume for the strategy.
 //
 //===----------------------------------------------------------------------===//
+#include "IrText.h"
 #include "codegen/EmitPlan.h"
 #include "passes/cost/Cluster.h"
 #include "passes/sharding/InsertCollectives.h"
 #include "passes/sharding/Solve.h"
 #include "runtime/Device.h"
 #include "runtime/Exchange.h"
+#include "runtime/PlanCheck.h"
 #include "runtime/Run.h"
-#include "IrText.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <random>
-#include <atomic>
 #include <thread>
 
 using namespace pax;
@@ -119,8 +120,7 @@ public:
         op->iters = {{"r", kRows, IterKind::Parallel},
                      {"c", kCols, IterKind::Parallel},
                      {"k", 3, IterKind::Reduction}};
-        op->operands = {
-            {input(), {AccessExpr::window(0, 2, 1, 1, -1), d(1)}}};
+        op->operands = {{input(), {AccessExpr::window(0, 2, 1, 1, -1), d(1)}}};
         op->attrs["kernel_shape"] = std::vector<int64_t>{3, 1};
         op->attrs["pads"] = std::vector<int64_t>{1, 0, 1, 0};
         values.push_back(op->addResult(act, {d(0), d(1)}));
@@ -360,9 +360,9 @@ TEST(PartitionTest, BadProgramsAreErrorsNotCrashesOrHangs) {
     for (int d = 0; d < 2; ++d)
       threads.emplace_back([&, d] {
         runtime::DeviceStats stats;
-        if (auto err = runtime::runDevice(plan, plan.programs(d), feed,
-                                          comm.get(), *devices[d], buffers[d],
-                                          stats)) {
+        if (auto err =
+                runtime::runDevice(plan, plan.programs(d), feed, comm.get(),
+                                   *devices[d], buffers[d], stats)) {
           errors[d] = llvm::toString(std::move(err));
           comm->abort("device " + std::to_string(d) + " failed");
         }
@@ -392,7 +392,9 @@ TEST(PartitionTest, BadProgramsAreErrorsNotCrashesOrHangs) {
 
   // A buffer id past the table: device 1 fails, device 0 is released.
   plan::Plan bad = p;
-  bad.mutable_programs(1)->mutable_instructions(1)->mutable_collective()
+  bad.mutable_programs(1)
+      ->mutable_instructions(1)
+      ->mutable_collective()
       ->set_output(7);
   auto e = run(bad);
   EXPECT_NE(e[1].find("names buffer 7 of 2"), std::string::npos) << e[1];
@@ -400,7 +402,9 @@ TEST(PartitionTest, BadProgramsAreErrorsNotCrashesOrHangs) {
 
   // A collective on an exchange that does not exist.
   bad = p;
-  bad.mutable_programs(0)->mutable_instructions(1)->mutable_collective()
+  bad.mutable_programs(0)
+      ->mutable_instructions(1)
+      ->mutable_collective()
       ->set_exchange(3);
   e = run(bad);
   EXPECT_NE(e[0].find("no such exchange"), std::string::npos) << e[0];
@@ -416,4 +420,82 @@ TEST(PartitionTest, BadProgramsAreErrorsNotCrashesOrHangs) {
   bad.mutable_programs(0)->mutable_instructions()->DeleteSubrange(0, 1);
   e = run(bad);
   EXPECT_NE(e[0].find("before anything writes it"), std::string::npos) << e[0];
+}
+
+// Every plan codegen writes passes checkPlan; each way of breaking one is
+// refused with an error that names where.
+TEST(PlanCheckTest, PlansPassAndBrokenOnesSayWhere) {
+  for (unsigned seed = 0; seed < 30; ++seed) {
+    RandomGraph g(seed);
+    auto m = g.build(2 + seed % 6);
+    for (auto &op : m->main.ops) {
+      Config c = g.config(*op, 4);
+      op->attrs["config"] = std::vector<int64_t>(c.begin(), c.end());
+    }
+    ASSERT_FALSE(bool(insertCollectives(*m, 4, 2)));
+    auto p = emitPlan(*m, PlanOptions());
+    ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
+    EXPECT_FALSE(bool(runtime::checkPlan(*p))) << "seed " << seed;
+  }
+  RandomGraph g(3);
+  auto m = g.build(4);
+  for (auto &op : m->main.ops) {
+    Config c = g.config(*op, 4);
+    op->attrs["config"] = std::vector<int64_t>(c.begin(), c.end());
+  }
+  ASSERT_FALSE(bool(insertCollectives(*m, 4, 2)));
+  auto good = emitPlan(*m, PlanOptions());
+  ASSERT_TRUE(bool(good));
+  auto broken = [&](llvm::function_ref<void(plan::Plan &)> edit) {
+    plan::Plan p = *good;
+    edit(p);
+    llvm::Error err = runtime::checkPlan(p);
+    return err ? llvm::toString(std::move(err)) : std::string("(passed)");
+  };
+  EXPECT_EQ(broken([](plan::Plan &p) { p.set_devices(0); }),
+            "the plan has 0 devices (1 to 65536)");
+  EXPECT_EQ(broken([](plan::Plan &p) { p.mutable_programs()->RemoveLast(); }),
+            "the plan has 3 programs for 4 devices");
+  EXPECT_EQ(
+      broken([](plan::Plan &p) { p.mutable_programs(0)->set_arena_bytes(-1); }),
+      "device 0: an arena of -1 bytes (at most 1099511627776)");
+  EXPECT_EQ(broken([](plan::Plan &p) {
+              p.mutable_programs(1)->mutable_buffers(0)->set_offset(1 << 30);
+            }).rfind("device 1: buffer 0 (", 0),
+            0u);
+  EXPECT_EQ(broken([](plan::Plan &p) {
+              auto *s =
+                  p.mutable_programs(0)->mutable_buffers(0)->mutable_shape();
+              s->Clear();
+              s->Add(int64_t(1) << 40);
+              s->Add(int64_t(1) << 40);
+            }),
+            "device 0: buffer 0 has a negative dim or more than 2^48 "
+            "elements");
+  EXPECT_EQ(broken([](plan::Plan &p) {
+              for (plan::Instruction &inst :
+                   *p.mutable_programs(0)->mutable_instructions())
+                if (inst.has_compute()) {
+                  inst.mutable_compute()->mutable_inputs(0)->set_buffer(999);
+                  break;
+                }
+            }).rfind("device 0: instruction ", 0),
+            0u);
+  EXPECT_EQ(broken([](plan::Plan &p) { p.mutable_groups(0)->add_devices(9); }),
+            "group 0 names device 9");
+  ASSERT_GT(good->exchanges_size(), 0);
+  EXPECT_EQ(broken([](plan::Plan &p) {
+              p.mutable_exchanges(0)->mutable_in()->RemoveLast();
+            }),
+            "exchange 0 does not give every device a box");
+  std::string kernel = broken([](plan::Plan &p) {
+    for (plan::Instruction &inst :
+         *p.mutable_programs(0)->mutable_instructions())
+      if (inst.has_compute()) {
+        inst.mutable_compute()->set_kernel("no-such-kernel");
+        break;
+      }
+  });
+  EXPECT_EQ(kernel.rfind("device 0: instruction ", 0), 0u) << kernel;
+  EXPECT_NE(kernel.find("no-such-kernel"), std::string::npos) << kernel;
 }

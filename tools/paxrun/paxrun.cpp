@@ -20,6 +20,7 @@
 #include "runtime/Backend.h"
 #include "runtime/Device.h"
 #include "runtime/Exchange.h"
+#include "runtime/PlanCheck.h"
 #include "runtime/Profile.h"
 #include "runtime/Run.h"
 #include "tools/common/TensorFiles.h"
@@ -998,10 +999,9 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(std::move(err)));
     return 0;
   }
-  if (plan->devices() < 1 || plan->programs_size() != int(plan->devices()))
-    return fail(planPath + ": the plan has " +
-                llvm::Twine(plan->programs_size()) + " programs for " +
-                llvm::Twine(plan->devices()) + " devices");
+  // Checked whole before any device allocates or runs anything.
+  if (auto err = runtime::checkPlan(*plan))
+    return fail(planPath + ": " + llvm::toString(std::move(err)));
   if (devicesOpt.getNumOccurrences() && devicesOpt != plan->devices())
     return fail("--devices=" + llvm::Twine(unsigned(devicesOpt)) +
                 ", but the plan was compiled for " +
