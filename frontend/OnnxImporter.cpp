@@ -142,10 +142,20 @@ llvm::Expected<onnx::ModelProto> readOnnxModel(llvm::StringRef path) {
 
 llvm::Expected<ImportResult> importOnnxFile(llvm::StringRef path,
                                             const ImportOptions &options) {
-  auto read = readOnnxModel(path);
-  if (!read)
-    return read.takeError();
-  onnx::ModelProto &model = *read;
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return llvm::createStringError(
+        path + ": cannot read the file: " + buf.getError().message());
+  return importOnnxBytes(path, (*buf)->getBuffer(), options);
+}
+
+llvm::Expected<ImportResult> importOnnxBytes(llvm::StringRef path,
+                                             llvm::StringRef bytes,
+                                             const ImportOptions &options) {
+  onnx::ModelProto model;
+  if (auto err = parseModel(path, bytes, model))
+    return err;
   int64_t opset = 0;
   for (const auto &o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx")

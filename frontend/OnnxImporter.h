@@ -41,6 +41,13 @@ struct ImportResult {
 llvm::Expected<ImportResult> importOnnxFile(llvm::StringRef path,
                                             const ImportOptions &options);
 
+/// importOnnxFile of the file \p bytes, as if read from \p path (which
+/// names it in errors, says whether it is text, and is where external data
+/// is looked for).
+llvm::Expected<ImportResult> importOnnxBytes(llvm::StringRef path,
+                                             llvm::StringRef bytes,
+                                             const ImportOptions &options);
+
 /// The model protobuf of \p path (binary or text, as importOnnxFile reads
 /// it), checked as importOnnxFile checks it before importing.
 llvm::Expected<onnx::ModelProto> readOnnxModel(llvm::StringRef path);

@@ -22,8 +22,14 @@ llvm::Expected<ConstTensor> readTensorFile(llvm::StringRef path,
   if (!buf)
     return llvm::createStringError("cannot read " + what + " '" + path +
                                    "': " + buf.getError().message());
+  return parseTensorFile((*buf)->getBuffer(), path);
+}
+
+llvm::Expected<ConstTensor> parseTensorFile(llvm::StringRef bytes,
+                                            llvm::StringRef path) {
   onnx::TensorProto t;
-  if (!t.ParseFromArray((*buf)->getBufferStart(), int((*buf)->getBufferSize())))
+  if (bytes.size() > size_t(INT32_MAX) ||
+      !t.ParseFromArray(bytes.data(), int(bytes.size())))
     return llvm::createStringError("'" + path + "' is not an ONNX TensorProto");
   auto c = readTensorProto(t, llvm::sys::path::parent_path(path));
   if (!c)
@@ -47,10 +53,16 @@ llvm::Expected<runtime::Tensor> readNpyFile(llvm::StringRef path,
   if (!buf)
     return llvm::createStringError("cannot read " + what + " '" + path +
                                    "': " + buf.getError().message());
-  llvm::StringRef data = (*buf)->getBuffer();
+  return parseNpy((*buf)->getBuffer(), path);
+}
+
+llvm::Expected<runtime::Tensor> parseNpy(llvm::StringRef data,
+                                         llvm::StringRef path) {
   auto bad = [&](const llvm::Twine &msg) {
-    return llvm::createStringError("'" + path + "' is not a .npy file paxrun "
-                                   "reads: " + msg);
+    return llvm::createStringError("'" + path +
+                                   "' is not a .npy file paxrun "
+                                   "reads: " +
+                                   msg);
   };
   if (data.size() < 10 || !data.starts_with("\x93NUMPY"))
     return bad("no .npy magic");
@@ -103,11 +115,17 @@ llvm::Expected<runtime::Tensor> readNpyFile(llvm::StringRef path,
       dtype = t;
   if (!dtype)
     return bad("element type '" + descr + "'");
-  runtime::Tensor t = runtime::Tensor::zeros(*dtype, shape);
+  // The data's size first: a shape is only believed when the bytes are
+  // there (no allocation of what a header merely claims).
   size_t body = at + headerLen;
-  if (data.size() - body != size_t(t.bytes()))
+  uint64_t bytes = uint64_t(runtime::dtypeBytes(*dtype));
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(bytes, uint64_t(d), &bytes))
+      return bad("shape '(" + shapeText + ")' is too large");
+  if (data.size() - body != bytes)
     return bad("it holds " + llvm::Twine(data.size() - body) +
-               " bytes of data for " + llvm::Twine(t.bytes()));
+               " bytes of data for " + llvm::Twine(bytes));
+  runtime::Tensor t = runtime::Tensor::zeros(*dtype, shape);
   std::memcpy(t.data.data(), data.data() + body, size_t(t.bytes()));
   return t;
 }

@@ -15,17 +15,24 @@ namespace pax {
 llvm::Expected<ConstTensor> readTensorFile(llvm::StringRef path,
                                            llvm::StringRef what);
 
+/// readTensorFile of the file's \p bytes; \p path names it in errors.
+llvm::Expected<ConstTensor> parseTensorFile(llvm::StringRef bytes,
+                                            llvm::StringRef path);
+
 /// Reads a NumPy `.npy` file (format 1.0-3.0, little-endian bool, int8-64,
 /// uint8-64, float16/32/64, C order); errors name \p what and the path.
 llvm::Expected<runtime::Tensor> readNpyFile(llvm::StringRef path,
                                             llvm::StringRef what);
 
+/// readNpyFile of the file's \p data; \p path names it in errors.
+llvm::Expected<runtime::Tensor> parseNpy(llvm::StringRef data,
+                                         llvm::StringRef path);
+
 /// Writes \p t as a `.npy` file (format 1.0).
 llvm::Error writeNpyFile(llvm::StringRef path, const runtime::Tensor &t);
 
 /// \p t as an ONNX TensorProto named \p name (raw little-endian data).
-onnx::TensorProto toTensorProto(llvm::StringRef name,
-                                const runtime::Tensor &t);
+onnx::TensorProto toTensorProto(llvm::StringRef name, const runtime::Tensor &t);
 
 /// Writes \p t as an ONNX TensorProto file named \p name, keeping its
 /// element type (raw little-endian data, as ONNX's test data stores it).

@@ -1,6 +1,8 @@
 //===- Training.cpp - paxrun --train: training sessions -------------------===//
 #include "tools/paxrun/Training.h"
 
+#include "tools/common/Checkpoint.h"
+
 #include "frontend/TensorProto.h"
 #include "tools/common/TensorFiles.h"
 
@@ -14,14 +16,6 @@
 #include <fstream>
 
 namespace pax {
-
-/// A fingerprint of \p plan: a checkpoint resumes only the plan it came
-/// from.
-static std::string planFingerprint(const plan::Plan &plan) {
-  std::string bytes;
-  plan.SerializeToString(&bytes);
-  return llvm::utohexstr(llvm::xxh3_64bits(llvm::arrayRefFromStringRef(bytes)));
-}
 
 /// Writes the updated weights and optimizer state and the next step to DIR.
 static llvm::Error writeCheckpoint(const std::string &dir,
@@ -38,53 +32,37 @@ static llvm::Error writeCheckpoint(const std::string &dir,
   index << "plan " << planFingerprint(plan) << "\nstep " << nextStep << "\n";
   unsigned n = 0;
   for (const auto &[name, t] : feed.updated())
-    if (auto err = writeTensorFile(dir + "/tensor_" + std::to_string(n++) +
-                                       ".pb",
-                                   name, t))
+    if (auto err = writeTensorFile(
+            dir + "/tensor_" + std::to_string(n++) + ".pb", name, t))
       return err;
   return llvm::Error::success();
 }
 
 /// Loads a checkpoint of \p plan into \p feed; returns the step to run next.
-static llvm::Expected<unsigned> readCheckpoint(const std::string &dir,
-                                               const plan::Plan &plan,
-                                               Feed &feed) {
+static llvm::Expected<unsigned>
+readCheckpoint(const std::string &dir, const plan::Plan &plan, Feed &feed) {
   auto text = llvm::MemoryBuffer::getFile(dir + "/checkpoint.txt");
   if (!text)
     return llvm::createStringError("--resume=" + dir +
                                    ": no checkpoint there (" +
                                    text.getError().message() + ")");
-  llvm::SmallVector<llvm::StringRef, 4> lines;
-  (*text)->getBuffer().split(lines, '\n', -1, false);
-  unsigned step = 0;
-  std::string fingerprint;
-  for (llvm::StringRef line : lines) {
-    auto [key, value] = line.split(' ');
-    if (key == "plan")
-      fingerprint = value.str();
-    else if (key == "step" && value.getAsInteger(10, step))
-      return llvm::createStringError("--resume=" + dir + ": a bad step line");
-  }
-  if (fingerprint != planFingerprint(plan))
-    return llvm::createStringError(
-        "--resume=" + dir +
-        ": the checkpoint was written by another plan (compile with the same "
-        "model and options, or start afresh)");
+  auto step = parseCheckpointIndex((*text)->getBuffer(), "--resume=" + dir,
+                                   planFingerprint(plan));
+  if (!step)
+    return step.takeError();
   for (unsigned n = 0;; ++n) {
     std::string path = dir + "/tensor_" + std::to_string(n) + ".pb";
     if (!llvm::sys::fs::exists(path))
       break;
-    onnx::TensorProto proto;
     auto buf = llvm::MemoryBuffer::getFile(path, false, false);
-    if (!buf || !proto.ParseFromArray((*buf)->getBufferStart(),
-                                      int((*buf)->getBufferSize())))
+    if (!buf)
       return llvm::createStringError("cannot read '" + path + "'");
-    auto c = readTensorProto(proto, dir);
-    if (!c)
-      return c.takeError();
-    feed.set(proto.name(), toRuntimeTensor(*c));
+    auto t = parseCheckpointTensor((*buf)->getBuffer(), path, plan);
+    if (!t)
+      return t.takeError();
+    feed.set(t->first, std::move(t->second));
   }
-  return step;
+  return *step;
 }
 
 /// Writes the source model with its initializers replaced by \p feed's
@@ -92,7 +70,8 @@ static llvm::Expected<unsigned> readCheckpoint(const std::string &dir,
 static llvm::Error saveModel(const std::string &path,
                              const onnx::ModelProto &source, const Feed &feed) {
   onnx::ModelProto model = source;
-  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer()) {
+  for (onnx::TensorProto &init :
+       *model.mutable_graph()->mutable_initializer()) {
     auto it = feed.updated().find(init.name());
     if (it == feed.updated().end())
       continue;
@@ -108,13 +87,11 @@ static llvm::Error saveModel(const std::string &path,
   return llvm::Error::success();
 }
 
-llvm::Error runTraining(const plan::Plan &plan, Feed &feed,
-                        const onnx::ModelProto &model,
-                        const TrainingOptions &o,
-                        llvm::function_ref<llvm::Error(const std::string &dir)>
-                            loadInputs,
-                        StepRunner runStep,
-                        std::vector<runtime::Tensor> &outputs) {
+llvm::Error
+runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
+            const TrainingOptions &o,
+            llvm::function_ref<llvm::Error(const std::string &dir)> loadInputs,
+            StepRunner runStep, std::vector<runtime::Tensor> &outputs) {
   if (plan.outputs_size() < 2 || plan.outputs(0).name() != "loss")
     return llvm::createStringError(
         "--train needs a training plan: the loss first, then the updates "
@@ -139,9 +116,9 @@ llvm::Error runTraining(const plan::Plan &plan, Feed &feed,
   while (llvm::sys::fs::exists(o.dataDir + "/step_" + std::to_string(folders)))
     ++folders;
   for (unsigned step = first; step < o.steps; ++step) {
-    std::string dir = folders ? o.dataDir + "/step_" +
-                                    std::to_string(step % folders)
-                              : o.dataDir;
+    std::string dir =
+        folders ? o.dataDir + "/step_" + std::to_string(step % folders)
+                : o.dataDir;
     if (auto err = loadInputs(dir))
       return err;
     if (o.beforeStep)
