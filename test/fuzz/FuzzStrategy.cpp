@@ -1,0 +1,15 @@
+//===- FuzzStrategy.cpp - The strategy JSON reader against a fixed model --===//
+#include "passes/sharding/StrategyIO.h"
+#include "test/fuzz/Fuzz.h"
+#include "test/fuzz/Model.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  using namespace pax;
+  ConfigOptions o;
+  o.devices = 8;
+  o.executable = true;
+  std::vector<int64_t> offsets;
+  fuzz::consume(strategyFromJson(fuzz::smallModule(), fuzz::bytesOf(data, size),
+                                 "fuzz.json", o, &offsets));
+  return 0;
+}
