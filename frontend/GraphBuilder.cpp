@@ -129,6 +129,40 @@ std::string GraphBuilder::reduce(llvm::StringRef type, const std::string &x,
   return n.output(0);
 }
 
+void inferShapesSafely(onnx::ModelProto &copy, bool dataPropagation) {
+  // ONNX's inference divides by these and trusts them to be positive (a
+  // zero stride or group stops the process with a division by zero): a
+  // node with one not positive is left out of the copy. paxc's own
+  // importer refuses it with a clear error, or never needed its type.
+  auto unsafe = [](const onnx::NodeProto &n) {
+    for (const onnx::AttributeProto &a : n.attribute()) {
+      llvm::StringRef name = a.name();
+      if (name != "strides" && name != "dilations" &&
+          name != "kernel_shape" && name != "group" && name != "blocksize")
+        continue;
+      if (a.has_i() && a.i() <= 0)
+        return true;
+      for (int64_t v : a.ints())
+        if (v <= 0)
+          return true;
+    }
+    return false;
+  };
+  auto *nodes = copy.mutable_graph()->mutable_node();
+  for (int i = nodes->size() - 1; i >= 0; --i)
+    if (unsafe(nodes->Get(i)))
+      nodes->DeleteSubrange(i, 1);
+  try {
+    onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
+                                     dataPropagation};
+    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
+                                       opts);
+  } catch (const std::exception &) {
+    // ONNX's inference does not know this model (newer IR or opset): the
+    // declared types only.
+  }
+}
+
 llvm::StringMap<onnx::TypeProto> inferTypes(const onnx::ModelProto &model) {
   llvm::StringMap<onnx::TypeProto> types;
   auto add = [&](const onnx::ValueInfoProto &vi) {
@@ -136,15 +170,7 @@ llvm::StringMap<onnx::TypeProto> inferTypes(const onnx::ModelProto &model) {
       types[vi.name()] = vi.type();
   };
   onnx::ModelProto copy = model;
-  try {
-    onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
-                                     /*enable_data_propagation=*/false};
-    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
-                                       opts);
-  } catch (const std::exception &) {
-    // Not inferable: the declared types only.
-    copy = model;
-  }
+  inferShapesSafely(copy, /*dataPropagation=*/false);
   const onnx::GraphProto &g = copy.graph();
   for (const auto &t : g.initializer()) {
     onnx::TypeProto &type = types[t.name()];

@@ -79,4 +79,8 @@ private:
 /// outputs, graph outputs. Values whose type is unknown are missing.
 llvm::StringMap<onnx::TypeProto> inferTypes(const onnx::ModelProto &model);
 
+/// ONNX's shape inference on \p copy (a copy of a model: nodes ONNX's
+/// inference cannot take safely are removed from it first); never throws.
+void inferShapesSafely(onnx::ModelProto &copy, bool dataPropagation);
+
 } // namespace pax

@@ -1,6 +1,8 @@
 //===- Importer.cpp - Graph walk and the per-node context of the importer -===//
 #include "frontend/Importer.h"
 
+#include "frontend/GraphBuilder.h"
+
 #include "frontend/ConstantFolder.h"
 #include "frontend/OnnxOps.h"
 #include "frontend/TensorProto.h"
@@ -694,15 +696,9 @@ const llvm::StringMap<TensorType> &Importer::inferredTypes() {
     for (int64_t d : s->type.shape)
       shape->add_dim()->set_dim_value(d);
   }
-  try {
-    onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
-                                     /*enable_data_propagation=*/true};
-    onnx::shape_inference::InferShapes(copy, onnx::OpSchemaRegistry::Instance(),
-                                       opts);
-  } catch (const std::exception &) {
-    // ONNX's inference does not know this model (newer IR or opset); the
-    // model's own value_info may still say.
-  }
+  // The model's own value_info may still say where ONNX's inference
+  // cannot.
+  inferShapesSafely(copy, /*dataPropagation=*/true);
   for (const auto *infos :
        {&model.graph().value_info(), &model.graph().output(),
         &copy.graph().value_info(), &copy.graph().output()})

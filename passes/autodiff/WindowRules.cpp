@@ -23,7 +23,11 @@ llvm::Error normRule(GradientBuilder &b, const Op &op, Value *dy) {
   double eps = 1e-5;
   if (auto it = op.attrs.find("epsilon"); it != op.attrs.end())
     eps = std::get<float>(it->second);
-  auto [rowMap, rowType] = rowsOf(op);
+  // Named, not bound: lambdas capture them (C++20 lets them capture
+  // bindings; clang before 16 does not).
+  auto rows = rowsOf(op);
+  const auto &rowMap = rows.first;
+  const auto &rowType = rows.second;
   const AccessMap &full = b.resultMap();
   auto at = [&](Value *v) { return Read{v, full}; };
   auto row = [&](Value *v) { return Read{v, rowMap}; };

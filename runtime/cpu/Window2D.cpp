@@ -166,7 +166,10 @@ static ConvData convData(const Prepared &p) {
 /// Depthwise convolution (one input channel per group): each output plane
 /// sums its window directly, over kh then kw, skipping padding.
 void runDepthwise(const Prepared &p, const Window2DShape &s) {
-  auto [x, wt, bias, y] = convData(p);
+  // Named, not bound: the lambdas below capture them.
+  const ConvData d = convData(p);
+  const float *x = d.x, *wt = d.wt, *bias = d.bias;
+  float *y = d.y;
   const WindowDim &r = s.rows, &c = s.cols;
   int64_t planes = s.n * s.g * s.co;
   tbb::parallel_for(int64_t(0), planes, [&](int64_t plane) {
@@ -233,7 +236,10 @@ constexpr int64_t kGroupsPerThread = 2;
 /// [co, ci*kh*kw] weights times the [ci*kh*kw, oh*ow] unrolled input, then
 /// the bias. A 1x1 stride-1 window over whole rows reads the input as it is.
 void runGemmConv(const Prepared &p, const Window2DShape &s) {
-  auto [x, wt, bias, y] = convData(p);
+  // Named, not bound: the lambdas below capture them.
+  const ConvData d = convData(p);
+  const float *x = d.x, *wt = d.wt, *bias = d.bias;
+  float *y = d.y;
   const WindowDim &r = s.rows, &c = s.cols;
   int64_t kk = s.ci * r.kernel * c.kernel, np = r.out * c.out;
   int64_t planeSize = r.size * c.size;

@@ -126,7 +126,8 @@ llvm::Expected<runtime::Tensor> parseNpy(llvm::StringRef data,
     return bad("it holds " + llvm::Twine(data.size() - body) +
                " bytes of data for " + llvm::Twine(bytes));
   runtime::Tensor t = runtime::Tensor::zeros(*dtype, shape);
-  std::memcpy(t.data.data(), data.data() + body, size_t(t.bytes()));
+  if (bytes) // an empty tensor has no data to copy (nor a buffer)
+    std::memcpy(t.data.data(), data.data() + body, size_t(bytes));
   return t;
 }
 
