@@ -9,7 +9,8 @@
 # timeout-*, oom-*) land in build-fuzz/findings/NAME; each run's last
 # stats line (executions, coverage, exec/s) goes to build-fuzz/fuzz.log.
 # Exits non-zero when any harness found something: add the input to
-# test/fuzz/regressions/NAME/ with the fix.
+# test/fuzz/regressions/NAME/ with the fix. PAX_FUZZ_SEED=N fixes the
+# fuzzers' seed (tools/dev/test.sh uses 1).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 seconds=${1:-60}
@@ -55,7 +56,9 @@ for h in "${harnesses[@]}"; do
   [ -f "$root/test/fuzz/dicts/$h.dict" ] && dict=(-dict="$root/test/fuzz/dicts/$h.dict")
   log=$out/findings/$h/run.log
   set +e
-  "$out/bin/fuzz-$h" "$out/corpus/$h" "${dict[@]}" -max_total_time="$seconds" \
+  seedopt=()
+  [ -n "${PAX_FUZZ_SEED:-}" ] && seedopt=(-seed="$PAX_FUZZ_SEED")
+  "$out/bin/fuzz-$h" "$out/corpus/$h" "${dict[@]}" "${seedopt[@]}" -max_total_time="$seconds" \
     -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=1048576 \
     -artifact_prefix="$out/findings/$h/" -print_final_stats=1 >"$log" 2>&1
   rc=$?

@@ -9,7 +9,8 @@ build=${1:-$root/build}
 apt_packages=(cmake ninja-build ccache g++ pkg-config python3 python3-pip
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   llvm-19-dev llvm-19-tools libzstd-dev libtbb-dev libopenmpi-dev openmpi-bin
-  libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev time)
+  libgtest-dev libgmock-dev libbenchmark-dev libdnnl-dev time
+  clang libclang-rt-14-dev libomp-dev)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -22,3 +22,11 @@ if [ "${PAX_SANITIZE:-1}" != 0 ]; then
   echo "test: the same suite under AddressSanitizer and UndefinedBehaviorSanitizer"
   (cd "$asan" && ctest --output-on-failure -j2 -LE long)
 fi
+
+# Every fuzz harness for about a minute on its corpus (seeded from the test
+# data, fixed seed), so the harnesses keep building and finding nothing
+# (PAX_FUZZ_SECONDS=0 skips it; tools/dev/fuzz.sh runs them for longer).
+if [ "${PAX_FUZZ_SECONDS:-60}" != 0 ]; then
+  echo "test: each fuzz harness for ${PAX_FUZZ_SECONDS:-60} s"
+  PAX_FUZZ_SEED=1 "$root/tools/dev/fuzz.sh" "${PAX_FUZZ_SECONDS:-60}"
+fi
