@@ -35,8 +35,23 @@ seed() { # NAME FILES...
     [ -f "$f" ] && cp -n "$f" "$dir/$(echo "$f" | md5sum | cut -c1-16)-$(basename "$f")" 2>/dev/null || true
   done
 }
-models=("$root"/test/models/onnx-light/*.onnx "$root"/test/models/torch/*_ts/model.onnx)
-seed onnx "${models[@]:0:12}" "$root"/test/lit/errors/Inputs/*.onnx
+# Binary models: the lit tests' text models converted (small and varied:
+# big models would make each execution slow), and the error tests' inputs.
+mkdir -p "$out/corpus/onnx"
+python3 - "$out/corpus/onnx" "$root"/test/lit/frontend/*.onnxtxt \
+  "$root"/test/lit/errors/*.onnxtxt <<'PY' 2>/dev/null || true
+import sys, os
+from google.protobuf import text_format
+import onnx
+for path in sys.argv[2:]:
+    try:
+        m = text_format.Parse(open(path).read(), onnx.ModelProto())
+    except Exception:
+        continue
+    name = os.path.basename(path).replace(".onnxtxt", ".onnx")
+    open(os.path.join(sys.argv[1], name), "wb").write(m.SerializeToString())
+PY
+seed onnx "$root"/test/lit/errors/Inputs/*.onnx
 seed onnx-text "$root"/test/lit/frontend/*.onnxtxt "$root"/test/lit/errors/*.onnxtxt
 seed tensor "$root"/test/models/onnx-light/*_output_0.pb \
   "$root"/test/models/torch/{gpt2_eager,resnet,lstm_lm,bert_eager}_ts/test_data_set_0/*.pb
@@ -58,8 +73,9 @@ for h in "${harnesses[@]}"; do
   set +e
   seedopt=()
   [ -n "${PAX_FUZZ_SEED:-}" ] && seedopt=(-seed="$PAX_FUZZ_SEED")
+  # Inputs up to 64 KiB: larger ones only make each execution slower.
   "$out/bin/fuzz-$h" "$out/corpus/$h" "${dict[@]}" "${seedopt[@]}" -max_total_time="$seconds" \
-    -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=1048576 \
+    -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=65536 \
     -artifact_prefix="$out/findings/$h/" -print_final_stats=1 >"$log" 2>&1
   rc=$?
   set -e
