@@ -173,6 +173,19 @@ private:
   std::vector<Value *> values;
 };
 
+/// \p g's graph of \p ops ops, each op in a random configuration on 4
+/// devices, with its collectives, as a plan.
+llvm::Expected<plan::Plan> randomPlan(RandomGraph &g, unsigned ops) {
+  auto m = g.build(ops);
+  for (auto &op : m->main.ops) {
+    Config c = g.config(*op, 4);
+    op->attrs["config"] = std::vector<int64_t>(c.begin(), c.end());
+  }
+  if (auto err = insertCollectives(*m, 4, 2))
+    return err;
+  return emitPlan(*m, PlanOptions());
+}
+
 } // namespace
 
 /// The graph input of \p g's models, seeded from \p g.
@@ -252,13 +265,7 @@ public:
 // bits.
 TEST(PartitionTest, ResidentWeightsAreNotLoadedAgain) {
   RandomGraph g(5);
-  auto m = g.build(6);
-  for (auto &op : m->main.ops) {
-    Config c = g.config(*op, 4);
-    op->attrs["config"] = std::vector<int64_t>(c.begin(), c.end());
-  }
-  ASSERT_FALSE(bool(insertCollectives(*m, 4, 2)));
-  auto p = emitPlan(*m, PlanOptions());
+  auto p = randomPlan(g, 6);
   ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
   CountingFeed feed({randomInput(g)});
   std::vector<const plan::DeviceProgram *> progs = programsOf(*p);
@@ -427,25 +434,13 @@ TEST(PartitionTest, BadProgramsAreErrorsNotCrashesOrHangs) {
 TEST(PlanCheckTest, PlansPassAndBrokenOnesSayWhere) {
   for (unsigned seed = 0; seed < 30; ++seed) {
     RandomGraph g(seed);
-    auto m = g.build(2 + seed % 6);
-    for (auto &op : m->main.ops) {
-      Config c = g.config(*op, 4);
-      op->attrs["config"] = std::vector<int64_t>(c.begin(), c.end());
-    }
-    ASSERT_FALSE(bool(insertCollectives(*m, 4, 2)));
-    auto p = emitPlan(*m, PlanOptions());
+    auto p = randomPlan(g, 2 + seed % 6);
     ASSERT_TRUE(bool(p)) << llvm::toString(p.takeError());
     EXPECT_FALSE(bool(runtime::checkPlan(*p))) << "seed " << seed;
   }
   RandomGraph g(3);
-  auto m = g.build(4);
-  for (auto &op : m->main.ops) {
-    Config c = g.config(*op, 4);
-    op->attrs["config"] = std::vector<int64_t>(c.begin(), c.end());
-  }
-  ASSERT_FALSE(bool(insertCollectives(*m, 4, 2)));
-  auto good = emitPlan(*m, PlanOptions());
-  ASSERT_TRUE(bool(good));
+  auto good = randomPlan(g, 4);
+  ASSERT_TRUE(bool(good)) << llvm::toString(good.takeError());
   auto broken = [&](llvm::function_ref<void(plan::Plan &)> edit) {
     plan::Plan p = *good;
     edit(p);
