@@ -70,8 +70,7 @@ void GraphBuilder::intsAttr(onnx::NodeProto &n, llvm::StringRef name,
     a.add_ints(x);
 }
 
-std::string GraphBuilder::int64s(llvm::ArrayRef<int64_t> values,
-                                 bool scalar) {
+std::string GraphBuilder::int64s(llvm::ArrayRef<int64_t> values, bool scalar) {
   onnx::NodeProto &n = node("Constant", {});
   onnx::AttributeProto &a = *n.add_attribute();
   a.set_name("value");
@@ -130,21 +129,33 @@ std::string GraphBuilder::reduce(llvm::StringRef type, const std::string &x,
 }
 
 void inferShapesSafely(onnx::ModelProto &copy, bool dataPropagation) {
-  // ONNX's inference divides by these and trusts them to be positive (a
-  // zero stride or group stops the process with a division by zero): a
-  // node with one not positive is left out of the copy. paxc's own
-  // importer refuses it with a clear error, or never needed its type.
+  // ONNX's inference divides by window attributes and indexes them by one
+  // another's lengths, trusting them (a zero stride or group, or a short
+  // kernel_shape, stops the process): a node with such attributes not
+  // positive (pads, output_padding: negative) or of lengths that disagree
+  // is left out of the copy. paxc's own importer refuses it with a clear
+  // error, or never needed its type.
   auto unsafe = [](const onnx::NodeProto &n) {
+    // The window attributes' lengths must agree (pads: twice the others'),
+    // as ONNX's window inference indexes one by another's length.
+    int64_t window = -1;
     for (const onnx::AttributeProto &a : n.attribute()) {
       llvm::StringRef name = a.name();
-      if (name != "strides" && name != "dilations" &&
-          name != "kernel_shape" && name != "group" && name != "blocksize")
-        continue;
-      if (a.has_i() && a.i() <= 0)
-        return true;
-      for (int64_t v : a.ints())
-        if (v <= 0)
+      bool spatial = name == "strides" || name == "dilations" ||
+                     name == "kernel_shape" || name == "output_padding" ||
+                     name == "output_shape";
+      if (spatial || name == "pads") {
+        int64_t len = name == "pads" ? a.ints_size() / 2 : a.ints_size();
+        if ((name == "pads" && a.ints_size() % 2) ||
+            (window >= 0 && len != window))
           return true;
+        window = len;
+        for (int64_t v : a.ints())
+          if (name == "pads" || name == "output_padding" ? v < 0 : v <= 0)
+            return true;
+      }
+      if ((name == "group" || name == "blocksize") && a.i() <= 0)
+        return true;
     }
     return false;
   };

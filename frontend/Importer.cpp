@@ -566,9 +566,9 @@ llvm::Error Importer::importNodes() {
         return err;
       // With --batch on a static export, say where a fixed batch may lie.
       return llvm::createStringError(
-          llvm::toString(std::move(err)) + " (--batch=" +
-          llvm::Twine(*options.batch).str() + " on an export with batch " +
-          llvm::Twine(*originalBatch).str() +
+          llvm::toString(std::move(err)) +
+          " (--batch=" + llvm::Twine(*options.batch).str() +
+          " on an export with batch " + llvm::Twine(*originalBatch).str() +
           ": this node may hold the exported batch; export with a dynamic "
           "batch dim to compile other batch sizes)");
     }
@@ -612,8 +612,8 @@ llvm::Error Importer::bindOutputs() {
         return llvm::createStringError(
             path + ": graph output '" + vi.name() + "' keeps the exported " +
             "batch " + llvm::Twine(*originalBatch).str() + " (" +
-            shapeStr(s->type.shape) + ") under --batch=" +
-            llvm::Twine(*options.batch).str() +
+            shapeStr(s->type.shape) +
+            ") under --batch=" + llvm::Twine(*options.batch).str() +
             ": a node bakes the batch in; export with a dynamic batch dim "
             "to compile other batch sizes");
       if (mismatch)
@@ -685,8 +685,24 @@ const llvm::StringMap<TensorType> &Importer::inferredTypes() {
   if (inferred)
     return *inferred;
   inferred.emplace();
-  // ONNX's shape inference on a copy whose inputs have the bound shapes.
+  // ONNX's shape inference on a copy whose inputs have the bound shapes,
+  // of only the nodes paxc has no importer for (the rest it types itself:
+  // ONNX's inference is not needed there, and not safe on every input),
+  // with what paxc knows of every tensor so far as value_info.
   onnx::ModelProto copy = model;
+  copy.mutable_graph()->clear_node();
+  for (const onnx::NodeProto &n : model.graph().node())
+    if (!findOpImporter(n.domain(), n.op_type()))
+      *copy.mutable_graph()->add_node() = n;
+  for (const auto &entry : slots) {
+    const TensorType &t = entry.getValue().type;
+    onnx::ValueInfoProto &vi = *copy.mutable_graph()->add_value_info();
+    vi.set_name(entry.getKey().str());
+    auto &tt = *vi.mutable_type()->mutable_tensor_type();
+    tt.set_elem_type(dtypeToOnnx(t.elem));
+    for (int64_t d : t.shape)
+      tt.mutable_shape()->add_dim()->set_dim_value(d);
+  }
   for (auto &vi : *copy.mutable_graph()->mutable_input()) {
     Slot *s = slot(vi.name());
     if (!s || !vi.type().has_tensor_type())
@@ -849,8 +865,7 @@ std::optional<std::vector<Slot>> Importer::tryFold(const Op &op) {
     // A computation on a parameter stays in the model, so that training
     // updates the parameter and it counts once (weight norm's g and v, not
     // the weight they make); a mask or shape computed from it folds.
-    if (isTrainableLeaf(*s) &&
-        llvm::any_of(op.results, [](const Result &r) {
+    if (isTrainableLeaf(*s) && llvm::any_of(op.results, [](const Result &r) {
           return isFloat(r.value->type.elem);
         }))
       return std::nullopt;
@@ -935,7 +950,8 @@ llvm::Error NodeContext::finish(std::unique_ptr<Op> op) {
 
 Value *NodeContext::rngStep() {
   if (!imp.rngStep) {
-    imp.rngStep = imp.module->addGlobal(kRngStepName, TensorType{DType::I64, {}});
+    imp.rngStep =
+        imp.module->addGlobal(kRngStepName, TensorType{DType::I64, {}});
     imp.rngStep->source = DataSource::Fill;
     imp.rngStep->fill = 0;
   }

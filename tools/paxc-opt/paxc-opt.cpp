@@ -8,6 +8,7 @@
 #include "ir/Printer.h"
 #include "ir/Verifier.h"
 #include "passes/Pass.h"
+#include "tools/common/Printable.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -51,7 +52,7 @@ static cl::opt<bool> listPasses("list-passes",
                                 cl::cat(optCategory));
 
 static int fail(const llvm::Twine &msg) {
-  llvm::WithColor::error(llvm::errs(), "paxc-opt") << msg << "\n";
+  llvm::WithColor::error(llvm::errs(), "paxc-opt") << printable(msg) << "\n";
   return 1;
 }
 

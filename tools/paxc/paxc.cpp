@@ -16,6 +16,7 @@
 #include "passes/sharding/InsertCollectives.h"
 #include "passes/sharding/Simulator.h"
 #include "passes/sharding/StrategyIO.h"
+#include "tools/common/Printable.h"
 #include "tools/common/Runnable.h"
 
 #include "llvm/ADT/StringSet.h"
@@ -276,7 +277,7 @@ static cl::opt<std::string> strategyPath(
     cl::value_desc("FILE.json"), cl::cat(searchCategory));
 
 static int fail(const llvm::Twine &msg) {
-  llvm::WithColor::error(llvm::errs(), "paxc") << msg << "\n";
+  llvm::WithColor::error(llvm::errs(), "paxc") << printable(msg) << "\n";
   return 1;
 }
 

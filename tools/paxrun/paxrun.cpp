@@ -23,6 +23,7 @@
 #include "runtime/PlanCheck.h"
 #include "runtime/Profile.h"
 #include "runtime/Run.h"
+#include "tools/common/Printable.h"
 #include "tools/common/TensorFiles.h"
 #include "tools/paxrun/Feed.h"
 #include "tools/paxrun/Measure.h"
@@ -253,7 +254,7 @@ static cl::opt<std::string>
 static int fail(const llvm::Twine &msg) {
   // One write, so the lines of several MPI ranks sharing a stderr do not
   // interleave.
-  llvm::errs() << ("paxrun: error: " + msg + "\n").str();
+  llvm::errs() << printable("paxrun: error: " + msg + "\n");
   return 1;
 }
 
