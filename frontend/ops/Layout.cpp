@@ -528,6 +528,11 @@ llvm::Error importPad(NodeContext &ctx) {
     if (!ax)
       return ax.takeError();
     int64_t lo = (*pads)[i], hi = (*pads)[i + axes.size()];
+    // Pads past any extent are refused before they are added up.
+    for (int64_t p : {lo, hi})
+      if (p < -kMaxExtent || p > kMaxExtent)
+        return ctx.error("pad " + llvm::Twine(p) + " on axis " +
+                         llvm::Twine(*ax) + " is beyond any dim (2^48)");
     before[*ax] = lo;
     shape[*ax] = in[*ax] + lo + hi;
     if (shape[*ax] < 1 || shape[*ax] > kMaxExtent)
