@@ -1,6 +1,8 @@
 //===- ConstTensor.h - Host tensors the importer knows the values of ------===//
 #pragma once
 
+#include <cstdint>
+
 #include "ir/Types.h"
 
 #include <vector>
@@ -26,9 +28,20 @@ struct ConstTensor {
     size_t k = isSplat() ? 0 : size_t(i);
     return isReal() ? reals[k] : double(ints[k]);
   }
+  /// Element \p i as an integer; a real out of int64's range saturates
+  /// (NaN is 0) rather than being undefined.
   int64_t integer(int64_t i) const {
     size_t k = isSplat() ? 0 : size_t(i);
-    return isReal() ? int64_t(reals[k]) : ints[k];
+    if (!isReal())
+      return ints[k];
+    double v = reals[k];
+    if (!(v == v))
+      return 0;
+    if (v >= 9223372036854775807.0)
+      return INT64_MAX;
+    if (v <= -9223372036854775808.0)
+      return INT64_MIN;
+    return int64_t(v);
   }
 
   static ConstTensor splat(TensorType type, double v);
