@@ -1,6 +1,8 @@
 //===- ConstTensor.h - Host tensors the importer knows the values of ------===//
 #pragma once
 
+#include "runtime/Elements.h"
+
 #include <cstdint>
 
 #include "ir/Types.h"
@@ -32,16 +34,7 @@ struct ConstTensor {
   /// (NaN is 0) rather than being undefined.
   int64_t integer(int64_t i) const {
     size_t k = isSplat() ? 0 : size_t(i);
-    if (!isReal())
-      return ints[k];
-    double v = reals[k];
-    if (!(v == v))
-      return 0;
-    if (v >= 9223372036854775807.0)
-      return INT64_MAX;
-    if (v <= -9223372036854775808.0)
-      return INT64_MIN;
-    return int64_t(v);
+    return isReal() ? runtime::elements::saturate(reals[k]) : ints[k];
   }
 
   static ConstTensor splat(TensorType type, double v);
