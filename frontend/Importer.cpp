@@ -760,6 +760,15 @@ const ConstTensor *NodeContext::constant(unsigned i) const {
 }
 
 llvm::Expected<const ConstTensor *>
+NodeContext::requireScalar(unsigned i, llvm::StringRef what) {
+  auto c = requireConstant(i, what);
+  if (c && (*c)->numel() != 1)
+    return error(what + " must hold one value, not " +
+                 llvm::Twine((*c)->numel()));
+  return c;
+}
+
+llvm::Expected<const ConstTensor *>
 NodeContext::requireConstant(unsigned i, llvm::StringRef what) {
   if (!hasInput(i))
     return error("missing input " + llvm::Twine(i) + " (" + what + ")");

@@ -78,6 +78,10 @@ public:
   /// The input's values; an error naming \p what when they are not known.
   llvm::Expected<const ConstTensor *> requireConstant(unsigned i,
                                                       llvm::StringRef what);
+  /// requireConstant of one value (a scalar or a one-element tensor); an
+  /// error naming \p what otherwise.
+  llvm::Expected<const ConstTensor *> requireScalar(unsigned i,
+                                                    llvm::StringRef what);
   /// The input as an IR value.
   Value *value(unsigned i);
   /// The global step counter random ops read (`rng/step`, an int64 scalar

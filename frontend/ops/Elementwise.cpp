@@ -165,7 +165,7 @@ llvm::Error importTrilu(NodeContext &ctx) {
                      llvm::Twine(ctx.rank(0)));
   int64_t k = 0;
   if (ctx.hasInput(1)) {
-    auto c = ctx.requireConstant(1, "k");
+    auto c = ctx.requireScalar(1, "k");
     if (!c)
       return c.takeError();
     k = (*c)->integer(0);
@@ -186,8 +186,8 @@ llvm::Error importIdentity(NodeContext &ctx) {
   // Dropout is the identity in inference only; training mode is random.
   if (ctx.opType() == "Dropout" && ctx.hasInput(2)) {
     const ConstTensor *mode = ctx.constant(2);
-    if (!mode)
-      return ctx.error("training_mode must be a constant");
+    if (!mode || mode->numel() != 1)
+      return ctx.error("training_mode must be a constant of one value");
     if (mode->integer(0) != 0)
       return ctx.error("training mode is not supported (paxc imports "
                        "models for inference)");

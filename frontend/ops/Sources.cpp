@@ -144,7 +144,7 @@ llvm::Error importRange(NodeContext &ctx) {
   const ConstTensor *c[3];
   const char *what[] = {"start", "limit", "delta"};
   for (unsigned i = 0; i < 3; ++i) {
-    auto v = ctx.requireConstant(i, what[i]);
+    auto v = ctx.requireScalar(i, what[i]);
     if (!v)
       return v.takeError();
     c[i] = *v;
@@ -399,7 +399,7 @@ llvm::Error importCumSum(NodeContext &ctx) {
   llvm::ArrayRef<int64_t> shape = ctx.shape(0);
   if (shape.empty())
     return ctx.error("input must have rank 1 or more");
-  auto axisC = ctx.requireConstant(1, "axis");
+  auto axisC = ctx.requireScalar(1, "axis");
   if (!axisC)
     return axisC.takeError();
   auto axis = ctx.axis((*axisC)->integer(0), shape.size());
