@@ -97,9 +97,16 @@ def export(model, inputs, names, path):
         def forward(self, *args):
             return First(self.m)(*args)
 
-    torch.onnx.export(Wrap(model), inputs, path, input_names=names,
-                      output_names=["output"], opset_version=17,
-                      dynamo=False)
+    try:
+        torch.onnx.export(Wrap(model).eval(), inputs, path, input_names=names,
+                          output_names=["output"], opset_version=17,
+                          dynamo=False)
+    except Exception as error:  # exporters differ between PyTorch versions
+        print(f"cuda_bench: TorchScript export failed ({error}); using the "
+              "dynamo exporter", flush=True)
+        torch.onnx.export(Wrap(model).eval(), inputs, path, input_names=names,
+                          output_names=["output"], dynamo=True,
+                          external_data=False)
 
 
 def write_inputs(inputs, folder):
@@ -138,6 +145,17 @@ def torch_times(model, inputs, repeat, tf32):
     return times, peak, result
 
 
+def paxrun_profile(binary, plan, inputs, tf32, path):
+    """One profiled run (--profile=kernel) written to PATH."""
+    cmd = [os.path.join(binary, "paxrun"), plan, "--inputs", inputs,
+           "--backend=cuda", "--repeat=2", "--profile=kernel"]
+    if tf32:
+        cmd.append("--allow-tf32")
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    with open(path, "w") as f:
+        f.write(done.stdout + done.stderr)
+
+
 def paxrun_times(binary, plan, inputs, outputs, repeat, tf32):
     cmd = [os.path.join(binary, "paxrun"), plan, "--inputs", inputs,
            "--outputs", outputs, "--backend=cuda", f"--repeat={repeat + 1}",
@@ -146,11 +164,11 @@ def paxrun_times(binary, plan, inputs, outputs, repeat, tf32):
         cmd.append("--allow-tf32")
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
-        raise SystemExit(f"cuda_bench: {' '.join(cmd)} failed:\n"
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n"
                          f"{done.stderr[-3000:]}")
     walls = [float(m.group(1)) for m in re.finditer(
-        r"paxrun: run \d+: [0-9.]+ s in compute instructions, ([0-9.]+) s "
-        r"in all", done.stderr)]
+        r"paxrun: run \d+: (?:[0-9.]+ s in compute instructions, )?"
+        r"([0-9.]+) s in all", done.stderr)]
     arena = re.search(r"in an arena of ([0-9.]+) MiB", done.stdout)
     return walls[1:], float(arena.group(1)) if arena else float("nan")
 
@@ -165,49 +183,99 @@ def main():
                                                       "bin"))
     parser.add_argument("--work", default="/tmp/paxc-cuda-bench")
     parser.add_argument("--json")
+    parser.add_argument("--ort", action="store_true",
+                        help="also run the exported model in onnxruntime "
+                        "(CPU) and report paxrun's and PyTorch's outputs "
+                        "against it")
+    parser.add_argument("--profile", metavar="DIR",
+                        help="also write each model's per-kernel profile "
+                        "(paxrun --profile=kernel) to DIR/NAME.profile")
     args = parser.parse_args()
-    import onnx
-    from onnx import numpy_helper
-
     os.makedirs(args.work, exist_ok=True)
     rows = []
+    failed = 0
     for name in args.models.split(","):
-        model, inputs, names = build(name)
-        onnx_path = os.path.join(args.work, f"{name}.onnx")
-        export(model, inputs, names, onnx_path)
-        data = os.path.join(args.work, f"{name}-in")
-        out_dir = os.path.join(args.work, f"{name}-out")
-        write_inputs(inputs, data)
-        plan = os.path.join(args.work, f"{name}.paxplan")
-        subprocess.run([os.path.join(args.bin, "paxc"), onnx_path, "--gpus=1",
-                        "-o", plan, "--quiet"], check=True)
-        pax, arena = paxrun_times(args.bin, plan, data, out_dir, args.repeat,
-                                  args.tf32)
-        eager, peak, want = torch_times(model, inputs, args.repeat, args.tf32)
-        got = numpy_helper.to_array(
-            onnx.load_tensor(os.path.join(out_dir, "output_0.pb")))
-        diff = float(np.max(np.abs(got.astype(np.float64) - want)))
-        scale = float(np.max(np.abs(want))) or 1.0
-        row = {
-            "model": name,
-            "tf32": args.tf32,
-            "paxrun_s": statistics.median(pax),
-            "torch_s": statistics.median(eager),
-            "ratio": statistics.median(eager) / statistics.median(pax),
-            "max_rel_diff": diff / scale,
-            "torch_peak_mib": peak / 2**20,
-            "paxrun_arena_mib": arena,
-        }
+        try:
+            row = bench_model(name, args)
+        except BaseException as error:  # one model's failure ends only it
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            print(f"{name}: FAILED: {error}", flush=True)
+            rows.append({"model": name, "tf32": args.tf32,
+                         "error": str(error)[-2000:]})
+            failed = 1
+            continue
         rows.append(row)
         print(f"{name}: paxrun {row['paxrun_s'] * 1e3:.2f} ms, PyTorch "
               f"{row['torch_s'] * 1e3:.2f} ms: {row['ratio']:.2f}x; outputs "
               f"within {row['max_rel_diff']:.1e} of PyTorch's (relative to "
-              f"the largest); memory: arena {arena:.0f} MiB, PyTorch peak "
-              f"{row['torch_peak_mib']:.0f} MiB", flush=True)
+              f"the largest); memory: arena {row['paxrun_arena_mib']:.0f} "
+              f"MiB, PyTorch peak {row['torch_peak_mib']:.0f} MiB",
+              flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=2)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=2)
-    return 0
+    return failed
+
+
+def bench_model(name, args):
+    import onnx
+    from onnx import numpy_helper
+
+    model, inputs, names = build(name)
+    onnx_path = os.path.join(args.work, f"{name}.onnx")
+    export(model, inputs, names, onnx_path)
+    data = os.path.join(args.work, f"{name}-in")
+    out_dir = os.path.join(args.work, f"{name}-out")
+    write_inputs(inputs, data)
+    plan = os.path.join(args.work, f"{name}.paxplan")
+    done = subprocess.run([os.path.join(args.bin, "paxc"), onnx_path,
+                           "--gpus=1", "-o", plan, "--quiet"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"paxc failed:\n{done.stderr[-3000:]}")
+    pax, arena = paxrun_times(args.bin, plan, data, out_dir, args.repeat,
+                              args.tf32)
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
+        paxrun_profile(args.bin, plan, data, args.tf32,
+                       os.path.join(args.profile, f"{name}.profile"))
+    eager, peak, want = torch_times(model, inputs, args.repeat, args.tf32)
+    got = numpy_helper.to_array(
+        onnx.load_tensor(os.path.join(out_dir, "output_0.pb")))
+
+    def rel(a, b):
+        """Largest difference of a and b, relative to b's largest value."""
+        diff = float(np.max(np.abs(a.astype(np.float64) - b)))
+        return diff / (float(np.max(np.abs(b))) or 1.0)
+
+    extra = {}
+    if args.ort:
+        import onnxruntime as ort
+
+        session = ort.InferenceSession(onnx_path,
+                                       providers=["CPUExecutionProvider"])
+        feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(),
+                                                   inputs)}
+        reference = session.run(None, feeds)[0].astype(np.float64)
+        extra = {"paxrun_vs_ort": rel(got, reference),
+                 "torch_vs_ort": rel(want, reference)}
+        print(f"{name}: against onnxruntime: paxrun "
+              f"{extra['paxrun_vs_ort']:.1e}, PyTorch "
+              f"{extra['torch_vs_ort']:.1e}", flush=True)
+    return extra | {
+        "model": name,
+        "tf32": args.tf32,
+        "paxrun_s": statistics.median(pax),
+        "torch_s": statistics.median(eager),
+        "ratio": statistics.median(eager) / statistics.median(pax),
+        "max_rel_diff": rel(got, want),
+        "torch_peak_mib": peak / 2**20,
+        "paxrun_arena_mib": arena,
+    }
 
 
 if __name__ == "__main__":

@@ -667,8 +667,14 @@ class RunClock {
 public:
   RunClock(unsigned runs, llvm::StringRef what, bool reports)
       : runs(runs), what(what), reports(reports) {
-    runtime::setKernelTiming(timeKernels ||
-                             profileKernels != runtime::ProfileBy::Off);
+    // Timing a kernel on an asynchronous device (a GPU) waits for it, which
+    // would slow the very runs --time measures: there only --profile times
+    // kernels, and --time gives the wall time alone.
+    bool asynchronous =
+        runtime::parseBackend(backendName) == runtime::Backend::Cuda;
+    timesKernels = profileKernels != runtime::ProfileBy::Off ||
+                   (timeKernels && !asynchronous);
+    runtime::setKernelTiming(timesKernels);
   }
 
   /// Starts run (or step) \p number, the first of several a warm-up.
@@ -692,11 +698,14 @@ public:
       ranks =
           llvm::formatv(", {0:F6} s the slowest rank's program", slowestRank)
               .str();
-    if (timeKernels && reports)
+    if (timeKernels && reports && timesKernels)
       llvm::errs() << llvm::formatv(
           "paxrun: {0} {1}: {2:F6} s in compute instructions, {3:F6} s in "
           "all{4}\n",
           what, run, runtime::kernelSeconds(), wall, ranks);
+    else if (timeKernels && reports)
+      llvm::errs() << llvm::formatv("paxrun: {0} {1}: {2:F6} s in all{3}\n",
+                                    what, run, wall, ranks);
     for (runtime::KernelProfileEntry &e : runtime::kernelProfile()) {
       auto it = llvm::find_if(profile,
                               [&](const auto &p) { return p.kind == e.kind; });
@@ -717,7 +726,7 @@ public:
 
 private:
   unsigned runs, run = 0, started = 0;
-  bool warm = false;
+  bool warm = false, timesKernels = false;
   std::string what;
   bool reports;
   std::chrono::steady_clock::time_point start;
