@@ -152,11 +152,13 @@ foldOp(const Op &op, llvm::ArrayRef<const ConstTensor *> in) {
   // Splats stay splats: a 7-billion element fill folds in O(1).
   bool allSplat =
       llvm::all_of(in, [](const ConstTensor *c) { return c->count() == 1; });
-  bool splatSafe = (elementwise && op.kind != OpKind::Trilu) || lookup ||
-                   (layout && op.kind != OpKind::Pad &&
+  // (Asked of splats only: an empty constant holds no value to compare.)
+  bool splatSafe = allSplat &&
+                   ((elementwise && op.kind != OpKind::Trilu) || lookup ||
+                    (layout && op.kind != OpKind::Pad &&
                     llvm::all_of(in, [&](const ConstTensor *c) {
                       return c->real(0) == in[0]->real(0);
-                    }));
+                    })));
   ElementwiseFn fn(op);
   if (elementwise && !fn.valid())
     return std::nullopt;

@@ -74,6 +74,7 @@ for h in "${harnesses[@]}"; do
   seedopt=()
   [ -n "${PAX_FUZZ_SEED:-}" ] && seedopt=(-seed="$PAX_FUZZ_SEED")
   # Inputs up to 64 KiB: larger ones only make each execution slower.
+  UBSAN_OPTIONS=print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS} \
   "$out/bin/fuzz-$h" "$out/corpus/$h" "${dict[@]}" "${seedopt[@]}" -max_total_time="$seconds" \
     -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=65536 \
     -artifact_prefix="$out/findings/$h/" -print_final_stats=1 >"$log" 2>&1
@@ -85,7 +86,8 @@ for h in "${harnesses[@]}"; do
   echo "$(date -u +%F) $h: ${seconds}s, ${execs:-?} executions, ${rate:-?}/s, exit $rc: $stats" | tee -a "$out/fuzz.log"
   if [ $rc -ne 0 ]; then
     status=1
-    grep -E 'ERROR|SUMMARY|Test unit written' "$log" | head -5
+    # The report and its first frames: where, not only what.
+    grep -E 'ERROR|runtime error|SUMMARY|Test unit written|^ +#[0-9]+ 0x' "$log" | head -24
   fi
 done
 exit $status
