@@ -1,6 +1,7 @@
 //===- Window2D.cpp - f32 NCHW convolution and pooling --------------------===//
 #include "runtime/cpu/Window2D.h"
 
+#include "runtime/WindowShape.h"
 #include "runtime/cpu/Gemm.h"
 
 #include <tbb/enumerable_thread_specific.h>
@@ -15,140 +16,6 @@
 
 namespace pax::runtime::cpu {
 namespace {
-
-/// One spatial dim of a window: output position o and kernel position k
-/// read input row `stride * o + dilation * k + offset` of `size` rows (a
-/// row outside [0, size) is padding).
-struct WindowDim {
-  int64_t out = 1, kernel = 1, stride = 1, dilation = 1, offset = 0;
-  int64_t size = 1;
-
-  /// The input row of (o, k).
-  int64_t at(int64_t o, int64_t k) const {
-    return stride * o + dilation * k + offset;
-  }
-  /// The kernel positions [lo, hi) that read inside the input at \p o.
-  std::pair<int64_t, int64_t> inside(int64_t o) const {
-    int64_t lo = 0, hi = kernel;
-    while (lo < hi && at(o, lo) < 0)
-      ++lo;
-    while (hi > lo && at(o, hi - 1) >= size)
-      --hi;
-    return {lo, hi};
-  }
-};
-
-/// A 2-D NCHW window op: n images of channels, windows over rows and
-/// columns.
-struct Window2DShape {
-  int64_t n = 1, g = 1, co = 1, ci = 1;
-  WindowDim rows, cols;
-};
-
-/// True when \p e is `d` (stride 1, no offset).
-bool isPlainDim(const plan::AccessExpr &e, unsigned d) {
-  return e.kind() == plan::AccessExpr::AFFINE && e.dims_size() == 1 &&
-         e.dims(0) == d && e.stride() == 1 && e.offset() == 0;
-}
-
-/// True when \p e is the channel expr of dim \p d: `d`, or the group `(g,
-/// d)` when \p g is not negative.
-bool isChannel(const plan::AccessExpr &e, int g, unsigned d) {
-  if (g < 0)
-    return isPlainDim(e, d);
-  return e.kind() == plan::AccessExpr::GROUP && e.dims_size() == 2 &&
-         e.dims(0) == unsigned(g) && e.dims(1) == d && e.offset() == 0;
-}
-
-/// The window `s*o + d*k + offset` of \p e over dims (o, k) of \p c.
-std::optional<WindowDim> matchWindow(const plan::Compute &c,
-                                     const plan::AccessExpr &e, unsigned o,
-                                     unsigned k, int64_t size) {
-  if (e.kind() != plan::AccessExpr::AFFINE || e.dims_size() != 2 ||
-      e.dims(0) != o || e.dims(1) != k || e.stride() < 1 || e.dilation() < 1)
-    return std::nullopt;
-  WindowDim w;
-  w.out = c.iters(int(o)).extent();
-  w.kernel = c.iters(int(k)).extent();
-  w.stride = e.stride();
-  w.dilation = e.dilation();
-  w.offset = e.offset();
-  w.size = size;
-  if (w.out < 1 || w.kernel < 1 || w.size < 1)
-    return std::nullopt;
-  return w;
-}
-
-/// True when every tensor of \p p is f32 and holds exactly its elements.
-bool allDenseF32(const Prepared &p) {
-  auto ok = [](const Tensor *t) {
-    return t->dtype == plan::F32 && int64_t(t->data.size()) == t->bytes();
-  };
-  return llvm::all_of(p.ins, ok) && llvm::all_of(p.outs, ok);
-}
-
-/// The convolution over \p c's dims [n, (g), co, oh, ow, ci, kh, kw]
-/// (with \p grouped, a group dim g) that reads or writes x, w and y
-/// through \p xa, \p wa and \p ya: its shape, when every map and tensor
-/// is as the importer (or autodiff) writes them.
-std::optional<Window2DShape>
-matchConvMaps(const plan::Compute &c, bool grouped, const plan::Access &xa,
-              const Tensor &x, const plan::Access &wa, const Tensor &w,
-              const plan::Access &ya, const Tensor &y) {
-  if (c.iters_size() != (grouped ? 8 : 7) || x.shape.size() != 4 ||
-      w.shape.size() != 4 || y.shape.size() != 4 || xa.exprs_size() != 4 ||
-      wa.exprs_size() != 4 || ya.exprs_size() != 4)
-    return std::nullopt;
-  int g = grouped ? 1 : -1;
-  unsigned dn = 0, dco = grouped ? 2 : 1, doh = dco + 1, dow = dco + 2,
-           dci = dco + 3, dkh = dco + 4, dkw = dco + 5;
-  if (!isPlainDim(xa.exprs(0), dn) || !isChannel(xa.exprs(1), g, dci) ||
-      !isChannel(wa.exprs(0), g, dco) || !isPlainDim(wa.exprs(1), dci) ||
-      !isPlainDim(wa.exprs(2), dkh) || !isPlainDim(wa.exprs(3), dkw) ||
-      !isPlainDim(ya.exprs(0), dn) || !isChannel(ya.exprs(1), g, dco) ||
-      !isPlainDim(ya.exprs(2), doh) || !isPlainDim(ya.exprs(3), dow))
-    return std::nullopt;
-  auto rows = matchWindow(c, xa.exprs(2), doh, dkh, x.shape[2]);
-  auto cols = matchWindow(c, xa.exprs(3), dow, dkw, x.shape[3]);
-  if (!rows || !cols)
-    return std::nullopt;
-  auto ext = [&](unsigned d) { return int64_t(c.iters(int(d)).extent()); };
-  Window2DShape s;
-  s.n = ext(dn);
-  s.g = grouped ? ext(1) : 1;
-  s.co = ext(dco);
-  s.ci = ext(dci);
-  s.rows = *rows;
-  s.cols = *cols;
-  if (s.n < 1 || s.g < 1 || s.co < 1 || s.ci < 1 || x.shape[0] != s.n ||
-      x.shape[1] != s.g * s.ci || w.shape[0] != s.g * s.co ||
-      w.shape[1] != s.ci || w.shape[2] != s.rows.kernel ||
-      w.shape[3] != s.cols.kernel || y.shape[0] != s.n ||
-      y.shape[1] != s.g * s.co || y.shape[2] != s.rows.out ||
-      y.shape[3] != s.cols.out)
-    return std::nullopt;
-  return s;
-}
-
-/// The shape of \p p when it is a conv the fast paths handle.
-std::optional<Window2DShape> matchConv2D(const Prepared &p, int64_t group) {
-  const plan::Compute &c = p.c;
-  bool grouped = group > 1;
-  if (!allDenseF32(p) || p.ins.size() < 2 || p.outs.size() != 1)
-    return std::nullopt;
-  auto s = matchConvMaps(c, grouped, c.inputs(0), *p.ins[0], c.inputs(1),
-                         *p.ins[1], c.outputs(0), *p.outs[0]);
-  if (!s)
-    return std::nullopt;
-  if (p.ins.size() > 2) {
-    const plan::Access &ba = c.inputs(2);
-    if (p.ins[2]->shape.size() != 1 || ba.exprs_size() != 1 ||
-        !isChannel(ba.exprs(0), grouped ? 1 : -1, grouped ? 2 : 1) ||
-        p.ins[2]->shape[0] != s->g * s->co)
-      return std::nullopt;
-  }
-  return s;
-}
 
 /// A conv's input, weights, bias (or null) and output.
 struct ConvData {
@@ -371,34 +238,6 @@ std::optional<Col2Im> matchCol2Im(const Prepared &p) {
   return m;
 }
 
-/// The shape of \p p when it is a max pool the fast path handles.
-std::optional<Window2DShape> matchPool2D(const Prepared &p) {
-  const plan::Compute &c = p.c;
-  if (!allDenseF32(p) || c.iters_size() != 6 || p.ins.size() != 1 ||
-      p.outs.size() != 1)
-    return std::nullopt;
-  const plan::Access &xa = c.inputs(0), &ya = c.outputs(0);
-  const Tensor &x = *p.ins[0], &y = *p.outs[0];
-  if (x.shape.size() != 4 || y.shape.size() != 4 ||
-      !isPlainDim(xa.exprs(0), 0) || !isPlainDim(xa.exprs(1), 1) ||
-      !isPlainDim(ya.exprs(0), 0) || !isPlainDim(ya.exprs(1), 1) ||
-      !isPlainDim(ya.exprs(2), 2) || !isPlainDim(ya.exprs(3), 3))
-    return std::nullopt;
-  auto rows = matchWindow(c, xa.exprs(2), 2, 4, x.shape[2]);
-  auto cols = matchWindow(c, xa.exprs(3), 3, 5, x.shape[3]);
-  if (!rows || !cols)
-    return std::nullopt;
-  Window2DShape s;
-  s.n = c.iters(0).extent();
-  s.ci = s.co = c.iters(1).extent();
-  s.rows = *rows;
-  s.cols = *cols;
-  if (x.shape[0] != s.n || x.shape[1] != s.ci || y.shape[0] != s.n ||
-      y.shape[1] != s.co || y.shape[2] != s.rows.out ||
-      y.shape[3] != s.cols.out)
-    return std::nullopt;
-  return s;
-}
 
 } // namespace
 
