@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/Backend.h"
 #include "runtime/Exchange.h"
+#include "runtime/WindowShape.h"
 #include "runtime/GemmShape.h"
 #include "runtime/PointKernelsHost.h"
 #include "runtime/cpu/KernelContext.h"
@@ -20,6 +21,9 @@
 #include "runtime/cpu/ScalarOps.h"
 #include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaGemm.h"
+#ifdef PAX_HAVE_CUDNN
+#include "runtime/cuda/CudaDnn.h"
+#endif
 #include "runtime/cuda/CudaKernels.h"
 
 #include "codegen/plan/Kernels.h"
@@ -29,6 +33,8 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <string>
 #include <map>
 #include <mutex>
 
@@ -37,6 +43,17 @@ namespace pax::runtime {
 namespace {
 
 std::atomic<bool> allowTf32{false};
+
+/// PAX_CUDA_GENERIC=1 runs every compute but the matrix products on the
+/// generic kernel, the reference the library and row kernels are checked
+/// against.
+bool genericOnly() {
+  static const bool on = [] {
+    const char *v = std::getenv("PAX_CUDA_GENERIC");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
 
 llvm::Error cudaError(cudaError_t e, const llvm::Twine &what) {
   return llvm::createStringError(what + ": " + cudaGetErrorString(e));
@@ -77,6 +94,9 @@ public:
     cudaFree(scratch);
     cudaFree(status);
     gemm.reset();
+#ifdef PAX_HAVE_CUDNN
+    dnn.reset();
+#endif
     if (stream)
       cudaStreamDestroy(stream);
   }
@@ -95,6 +115,12 @@ public:
     if (!g)
       return g.takeError();
     gemm = std::move(*g);
+#ifdef PAX_HAVE_CUDNN
+    auto d = cuda::CudaDnn::create(stream);
+    if (!d)
+      return d.takeError();
+    dnn = std::move(*d);
+#endif
     return llvm::Error::success();
   }
 
@@ -165,6 +191,21 @@ public:
         return err;
       return pending(c);
     }
+    case KernelId::Conv2D: {
+#ifdef PAX_HAVE_CUDNN
+      // cuDNN where the windows are symmetrically padded NCHW f32 (every
+      // convolution of the CNNs seen so far); otherwise the generic kernel.
+      if (!genericOnly())
+        if (auto s = matchConv2D(*p, attrInt(c, "group", 1))) {
+          auto done = dnn->conv(*p, *s, allowTf32.load());
+          if (!done)
+            return done.takeError();
+          if (*done)
+            return pending(c);
+        }
+#endif
+      return runGeneric(*p, *id);
+    }
     case KernelId::Pointwise:
     case KernelId::Copy:
     case KernelId::Reduce:
@@ -172,7 +213,6 @@ public:
     case KernelId::SoftmaxRows:
     case KernelId::NormRows:
     case KernelId::BatchNorm:
-    case KernelId::Conv2D:
     case KernelId::Pool2D:
     case KernelId::Lrn:
     case KernelId::Scan:
@@ -351,6 +391,9 @@ private:
   int64_t capacity = 0;
   void *scratch = nullptr, *status = nullptr;
   std::unique_ptr<cuda::CudaGemm> gemm;
+#ifdef PAX_HAVE_CUDNN
+  std::unique_ptr<cuda::CudaDnn> dnn;
+#endif
   cudaError_t failed = cudaSuccess;
 };
 
