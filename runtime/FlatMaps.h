@@ -110,6 +110,16 @@ PAX_HD inline void setOuter(const Space &s, int64_t flat, int64_t *point) {
   }
 }
 
+/// Sets the inner dims of \p point to inner point number \p flat
+/// (row-major over the inner dims, nextInner's order).
+PAX_HD inline void setInner(const Space &s, int64_t flat, int64_t *point) {
+  for (int32_t i = s.innerCount; i-- > 0;) {
+    int64_t e = s.extents[s.inner[i]];
+    point[s.inner[i]] = flat % e;
+    flat /= e;
+  }
+}
+
 /// Advances the inner dims of \p point; false once they wrap to zero.
 PAX_HD inline bool nextInner(const Space &s, int64_t *point) {
   for (int32_t i = s.innerCount; i-- > 0;) {

@@ -63,6 +63,10 @@ llvm::Error runThreads(const plan::Plan &plan,
   for (const std::string &e : errors)
     if (!e.empty())
       return llvm::createStringError(e);
+  if (!options.gatherOutputs) {
+    outputs.clear();
+    return llvm::Error::success();
+  }
   auto block = [&](size_t d, const plan::Binding &b) {
     return hostCopy(*set.devices[d], set.buffers[d][b.buffer()]);
   };

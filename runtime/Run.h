@@ -28,6 +28,10 @@ struct ThreadRunOptions : RunOptions {
   /// Testing: flip the lowest bit of this device's first replica of an
   /// output before the replicas are compared (-1: none).
   int injectReplicaFault = -1;
+  /// False: leave the outputs on the devices and \p outputs empty (a timed
+  /// run whose outputs the next run overwrites; the devices are still
+  /// synchronized at the run's end).
+  bool gatherOutputs = true;
 };
 
 /// Runs \p progs of \p plan, program d on `set.devices[d]` in a thread of

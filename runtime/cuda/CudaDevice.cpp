@@ -2,8 +2,9 @@
 //
 // A device of a plan on one GPU: its own stream, its arena in the GPU's
 // memory (one cudaMalloc, buffers at the plan's offsets), cuBLAS for the
-// matrix products, and the generic kernel (CudaKernels.cu) for elementwise
-// ops, data movement, gathers, reductions, scatter-adds and softmax rows.
+// matrix products, cuDNN for convolutions, a block per row for softmax and
+// norm rows, and the generic kernel (CudaKernels.cu) for elementwise ops,
+// data movement, gathers, reductions and scatter-adds.
 // Several devices may share one GPU (virtual devices: a stream and an arena
 // each), and exchange by device-to-device copies on the thread transport,
 // as devices on GPUs with peer access do.
@@ -212,6 +213,7 @@ public:
     case KernelId::ScatterAdd:
     case KernelId::SoftmaxRows:
     case KernelId::NormRows:
+      return runGeneric(*p, *id, /*rows=*/!genericOnly());
     case KernelId::BatchNorm:
     case KernelId::Pool2D:
     case KernelId::Lrn:
@@ -355,11 +357,19 @@ private:
     return pending(c);
   }
 
-  llvm::Error runGeneric(const Prepared &p, plan::KernelId id) {
+  /// Runs \p p on the generic kernel, or with \p rows (softmax and norm
+  /// rows) a thread block per row.
+  llvm::Error runGeneric(const Prepared &p, plan::KernelId id,
+                         bool rows = false) {
     const plan::Compute &c = p.c;
     Generic g;
     if (auto err = describeGeneric(p, id, g))
       return err;
+    if (rows && (g.op == GenericOp::SoftmaxRows ||
+                 g.op == GenericOp::NormRows)) {
+      record(cuda::launchRows(g, stream));
+      return pending(c);
+    }
     bool lookups = g.op == GenericOp::Gather ||
                    (g.op == GenericOp::ScatterAdd && g.inputs == 2);
     if (lookups)

@@ -55,11 +55,99 @@ __global__ void boxCopyKernel(BoxCopy b, const uint8_t *src, uint8_t *dst) {
   }
 }
 
-__global__ void genericKernel(const Generic *gp, GenericStatus *status) {
-  const Generic &g = *gp;
+// The generic and row kernels take their Generic (28 KB) as a kernel
+// parameter: no copy to stage before each launch, and its maps are read
+// through the constant cache, every thread of a warp the same field.
+__global__ void genericKernel(const __grid_constant__ Generic g,
+                              GenericStatus *status) {
   for (int64_t p = threadIndex(); p < g.space.outerPoints;
        p += threadStride())
     point::runOuterPoint(g, p, status);
+}
+
+/// The sum (or, with \p max, the maximum) of every thread's \p v in the
+/// block, returned to all of them; \p shared holds a double per warp.
+__device__ double blockAll(double v, bool max, double *shared) {
+  auto fold = [max](double a, double b) {
+    return max ? (a < b ? b : a) : a + b;
+  };
+  for (int o = 16; o > 0; o >>= 1)
+    v = fold(v, __shfl_down_sync(0xffffffffu, v, o));
+  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0)
+    shared[warp] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double all = shared[0];
+    for (int w = 1; w < int(blockDim.x >> 5); ++w)
+      all = fold(all, shared[w]);
+    shared[0] = all;
+  }
+  __syncthreads();
+  double all = shared[0];
+  __syncthreads(); // shared is reused by the next call
+  return all;
+}
+
+/// Softmax or norm rows, a block per outer point (the math of
+/// point::softmaxRow and point::normRow, the inner points split among the
+/// block's threads).
+__global__ void rowsKernel(const __grid_constant__ Generic g) {
+  __shared__ double shared[32];
+  const flat::Space &s = g.space;
+  int64_t n = s.innerPoints;
+  int64_t point[flat::kMaxDims];
+  for (int d = 0; d < flat::kMaxDims; ++d)
+    point[d] = 0;
+  for (int64_t row = blockIdx.x; row < s.outerPoints; row += gridDim.x) {
+    flat::setOuter(s, row, point);
+    if (g.op == GenericOp::SoftmaxRows) {
+      double mx = -INFINITY;
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+        flat::setInner(s, j, point);
+        double v = point::readIn(g, 0, point);
+        mx = mx < v ? v : mx;
+      }
+      mx = blockAll(mx, true, shared);
+      double sum = 0;
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+        flat::setInner(s, j, point);
+        sum += exp(point::readIn(g, 0, point) - mx);
+      }
+      sum = blockAll(sum, false, shared);
+      double logSum = log(sum);
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+        flat::setInner(s, j, point);
+        double d = point::readIn(g, 0, point) - mx;
+        point::writeOut(g, point, g.logSoftmax ? d - logSum : exp(d) / sum);
+      }
+    } else {
+      double count = double(n > 1 ? n : 1), mean = 0, var = 0;
+      if (!g.rms) {
+        for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+          flat::setInner(s, j, point);
+          mean += point::readIn(g, 0, point);
+        }
+        mean = blockAll(mean, false, shared) / count;
+      }
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+        flat::setInner(s, j, point);
+        double d = point::readIn(g, 0, point) - mean;
+        var += d * d;
+      }
+      var = blockAll(var, false, shared);
+      double inv = 1.0 / sqrt(var / count + g.eps);
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+        flat::setInner(s, j, point);
+        double y = (point::readIn(g, 0, point) - mean) * inv;
+        if (g.inputs > 1)
+          y *= point::readIn(g, 1, point);
+        if (g.inputs > 2)
+          y += point::readIn(g, 2, point);
+        point::writeOut(g, point, y);
+      }
+    }
+  }
 }
 
 /// scatter_add: one thread walks every point in order (point::scatterAddAll).
@@ -109,19 +197,31 @@ cudaError_t launchBoxCopy(const BoxCopy &b, const void *src, void *dst,
 
 cudaError_t launchGeneric(const Generic &g, Generic *scratch,
                           GenericStatus *status, cudaStream_t stream) {
-  // Pageable host memory: the copy is staged before the call returns, so
-  // \p g may go away at once.
-  if (cudaError_t e = cudaMemcpyAsync(scratch, &g, sizeof(Generic),
-                                      cudaMemcpyHostToDevice, stream))
-    return e;
   if (g.op == GenericOp::ScatterAdd) {
+    // Pageable host memory: the copy is staged before the call returns,
+    // so \p g may go away at once.
+    if (cudaError_t e = cudaMemcpyAsync(scratch, &g, sizeof(Generic),
+                                        cudaMemcpyHostToDevice, stream))
+      return e;
     scatterAddKernel<<<1, 1, 0, stream>>>(scratch, status);
     return cudaGetLastError();
   }
   if (g.space.outerPoints <= 0)
     return cudaSuccess;
   genericKernel<<<blocksFor(g.space.outerPoints), kThreads, 0, stream>>>(
-      scratch, status);
+      g, status);
+  return cudaGetLastError();
+}
+
+cudaError_t launchRows(const Generic &g, cudaStream_t stream) {
+  if (g.space.outerPoints <= 0 || g.space.innerPoints <= 0)
+    return cudaSuccess;
+  // Warps enough for the row, 8 at most.
+  int64_t warps = (g.space.innerPoints + 31) / 32;
+  unsigned threads = unsigned(32 * (warps > 8 ? 8 : warps));
+  int64_t rows = g.space.outerPoints;
+  unsigned blocks = unsigned(rows > (1 << 20) ? (1 << 20) : rows);
+  rowsKernel<<<blocks, threads, 0, stream>>>(g);
   return cudaGetLastError();
 }
 

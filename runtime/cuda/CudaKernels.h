@@ -2,7 +2,8 @@
 //
 // What CudaDevice launches besides cuBLAS: box copies between buffers (the
 // collectives' and slices' overlaps), the generic kernel (PointKernels.h's
-// walk, a thread per outer point) and LSTM / GRU rows (RecurrentMath.h, a
+// walk, a thread per outer point), softmax and norm rows (a block per row)
+// and LSTM / GRU rows (RecurrentMath.h, a
 // thread per direction and batch row).
 //
 // Plain structs in, so the host side (CudaDevice.cpp) needs no CUDA
@@ -38,12 +39,17 @@ struct BoxCopy {
 cudaError_t launchBoxCopy(const BoxCopy &b, const void *src, void *dst,
                           cudaStream_t stream);
 
-/// Runs \p g on \p stream: copies it to \p scratch (device memory of
-/// sizeof(Generic), reusable once the stream passes this launch) and
-/// launches the kernel. \p status (device memory, zeroed by the caller)
+/// Runs \p g on \p stream (a kernel parameter; a scatter-add's is copied
+/// to \p scratch, device memory of sizeof(Generic), reusable once the
+/// stream passes this launch). \p status (device memory, zeroed by the caller)
 /// receives the first bad lookup; read it after synchronizing.
 cudaError_t launchGeneric(const Generic &g, Generic *scratch,
                           GenericStatus *status, cudaStream_t stream);
+
+/// Runs \p g, a SoftmaxRows or NormRows generic, a thread block per row
+/// (outer point): the block's threads stride over the row's inner points
+/// and combine their maxima and sums in shared memory.
+cudaError_t launchRows(const Generic &g, cudaStream_t stream);
 
 /// Runs every (direction, batch row) of LSTM or GRU layer \p l (its
 /// gradient op with \p grad), a thread each, on \p stream: copies \p l

@@ -8,8 +8,9 @@
 # will load), checks that the bundled paxc and paxrun start and run a
 # small model on the CPU backend, then runs an MLP, GPT-2, Llama, BERT and
 # an LSTM LM on the CUDA backend as 1, 2, 4 and 8 virtual devices of the
-# GPU, each verified against the CPU reference, and profiles a GPT-2 run
-# per kernel.
+# GPU, a wider GPT-2 (rows longer than a thread block), and the light CNNs
+# on 1 and 4, each verified against the CPU reference, and profiles a
+# GPT-2 run per kernel.
 # Needs the machine's python3 with onnx and numpy (the models are made
 # there). Exits non-zero when a step that must work fails.
 set -uo pipefail
@@ -61,6 +62,28 @@ for m in mlp gpt2 llama bert lstm; do
       echo "$m on $n virtual device(s): $(echo "$out" | grep -m1 '^verify:')"
     else
       echo "$m on $n virtual device(s): FAILED"; echo "$out" | tail -5; failed=1
+    fi
+  done
+done
+echo "== wide rows (softmax over 300 positions, norms over 512): the row kernels' blocks loop"
+$gen gpt2 --layers 1 --hidden 512 --heads 4 --ffn 1024 --vocab 256 --positions 320 --batch 2 --seq 300 --weights random -o "$work/wide.onnx" || exit 1
+for n in 1 2; do
+  paxc "$work/wide.onnx" --gpus=$n -o "$work/wide.$n.paxplan" --quiet || exit 1
+  if out=$(paxrun "$work/wide.$n.paxplan" --random-inputs --backend=cuda --verify 2>&1); then
+    echo "wide gpt2 on $n virtual device(s): $(echo "$out" | grep -m1 '^verify:')"
+  else
+    echo "wide gpt2 on $n virtual device(s): FAILED"; echo "$out" | tail -5; failed=1
+  fi
+done
+echo "== CNNs (convolutions on cuDNN) on 1 and 4 virtual devices"
+for m in "$root"/test/models/onnx-light/*.onnx; do
+  for n in 1 4; do
+    b=$(basename "$m" .onnx)
+    paxc "$m" --gpus=$n -o "$work/$b.$n.paxplan" --quiet || exit 1
+    if out=$(paxrun "$work/$b.$n.paxplan" --random-inputs --backend=cuda --verify 2>&1); then
+      echo "$b on $n virtual device(s): $(echo "$out" | grep -m1 '^verify:')"
+    else
+      echo "$b on $n virtual device(s): FAILED"; echo "$out" | tail -5; failed=1
     fi
   done
 done

@@ -373,10 +373,11 @@ static llvm::Error runThreads(const plan::Plan &plan,
                               std::vector<runtime::DeviceStats> &stats,
                               std::vector<ResidentFeed> *resident = nullptr,
                               bool weightsResident = false,
-                              bool trace = false) {
+                              bool trace = false, bool gather = true) {
   runtime::ThreadRunOptions options;
   options.weightsResident = weightsResident;
   options.trace = trace;
+  options.gatherOutputs = gather;
   options.injectReplicaFault = injectReplicaFault;
   injectReplicaFault = -1; // once
   if (auto err = runtime::runThreads(
@@ -777,9 +778,12 @@ static llvm::Error runTimed(const plan::Plan &plan,
   RunClock clock(runs, "run", true);
   for (unsigned run = 1; run <= runs; ++run) {
     clock.begin(run);
-    // The constant weights stay in the devices' arenas after the first run.
+    // The constant weights stay in the devices' arenas after the first
+    // run; the outputs are gathered from the last (the others' would be
+    // overwritten).
     if (auto err = runThreads(plan, progs, feed, outputs, stats, nullptr,
-                              run > 1, !tracePath.empty() && run == runs))
+                              run > 1, !tracePath.empty() && run == runs,
+                              run == runs))
       return err;
     clock.end();
   }
