@@ -52,6 +52,36 @@ struct Map {
   Term terms[kMaxRank];
 };
 
+/// Division of an unsigned \p n < 2^31 by a fixed divisor as a multiply
+/// and a shift (Granlund and Montgomery's method): walking a point's
+/// coordinates out of its flat number costs a divide per dim, which on a
+/// GPU (no integer divider) is the generic kernels' largest cost in 64
+/// bits.
+struct Divider {
+  uint32_t divisor = 1, magic = 0, shift = 0;
+};
+
+/// The divider of \p d, 1 <= d < 2^31.
+inline Divider makeDivider(uint32_t d) {
+  Divider v;
+  v.divisor = d;
+  while (v.shift < 32 && (uint32_t(1) << v.shift) < d)
+    ++v.shift;
+  uint64_t one = 1;
+  v.magic = uint32_t(((one << 32) * ((one << v.shift) - d)) / d + 1);
+  return v;
+}
+
+/// \p n / the divisor of \p v, for n < 2^31.
+PAX_HD inline uint32_t divide(const Divider &v, uint32_t n) {
+#if defined(__CUDA_ARCH__)
+  uint32_t t = __umulhi(n, v.magic);
+#else
+  uint32_t t = uint32_t((uint64_t(n) * v.magic) >> 32);
+#endif
+  return (t + n) >> v.shift;
+}
+
 /// A compute's iteration space: outer dims (parallel, one point per
 /// thread or task) and inner dims (`red` and `seq`, walked in order inside
 /// an outer point).
@@ -63,7 +93,30 @@ struct Space {
   int32_t outerCount = 0, innerCount = 0;
   uint32_t outer[kMaxDims] = {}, inner[kMaxDims] = {};
   int64_t outerPoints = 1, innerPoints = 1;
+  /// Where the outer (inner) points number under 2^31: each outer (inner)
+  /// dim's divider, in the order of `outer` (`inner`) (setDividers).
+  bool outerDividers = false, innerDividers = false;
+  Divider outerDiv[kMaxDims], innerDiv[kMaxDims];
 };
+
+/// Fills \p s's dividers where its points number under 2^31.
+inline void setDividers(Space &s) {
+  constexpr int64_t limit = int64_t(1) << 31;
+  auto fill = [&](int32_t count, const uint32_t *dims, int64_t points,
+                  Divider *out) {
+    if (points < 1 || points >= limit)
+      return false;
+    for (int32_t i = 0; i < count; ++i) {
+      int64_t e = s.extents[dims[i]];
+      if (e < 1 || e >= limit)
+        return false;
+      out[i] = makeDivider(uint32_t(e));
+    }
+    return true;
+  };
+  s.outerDividers = fill(s.outerCount, s.outer, s.outerPoints, s.outerDiv);
+  s.innerDividers = fill(s.innerCount, s.inner, s.innerPoints, s.innerDiv);
+}
 
 /// The element \p m addresses at \p point, or -1 when it falls outside the
 /// tensor (padding, another concat input's range, a masked lookup).
@@ -103,6 +156,15 @@ PAX_HD inline int64_t index(const Map &m, const int64_t *point,
 /// Sets the outer dims of \p point to outer point number \p flat
 /// (row-major over the outer dims).
 PAX_HD inline void setOuter(const Space &s, int64_t flat, int64_t *point) {
+  if (s.outerDividers) {
+    uint32_t f = uint32_t(flat);
+    for (int32_t i = s.outerCount; i-- > 0;) {
+      uint32_t q = divide(s.outerDiv[i], f);
+      point[s.outer[i]] = int64_t(f - q * s.outerDiv[i].divisor);
+      f = q;
+    }
+    return;
+  }
   for (int32_t i = s.outerCount; i-- > 0;) {
     int64_t e = s.extents[s.outer[i]];
     point[s.outer[i]] = flat % e;
@@ -113,6 +175,15 @@ PAX_HD inline void setOuter(const Space &s, int64_t flat, int64_t *point) {
 /// Sets the inner dims of \p point to inner point number \p flat
 /// (row-major over the inner dims, nextInner's order).
 PAX_HD inline void setInner(const Space &s, int64_t flat, int64_t *point) {
+  if (s.innerDividers) {
+    uint32_t f = uint32_t(flat);
+    for (int32_t i = s.innerCount; i-- > 0;) {
+      uint32_t q = divide(s.innerDiv[i], f);
+      point[s.inner[i]] = int64_t(f - q * s.innerDiv[i].divisor);
+      f = q;
+    }
+    return;
+  }
   for (int32_t i = s.innerCount; i-- > 0;) {
     int64_t e = s.extents[s.inner[i]];
     point[s.inner[i]] = flat % e;

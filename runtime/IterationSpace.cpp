@@ -88,6 +88,7 @@ flat::Space IterationSpace::flatten() const {
       f.inner[f.innerCount++] = d;
   f.outerPoints = outerPoints;
   f.innerPoints = innerPoints;
+  flat::setDividers(f);
   return f;
 }
 

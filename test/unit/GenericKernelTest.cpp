@@ -450,3 +450,47 @@ TEST(RandomMathTest, IsXxh3OfTheFourWords) {
     ASSERT_EQ(runtime::xxh3Of4Words(w), want) << "at " << i;
   }
 }
+
+TEST(FlatSpaceTest, DividersDivideEveryNumberBelow2To31) {
+  using pax::runtime::flat::divide;
+  using pax::runtime::flat::makeDivider;
+  std::vector<uint32_t> divisors = {1,    2,      3,       5,         7,
+                                    10,   64,     112,     768,       1000,
+                                    3072, 50257,  65535,   65536,     1u << 20,
+                                    (1u << 31) - 1, 123456789};
+  std::vector<uint32_t> numbers = {0, 1, 2, 3, 111, 112, 113, (1u << 31) - 1,
+                                   (1u << 31) - 2, (1u << 30), 4095, 4096};
+  uint64_t x = 88172645463325252ull; // xorshift
+  for (int i = 0; i < 20000; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    numbers.push_back(uint32_t(x & 0x7fffffffu));
+  }
+  for (uint32_t d : divisors) {
+    auto v = makeDivider(d);
+    for (uint32_t n : numbers)
+      ASSERT_EQ(divide(v, n), n / d) << n << " / " << d;
+  }
+}
+
+TEST(FlatSpaceTest, SetOuterWithDividersIsRowMajor) {
+  pax::runtime::flat::Space s;
+  s.rank = 3;
+  s.extents[0] = 7, s.extents[1] = 5, s.extents[2] = 3;
+  s.outerCount = 3;
+  s.outer[0] = 0, s.outer[1] = 1, s.outer[2] = 2;
+  s.outerPoints = 105;
+  pax::runtime::flat::setDividers(s);
+  ASSERT_TRUE(s.outerDividers);
+  int64_t point[pax::runtime::flat::kMaxDims] = {};
+  for (int64_t f = 0; f < 105; ++f) {
+    pax::runtime::flat::setOuter(s, f, point);
+    EXPECT_EQ(point[0] * 15 + point[1] * 3 + point[2], f);
+    EXPECT_LT(point[1], 5);
+    EXPECT_LT(point[2], 3);
+  }
+  // 2^31 points or more: the 64-bit walk.
+  s.extents[0] = int64_t(1) << 31;
+  s.outerPoints = int64_t(15) << 31;
+  pax::runtime::flat::setDividers(s);
+  EXPECT_FALSE(s.outerDividers);
+}
