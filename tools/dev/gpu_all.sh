@@ -8,8 +8,9 @@
 # bench/cuda_bench.py (ResNet-50, BERT-base, GPT-2 small against PyTorch
 # eager, TF32 off), OUT/profiles.txt their per-kernel profiles; then the
 # same bench with TF32 (OUT/bench-tf32.*) where PAX_GPU_TF32=1. Each step
-# has a time limit (PAX_GPU_CHECK_S, PAX_GPU_BENCH_S seconds) so that the
-# logs come back within the machine's lease.
+# has a time limit (PAX_GPU_CHECK_S, PAX_GPU_BENCH_S, PAX_GPU_TF32_S
+# seconds) so that the logs come back within the machine's lease;
+# PAX_GPU_REPEAT sets the bench's timed runs.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:?usage: gpu_all.sh OUT [BUNDLE]}"
@@ -32,7 +33,7 @@ for f in "$prof"/*.profile; do
   [ -f "$f" ] && { echo "== $(basename "$f" .profile)"; cat "$f"; }
 done > "$out/profiles.txt"
 if [ "${PAX_GPU_TF32:-0}" = 1 ]; then
-  timeout "${PAX_GPU_BENCH_S:-330}" python3 "$root/bench/cuda_bench.py" \
+  timeout "${PAX_GPU_TF32_S:-${PAX_GPU_BENCH_S:-330}}" python3 "$root/bench/cuda_bench.py" \
     --bin "$bundle/bin" --repeat "${PAX_GPU_REPEAT:-10}" --tf32 \
     --json "$out/bench-tf32.json" 2>&1 | tee "$out/bench-tf32.log" || status=1
 fi
