@@ -215,6 +215,9 @@ llvm::Error emulateGeneric(const plan::Compute &c, const Generic &g) {
   GenericStatus status;
   if (g.op == GenericOp::ScatterAdd)
     point::scatterAddAll(g, &status);
+  else if (point::linearOnly(g))
+    for (int64_t p = 0; p < g.space.outerPoints; ++p)
+      point::linearPoint(g, p);
   else
     for (int64_t p = 0; p < g.space.outerPoints; ++p)
       point::runOuterPoint(g, p, &status);

@@ -190,6 +190,107 @@ PAX_HD inline void pointwise(const Generic &g, int64_t *point) {
   } while (flat::nextInner(s, point));
 }
 
+/// Whether \p g may run by linearPoint: an elementwise op (no trilu) or a
+/// one-source copy, every map linear (one dot product, provably inside its
+/// tensor), no inner dims, and the outer points numbering under 2^31 (the
+/// space's dividers).
+PAX_HD inline bool linearOnly(const Generic &g) {
+  const flat::Space &s = g.space;
+  if (!s.outerDividers || s.innerCount != 0)
+    return false;
+  if (g.op == GenericOp::Pointwise) {
+    if (g.trilu)
+      return false;
+  } else if (g.op != GenericOp::Copy || g.sources != 1 || g.inputs != 1) {
+    return false;
+  }
+  for (int k = 0; k < g.inputs; ++k)
+    if (!g.in[k].linear || g.in[k].lookups != 0)
+      return false;
+  for (int r = 0; r < g.outputs; ++r)
+    if (!g.out[r].linear || g.out[r].lookups != 0)
+      return false;
+  return true;
+}
+
+/// Outer point \p p of a compute linearOnly accepts: the same values as
+/// runOuterPoint's pointwise or copy, with every operand's element index
+/// summed while the point's coordinates are walked out of \p p (a
+/// multiply and shift per dim), in registers rather than a point array.
+PAX_HD inline void linearPoint(const Generic &g, int64_t p) {
+  int64_t in[kMaxInputs], out[kMaxOutputs];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int k = 0; k < kMaxInputs; ++k)
+    in[k] = g.in[k].base;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (int r = 0; r < kMaxOutputs; ++r)
+    out[r] = g.out[r].base;
+  const flat::Space &s = g.space;
+  uint32_t f = uint32_t(p);
+  for (int32_t i = s.outerCount; i-- > 0;) {
+    const flat::Divider &dv = s.outerDiv[i];
+    uint32_t q = flat::divide(dv, f);
+    int64_t c = int64_t(f - q * dv.divisor);
+    f = q;
+    uint32_t d = s.outer[i];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int k = 0; k < kMaxInputs; ++k)
+      if (k < g.inputs)
+        in[k] += c * g.in[k].coef[d];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int r = 0; r < kMaxOutputs; ++r)
+      if (r < g.outputs)
+        out[r] += c * g.out[r].coef[d];
+  }
+  if (g.op == GenericOp::Copy) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int r = 0; r < kMaxOutputs; ++r)
+      if (r < g.outputs)
+        copyElement(g, 0, in[0], r, out[r]);
+    return;
+  }
+  if (g.real) {
+    double args[kMaxInputs];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int k = 0; k < kMaxInputs; ++k)
+      args[k] = k < g.inputs ? readReal(g.inData[k], g.inType[k], in[k]) : 0.0;
+    double v = applyReal(g.scalar, args, g.inputs, g.params);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int r = 0; r < kMaxOutputs; ++r)
+      if (r < g.outputs)
+        writeReal(g.outData[r], g.outType[r], out[r], v);
+  } else {
+    int64_t args[kMaxInputs];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int k = 0; k < kMaxInputs; ++k)
+      args[k] =
+          k < g.inputs ? readInteger(g.inData[k], g.inType[k], in[k]) : 0;
+    int64_t v = applyInteger(g.scalar, args, g.inputs, g.params);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int r = 0; r < kMaxOutputs; ++r)
+      if (r < g.outputs)
+        writeInteger(g.outData[r], g.outType[r], out[r], v);
+  }
+}
+
 /// One outer point of data movement or gather (the CPU's runCopy): each
 /// result element copies from the first source whose map reaches inside
 /// it; the border and masked lookups get `fill`.

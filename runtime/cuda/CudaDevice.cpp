@@ -375,8 +375,8 @@ private:
     if (lookups)
       record(cudaMemsetAsync(status, 0, sizeof(GenericStatus), stream));
     record(cuda::launchGeneric(g, static_cast<Generic *>(scratch),
-                               static_cast<GenericStatus *>(status),
-                               stream));
+                               static_cast<GenericStatus *>(status), stream,
+                               /*linear=*/!genericOnly()));
     if (!lookups)
       return pending(c);
     // A lookup outside its table is bad input: read the kernel's report.

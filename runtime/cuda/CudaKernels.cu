@@ -150,6 +150,14 @@ __global__ void rowsKernel(const __grid_constant__ Generic g) {
   }
 }
 
+/// Elementwise ops and copies of linear maps (point::linearOnly): a thread
+/// per point, its operands' indices in registers.
+__global__ void linearKernel(const __grid_constant__ Generic g) {
+  for (int64_t p = threadIndex(); p < g.space.outerPoints;
+       p += threadStride())
+    point::linearPoint(g, p);
+}
+
 /// scatter_add: one thread walks every point in order (point::scatterAddAll).
 __global__ void scatterAddKernel(const Generic *gp, GenericStatus *status) {
   if (threadIndex() == 0)
@@ -196,7 +204,8 @@ cudaError_t launchBoxCopy(const BoxCopy &b, const void *src, void *dst,
 }
 
 cudaError_t launchGeneric(const Generic &g, Generic *scratch,
-                          GenericStatus *status, cudaStream_t stream) {
+                          GenericStatus *status, cudaStream_t stream,
+                          bool linear) {
   if (g.op == GenericOp::ScatterAdd) {
     // Pageable host memory: the copy is staged before the call returns,
     // so \p g may go away at once.
@@ -208,6 +217,10 @@ cudaError_t launchGeneric(const Generic &g, Generic *scratch,
   }
   if (g.space.outerPoints <= 0)
     return cudaSuccess;
+  if (linear && point::linearOnly(g)) {
+    linearKernel<<<blocksFor(g.space.outerPoints), kThreads, 0, stream>>>(g);
+    return cudaGetLastError();
+  }
   genericKernel<<<blocksFor(g.space.outerPoints), kThreads, 0, stream>>>(
       g, status);
   return cudaGetLastError();

@@ -41,10 +41,12 @@ cudaError_t launchBoxCopy(const BoxCopy &b, const void *src, void *dst,
 
 /// Runs \p g on \p stream (a kernel parameter; a scatter-add's is copied
 /// to \p scratch, device memory of sizeof(Generic), reusable once the
-/// stream passes this launch). \p status (device memory, zeroed by the caller)
+/// stream passes this launch). With \p linear, elementwise ops and copies
+/// of linear maps run point::linearPoint (point::linearOnly). \p status (device memory, zeroed by the caller)
 /// receives the first bad lookup; read it after synchronizing.
 cudaError_t launchGeneric(const Generic &g, Generic *scratch,
-                          GenericStatus *status, cudaStream_t stream);
+                          GenericStatus *status, cudaStream_t stream,
+                          bool linear = true);
 
 /// Runs \p g, a SoftmaxRows or NormRows generic, a thread block per row
 /// (outer point): the block's threads stride over the row's inner points
