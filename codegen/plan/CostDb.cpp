@@ -1,6 +1,7 @@
 //===- CostDb.cpp - Measured op costs: the cost database file -------------===//
 #include "codegen/plan/CostDb.h"
 
+#include "codegen/plan/JsonValues.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -33,7 +34,7 @@ llvm::Expected<CostDb> parseCostDb(llvm::StringRef text,
   if (!format || *format != kFormat)
     return fail("not a cost database (\"format\" must be \"" +
                 llvm::Twine(kFormat) + "\")");
-  auto version = top->getInteger("version");
+  auto version = jsonInteger(*top, "version");
   if (!version || *version != kVersion)
     return fail("cost database version " +
                 (version ? std::to_string(*version) : "(missing)") +
@@ -45,7 +46,7 @@ llvm::Expected<CostDb> parseCostDb(llvm::StringRef text,
        {std::pair{"threads", &db.threads}, std::pair{"runs", &db.runs}}) {
     if (!top->get(field))
       continue;
-    auto v = top->getInteger(field);
+    auto v = jsonInteger(*top, field);
     if (!v || *v < 0 || *v > 1 << 20)
       return fail("\"" + llvm::Twine(field) +
                   "\" must be a non-negative integer");
@@ -70,7 +71,7 @@ llvm::Expected<CostDb> parseCostDb(llvm::StringRef text,
     if (auto op = e->getString("op"))
       entry.op = op->str();
     if (e->get("calls")) {
-      auto calls = e->getInteger("calls");
+      auto calls = jsonInteger(*e, "calls");
       if (!calls || *calls < 1)
         return fail(where + ": \"calls\" must be a positive integer");
       entry.calls = *calls;

@@ -1,6 +1,7 @@
 //===- Cluster.cpp - Cluster presets, JSON cluster files, validation ------===//
 #include "passes/cost/Cluster.h"
 
+#include "codegen/plan/JsonValues.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -186,7 +187,7 @@ public:
       return v.takeError();
     if (!*v)
       return std::nullopt;
-    std::optional<int64_t> i = (*v)->getAsInteger();
+    std::optional<int64_t> i = jsonInteger(**v);
     if (!i || *i < 1 || *i > int64_t(UINT32_MAX))
       return error("field '" + path(key) + "' must be a positive integer");
     return unsigned(*i);

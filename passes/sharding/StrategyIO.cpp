@@ -1,6 +1,7 @@
 //===- StrategyIO.cpp - Strategies as JSON and as a report ----------------===//
 #include "passes/sharding/StrategyIO.h"
 
+#include "codegen/plan/JsonValues.h"
 #include "passes/sharding/Simulator.h"
 
 #include "passes/sharding/Aggregation.h"
@@ -226,7 +227,7 @@ static llvm::Expected<Config> readConfig(const Op &op,
     int d = op.findIter(key.str());
     if (d < 0)
       return fail("op has no iteration dim '" + key.str() + "'");
-    auto f = value.getAsInteger();
+    auto f = jsonInteger(value);
     if (!f || *f < 1)
       return fail("the factor of '" + key.str() +
                   "' must be a positive integer");
@@ -284,8 +285,8 @@ strategyFromJson(const Module &m, llvm::StringRef text, llvm::StringRef origin,
       return c.takeError();
     if (const llvm::json::Value *at = op->get("offset")) {
       int64_t k = configDevices(*c);
-      auto v = at->getAsInteger();
-      if (!v || *v < 0 || *v % k || *v + k > o.devices)
+      auto v = jsonInteger(*at);
+      if (!v || *v < 0 || *v % k || *v > int64_t(o.devices) - k)
         return llvm::createStringError(llvm::formatv(
             "{0} ('{1}'): 'offset' must be a multiple of its {2} device(s) "
             "from 0 to {3}",

@@ -2,6 +2,9 @@
 #include "codegen/plan/CostDb.h"
 #include "passes/cost/Cluster.h"
 #include "test/fuzz/Fuzz.h"
+#include "test/fuzz/JsonMutator.h"
+
+PAX_FUZZ_JSON_MUTATOR
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   using namespace pax;
