@@ -3,6 +3,7 @@
 
 #include "frontend/TensorProto.h"
 #include "runtime/Exchange.h"
+#include "runtime/Run.h"
 #include "tools/common/TensorFiles.h"
 
 #include <cstring>
@@ -122,6 +123,37 @@ llvm::Error ResidentFeed::loadWeight(const plan::LoadWeight &load,
   }
   ++hostLoads;
   return host->loadWeight(load, out);
+}
+
+/// Keeps, on \p resident, the blocks of the updated weights (outputs
+/// `update/NAME`) that \p prog's device computed into \p buffers.
+llvm::Error keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
+                        runtime::Device &device,
+                        std::vector<runtime::Tensor> &buffers,
+                        ResidentFeed &resident) {
+  resident.beginStep();
+  for (const plan::Binding &b : prog.outputs()) {
+    if (b.index() >= uint32_t(plan.outputs_size()) ||
+        b.buffer() >= buffers.size())
+      continue;
+    llvm::StringRef name = plan.outputs(int(b.index())).name();
+    if (!name.consume_front("update/"))
+      continue;
+    // Moved off a host arena (the run is over), downloaded off a GPU's.
+    runtime::Tensor block;
+    if (device.hostAccessible()) {
+      block = std::move(buffers[b.buffer()]).owned();
+    } else {
+      auto got = runtime::hostCopy(device, buffers[b.buffer()]);
+      if (!got)
+        return got.takeError();
+      block = std::move(*got);
+    }
+    resident.keep(name.str(),
+                  std::vector<int64_t>(b.offset().begin(), b.offset().end()),
+                  std::move(block));
+  }
+  return llvm::Error::success();
 }
 
 } // namespace pax

@@ -105,4 +105,12 @@ private:
   std::map<std::string, std::vector<Block>> blocks;
 };
 
+/// Keeps, on \p resident, the blocks of the updated weights (outputs
+/// `update/NAME`) that \p prog's device computed into \p buffers: moved
+/// off a host arena (the run is over), downloaded off a GPU's.
+llvm::Error keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
+                        runtime::Device &device,
+                        std::vector<runtime::Tensor> &buffers,
+                        ResidentFeed &resident);
+
 } // namespace pax

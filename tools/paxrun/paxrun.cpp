@@ -27,12 +27,11 @@
 #include "tools/common/TensorFiles.h"
 #include "tools/paxrun/Feed.h"
 #include "tools/paxrun/Measure.h"
+#include "tools/paxrun/RankRun.h"
+#include "tools/paxrun/Timing.h"
 #include "tools/paxrun/Training.h"
 #ifdef PAX_HAVE_MPI
 #include "runtime/mpi/MpiCommunicator.h"
-#ifdef PAX_HAVE_NCCL
-#include "runtime/cuda/NcclCommunicator.h"
-#endif
 #include "runtime/mpi/MpiWorld.h"
 #endif
 
@@ -331,38 +330,6 @@ static runtime::Tensor randomTensor(const plan::TensorInfo &info,
   return t;
 }
 
-/// Keeps, on \p resident, the blocks of the updated weights (outputs
-/// `update/NAME`) that \p prog's device computed into \p buffers.
-static llvm::Error keepUpdates(const plan::Plan &plan,
-                               const plan::DeviceProgram &prog,
-                               runtime::Device &device,
-                               std::vector<runtime::Tensor> &buffers,
-                               ResidentFeed &resident) {
-  resident.beginStep();
-  for (const plan::Binding &b : prog.outputs()) {
-    if (b.index() >= uint32_t(plan.outputs_size()) ||
-        b.buffer() >= buffers.size())
-      continue;
-    llvm::StringRef name = plan.outputs(int(b.index())).name();
-    if (!name.consume_front("update/"))
-      continue;
-    // Moved off a host arena (the run is over), downloaded off a GPU's.
-    runtime::Tensor block;
-    if (device.hostAccessible()) {
-      block = std::move(buffers[b.buffer()]).owned();
-    } else {
-      auto got = runtime::hostCopy(device, buffers[b.buffer()]);
-      if (!got)
-        return got.takeError();
-      block = std::move(*got);
-    }
-    resident.keep(name.str(),
-                  std::vector<int64_t>(b.offset().begin(), b.offset().end()),
-                  std::move(block));
-  }
-  return llvm::Error::success();
-}
-
 /// Runs \p programs of \p plan as threads on this process's devices;
 /// fills \p outputs (whole tensors). With \p resident (a training session:
 /// one per device), each device loads weights through its own and keeps
@@ -419,354 +386,18 @@ static int failWithoutMpi() {
               "libopenmpi-dev), or run it without mpirun to run every "
               "device as a thread");
 }
-#else
-/// What a rank sends rank 0 after its run: its statistics as int64s
-/// (instructions, peak bytes, then the bytes it counted for every exchange
-/// of the plan, -1 where it took no part), then the elements of the output
-/// blocks it owns, in binding order.
-static llvm::Expected<std::vector<uint8_t>>
-packRankResults(const plan::Plan &plan, const plan::DeviceProgram &prog,
-                runtime::Device &device,
-                const std::vector<runtime::Tensor> &buffers,
-                const runtime::DeviceStats &stats) {
-  std::vector<int64_t> header = {stats.instructions, stats.peakBytes,
-                                 stats.arenaBytes,
-                                 int64_t(stats.seconds * 1e9)};
-  for (int x = 0; x < plan.exchanges_size(); ++x) {
-    auto it = stats.exchangeBytes.find(uint32_t(x));
-    header.push_back(it == stats.exchangeBytes.end() ? -1 : it->second);
-  }
-  std::vector<uint8_t> bytes(header.size() * sizeof(int64_t));
-  std::memcpy(bytes.data(), header.data(), bytes.size());
-  for (const plan::Binding &b : prog.outputs())
-    if (b.owner()) {
-      auto block = runtime::hostCopy(device, buffers[b.buffer()]);
-      if (!block)
-        return block.takeError();
-      llvm::append_range(bytes, block->data);
-    }
-  return bytes;
-}
-
-/// On rank 0, the inverse of packRankResults for \p prog's rank: fills
-/// \p stats and moves the blocks into \p outputs.
-static llvm::Error unpackRankResults(const plan::Plan &plan,
-                                     const plan::DeviceProgram &prog,
-                                     llvm::ArrayRef<uint8_t> bytes,
-                                     std::vector<runtime::Tensor> &outputs,
-                                     runtime::DeviceStats &stats) {
-  auto bad = [&] {
-    return llvm::createStringError("rank " + llvm::Twine(prog.device()) +
-                                   " sent results that do not match its "
-                                   "program");
-  };
-  std::vector<int64_t> header(4 + size_t(plan.exchanges_size()));
-  size_t at = header.size() * sizeof(int64_t);
-  if (bytes.size() < at)
-    return bad();
-  std::memcpy(header.data(), bytes.data(), at);
-  stats.instructions = header[0];
-  stats.peakBytes = header[1];
-  stats.arenaBytes = header[2];
-  stats.seconds = double(header[3]) * 1e-9;
-  for (size_t x = 4; x < header.size(); ++x)
-    if (header[x] >= 0)
-      stats.exchangeBytes[uint32_t(x - 4)] = header[x];
-  for (const plan::Binding &b : prog.outputs()) {
-    if (!b.owner())
-      continue;
-    std::vector<int64_t> lo(b.offset().begin(), b.offset().end());
-    if (b.index() >= outputs.size() ||
-        b.buffer() >= uint32_t(prog.buffers_size()) ||
-        lo.size() != outputs[b.index()].shape.size())
-      return llvm::createStringError("device " + llvm::Twine(prog.device()) +
-                                     ": an output binding does not match "
-                                     "the plan's outputs");
-    const plan::Buffer &buf = prog.buffers(int(b.buffer()));
-    runtime::Tensor block =
-        runtime::Tensor::zeros(buf.dtype(), shapeOf(buf.shape()));
-    if (block.shape.size() != lo.size() ||
-        bytes.size() - at < block.data.size())
-      return bad();
-    std::memcpy(block.data.data(), bytes.data() + at, block.data.size());
-    at += block.data.size();
-    runtime::moveOverlap(block, lo, outputs[b.index()],
-                         std::vector<int64_t>(lo.size(), 0), false);
-  }
-  if (at != bytes.size())
-    return bad();
-  return llvm::Error::success();
-}
-
-/// Under MPI: runs this rank's program on the MPI transport and gathers
-/// every rank's output blocks and statistics on rank 0, which fills
-/// \p outputs and \p stats as runThreads does. False when some rank could
-/// not start (it said why; rank 0 names it) and none ran. Once the ranks
-/// run, a failure on any of them ends them all (MPI_Abort), so that none
-/// waits for another.
-static llvm::Expected<bool> runRank(const plan::Plan &plan,
-                                    runtime::MpiWorld &world, Feed &feed,
-                                    std::vector<runtime::Tensor> &outputs,
-                                    std::vector<runtime::DeviceStats> &stats,
-                                    ResidentFeed *resident = nullptr,
-                                    const runtime::RunOptions &options = {}) {
-  const plan::DeviceProgram *prog = nullptr;
-  for (const plan::DeviceProgram &p : plan.programs())
-    if (p.device() == uint32_t(world.rank()))
-      prog = &p;
-  if (!prog)
-    return llvm::createStringError("the plan has no program for device " +
-                                   llvm::Twine(world.rank()));
-  // Agreed once; a training run calls this every step.
-  if (!world.hasStarted()) {
-    auto first = world.startTogether(true);
-    if (!first)
-      return first.takeError();
-    if (*first != world.size()) {
-      if (world.rank() == 0)
-        fail("rank " + llvm::Twine(*first) +
-             " could not start, so no rank ran");
-      return false;
-    }
-  }
-  if (deviceSet.devices.empty())
-    return llvm::createStringError("no device for the rank's program");
-  // GPUs exchange over NCCL (one communicator for the process, made by
-  // every rank at its first run); host memory over MPI.
-  runtime::Communicator *comm = nullptr;
-  std::unique_ptr<runtime::Communicator> mpiComm;
-#ifdef PAX_HAVE_NCCL
-  static std::unique_ptr<runtime::Communicator> nccl;
-  if (deviceSet.devices[0]->backend() == runtime::Backend::Cuda) {
-    if (!nccl) {
-      auto made =
-          runtime::makeNcclCommunicator(plan, world, *deviceSet.devices[0]);
-      if (!made)
-        runtime::abortMpiWorld(llvm::toString(made.takeError()));
-      nccl = std::move(*made);
-    }
-    comm = nccl.get();
-  }
-#endif
-  if (!comm) {
-    auto made = runtime::makeMpiCommunicator(plan);
-    if (!made)
-      runtime::abortMpiWorld(llvm::toString(made.takeError()));
-    mpiComm = std::move(*made);
-    comm = mpiComm.get();
-  }
-  std::vector<runtime::Tensor> &buffers = deviceSet.buffers[0];
-  runtime::DeviceStats mine;
-  runtime::DataFeed &source =
-      resident ? static_cast<runtime::DataFeed &>(*resident) : feed;
-  auto start = std::chrono::steady_clock::now();
-  if (auto err =
-          runtime::runDevice(plan, *prog, source, comm, *deviceSet.devices[0],
-                             buffers, mine, options))
-    comm->abort(llvm::toString(std::move(err)));
-  mine.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  runtime::Device &device = *deviceSet.devices[0];
-  auto results = packRankResults(plan, *prog, device, buffers, mine);
-  if (!results)
-    runtime::abortMpiWorld(llvm::toString(results.takeError()));
-  // The rank keeps its updated blocks (moved: they are packed).
-  if (resident)
-    if (auto err = keepUpdates(plan, *prog, device, buffers, *resident))
-      runtime::abortMpiWorld(llvm::toString(std::move(err)));
-  auto all = world.gatherOnRoot(std::move(*results));
-  if (!all)
-    runtime::abortMpiWorld(llvm::toString(all.takeError()));
-  // --trace: every rank's instructions, each rank's times from its first.
-  std::vector<std::vector<runtime::TraceEvent>> traces;
-  if (options.trace) {
-    llvm::json::Array events;
-    double first = mine.trace.empty() ? 0 : mine.trace.front().start;
-    for (const runtime::TraceEvent &e : mine.trace)
-      events.push_back(llvm::json::Array{e.name, e.category, e.start - first,
-                                         e.end - first});
-    std::string text;
-    llvm::raw_string_ostream(text) << llvm::json::Value(std::move(events));
-    auto gathered =
-        world.gatherOnRoot(std::vector<uint8_t>(text.begin(), text.end()));
-    if (!gathered)
-      runtime::abortMpiWorld(llvm::toString(gathered.takeError()));
-    for (const std::vector<uint8_t> &bytes : *gathered) {
-      auto parsed = llvm::json::parse(llvm::StringRef(
-          reinterpret_cast<const char *>(bytes.data()), bytes.size()));
-      if (!parsed)
-        return parsed.takeError();
-      std::vector<runtime::TraceEvent> rankTrace;
-      for (const llvm::json::Value &v : *parsed->getAsArray()) {
-        const llvm::json::Array &a = *v.getAsArray();
-        runtime::TraceEvent e;
-        e.name = a[0].getAsString().value_or("").str();
-        llvm::StringRef cat = a[1].getAsString().value_or("compute");
-        for (const char *known : {"compute", "collective", "load", "slice"})
-          if (cat == known)
-            e.category = known;
-        e.start = a[2].getAsNumber().value_or(0);
-        e.end = a[3].getAsNumber().value_or(0);
-        rankTrace.push_back(std::move(e));
-      }
-      traces.push_back(std::move(rankTrace));
-    }
-  }
-  if (world.rank() != 0)
-    return true;
-  outputs.clear();
-  for (const plan::TensorInfo &info : plan.outputs())
-    outputs.push_back(
-        runtime::Tensor::zeros(info.dtype(), shapeOf(info.shape())));
-  stats.assign(plan.devices(), {});
-  for (const plan::DeviceProgram &p : plan.programs()) {
-    if (p.device() >= all->size())
-      return llvm::createStringError("the plan has a program for device " +
-                                     llvm::Twine(p.device()));
-    if (auto err = unpackRankResults(plan, p, (*all)[p.device()], outputs,
-                                     stats[p.device()]))
-      return err;
-    if (p.device() < traces.size())
-      stats[p.device()].trace = std::move(traces[p.device()]);
-  }
-  return true;
-}
 #endif
 
-/// --profile's table: seconds, share and calls per run for each op kind or
-/// instruction, the most time first, summed over devices.
-static void printProfile(std::vector<runtime::KernelProfileEntry> profile,
-                         unsigned runs, llvm::StringRef what) {
-  llvm::sort(profile, [](const auto &a, const auto &b) {
-    return a.seconds != b.seconds ? a.seconds > b.seconds : a.kind < b.kind;
-  });
-  double total = 0;
-  for (const auto &e : profile)
-    total += e.seconds;
-  llvm::errs() << llvm::formatv(
-      "paxrun: profile of the compute instructions over {0} {5}(s), per "
-      "{5}, summed over this process's devices:\n  {1,12} {2,7} {3,7}  {4}\n",
-      runs, "seconds", "share", "calls",
-      profileKernels == runtime::ProfileBy::Kind      ? "kind"
-      : profileKernels == runtime::ProfileBy::Kernel  ? "kernel"
-      : profileKernels == runtime::ProfileBy::CostKey ? "cost key"
-                                                      : "instruction",
-      what);
-  for (const auto &e : profile)
-    llvm::errs() << llvm::formatv(
-        "  {0,12:F6} {1,6:F1}% {2,7}  {3}\n", e.seconds / runs,
-        total > 0 ? 100 * e.seconds / total : 0.0, e.calls / runs, e.kind);
-  llvm::errs() << llvm::formatv("  {0,12:F6} {1,6:F1}% {2,7}  total\n",
-                                total / runs, 100.0, "");
-}
-
-/// --time and --profile over the runs of --repeat or the steps of --train:
-/// each run's seconds in compute instructions and in all, and the profile
-/// summed over every run but the first of several (a warm-up).
-class RunClock {
-public:
-  RunClock(unsigned runs, llvm::StringRef what, bool reports)
-      : runs(runs), what(what), reports(reports) {
-    // Timing a kernel on an asynchronous device (a GPU) waits for it, which
-    // would slow the very runs --time measures: there only --profile times
-    // kernels, and --time gives the wall time alone.
-    bool asynchronous =
-        runtime::parseBackend(backendName) == runtime::Backend::Cuda;
-    timesKernels = profileKernels != runtime::ProfileBy::Off ||
-                   (timeKernels && !asynchronous);
-    runtime::setKernelTiming(timesKernels);
-  }
-
-  /// Starts run (or step) \p number, the first of several a warm-up.
-  void begin(unsigned number) {
-    run = number;
-    warm = started++ > 0 || runs == 1;
-    runtime::resetKernelSeconds();
-    runtime::setKernelProfiling(warm ? profileKernels.getValue()
-                                     : runtime::ProfileBy::Off);
-    start = std::chrono::steady_clock::now();
-  }
-
-  /// Ends the run; \p slowestRank: the slowest MPI rank's program
-  /// seconds, reported too (negative: not under MPI).
-  void end(double slowestRank = -1) {
-    double wall =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    std::string ranks;
-    if (slowestRank >= 0)
-      ranks =
-          llvm::formatv(", {0:F6} s the slowest rank's program", slowestRank)
-              .str();
-    if (timeKernels && reports && timesKernels)
-      llvm::errs() << llvm::formatv(
-          "paxrun: {0} {1}: {2:F6} s in compute instructions, {3:F6} s in "
-          "all{4}\n",
-          what, run, runtime::kernelSeconds(), wall, ranks);
-    else if (timeKernels && reports)
-      llvm::errs() << llvm::formatv("paxrun: {0} {1}: {2:F6} s in all{3}\n",
-                                    what, run, wall, ranks);
-    for (runtime::KernelProfileEntry &e : runtime::kernelProfile()) {
-      auto it = llvm::find_if(profile,
-                              [&](const auto &p) { return p.kind == e.kind; });
-      if (it == profile.end())
-        profile.push_back(std::move(e));
-      else {
-        it->calls += e.calls;
-        it->seconds += e.seconds;
-      }
-    }
-  }
-
-  /// Prints the profile (with --profile, where this process reports).
-  void finish() const {
-    if (profileKernels != runtime::ProfileBy::Off && reports)
-      printProfile(profile, std::max(1u, started - (runs > 1 ? 1 : 0)), what);
-  }
-
-private:
-  unsigned runs, run = 0, started = 0;
-  bool warm = false, timesKernels = false;
-  std::string what;
-  bool reports;
-  std::chrono::steady_clock::time_point start;
-  std::vector<runtime::KernelProfileEntry> profile;
-};
-
-/// Writes --trace: one row per device, its instructions as they ran.
-static llvm::Error writeTrace(llvm::ArrayRef<runtime::DeviceStats> stats) {
-  llvm::json::Array events;
-  double first = 1e300;
-  for (const runtime::DeviceStats &s : stats)
-    for (const runtime::TraceEvent &e : s.trace)
-      first = std::min(first, e.start);
-  for (size_t d = 0; d < stats.size(); ++d) {
-    events.push_back(llvm::json::Object{
-        {"name", "thread_name"},
-        {"ph", "M"},
-        {"pid", 0},
-        {"tid", int64_t(d)},
-        {"args", llvm::json::Object{{"name", "device " + std::to_string(d)}}}});
-    for (const runtime::TraceEvent &e : stats[d].trace)
-      events.push_back(llvm::json::Object{{"name", e.name},
-                                          {"cat", e.category},
-                                          {"ph", "X"},
-                                          {"pid", 0},
-                                          {"tid", int64_t(d)},
-                                          {"ts", (e.start - first) * 1e6},
-                                          {"dur", (e.end - e.start) * 1e6}});
-  }
-  std::error_code ec;
-  llvm::raw_fd_ostream os(tracePath, ec);
-  if (ec)
-    return llvm::createStringError("--trace: cannot write '" + tracePath +
-                                   "': " + ec.message());
-  os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
-                                   {"traceEvents", std::move(events)},
-                                   {"displayTimeUnit", "ms"}}))
-     << "\n";
-  return llvm::Error::success();
+/// What --time, --profile and --backend ask of a RunClock.
+static RunClock::Options clockOptions() {
+  RunClock::Options o;
+  o.time = timeKernels;
+  o.profile = profileKernels;
+  // Timing a kernel on an asynchronous device (a GPU) waits for it, which
+  // would slow the very runs --time measures.
+  o.asynchronous =
+      runtime::parseBackend(backendName) == runtime::Backend::Cuda;
+  return o;
 }
 
 /// runThreads --repeat times, timed and profiled by a RunClock.
@@ -775,7 +406,7 @@ static llvm::Error runTimed(const plan::Plan &plan,
                             Feed &feed, std::vector<runtime::Tensor> &outputs,
                             std::vector<runtime::DeviceStats> &stats) {
   unsigned runs = std::max(1u, unsigned(repeat));
-  RunClock clock(runs, "run", true);
+  RunClock clock(runs, "run", true, clockOptions());
   for (unsigned run = 1; run <= runs; ++run) {
     clock.begin(run);
     // The constant weights stay in the devices' arenas after the first
@@ -789,7 +420,7 @@ static llvm::Error runTimed(const plan::Plan &plan,
   }
   clock.finish();
   if (!tracePath.empty())
-    return writeTrace(stats);
+    return writeTrace(stats, tracePath);
   return llvm::Error::success();
 }
 
@@ -1141,7 +772,7 @@ int main(int argc, char **argv) {
       // sends them to all.
       reports = world->rank() == 0;
       step = [&](std::vector<runtime::Tensor> &out) -> llvm::Error {
-        auto ran = runRank(*plan, *world, feed, out, stats, &resident[0]);
+        auto ran = runRank(*plan, *world, deviceSet, feed, out, stats, &resident[0]);
         // The other ranks wait for this one's updates: a failure here
         // stops them all (no rank is left waiting).
         if (!ran)
@@ -1174,7 +805,7 @@ int main(int argc, char **argv) {
     }
 #endif
     // --time and --profile per step (this process's devices).
-    RunClock clock(steps, "step", reports);
+    RunClock clock(steps, "step", reports, clockOptions());
     TrainingOptions to;
     to.beforeStep = [&](unsigned k) { clock.begin(k); };
     to.afterStep = [&](unsigned) { clock.end(); };
@@ -1228,13 +859,13 @@ int main(int argc, char **argv) {
     // --repeat: the constant weights stay in the ranks' arenas after the
     // first run; --time reports the slowest rank's program too.
     unsigned runs = std::max(1u, unsigned(repeat));
-    RunClock clock(runs, "run", world->rank() == 0);
+    RunClock clock(runs, "run", world->rank() == 0, clockOptions());
     for (unsigned run = 1; run <= runs; ++run) {
       clock.begin(run);
       runtime::RunOptions options;
       options.weightsResident = run > 1;
       options.trace = !tracePath.empty() && run == runs;
-      auto ran = runRank(*plan, *world, feed, outputs, stats, nullptr, options);
+      auto ran = runRank(*plan, *world, deviceSet, feed, outputs, stats, nullptr, options);
       if (!ran)
         return fail(llvm::toString(ran.takeError()));
       if (!*ran)
@@ -1248,7 +879,7 @@ int main(int argc, char **argv) {
     if (world->rank() != 0)
       return 0; // rank 0 reports for every rank
     if (!tracePath.empty())
-      if (auto err = writeTrace(stats))
+      if (auto err = writeTrace(stats, tracePath))
         return fail(llvm::toString(std::move(err)));
   } else if (auto err = runTimed(*plan, progs, feed, outputs, stats)) {
     return fail(llvm::toString(std::move(err)));
