@@ -4,6 +4,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -187,7 +188,9 @@ size_t mutateJson(uint8_t *data, size_t size, size_t maxSize, unsigned seed,
     collect(*doc, values, words);
   }
   std::string text = llvm::formatv("{0}", *doc).str();
-  if (text.size() > maxSize)
+  // Copies of subtrees grow a document fast, and a big one is slow to
+  // run: at most twice the input or 8 KiB.
+  if (text.size() > maxSize || text.size() > std::max<size_t>(2 * size, 8192))
     return bytes(data, size, maxSize);
   std::memcpy(data, text.data(), text.size());
   return text.size();
