@@ -153,42 +153,38 @@ PAX_HD inline int64_t index(const Map &m, const int64_t *point,
   return flat;
 }
 
-/// Sets the outer dims of \p point to outer point number \p flat
-/// (row-major over the outer dims).
-PAX_HD inline void setOuter(const Space &s, int64_t flat, int64_t *point) {
-  if (s.outerDividers) {
+/// Sets dims \p dims (\p count of them) of \p point to number \p flat,
+/// row-major over them: by \p div's multiply and shift where \p fast,
+/// else by 64-bit division.
+PAX_HD inline void setDims(const Space &s, int32_t count, const uint32_t *dims,
+                           bool fast, const Divider *div, int64_t flat,
+                           int64_t *point) {
+  if (fast) {
     uint32_t f = uint32_t(flat);
-    for (int32_t i = s.outerCount; i-- > 0;) {
-      uint32_t q = divide(s.outerDiv[i], f);
-      point[s.outer[i]] = int64_t(f - q * s.outerDiv[i].divisor);
+    for (int32_t i = count; i-- > 0;) {
+      uint32_t q = divide(div[i], f);
+      point[dims[i]] = int64_t(f - q * div[i].divisor);
       f = q;
     }
     return;
   }
-  for (int32_t i = s.outerCount; i-- > 0;) {
-    int64_t e = s.extents[s.outer[i]];
-    point[s.outer[i]] = flat % e;
+  for (int32_t i = count; i-- > 0;) {
+    int64_t e = s.extents[dims[i]];
+    point[dims[i]] = flat % e;
     flat /= e;
   }
+}
+
+/// Sets the outer dims of \p point to outer point number \p flat
+/// (row-major over the outer dims).
+PAX_HD inline void setOuter(const Space &s, int64_t flat, int64_t *point) {
+  setDims(s, s.outerCount, s.outer, s.outerDividers, s.outerDiv, flat, point);
 }
 
 /// Sets the inner dims of \p point to inner point number \p flat
 /// (row-major over the inner dims, nextInner's order).
 PAX_HD inline void setInner(const Space &s, int64_t flat, int64_t *point) {
-  if (s.innerDividers) {
-    uint32_t f = uint32_t(flat);
-    for (int32_t i = s.innerCount; i-- > 0;) {
-      uint32_t q = divide(s.innerDiv[i], f);
-      point[s.inner[i]] = int64_t(f - q * s.innerDiv[i].divisor);
-      f = q;
-    }
-    return;
-  }
-  for (int32_t i = s.innerCount; i-- > 0;) {
-    int64_t e = s.extents[s.inner[i]];
-    point[s.inner[i]] = flat % e;
-    flat /= e;
-  }
+  setDims(s, s.innerCount, s.inner, s.innerDividers, s.innerDiv, flat, point);
 }
 
 /// Advances the inner dims of \p point; false once they wrap to zero.

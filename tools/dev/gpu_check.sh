@@ -49,42 +49,38 @@ $gen llama --layers 2 --hidden 64 --heads 4 --kv-heads 2 --ffn 128 --vocab 256 -
 $gen bert --layers 2 --hidden 64 --heads 4 --ffn 128 --vocab 256 --positions 64 --batch 8 --seq 32 --weights random -o "$work/bert.onnx" || exit 1
 $gen lstm --layers 2 --hidden 64 --vocab 256 --batch 8 --seq 32 --weights random -o "$work/lstm.onnx" || exit 1
 failed=0
+# check NAME MODEL N INPUTS...: compiles MODEL for N devices and runs it on
+# the CUDA backend with --verify (the CPU reference); prints its verdict.
+check() {
+  local name=$1 model=$2 n=$3 plan out
+  shift 3
+  plan="$work/$name.$n.paxplan"
+  paxc "$model" --gpus="$n" -o "$plan" --quiet || exit 1
+  if out=$(paxrun "$plan" "$@" --backend=cuda --verify --comm-stats 2>&1); then
+    echo "$name on $n virtual device(s): $(echo "$out" | grep -m1 '^verify:')"
+  else
+    echo "$name on $n virtual device(s): FAILED"; echo "$out" | tail -5; failed=1
+  fi
+}
 for m in mlp gpt2 llama bert lstm; do
+  inputs=(--random-inputs)
   if [ "$m" != mlp ]; then
     python3 "$root/test/models/make_test_data.py" "$work/$m.onnx" "$work/$m" --seed 6 >/dev/null || exit 1
-    inputs="--inputs $work/$m/in"
-  else
-    inputs="--random-inputs"
+    inputs=(--inputs "$work/$m/in")
   fi
   for n in 1 2 4 8; do
-    paxc "$work/$m.onnx" --gpus=$n -o "$work/$m.$n.paxplan" --quiet || exit 1
-    if out=$(paxrun "$work/$m.$n.paxplan" $inputs --backend=cuda --verify --comm-stats 2>&1); then
-      echo "$m on $n virtual device(s): $(echo "$out" | grep -m1 '^verify:')"
-    else
-      echo "$m on $n virtual device(s): FAILED"; echo "$out" | tail -5; failed=1
-    fi
+    check "$m" "$work/$m.onnx" "$n" "${inputs[@]}"
   done
 done
 echo "== wide rows (softmax over 300 positions, norms over 512): the row kernels' blocks loop"
 $gen gpt2 --layers 1 --hidden 512 --heads 4 --ffn 1024 --vocab 256 --positions 320 --batch 2 --seq 300 --weights random -o "$work/wide.onnx" || exit 1
 for n in 1 2; do
-  paxc "$work/wide.onnx" --gpus=$n -o "$work/wide.$n.paxplan" --quiet || exit 1
-  if out=$(paxrun "$work/wide.$n.paxplan" --random-inputs --backend=cuda --verify 2>&1); then
-    echo "wide gpt2 on $n virtual device(s): $(echo "$out" | grep -m1 '^verify:')"
-  else
-    echo "wide gpt2 on $n virtual device(s): FAILED"; echo "$out" | tail -5; failed=1
-  fi
+  check wide-gpt2 "$work/wide.onnx" "$n" --random-inputs
 done
 echo "== CNNs (convolutions on cuDNN) on 1 and 4 virtual devices"
 for m in "$root"/test/models/onnx-light/*.onnx; do
   for n in 1 4; do
-    b=$(basename "$m" .onnx)
-    paxc "$m" --gpus=$n -o "$work/$b.$n.paxplan" --quiet || exit 1
-    if out=$(paxrun "$work/$b.$n.paxplan" --random-inputs --backend=cuda --verify 2>&1); then
-      echo "$b on $n virtual device(s): $(echo "$out" | grep -m1 '^verify:')"
-    else
-      echo "$b on $n virtual device(s): FAILED"; echo "$out" | tail -5; failed=1
-    fi
+    check "$(basename "$m" .onnx)" "$m" "$n" --random-inputs
   done
 done
 echo "== kernels of a GPT-2 step on one device"
