@@ -118,9 +118,14 @@ llvm::Expected<runtime::Tensor> parseNpy(llvm::StringRef data,
   // The data's size first: a shape is only believed when the bytes are
   // there (no allocation of what a header merely claims).
   size_t body = at + headerLen;
+  // Past a zero dim the byte count stays 0 however large the others, so
+  // the dims but zeros must multiply within int64 on their own too (the
+  // tensor counts its elements).
   uint64_t bytes = uint64_t(runtime::dtypeBytes(*dtype));
+  int64_t nonzero = 1;
   for (int64_t d : shape)
-    if (__builtin_mul_overflow(bytes, uint64_t(d), &bytes))
+    if (__builtin_mul_overflow(bytes, uint64_t(d), &bytes) ||
+        (d && __builtin_mul_overflow(nonzero, d, &nonzero)))
       return bad("shape '(" + shapeText + ")' is too large");
   if (data.size() - body != bytes)
     return bad("it holds " + llvm::Twine(data.size() - body) +
