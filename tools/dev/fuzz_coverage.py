@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Edge coverage of a fuzz harness's corpus, as a share of the code it reads.
 
-  python3 tools/dev/fuzz_coverage.py NAME [--corpus DIR] [--under frontend/ ...]
+  python3 tools/dev/fuzz_coverage.py NAME [--corpus DIR] [--under PATH ...] [--entered]
 
 Runs build-fuzz/bin/fuzz-NAME over its corpus once (libFuzzer's -runs=0
 -print_coverage=1: every instrumented function with the edges the corpus
 covered and its total) and sums the edges per source file and per folder
-of the repository, for the folders given (default: all), the least
-covered first. Functions never entered count with all their edges.
+of the repository, for the folders or files given (default: all), the
+least covered first. Functions never entered count with all their edges,
+unless --entered.
 """
 import argparse
 import collections
@@ -16,7 +17,7 @@ import re
 import subprocess
 import sys
 
-LINE = re.compile(r"^(?:UN)?COVERED_FUNC: hits: \d+ edges: (\d+)/(\d+) .* (\S+):\d+$")
+LINE = re.compile(r"^(?:UN)?COVERED_FUNC: hits: (\d+) edges: (\d+)/(\d+) .* (\S+):\d+$")
 
 
 def main():
@@ -24,6 +25,10 @@ def main():
     parser.add_argument("name")
     parser.add_argument("--corpus")
     parser.add_argument("--under", nargs="*", default=[])
+    parser.add_argument("--entered", action="store_true",
+                        help="count only the functions the corpus entered "
+                        "(a reader's own code, not the writers linked "
+                        "beside it)")
     parser.add_argument("--files", type=int, default=15,
                         help="files to list (the least covered first)")
     args = parser.parse_args()
@@ -39,13 +44,15 @@ def main():
         m = LINE.match(line)
         if not m:
             continue
-        path = os.path.relpath(m.group(3), root)
+        if args.entered and int(m.group(1)) == 0:
+            continue
+        path = os.path.relpath(m.group(4), root)
         if path.startswith("..") or path.startswith("build"):
             continue  # system headers and generated code
         if args.under and not any(path.startswith(u) for u in args.under):
             continue
-        files[path][0] += int(m.group(1))
-        files[path][1] += int(m.group(2))
+        files[path][0] += int(m.group(2))
+        files[path][1] += int(m.group(3))
     if not files:
         print(f"fuzz_coverage: no coverage read from {binary} "
               f"(exit {done.returncode})", file=sys.stderr)
