@@ -24,7 +24,7 @@ llvm::Expected<CostDb> parseCostDb(llvm::StringRef text,
   auto fail = [&](const llvm::Twine &msg) {
     return llvm::createStringError(origin + ": " + msg);
   };
-  auto json = llvm::json::parse(text);
+  auto json = parseJson(text);
   if (!json)
     return fail("not JSON: " + llvm::toString(json.takeError()));
   const llvm::json::Object *top = json->getAsObject();

@@ -1,9 +1,11 @@
-//===- JsonValues.h - Integers of untrusted JSON files ----------*- C++ -*-===//
+//===- JsonValues.h - Reading untrusted JSON files --------------*- C++ -*-===//
 //
-// llvm::json::Value::getAsInteger converts a double up to and including
-// 2^63 (INT64_MAX as a double rounds to it), which is undefined: paxc's
-// readers of JSON files (strategies, clusters, cost databases) read their
-// integers through jsonInteger instead.
+// paxc's readers of JSON files (strategies, clusters, cost databases) parse
+// through parseJson and read integers through jsonInteger, not LLVM's own:
+// llvm::json::parse recurses once per nesting level (a file of 100,000
+// '[' overflows the stack), and llvm::json::Value::getAsInteger converts a
+// double up to and including 2^63 (INT64_MAX as a double rounds to it),
+// which is undefined.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -15,6 +17,36 @@
 #include <optional>
 
 namespace pax {
+
+/// The deepest nesting of arrays and objects a file may have.
+inline constexpr int kMaxJsonDepth = 256;
+
+/// \p text parsed as JSON, refused where its arrays and objects nest
+/// deeper than kMaxJsonDepth.
+inline llvm::Expected<llvm::json::Value> parseJson(llvm::StringRef text) {
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i; // the escaped character, a quote too
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth)
+        return llvm::createStringError(
+            "arrays and objects nested deeper than " +
+            llvm::Twine(kMaxJsonDepth) + " levels (at byte " +
+            llvm::Twine(uint64_t(i)) + ")");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return llvm::json::parse(text);
+}
 
 /// \p v as an int64, when it is one: an integer literal, or a whole double
 /// inside [-2^63, 2^63).

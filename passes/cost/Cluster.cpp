@@ -289,7 +289,7 @@ llvm::Error pax::validateCluster(const Cluster &c) {
 
 llvm::Expected<Cluster> pax::parseClusterJson(llvm::StringRef text,
                                               llvm::StringRef origin) {
-  auto value = llvm::json::parse(text);
+  auto value = parseJson(text);
   if (!value)
     return llvm::createStringError(
         origin + ": invalid JSON: " + llvm::toString(value.takeError()));

@@ -252,7 +252,7 @@ static llvm::Expected<Config> readConfig(const Op &op,
 llvm::Expected<std::vector<Config>>
 strategyFromJson(const Module &m, llvm::StringRef text, llvm::StringRef origin,
                  const ConfigOptions &o, std::vector<int64_t> *offsets) {
-  auto parsed = llvm::json::parse(text);
+  auto parsed = parseJson(text);
   if (!parsed)
     return llvm::createStringError(
         origin + ": not valid JSON: " + llvm::toString(parsed.takeError()));

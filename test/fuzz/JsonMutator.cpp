@@ -1,6 +1,8 @@
 //===- JsonMutator.cpp - Mutations that keep JSON inputs JSON -------------===//
 #include "test/fuzz/JsonMutator.h"
 
+#include "codegen/plan/JsonValues.h"
+
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
@@ -166,7 +168,8 @@ size_t mutateJson(uint8_t *data, size_t size, size_t maxSize, unsigned seed,
   // Now and then bytes anyway: the parser's own errors are worth reaching.
   if (rng() % 8 == 0)
     return bytes(data, size, maxSize);
-  auto doc = llvm::json::parse(
+  // (parseJson: LLVM's parser recurses once per nesting level.)
+  auto doc = parseJson(
       llvm::StringRef(reinterpret_cast<const char *>(data), size));
   if (!doc) {
     llvm::consumeError(doc.takeError());

@@ -26,4 +26,22 @@ TEST(JsonValuesTest, IntegersOfUntrustedJson) {
   EXPECT_EQ(read("-9.3e18"), std::nullopt);
 }
 
+
+
+TEST(JsonValuesTest, DeepNestingIsRefusedBeforeParsing) {
+  std::string deep(100000, '[');
+  auto v = pax::parseJson(deep);
+  ASSERT_FALSE(bool(v));
+  EXPECT_NE(llvm::toString(v.takeError()).find("nested deeper than 256"),
+            std::string::npos);
+  // Brackets inside strings (escaped quotes too) do not count.
+  std::string quoted = "[\"" + std::string(1000, '[') + "\\\"\"]";
+  EXPECT_TRUE(bool(pax::parseJson(quoted)));
+  std::string ok = std::string(256, '[') + std::string(256, ']');
+  EXPECT_TRUE(bool(pax::parseJson(ok)));
+  std::string over = std::string(257, '[') + std::string(257, ']');
+  auto refused = pax::parseJson(over);
+  EXPECT_FALSE(bool(refused));
+  llvm::consumeError(refused.takeError());
+}
 } // namespace
