@@ -9,7 +9,7 @@
 # eager, TF32 off), OUT/profiles.txt their per-kernel profiles; then the
 # same bench with TF32 (OUT/bench-tf32.*) where PAX_GPU_TF32=1. Each step
 # has a time limit (PAX_GPU_CHECK_S, PAX_GPU_BENCH_S, PAX_GPU_TF32_S
-# seconds) so that the logs come back within the machine's lease;
+# seconds) so that the logs are written within a bounded time;
 # PAX_GPU_REPEAT sets the bench's timed runs.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
