@@ -13,4 +13,12 @@
 #define PAX_HD
 #endif
 
+// Unrolls the loop after it in device code (its bound a constant); nothing
+// on the host.
+#if defined(__CUDA_ARCH__)
+#define PAX_UNROLL _Pragma("unroll")
+#else
+#define PAX_UNROLL
+#endif
+
 #endif // PAX_RUNTIME_HOSTDEVICE_H

@@ -219,14 +219,10 @@ PAX_HD inline bool linearOnly(const Generic &g) {
 /// multiply and shift per dim), in registers rather than a point array.
 PAX_HD inline void linearPoint(const Generic &g, int64_t p) {
   int64_t in[kMaxInputs], out[kMaxOutputs];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
+  PAX_UNROLL
   for (int k = 0; k < kMaxInputs; ++k)
     in[k] = g.in[k].base;
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
+  PAX_UNROLL
   for (int r = 0; r < kMaxOutputs; ++r)
     out[r] = g.out[r].base;
   const flat::Space &s = g.space;
@@ -237,23 +233,17 @@ PAX_HD inline void linearPoint(const Generic &g, int64_t p) {
     int64_t c = int64_t(f - q * dv.divisor);
     f = q;
     uint32_t d = s.outer[i];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
+    PAX_UNROLL
     for (int k = 0; k < kMaxInputs; ++k)
       if (k < g.inputs)
         in[k] += c * g.in[k].coef[d];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
+    PAX_UNROLL
     for (int r = 0; r < kMaxOutputs; ++r)
       if (r < g.outputs)
         out[r] += c * g.out[r].coef[d];
   }
   if (g.op == GenericOp::Copy) {
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
+    PAX_UNROLL
     for (int r = 0; r < kMaxOutputs; ++r)
       if (r < g.outputs)
         copyElement(g, 0, in[0], r, out[r]);
@@ -261,30 +251,22 @@ PAX_HD inline void linearPoint(const Generic &g, int64_t p) {
   }
   if (g.real) {
     double args[kMaxInputs];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
+    PAX_UNROLL
     for (int k = 0; k < kMaxInputs; ++k)
       args[k] = k < g.inputs ? readReal(g.inData[k], g.inType[k], in[k]) : 0.0;
     double v = applyReal(g.scalar, args, g.inputs, g.params);
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
+    PAX_UNROLL
     for (int r = 0; r < kMaxOutputs; ++r)
       if (r < g.outputs)
         writeReal(g.outData[r], g.outType[r], out[r], v);
   } else {
     int64_t args[kMaxInputs];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
+    PAX_UNROLL
     for (int k = 0; k < kMaxInputs; ++k)
       args[k] =
           k < g.inputs ? readInteger(g.inData[k], g.inType[k], in[k]) : 0;
     int64_t v = applyInteger(g.scalar, args, g.inputs, g.params);
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
+    PAX_UNROLL
     for (int r = 0; r < kMaxOutputs; ++r)
       if (r < g.outputs)
         writeInteger(g.outData[r], g.outType[r], out[r], v);
