@@ -40,10 +40,31 @@ double CostModel::stepSeconds(const ReshardStep &s) const {
   return collective(s.kind, s.groupSize, s.groupPerNode, double(s.bytes));
 }
 
-double CostModel::planSeconds(llvm::ArrayRef<ReshardStep> plan) const {
+void CostModel::setLevers(const LeverOptions &l, int64_t microbatches,
+                          std::shared_ptr<const SampleInfo> info) {
+  assert(microbatches >= 1 && "a step runs at least one microbatch");
+  levers = l;
+  micro = microbatches;
+  samples = std::move(info);
+}
+
+int64_t CostModel::microbatches() const { return training() ? micro : 1; }
+
+int64_t CostModel::repeats(const Value *v) const {
+  return microbatches() > 1 && samples && samples->values.contains(v) ? micro
+                                                                      : 1;
+}
+
+bool CostModel::isSampleOp(const Op &op) const {
+  return samples && samples->ops.contains(&op);
+}
+
+double CostModel::planSeconds(llvm::ArrayRef<ReshardStep> plan,
+                              int64_t repeats) const {
   double t = 0;
   for (const ReshardStep &s : plan)
-    t += stepSeconds(s);
+    t += double(repeats) * collective(s.kind, s.groupSize, s.groupPerNode,
+                                      double(s.bytes) / double(repeats));
   return t;
 }
 
@@ -59,18 +80,19 @@ CostModel::edgePlans(const TensorLayout &from, const TensorLayout &to,
 }
 
 double CostModel::edgeSeconds(const TensorLayout &from, const TensorLayout &to,
-                              const TensorType &t) const {
-  return edgeSeconds(from, reducedLayout(from), to, t);
+                              const TensorType &t, int64_t repeats) const {
+  return edgeSeconds(from, reducedLayout(from), to, t, repeats);
 }
 
 double CostModel::edgeSeconds(const TensorLayout &from,
                               const TensorLayout &reducedFrom,
-                              const TensorLayout &to,
-                              const TensorType &t) const {
-  double s = planSeconds(planReshard(from, to, t, cluster.gpusPerNode));
+                              const TensorLayout &to, const TensorType &t,
+                              int64_t repeats) const {
+  double s = planSeconds(planReshard(from, to, t, cluster.gpusPerNode), repeats);
   if (mode == CostMode::Train && isFloat(t.elem))
     s += planSeconds(planReshard(to, reducedFrom, t, cluster.gpusPerNode,
-                                 /*fromReplicatedIsPartial=*/true));
+                                 /*fromReplicatedIsPartial=*/true),
+                     repeats);
   return s;
 }
 
@@ -113,14 +135,17 @@ double CostModel::reduceInside(const Op &op, const Config &c) const {
     double block = double(l.blockElements(type));
     if (stats == 1)
       continue;
+    // Every microbatch reduces its own rows' statistics.
+    int64_t times = repeats(op.results[r].value.get());
     // A split normalized dim: its statistics (max and sum, or mean and
     // variance: two small all-reduces, one f32 per row) cross the split.
     double rows = block;
     for (size_t i = 0; i < map.size(); ++i)
       if (normalized(int(i)))
         rows /= double(std::max<int64_t>(1, type.shape[i] / l.parts[i]));
-    t += 2 *
-         collective(ReshardStep::Kind::AllReduce, stats, statsNode, rows * 4);
+    t += 2 * double(times) *
+         collective(ReshardStep::Kind::AllReduce, stats, statsNode,
+                    rows * 4 / double(times));
   }
   return t;
 }
@@ -131,10 +156,19 @@ ReshardStep CostModel::returnStep(const Op &op, const Config &c,
                         op.results[result].value->type, cluster.gpusPerNode);
 }
 
-/// Training: the gradient of a weight replicated across some of the op's
-/// devices is summed across them (Parallax's dense aggregation).
-double CostModel::gradientSync(const Op &op, const Config &c) const {
-  double t = 0;
+namespace {
+/// A weight block an op reads, and the devices that hold it alike.
+struct WeightBlock {
+  const Value *value;
+  double bytes;
+  int64_t replicas, replicasPerNode;
+};
+} // namespace
+
+/// The weights \p op reads in \p c, each with its replicated digits.
+static llvm::SmallVector<WeightBlock, 4>
+weightBlocks(const Op &op, const Config &c, unsigned gpusPerNode) {
+  llvm::SmallVector<WeightBlock, 4> out;
   for (unsigned k = 0; k < op.operands.size(); ++k) {
     const Value *v = op.operands[k].value;
     if (!v->global || !v->global->isParameter)
@@ -144,12 +178,48 @@ double CostModel::gradientSync(const Op &op, const Config &c) const {
     for (const Digit &d : l.digits) {
       if (d.role == Digit::Role::Replicated) {
         rep *= d.size;
-        perNode *= pos * d.size <= int64_t(cluster.gpusPerNode) ? d.size : 1;
+        perNode *= pos * d.size <= int64_t(gpusPerNode) ? d.size : 1;
       }
       pos *= d.size;
     }
-    double bytes = double(l.blockElements(v->type)) * dtypeBytes(v->type.elem);
-    t += collective(ReshardStep::Kind::AllReduce, rep, perNode, bytes);
+    out.push_back({v,
+                   double(l.blockElements(v->type)) * dtypeBytes(v->type.elem),
+                   rep, perNode});
+  }
+  return out;
+}
+
+/// Training: the gradient of a weight replicated across some of the op's
+/// devices is summed across them (Parallax's dense aggregation): an
+/// all-reduce once per step, accumulated over the microbatches (ZeRO-1: a
+/// reduce-scatter into the optimizer's shards and an all-gather of the new
+/// weights). ZeRO-2 reduce-scatters every microbatch (no device holds the
+/// whole gradient); ZeRO-3 also all-gathers the weight before the op's
+/// forward and again before its backward, every microbatch, and never
+/// gathers the new weights.
+double CostModel::gradientSync(const Op &op, const Config &c,
+                               unsigned zero) const {
+  using K = ReshardStep::Kind;
+  double t = 0, m = double(microbatches());
+  for (const WeightBlock &w :
+       weightBlocks(op, c, cluster.gpusPerNode)) {
+    auto run = [&](K kind) {
+      return collective(kind, w.replicas, w.replicasPerNode, w.bytes);
+    };
+    switch (zero) {
+    case 0:
+      t += run(K::AllReduce);
+      break;
+    case 1:
+      t += run(K::ReduceScatter) + run(K::AllGather);
+      break;
+    case 2:
+      t += m * run(K::ReduceScatter) + run(K::AllGather);
+      break;
+    default:
+      t += m * (2 * run(K::AllGather) + run(K::ReduceScatter));
+      break;
+    }
   }
   return t;
 }
@@ -161,43 +231,129 @@ std::optional<double> CostModel::measuredSeconds(const Op &op,
   return cluster.measured->seconds(opBlockKey(op, localExtents(op, c)));
 }
 
-OpCost CostModel::opCost(const Op &op, const Config &c) const {
+OpCost CostModel::opCost(const Op &op, const Config &c,
+                         OpChoice choice) const {
   OpCost cost;
-  double passes = mode == CostMode::Train ? 1 + kBackwardFactor : 1;
+  // Training: forward, backward (twice the forward), and a recomputed
+  // result's second forward. An op without the sample dim runs whole in
+  // every microbatch.
+  double passes = training() ? 1 + kBackwardFactor + choice.recompute : 1;
+  double runs = training() && !isSampleOp(op) ? double(microbatches()) : 1;
   // A measured block is priced by its measurement (the forward pass, which
   // a training step's backward is assumed to cost twice of).
   std::optional<double> measured = measuredSeconds(op, c);
   cost.compute =
-      passes *
+      passes * runs *
       (measured ? *measured : computeSeconds(cluster, pointsPerDevice(op, c)));
   // Reducing partial sums needs nothing on the way back (the gradient of a
   // sum reaches every term as is).
   cost.communication = reduceInside(op, c);
-  if (mode == CostMode::Train) {
-    cost.gradientSync = gradientSync(op, c);
+  if (training()) {
+    cost.gradientSync = gradientSync(op, c, choice.zero);
     cost.communication += cost.gradientSync;
   }
   return cost;
 }
 
-double CostModel::memoryBytes(const Op &op, const Config &c) const {
-  bool train = mode == CostMode::Train;
-  double bytes = 0;
-  for (unsigned k = 0; k < op.operands.size(); ++k) {
-    const Value *v = op.operands[k].value;
-    if (!v->global || !v->global->isParameter)
-      continue;
-    double block = double(operandLayout(op, c, k).blockElements(v->type)) *
-                   dtypeBytes(v->type.elem);
-    // Weights, and when training their gradients and two Adam moments.
-    bytes += block * (train ? 4 : 1);
+/// Bytes of one weight's state on one device: the weight, its gradient and
+/// the optimizer state, each sharded over the replicas as \p zero says;
+/// ZeRO-3 gathers the whole block for the op (\p gathered).
+double CostModel::weightState(double block, int64_t replicas, unsigned zero,
+                              double *gathered) const {
+  double k = levers.optimizerSlots, r = double(replicas);
+  switch (zero) {
+  case 0:
+    return block * (2 + k);
+  case 1:
+    return block * 2 + block * k / r;
+  case 2:
+    return block + block * (1 + k) / r;
+  default:
+    if (replicas > 1)
+      *gathered += block;
+    return block * (2 + k) / r;
   }
+}
+
+OpMemory CostModel::opMemory(const Op &op, const Config &c,
+                             OpChoice choice) const {
+  OpMemory m;
+  for (const WeightBlock &w : weightBlocks(op, c, cluster.gpusPerNode))
+    m.persistent += training() ? weightState(w.bytes, w.replicas, choice.zero,
+                                             &m.gathered)
+                               : w.bytes;
   for (unsigned r = 0; r < op.results.size(); ++r) {
-    const TensorType &t = op.results[r].value->type;
-    bytes +=
-        double(resultLayout(op, c, r).blockElements(t)) * dtypeBytes(t.elem);
+    const Value *v = op.results[r].value.get();
+    double bytes = double(resultLayout(op, c, r).blockElements(v->type)) *
+                   dtypeBytes(v->type.elem) / double(repeats(v));
+    m.activation = std::max(m.activation, bytes);
+    (choice.recompute ? m.recomputed : m.persistent) += bytes;
   }
-  return bytes;
+  if (!training())
+    m.activation = 0;
+  return m;
+}
+
+/// Whether recomputing \p op is dear: it sums over a dim its result drops
+/// (a contraction, a convolution, a reduction), so `--recompute=all` keeps
+/// its result.
+static bool contracts(const Op &op) {
+  for (unsigned d = 0; d < op.iters.size(); ++d) {
+    if (op.iters[d].kind != IterKind::Reduction || op.iters[d].extent == 1)
+      continue;
+    bool kept = llvm::any_of(op.results, [&](const Result &r) {
+      return llvm::any_of(r.map, [&](const AccessExpr &e) {
+        return llvm::is_contained(e.dims, d);
+      });
+    });
+    if (!kept)
+      return true;
+  }
+  return false;
+}
+
+llvm::SmallVector<OpChoice, 8> CostModel::choices(const Op &op) const {
+  llvm::SmallVector<OpChoice, 8> out;
+  if (!training())
+    return {OpChoice{}};
+  bool weights = llvm::any_of(op.operands, [](const Operand &o) {
+    return o.value->global && o.value->global->isParameter;
+  });
+  llvm::SmallVector<uint8_t, 4> stages;
+  if (!weights)
+    stages = {0};
+  else if (levers.zero < 0)
+    stages = {0, 1, 2, 3};
+  else
+    stages = {uint8_t(levers.zero)};
+  bool mayRecompute = isSampleOp(op) && !op.results.empty();
+  llvm::SmallVector<bool, 2> recompute = {false};
+  if (mayRecompute && levers.recompute == RecomputePolicy::Auto)
+    recompute.push_back(true);
+  if (mayRecompute && levers.recompute == RecomputePolicy::All &&
+      !contracts(op))
+    recompute = {true};
+  for (bool r : recompute)
+    for (uint8_t z : stages)
+      out.push_back({r, z});
+  return out;
+}
+
+OpChoice CostModel::choose(const Op &op, const Config &c,
+                           double lambda) const {
+  auto all = choices(op);
+  OpChoice best = all.front();
+  if (all.size() == 1)
+    return best;
+  double bestScore = 0, bestBytes = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    double bytes = opMemory(op, c, all[i]).persistent;
+    double score = opCost(op, c, all[i]).total() + lambda * bytes;
+    if (i == 0 || score < bestScore ||
+        (score == bestScore && bytes < bestBytes))
+      best = all[i], bestScore = score, bestBytes = bytes;
+  }
+  return best;
 }
 
 } // namespace pax

@@ -15,7 +15,10 @@
 
 #include "passes/cost/Cluster.h"
 #include "passes/cost/Collectives.h"
+#include "passes/cost/Levers.h"
 #include "passes/sharding/Reshard.h"
+
+#include <memory>
 
 namespace pax {
 
@@ -40,26 +43,46 @@ public:
   CostModel(const Cluster &cluster, CostMode mode)
       : cluster(cluster), mode(mode) {}
 
-  /// The cost of \p op in configuration \p c.
-  OpCost opCost(const Op &op, const Config &c) const;
+  /// Training: what the step may do to fit (Levers.h), run as \p
+  /// microbatches microbatches; \p samples says which ops and values carry
+  /// the sample dim (sampleInfo). Inference ignores the levers.
+  void setLevers(const LeverOptions &levers, int64_t microbatches,
+                 std::shared_ptr<const SampleInfo> samples);
+  const LeverOptions &getLevers() const { return levers; }
+  /// Microbatches per training step (1 for inference).
+  int64_t microbatches() const;
+  /// How many times a step moves \p v, 1/repeats of it each time: the
+  /// microbatch count for a value that carries the sample dim, else 1 (a
+  /// weight's resharded copy serves every microbatch; its gradient moves
+  /// back once, accumulated).
+  int64_t repeats(const Value *v) const;
+  /// Whether \p op has the sample dim in its iteration space (so that each
+  /// microbatch runs 1/M of it; an op without one runs whole in each).
+  bool isSampleOp(const Op &op) const;
+
+  /// The cost of \p op in configuration \p c, with the levers of \p choice.
+  OpCost opCost(const Op &op, const Config &c, OpChoice choice = {}) const;
 
   /// The measured seconds of \p op's block in configuration \p c (the
   /// cluster's cost database), if measured.
   std::optional<double> measuredSeconds(const Op &op, const Config &c) const;
 
-  /// Seconds of a plan.
-  double planSeconds(llvm::ArrayRef<ReshardStep> plan) const;
+  /// Seconds of a plan, run \p repeats times on 1/repeats of the bytes.
+  double planSeconds(llvm::ArrayRef<ReshardStep> plan,
+                     int64_t repeats = 1) const;
 
   /// Seconds to move a tensor of type \p t from layout \p from to \p to;
   /// in training, plus the gradient's way back: the consumer's gradient is
   /// partial over the digits it read replicated, and is reduced into the
   /// producer's layout (the transpose of an all_gather is a
   /// reduce_scatter, of a replicated read an all_reduce).
+  /// The tensor moves \p repeats times, 1/repeats each (repeats()).
   double edgeSeconds(const TensorLayout &from, const TensorLayout &to,
-                     const TensorType &t) const;
+                     const TensorType &t, int64_t repeats = 1) const;
   /// The same, given reducedLayout(from) (which many pairs share).
   double edgeSeconds(const TensorLayout &from, const TensorLayout &reducedFrom,
-                     const TensorLayout &to, const TensorType &t) const;
+                     const TensorLayout &to, const TensorType &t,
+                     int64_t repeats = 1) const;
 
   /// The plans of edgeSeconds: forward, and (training) backward.
   std::pair<llvm::SmallVector<ReshardStep, 4>,
@@ -71,9 +94,22 @@ public:
   double stepSeconds(const ReshardStep &s) const;
 
   /// Bytes one device holds for \p op in configuration \p c: its blocks of
-  /// the weights it reads (with gradients and Adam's two moments when
-  /// training) and of its results (kept for the backward pass in training).
-  double memoryBytes(const Op &op, const Config &c) const;
+  /// the weights it reads (with gradients and optimizer state when
+  /// training, each sharded as \p choice's ZeRO stage says) and of its
+  /// results (of one microbatch; kept for the backward pass in training,
+  /// unless recomputed).
+  OpMemory opMemory(const Op &op, const Config &c, OpChoice choice = {}) const;
+  /// opMemory's persistent bytes with the default choice.
+  double memoryBytes(const Op &op, const Config &c) const {
+    return opMemory(op, c).persistent;
+  }
+
+  /// The choices the levers allow \p op; the first keeps every result and
+  /// takes the forced ZeRO stage (0 unless --zero says otherwise).
+  llvm::SmallVector<OpChoice, 8> choices(const Op &op) const;
+  /// Of choices(op), the one that minimizes seconds + \p lambda * persistent
+  /// bytes in \p c (ties: fewer bytes, then the earlier choice).
+  OpChoice choose(const Op &op, const Config &c, double lambda) const;
 
   /// What a returned result of \p op in configuration \p c needs before it
   /// leaves: the all_reduce of the partial sums of split reductions it
@@ -88,10 +124,16 @@ private:
   double collective(ReshardStep::Kind kind, int64_t groupSize,
                     int64_t groupPerNode, double bytes) const;
   double reduceInside(const Op &op, const Config &c) const;
-  double gradientSync(const Op &op, const Config &c) const;
+  double gradientSync(const Op &op, const Config &c, unsigned zero) const;
+  double weightState(double block, int64_t replicas, unsigned zero,
+                     double *gathered) const;
+  bool training() const { return mode == CostMode::Train; }
 
   const Cluster &cluster;
   CostMode mode;
+  LeverOptions levers;
+  int64_t micro = 1;
+  std::shared_ptr<const SampleInfo> samples;
 };
 
 } // namespace pax

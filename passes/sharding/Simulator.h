@@ -64,6 +64,9 @@ public:
   /// from device 0); returns the step's seconds.
   double simulate(llvm::ArrayRef<Config> configs,
                   llvm::ArrayRef<int64_t> offsets = {});
+  /// Each op's levers (recomputation, ZeRO stage: Strategy::choices), in op
+  /// order, for the simulations that follow; none: the defaults.
+  void setChoices(std::vector<OpChoice> c) { choices = std::move(c); }
   /// Delta simulation: op \p op now runs in \p c from device \p offset
   /// (after simulate()).
   double change(unsigned op, const Config &c, int64_t offset = 0);
@@ -95,6 +98,7 @@ private:
   llvm::DenseSet<const Value *> returned;
   std::vector<Config> configs;
   std::vector<int64_t> offsets;
+  std::vector<OpChoice> choices;
   std::vector<std::vector<SimTask>> secs;
   /// Each section's last task that its op's consumers wait for.
   std::vector<unsigned> outputTask;

@@ -1,5 +1,6 @@
 //===- Solve.cpp - Choosing a configuration for every op ------------------===//
 #include "passes/sharding/Solve.h"
+#include "passes/sharding/SolveInternal.h"
 
 #include "passes/sharding/Simulator.h"
 
@@ -19,6 +20,8 @@
 #include <cassert>
 #include <chrono>
 #include <cmath>
+#include <limits>
+#include <numeric>
 #include <random>
 #include <tuple>
 
@@ -53,21 +56,11 @@ std::optional<SolverKind> parseSolver(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
-/// Costs are searched in integer picoseconds, so that every solver sums
-/// exactly and ties break the same way.
-static int64_t toPicos(double seconds) {
+int64_t toPicos(double seconds) {
   double p = std::round(seconds * 1e12);
   return p >= double(kInfCost) ? kInfCost : int64_t(p);
 }
 
-namespace {
-/// One op's candidate configurations and its producers.
-struct Vertex {
-  const Op *op;
-  std::vector<Config> configs;
-};
-
-} // namespace
 
 bool isReplicatedInput(const Value &arg) {
   return !isFloat(arg.type.elem) || arg.type.rank() <= 1;
@@ -198,17 +191,6 @@ static std::string signature(const Op &op,
   return s;
 }
 
-struct SearchSpace::Data {
-  const Module *module;
-  ConfigOptions options;
-  llvm::DenseSet<const Op *> constants;
-  llvm::DenseSet<const Value *> returned;
-  /// Every op with its configurations (one for an op computed everywhere).
-  std::vector<Vertex> vertices;
-  std::vector<Use> uses;
-  llvm::DenseMap<const Op *, llvm::SmallVector<SoapRole, 6>> roles;
-  std::vector<std::string> signatures;
-};
 
 SearchSpace::SearchSpace(const Module &m, const ConfigOptions &options)
     : d(std::make_unique<Data>()) {
@@ -246,6 +228,7 @@ SearchSpace::SearchSpace(const Module &m, const ConfigOptions &options)
   });
   d->uses = usesOf(m);
   d->roles = computeSoapRoles(f);
+  d->samples = std::make_shared<const SampleInfo>(sampleInfo(f));
 }
 
 SearchSpace::SearchSpace(SearchSpace &&) = default;
@@ -283,19 +266,42 @@ struct UniqueLayouts {
 };
 } // namespace
 
-/// Builds PaSE's cost graph: a vertex per op, an edge per use. Tables are
-/// shared between repeated layers and built in parallel.
-static CostGraph buildGraph(const SearchSpace::Data &space,
-                            const CostModel &model,
-                            const std::vector<Vertex> &vertices,
-                            double lambda) {
-  CostGraph g;
-  const std::vector<Use> &uses = space.uses;
-  const llvm::DenseSet<const Op *> &constants = space.constants;
-  const llvm::DenseSet<const Value *> &returned = space.returned;
+/// The signatures vertices share cost tables by: the op's, with its
+/// configuration count and whether it runs per microbatch.
+static std::vector<std::string> vertexSignatures(const SearchSpace::Data &space,
+                                                 const CostModel &model,
+                                                 const std::vector<Vertex> &vs) {
   std::vector<std::string> sigs;
-  for (auto [v, sig] : llvm::zip_equal(vertices, space.signatures))
-    sigs.push_back(sig + "#" + std::to_string(v.configs.size()));
+  for (auto [v, sig] : llvm::zip_equal(vs, space.signatures))
+    sigs.push_back(sig + "#" + std::to_string(v.configs.size()) +
+                   (model.isSampleOp(*v.op) ? "s" : ""));
+  return sigs;
+}
+
+/// Seconds of \p op in \p c with memory priced at \p lambda seconds per
+/// byte, each lever as it prices best there.
+static double vertexSeconds(const SearchSpace::Data &space,
+                            const CostModel &model, const Op &op,
+                            const Config &c, double lambda) {
+  OpChoice choice = model.choose(op, c, lambda);
+  double seconds = model.opCost(op, c, choice).total() +
+                   lambda * model.opMemory(op, c, choice).persistent;
+  // A returned result leaves reduced.
+  for (unsigned r = 0; r < op.results.size(); ++r)
+    if (space.returned.count(op.results[r].value.get()) &&
+        !space.constants.count(&op))
+      seconds += model.stepSeconds(model.returnStep(op, c, r));
+  return seconds;
+}
+
+/// Sets \p g's vertex costs at memory price \p lambda; vertices alike share
+/// one table.
+static void setVertexCosts(CostGraph &g, const SearchSpace::Data &space,
+                           const CostModel &model,
+                           const std::vector<Vertex> &vertices, double lambda) {
+  std::vector<std::string> sigs = vertexSignatures(space, model, vertices);
+  g.numConfigs.clear();
+  g.vertexCost.clear();
   llvm::StringMap<unsigned> vertexTable;
   for (unsigned i = 0; i < vertices.size(); ++i) {
     const Vertex &v = vertices[i];
@@ -306,18 +312,27 @@ static CostGraph buildGraph(const SearchSpace::Data &space,
       continue;
     }
     std::vector<int64_t> costs;
-    for (const Config &c : v.configs) {
-      double seconds =
-          model.opCost(*v.op, c).total() + lambda * model.memoryBytes(*v.op, c);
-      // A returned result leaves reduced.
-      for (unsigned r = 0; r < v.op->results.size(); ++r)
-        if (returned.count(v.op->results[r].value.get()) &&
-            !constants.count(v.op))
-          seconds += model.stepSeconds(model.returnStep(*v.op, c, r));
-      costs.push_back(toPicos(seconds));
-    }
+    for (const Config &c : v.configs)
+      costs.push_back(toPicos(vertexSeconds(space, model, *v.op, c, lambda)));
     g.vertexCost.push_back(std::move(costs));
   }
+}
+
+/// Builds PaSE's cost graph's edges: an edge per use, whose tables do not
+/// depend on the price of memory. Tables are shared between repeated layers
+/// and built in parallel.
+static CostGraph buildEdges(const SearchSpace::Data &space,
+                            const CostModel &model,
+                            const std::vector<Vertex> &vertices) {
+  CostGraph g;
+  const std::vector<Use> &uses = space.uses;
+  const llvm::DenseSet<const Op *> &constants = space.constants;
+  std::vector<std::string> sigs = vertexSignatures(space, model, vertices);
+  // A tensor moved once per microbatch prices differently.
+  auto typeKey = [&](const Use &u) {
+    const Value *v = vertices[u.producer].op->results[u.result].value.get();
+    return v->type.str() + "x" + std::to_string(model.repeats(v));
+  };
   // One table per distinct (producer, result, consumer, operand) signature.
   llvm::StringMap<unsigned> edgeTable;
   std::vector<unsigned> source(uses.size());
@@ -353,7 +368,7 @@ static CostGraph buildGraph(const SearchSpace::Data &space,
     for (const Config &c : q.configs)
       e.to.add(operandLayout(*q.op, c, u.operand));
     llvm::raw_string_ostream os(e.key);
-    os << p.op->results[u.result].value->type.str();
+    os << typeKey(u);
     for (const auto *side : {&e.from, &e.to}) {
       os << '#';
       for (unsigned i : side->index)
@@ -382,8 +397,7 @@ static CostGraph buildGraph(const SearchSpace::Data &space,
     }
     if (priced[n] != n)
       continue; // shares another edge's table, below
-    auto [it, fresh] = typeGroup.try_emplace(
-        p.op->results[u.result].value->type.str(), byType.size());
+    auto [it, fresh] = typeGroup.try_emplace(typeKey(u), byType.size());
     if (fresh)
       byType.emplace_back();
     byType[it->second].push_back(n);
@@ -394,8 +408,8 @@ static CostGraph buildGraph(const SearchSpace::Data &space,
     llvm::DenseMap<uint64_t, int64_t> prices;
     for (size_t n : byType[k]) {
       const Use &u = uses[distinct[n]];
-      const TensorType &t =
-          vertices[u.producer].op->results[u.result].value->type;
+      const Value *value = vertices[u.producer].op->results[u.result].value.get();
+      const TensorType &t = value->type;
       const UniqueLayouts &from = layouts[n].from, &to = layouts[n].to;
       std::vector<uint64_t> fromId, toId;
       for (auto [i, l] : llvm::enumerate(from.layouts)) {
@@ -411,8 +425,9 @@ static CostGraph buildGraph(const SearchSpace::Data &space,
         for (size_t j = 0; j < to.layouts.size(); ++j) {
           auto [it, fresh] = prices.try_emplace(fromId[i] << 32 | toId[j]);
           if (fresh)
-            it->second = toPicos(model.edgeSeconds(
-                from.layouts[i], reduced[fromId[i]], to.layouts[j], t));
+            it->second = toPicos(
+                model.edgeSeconds(from.layouts[i], reduced[fromId[i]],
+                                  to.layouts[j], t, model.repeats(value)));
           unique[i * to.layouts.size() + j] = it->second;
         }
       std::vector<int64_t> cost;
@@ -435,20 +450,20 @@ static CostGraph buildGraph(const SearchSpace::Data &space,
   return g;
 }
 
-/// The cost of \p configs for the ops of \p f.
-static StrategyCost priceStrategy(const Func &f, const CostModel &model,
-                                  const llvm::DenseSet<const Op *> &constants,
-                                  const llvm::DenseSet<const Value *> &returned,
-                                  llvm::ArrayRef<Use> uses,
-                                  llvm::ArrayRef<Config> configs,
-                                  llvm::ArrayRef<int64_t> offsets) {
-  StrategyCost cost;
+/// The compute, communication and peak memory of \p configs's ops.
+static void priceOps(const Func &f, const CostModel &model,
+                     const llvm::DenseSet<const Op *> &constants,
+                     const llvm::DenseSet<const Value *> &returned,
+                     llvm::ArrayRef<Config> configs,
+                     llvm::ArrayRef<OpChoice> choices, StrategyCost &cost) {
+  std::vector<OpMemory> memory;
   for (unsigned i = 0; i < f.ops.size(); ++i) {
     const Op &op = *f.ops[i];
-    OpCost oc = model.opCost(op, configs[i]);
+    OpChoice choice = i < choices.size() ? choices[i] : OpChoice{};
+    OpCost oc = model.opCost(op, configs[i], choice);
     cost.computeSeconds += oc.compute;
     cost.commSeconds += oc.communication;
-    cost.memoryBytes += model.memoryBytes(op, configs[i]);
+    memory.push_back(model.opMemory(op, configs[i], choice));
     for (unsigned r = 0; r < op.results.size(); ++r)
       if (returned.count(op.results[r].value.get()) && !constants.count(&op)) {
         ReshardStep s = model.returnStep(op, configs[i], r);
@@ -456,18 +471,34 @@ static StrategyCost priceStrategy(const Func &f, const CostModel &model,
         cost.commBytes += double(s.bytes);
       }
   }
+  cost.memoryBytes = model.getMode() == CostMode::Train
+                         ? stepPeakBytes(memory, choices)
+                         : stepPeakBytes(memory, {});
+}
+
+/// The cost of \p configs for the ops of \p f.
+static StrategyCost priceStrategy(const Func &f, const CostModel &model,
+                                  const llvm::DenseSet<const Op *> &constants,
+                                  const llvm::DenseSet<const Value *> &returned,
+                                  llvm::ArrayRef<Use> uses,
+                                  llvm::ArrayRef<Config> configs,
+                                  llvm::ArrayRef<int64_t> offsets,
+                                  llvm::ArrayRef<OpChoice> choices) {
+  StrategyCost cost;
+  priceOps(f, model, constants, returned, configs, choices, cost);
   for (const Use &u : uses) {
     const Op &p = *f.ops[u.producer], &q = *f.ops[u.consumer];
     if (constants.count(&p))
       continue; // computed on every device; no gradient
+    const Value *v = p.results[u.result].value.get();
     auto [forward, backward] = model.edgePlans(
         placedAt(resultLayout(p, configs[u.producer], u.result),
                  offsetOf(offsets, u.producer)),
         placedAt(operandLayout(q, configs[u.consumer], u.operand),
                  offsetOf(offsets, u.consumer)),
-        p.results[u.result].value->type);
-    cost.commSeconds +=
-        model.planSeconds(forward) + model.planSeconds(backward);
+        v->type);
+    cost.commSeconds += model.planSeconds(forward, model.repeats(v)) +
+                        model.planSeconds(backward, model.repeats(v));
     for (const auto *plan : {&forward, &backward})
       for (const ReshardStep &s : *plan)
         cost.commBytes += double(s.bytes);
@@ -478,19 +509,28 @@ static StrategyCost priceStrategy(const Func &f, const CostModel &model,
 
 StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
                               llvm::ArrayRef<Config> configs,
-                              llvm::ArrayRef<int64_t> offsets) {
+                              llvm::ArrayRef<int64_t> offsets,
+                              llvm::ArrayRef<OpChoice> choices) {
   const Func &f = m.main;
   llvm::DenseSet<const Value *> returned(f.returns.begin(), f.returns.end());
   return priceStrategy(f, model, constantOps(m), returned, usesOf(m), configs,
-                       offsets);
+                       offsets, choices);
 }
 
 StrategyCost evaluateStrategy(const SearchSpace &space, const CostModel &model,
                               llvm::ArrayRef<Config> configs,
-                              llvm::ArrayRef<int64_t> offsets) {
+                              llvm::ArrayRef<int64_t> offsets,
+                              llvm::ArrayRef<OpChoice> choices) {
   const SearchSpace::Data &d = space.data();
   return priceStrategy(d.module->main, model, d.constants, d.returned, d.uses,
-                       configs, offsets);
+                       configs, offsets, choices);
+}
+
+CostModel leveredModel(const SearchSpace &space, const CostModel &model,
+                       const LeverOptions &levers, int64_t microbatches) {
+  CostModel m = model;
+  m.setLevers(levers, microbatches, space.data().samples);
+  return m;
 }
 
 /// A cost graph without its single-configuration vertices: their edges are
@@ -533,15 +573,39 @@ static ReducedGraph foldFixedVertices(const CostGraph &g) {
   return r;
 }
 
-/// Runs the DP (or exhaustive search) on candidate sets.
-static llvm::Expected<Solution> search(const SearchSpace::Data &space,
-                                       const CostModel &model,
-                                       const std::vector<Vertex> &vertices,
-                                       const ShardingOptions &o,
-                                       double lambda) {
+namespace {
+/// PaSE's cost graph of one candidate set: its edges are built once, its
+/// vertex costs anew for each price of memory.
+class Searcher {
+public:
+  Searcher(const SearchSpace::Data &space, const CostModel &model,
+           const std::vector<Vertex> &vertices, const ShardingOptions &o)
+      : space(space), model(model), vertices(vertices), o(o),
+        graph(buildEdges(space, model, vertices)) {}
+
+  /// The best strategy with memory priced at \p lambda seconds per byte.
+  llvm::Expected<Solution> run(double lambda);
+  /// Each op's levers in \p s, as they price best at \p lambda.
+  std::vector<OpChoice> choices(const Solution &s, double lambda) const;
+  /// A device's peak in \p s with its levers at \p lambda.
+  double peak(const Solution &s, double lambda) const;
+  /// \p s as a strategy of configurations, levers and cost.
+  Strategy strategy(const SearchSpace &space, const Solution &s,
+                    double lambda) const;
+
+private:
+  const SearchSpace::Data &space;
+  const CostModel &model;
+  const std::vector<Vertex> &vertices;
+  const ShardingOptions &o;
+  CostGraph graph;
+};
+} // namespace
+
+llvm::Expected<Solution> Searcher::run(double lambda) {
   const Func &f = space.module->main;
-  ReducedGraph r =
-      foldFixedVertices(buildGraph(space, model, vertices, lambda));
+  setVertexCosts(graph, space, model, vertices, lambda);
+  ReducedGraph r = foldFixedVertices(graph);
   llvm::Expected<Solution> solved = Solution();
   if (o.solver == SolverKind::Exhaustive) {
     solved = solveExhaustive(r.graph, o.maxStates);
@@ -573,58 +637,116 @@ static llvm::Expected<Solution> search(const SearchSpace::Data &space,
   return full;
 }
 
+std::vector<OpChoice> Searcher::choices(const Solution &s,
+                                        double lambda) const {
+  std::vector<OpChoice> out;
+  for (unsigned i = 0; i < vertices.size(); ++i)
+    out.push_back(model.choose(*vertices[i].op,
+                               vertices[i].configs[s.strategy[i]], lambda));
+  return out;
+}
+
+double Searcher::peak(const Solution &s, double lambda) const {
+  std::vector<OpChoice> levers = choices(s, lambda);
+  std::vector<OpMemory> memory;
+  for (unsigned i = 0; i < vertices.size(); ++i)
+    memory.push_back(model.opMemory(
+        *vertices[i].op, vertices[i].configs[s.strategy[i]], levers[i]));
+  return stepPeakBytes(memory, levers);
+}
+
+Strategy Searcher::strategy(const SearchSpace &whole, const Solution &s,
+                            double lambda) const {
+  Strategy st;
+  for (unsigned i = 0; i < vertices.size(); ++i)
+    st.configs.push_back(vertices[i].configs[s.strategy[i]]);
+  if (model.getMode() == CostMode::Train) {
+    st.microbatches = model.microbatches();
+    st.choices = choices(s, lambda);
+  }
+  st.searchCost = s.cost;
+  st.stats = s.stats;
+  st.cost = evaluateStrategy(whole, model, st.configs, {}, st.choices);
+  return st;
+}
+
+namespace {
+/// What the search under a memory limit found: the fastest strategy that
+/// fits, or the leanest one when none does.
+struct Fit {
+  Solution solution;
+  double lambda = 0; ///< the price of memory it was found at
+  double peak = 0;
+  bool fits = true;
+  /// Not searched under the limit: even unpriced it is no faster than the
+  /// strategy to beat.
+  bool pruned = false;
+};
+} // namespace
+
+/// Raises the price of memory by fours from \p hi until a strategy fits
+/// or memory stops shrinking; \p fit is the leanest found.
+static llvm::Error bracketMemoryPrice(Searcher &s, const ShardingOptions &o,
+                                      double &hi, Fit &fit) {
+  int flat = 0;
+  for (int i = 0; i < 40 && flat < 3; ++i, hi *= 4) {
+    auto found = s.run(hi);
+    if (!found)
+      return found.takeError();
+    double peak = s.peak(*found, hi);
+    flat = peak < fit.peak * (1 - 1e-6) ? 0 : flat + 1;
+    if (peak <= fit.peak)
+      fit = {std::move(*found), hi, peak, false};
+    if (peak <= o.memoryLimit) {
+      fit.fits = true;
+      return llvm::Error::success();
+    }
+  }
+  return llvm::Error::success();
+}
+
 /// Searches under the memory limit: memory is priced at `lambda` seconds
-/// per byte, raised until the strategy fits, then bisected down.
-static llvm::Expected<Solution>
-searchWithinMemory(const SearchSpace::Data &space, const CostModel &model,
-                   const std::vector<Vertex> &vertices,
-                   const ShardingOptions &o) {
-  auto memoryOf = [&](const Solution &s) {
-    double bytes = 0;
-    for (unsigned i = 0; i < vertices.size(); ++i)
-      bytes += model.memoryBytes(*vertices[i].op,
-                                 vertices[i].configs[s.strategy[i]]);
-    return bytes;
-  };
-  auto best = search(space, model, vertices, o, 0);
-  if (!best || o.memoryLimit <= 0 || memoryOf(*best) <= o.memoryLimit)
-    return best;
+/// per byte, raised until the strategy fits, then bisected down. A search
+/// whose unpriced optimum is no faster than \p beat (seconds) stops there:
+/// it cannot beat a strategy found before.
+static llvm::Expected<Fit> searchWithinMemory(Searcher &s,
+                                              const ShardingOptions &o,
+                                              double beat) {
+  auto best = s.run(0);
+  if (!best)
+    return best.takeError();
+  Fit fit{*best, 0, s.peak(*best, 0), true};
+  if (o.memoryLimit <= 0 || fit.peak <= o.memoryLimit)
+    return fit;
+  fit.fits = false;
+  fit.pruned = double(best->cost) * 1e-12 >= beat;
+  if (fit.pruned)
+    return fit;
   // The unconstrained optimum bounds the constrained one; a strategy priced
   // with memory is not proven optimal.
   int64_t bound = best->stats.lowerBound;
-  auto bounded = [&](Solution s) {
-    s.stats.exact = false;
-    s.stats.lowerBound = bound;
-    return s;
-  };
-  double lo = 0, hi = 1e-15, leanest = memoryOf(*best);
-  std::optional<Solution> fits;
-  for (int i = 0; i < 40 && !fits; ++i, hi *= 8) {
-    auto s = search(space, model, vertices, o, hi);
-    if (!s)
-      return s.takeError();
-    leanest = std::min(leanest, memoryOf(*s));
-    if (memoryOf(*s) <= o.memoryLimit)
-      fits = bounded(std::move(*s));
-  }
-  if (!fits)
-    return llvm::createStringError(
-        llvm::formatv("no strategy fits in --mem-limit={0:F2} GiB per device; "
-                      "the leanest one found needs {1:F3} GiB",
-                      o.memoryLimit / double(1 << 30),
-                      leanest / double(1 << 30))
-            .str());
-  for (int i = 0; i < 16; ++i) {
-    double mid = (lo + hi) / 2;
-    auto s = search(space, model, vertices, o, mid);
-    if (!s)
-      return s.takeError();
-    if (memoryOf(*s) <= o.memoryLimit)
-      hi = mid, fits = bounded(std::move(*s));
+  // Memory priced at a hundredth of the step per step's worth of bytes
+  // first: the price that fits is rarely far from it.
+  double hi = std::max(double(best->cost) * 1e-12, 1e-9) / fit.peak / 64;
+  if (auto err = bracketMemoryPrice(s, o, hi, fit))
+    return err;
+  if (!fit.fits)
+    return fit;
+  double lo = fit.lambda / 4;
+  for (int i = 0; i < 6; ++i) {
+    double mid = (lo + fit.lambda) / 2;
+    auto found = s.run(mid);
+    if (!found)
+      return found.takeError();
+    double peak = s.peak(*found, mid);
+    if (peak <= o.memoryLimit)
+      fit = {std::move(*found), mid, peak, true};
     else
       lo = mid;
   }
-  return std::move(*fits);
+  fit.solution.stats.exact = false;
+  fit.solution.stats.lowerBound = bound;
+  return fit;
 }
 
 llvm::Expected<Strategy> solveBaseline(const SearchSpace &space,
@@ -645,229 +767,192 @@ llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
   return solveSharding(SearchSpace(m, o.configs), model, o);
 }
 
-/// FlexFlow's search: Metropolis-Hastings chains over the simulated step
-/// time, one from each initial candidate (the DP's strategy, data-parallel,
-/// expert, and a random one), each proposal a new configuration of one op
-/// priced by delta simulation. A chain stops after its proposals, or when
-/// none of the last half of them improved on its best. Chains run in
-/// parallel, each with a generator of its own (seed, chain), and the best
-/// is taken in chain order: the answer depends on the seed, not on the
-/// threads. The DP's strategy starts a chain, so the answer never
-/// simulates slower than it.
-static llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
-                                           const CostModel &model,
-                                           const ShardingOptions &o) {
-  const SearchSpace::Data &d = space.data();
-  auto start = std::chrono::steady_clock::now();
-  std::vector<std::vector<Config>> starts;
-  ShardingOptions dpOptions = o;
-  dpOptions.solver = SolverKind::Dp;
-  auto dp = solveSharding(space, model, dpOptions);
-  if (!dp)
-    return dp.takeError();
-  starts.push_back(dp->configs);
-  for (SolverKind k : {SolverKind::DataParallel, SolverKind::Expert}) {
-    auto s = solveBaseline(space, model, o, k);
-    if (s)
-      starts.push_back(s->configs);
-    else
-      llvm::consumeError(s.takeError());
+namespace {
+/// The best strategy of one search (a microbatch count; an expert degree),
+/// and whether it fits the memory limit.
+struct Candidate {
+  Strategy strategy;
+  bool fits = true;
+  /// Found with memory unpriced (the fastest of its set), or not searched
+  /// under the limit since it could not beat the strategy to beat.
+  bool unpriced = false, pruned = false;
+  /// Faster than the strategy to beat, where it fits.
+  bool better(const Candidate &o, bool priced) const {
+    if (fits != o.fits)
+      return fits;
+    if (!fits)
+      return strategy.cost.memoryBytes < o.strategy.cost.memoryBytes;
+    return priced ? strategy.cost.seconds < o.strategy.cost.seconds
+                  : strategy.searchCost < o.strategy.searchCost;
   }
-  std::mt19937_64 seeder(o.seed);
-  {
-    std::vector<Config> random;
+};
+} // namespace
+
+/// \p vertices with only the configurations whose sample splits leave
+/// blocks that \p microbatches microbatches divide.
+static std::vector<Vertex> forMicrobatches(const SearchSpace::Data &d,
+                                           const std::vector<Vertex> &vertices,
+                                           int64_t microbatches) {
+  if (microbatches == 1)
+    return vertices;
+  std::vector<Vertex> out;
+  for (const Vertex &v : vertices) {
+    const auto &roles = d.roles.find(v.op)->second;
+    Vertex r{v.op, {}};
+    for (const Config &c : v.configs) {
+      bool ok = true;
+      for (size_t k = 0; k < c.size(); ++k)
+        ok &= roles[k] != SoapRole::Sample ||
+              (v.op->iters[k].extent / c[k]) % microbatches == 0;
+      if (ok)
+        r.configs.push_back(c);
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+/// The candidate sets one solver searches: the whole space, or the
+/// baseline's restrictions (expert: one per tensor-parallel degree).
+static std::vector<std::vector<Vertex>>
+candidateSets(const SearchSpace::Data &d, const ShardingOptions &o,
+              int64_t perNode) {
+  bool baseline =
+      o.solver == SolverKind::DataParallel || o.solver == SolverKind::Expert;
+  if (!baseline)
+    return {d.vertices};
+  // Megatron's tensor parallelism stays inside a node, where the links
+  // are fast.
+  llvm::SmallVector<int64_t, 8> degrees = {1};
+  int64_t inNode = std::min<int64_t>(o.configs.devices, perNode);
+  if (o.solver == SolverKind::Expert)
+    for (int64_t t = 2; t <= inNode; ++t)
+      if (o.configs.devices % t == 0)
+        degrees.push_back(t);
+  std::vector<std::vector<Vertex>> sets;
+  for (int64_t t : degrees) {
+    std::vector<Vertex> restricted;
     for (const Vertex &v : d.vertices)
-      random.push_back(v.configs[seeder() % v.configs.size()]);
-    starts.push_back(std::move(random));
+      restricted.push_back(
+          {v.op, baselineConfigs(*v.op, d.roles.find(v.op)->second, v.configs,
+                                 o.configs.devices, t)});
+    sets.push_back(std::move(restricted));
   }
-  // Inference strategies may also place ops on other devices than the
-  // first (FlexFlow's device assignment): ops placed apart run at once. A
-  // training program's backward ops keep their forward op's devices.
-  int64_t devices = model.getCluster().gpus;
-  bool place =
-      model.getMode() == CostMode::Infer && !o.configs.keepGiven && devices > 1;
-  std::vector<unsigned> movable;
-  for (unsigned i = 0; i < d.vertices.size(); ++i)
-    if (d.vertices[i].configs.size() > 1 ||
-        (place && !d.constants.count(d.vertices[i].op)))
-      movable.push_back(i);
-  // A place proposal moves the op's chain: the ops before and after it
-  // that read only the one before and are read only by the one after (a
-  // branch of an Inception block, a layer's elementwise tail). Moving one
-  // op of a chain alone costs two transfers; moving the chain, one.
-  std::vector<std::vector<unsigned>> chainOf(d.vertices.size());
-  if (place) {
-    size_t n = d.vertices.size();
-    std::vector<int> ins(n, 0), outs(n, 0);
-    std::vector<unsigned> next(n, ~0u), prev(n, ~0u);
-    for (const Use &u : d.uses) {
-      if (d.constants.count(d.vertices[u.producer].op))
+  return sets;
+}
+
+/// The best of \p o's candidate sets at the model's microbatch count; no
+/// faster than \p beat seconds is not worth finding.
+static llvm::Expected<std::optional<Candidate>>
+solveCandidates(const SearchSpace &space, const CostModel &model,
+                const ShardingOptions &o, double beat) {
+  const SearchSpace::Data &d = space.data();
+  ShardingOptions so = o;
+  if (so.solver == SolverKind::DataParallel || so.solver == SolverKind::Expert)
+    so.solver = SolverKind::Dp;
+  std::optional<Candidate> best;
+  for (const std::vector<Vertex> &set :
+       candidateSets(d, o, model.getCluster().gpusPerNode)) {
+    std::vector<Vertex> cand = forMicrobatches(d, set, model.microbatches());
+    if (llvm::any_of(cand, [](const Vertex &v) { return v.configs.empty(); }))
+      continue;
+    Searcher searcher(d, model, cand, so);
+    auto fit = searchWithinMemory(searcher, so, beat);
+    if (!fit)
+      return fit.takeError();
+    Candidate c{searcher.strategy(space, fit->solution, fit->lambda),
+                fit->fits, fit->fits && fit->lambda == 0, fit->pruned};
+    if (!best || c.better(*best, o.memoryLimit > 0)) {
+      bool pruned = best ? best->pruned && c.pruned : c.pruned;
+      best = std::move(c);
+      best->pruned = pruned;
+    }
+  }
+  return best;
+}
+
+llvm::Expected<std::vector<int64_t>> microbatchCounts(const SearchSpace &space,
+                                                      int64_t requested) {
+  const SearchSpace::Data &d = space.data();
+  int64_t common = 0;
+  for (const Vertex &v : d.vertices) {
+    const auto &roles = d.roles.find(v.op)->second;
+    for (size_t k = 0; k < roles.size(); ++k) {
+      if (roles[k] != SoapRole::Sample)
         continue;
-      ++ins[u.consumer], ++outs[u.producer];
-      next[u.producer] = u.consumer, prev[u.consumer] = u.producer;
-    }
-    auto linked = [&](unsigned a, unsigned b) { // a -> b only
-      return outs[a] == 1 && ins[b] == 1 && next[a] == b;
-    };
-    for (unsigned i = 0; i < n; ++i) {
-      unsigned first = i;
-      while (prev[first] != ~0u && linked(prev[first], first))
-        first = prev[first];
-      for (unsigned v = first;; v = next[v]) {
-        chainOf[i].push_back(v);
-        if (next[v] == ~0u || !linked(v, next[v]))
-          break;
-      }
+      int64_t extent = v.op->iters[k].extent;
+      if (requested > 0 && extent % requested)
+        return llvm::createStringError(llvm::formatv(
+            "--microbatches={0} does not divide the sample dim '{1}' ({2}) "
+            "of op '{3}' ({4})",
+            requested, v.op->iters[k].name, extent, v.op->name(),
+            opKindName(v.op->kind)));
+      common = std::gcd(common, extent);
     }
   }
-  uint64_t steps = o.mcmcSteps
-                       ? o.mcmcSteps
-                       : std::max<uint64_t>(2000, 100 * d.vertices.size());
-  struct Chain {
-    std::vector<Config> best;
-    std::vector<int64_t> bestOffsets;
-    double start = 0, bestSeconds = 0;
-    uint64_t proposals = 0, accepted = 0;
-    bool budgetHit = false;
-  };
-  std::vector<Chain> chains(starts.size());
-  auto run = [&](size_t c) {
-    Chain &ch = chains[c];
-    std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ull + c + 1);
-    std::uniform_real_distribution<double> unit(0, 1);
-    Simulator sim(*d.module, model);
-    std::vector<Config> now = starts[c];
-    std::vector<int64_t> at(now.size(), 0);
-    double cur = sim.simulate(now, at);
-    ch.start = cur;
-    ch.best = now;
-    ch.bestOffsets = at;
-    ch.bestSeconds = cur;
-    uint64_t lastImproved = 0;
-    // Metropolis-Hastings (FlexFlow's eq. 2): a proposal simulating
-    // \p next is taken when faster, else with probability exp(-beta f)
-    // for a slowdown by a fraction f.
-    auto takes = [&](double next) {
-      double worse = (next - cur) / std::max(cur, 1e-30);
-      return next <= cur || unit(rng) < std::exp(-o.mcmcBeta * worse);
-    };
-    auto take = [&](double next, uint64_t k) {
-      ++ch.accepted;
-      cur = next;
-      if (cur < ch.bestSeconds) {
-        ch.bestSeconds = cur;
-        ch.best = now;
-        ch.bestOffsets = at;
-        lastImproved = k;
-      }
-    };
-    for (uint64_t k = 1; k <= steps && !movable.empty(); ++k) {
-      if (o.searchBudget > 0 && (k & 63) == 0 &&
-          std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                        start)
-                  .count() > o.searchBudget) {
-        ch.budgetHit = true;
-        break;
-      }
-      unsigned i = movable[rng() % movable.size()];
-      const std::vector<Config> &cs = d.vertices[i].configs;
-      Config proposal = now[i];
-      int64_t offset = at[i];
-      if (place && (cs.size() == 1 || rng() % 4 == 0)) {
-        // Another place for the same configuration, for the op's chain
-        // where every op of it fits there.
-        std::vector<int64_t> ps = placements(configDevices(now[i]), devices);
-        offset = ps[rng() % ps.size()];
-        std::vector<unsigned> moved;
-        for (unsigned v : chainOf[i]) {
-          int64_t k = configDevices(now[v]);
-          if (v != i && !d.constants.count(d.vertices[v].op) &&
-              offset % k == 0 && offset + k <= devices && at[v] != offset)
-            moved.push_back(v);
-        }
-        if (!moved.empty() && rng() % 2 == 0) {
-          ++ch.proposals;
-          std::vector<int64_t> before = at;
-          moved.push_back(i);
-          double next = 0;
-          for (unsigned v : moved) {
-            at[v] = offset;
-            if (!o.mcmcFullSimulation)
-              next = sim.change(v, now[v], offset);
-          }
-          if (o.mcmcFullSimulation)
-            next = sim.simulate(now, at);
-          if (takes(next)) {
-            take(next, k);
-          } else {
-            for (unsigned v : moved) {
-              at[v] = before[v];
-              if (!o.mcmcFullSimulation)
-                sim.change(v, now[v], at[v]);
-            }
-          }
-          if (k > 200 && k - lastImproved > k / 2)
-            break;
-          continue;
-        }
-      } else {
-        // Another configuration, in place where it fits.
-        proposal = cs[rng() % cs.size()];
-        int64_t k = configDevices(proposal);
-        if (offset % k || offset + k > devices)
-          offset = 0;
-      }
-      if (proposal == now[i] && offset == at[i])
-        continue;
-      ++ch.proposals;
-      double next;
-      if (o.mcmcFullSimulation) {
-        std::vector<Config> candidate = now;
-        std::vector<int64_t> candidateAt = at;
-        candidate[i] = proposal;
-        candidateAt[i] = offset;
-        next = sim.simulate(candidate, candidateAt);
-      } else {
-        next = sim.change(i, proposal, offset);
-      }
-      if (takes(next)) {
-        now[i] = proposal;
-        at[i] = offset;
-        take(next, k);
-      } else if (!o.mcmcFullSimulation) {
-        sim.change(i, now[i], at[i]);
-      }
-      if (k > 200 && k - lastImproved > k / 2)
-        break;
-    }
-  };
-  if (o.threads == 1) {
-    for (size_t c = 0; c < chains.size(); ++c)
-      run(c);
-  } else {
-    tbb::parallel_for(size_t(0), chains.size(), run);
+  if (requested > 0)
+    return std::vector<int64_t>{requested};
+  std::vector<int64_t> counts;
+  for (int64_t m = 1; m <= common; m *= 2)
+    if (common % m == 0)
+      counts.push_back(m);
+  if (common > 1 && counts.back() != common)
+    counts.push_back(common);
+  if (counts.empty())
+    counts.push_back(1);
+  return counts;
+}
+
+/// The error of a search that found nothing within the limit.
+static llvm::Error noFit(const ShardingOptions &o, const Candidate &leanest) {
+  const Strategy &s = leanest.strategy;
+  std::string how =
+      s.choices.empty() ? "" : " (" + describeLevers(s.microbatches, s.choices) + ")";
+  return llvm::createStringError(
+      llvm::formatv("no strategy fits in {0:F2} GiB per device; the leanest "
+                    "one found needs {1:F3} GiB{2}",
+                    o.memoryLimit / double(1 << 30),
+                    s.cost.memoryBytes / double(1 << 30), how)
+          .str());
+}
+
+/// The best strategy of \p o's solver over every microbatch count the
+/// levers allow (inference: one).
+static llvm::Expected<Strategy> solveOverMicrobatches(const SearchSpace &space,
+                                                      const CostModel &model,
+                                                      const ShardingOptions &o) {
+  bool training = model.getMode() == CostMode::Train;
+  auto counts = training ? microbatchCounts(space, o.levers.microbatches)
+                         : std::vector<int64_t>{1};
+  if (!counts)
+    return counts.takeError();
+  std::optional<Candidate> best;
+  int worse = 0;
+  for (int64_t m : *counts) {
+    CostModel mm = training ? leveredModel(space, model, o.levers, m) : model;
+    double beat = best && best->fits ? best->strategy.cost.seconds
+                                     : std::numeric_limits<double>::infinity();
+    auto c = solveCandidates(space, mm, o, beat);
+    if (!c)
+      return c.takeError();
+    if (!*c)
+      continue;
+    bool better = !best || (*c)->better(*best, true);
+    // More microbatches only add messages once the step fits unpriced;
+    // past a fit, two counts in a row that do no better end the search.
+    bool done = (*c)->unpriced || (*c)->pruned;
+    worse = better || !best->fits ? 0 : worse + 1;
+    if (better)
+      best = std::move(**c);
+    if (done || worse == 2)
+      break;
   }
-  size_t best = 0;
-  Strategy result;
-  for (size_t c = 0; c < chains.size(); ++c) {
-    if (chains[c].bestSeconds < chains[best].bestSeconds)
-      best = c;
-    result.proposals += chains[c].proposals;
-    result.accepted += chains[c].accepted;
-    result.budgetHit |= chains[c].budgetHit;
-  }
-  result.configs = chains[best].best;
-  if (llvm::any_of(chains[best].bestOffsets, [](int64_t o) { return o; }))
-    result.offsets = chains[best].bestOffsets;
-  result.dpSimulatedSeconds = chains[0].start;
-  result.cost = evaluateStrategy(space, model, result.configs, result.offsets);
-  result.cost.simulatedSeconds = chains[best].bestSeconds;
-  result.searchCost = toPicos(result.cost.seconds);
-  result.stats = dp->stats;
-  result.stats.exact = false; // of the simulated time: a search, no proof
-  for (const Vertex &v : d.vertices)
-    result.spaceSizes.push_back(v.configs.size());
-  return result;
+  if (!best)
+    return llvm::createStringError("no configuration of the model's ops "
+                                   "divides into the microbatches asked for");
+  if (!best->fits)
+    return noFit(o, *best);
+  return std::move(best->strategy);
 }
 
 llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
@@ -883,49 +968,11 @@ llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
   (void)fields;
   assert(fields(d.options) == fields(o.configs) &&
          "the space must be built with the options' configurations");
-  Strategy result;
-  for (const Vertex &v : d.vertices)
-    result.spaceSizes.push_back(v.configs.size());
-
+  auto best = solveOverMicrobatches(space, model, o);
+  if (!best)
+    return best.takeError();
   bool baseline =
       o.solver == SolverKind::DataParallel || o.solver == SolverKind::Expert;
-  llvm::SmallVector<int64_t, 8> degrees = {1};
-  if (o.solver == SolverKind::Expert)
-    for (int64_t t = 2; t <= o.configs.devices; ++t)
-      if (o.configs.devices % t == 0)
-        degrees.push_back(t);
-  std::optional<Strategy> best;
-  for (int64_t t : degrees) {
-    std::vector<Vertex> restricted;
-    if (baseline)
-      for (const Vertex &v : d.vertices)
-        restricted.push_back(
-            {v.op, baselineConfigs(*v.op, d.roles.find(v.op)->second, v.configs,
-                                   o.configs.devices, t)});
-    const std::vector<Vertex> &cand = baseline ? restricted : d.vertices;
-    ShardingOptions so = o;
-    if (baseline)
-      so.solver = SolverKind::Dp;
-    auto s = searchWithinMemory(d, model, cand, so);
-    if (!s)
-      return s.takeError();
-    Strategy st;
-    for (unsigned i = 0; i < cand.size(); ++i)
-      st.configs.push_back(cand[i].configs[s->strategy[i]]);
-    st.searchCost = s->cost;
-    st.stats = s->stats;
-    // The searched cost is the step time unless memory was priced in too;
-    // only then is each candidate priced to compare them.
-    if (o.memoryLimit > 0)
-      st.cost = evaluateStrategy(space, model, st.configs);
-    bool better =
-        !best || (o.memoryLimit > 0 ? st.cost.seconds < best->cost.seconds
-                                    : st.searchCost < best->searchCost);
-    if (better)
-      best = std::move(st);
-  }
-  if (o.memoryLimit <= 0)
-    best->cost = evaluateStrategy(space, model, best->configs);
   // A strategy the search cannot prove optimal is never worse than the
   // baselines: they are searched too, and the best one kept.
   if (!baseline && !best->stats.exact)
@@ -936,13 +983,14 @@ llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
         continue;
       }
       if (s->cost.seconds < best->cost.seconds) {
-        best->configs = std::move(s->configs);
-        best->cost = s->cost;
-        best->searchCost = s->searchCost;
+        DpStats stats = best->stats;
+        *best = std::move(*s);
+        best->stats = stats;
       }
     }
-  best->spaceSizes = std::move(result.spaceSizes);
-  return std::move(*best);
+  for (const Vertex &v : d.vertices)
+    best->spaceSizes.push_back(v.configs.size());
+  return best;
 }
 
 } // namespace pax

@@ -34,6 +34,8 @@ struct ShardingOptions {
   unsigned threads = 0;
   /// Hard limit on the bytes one device holds; 0 for none.
   double memoryLimit = 0;
+  /// Training: what a step may do to fit the limit (Levers.h).
+  LeverOptions levers;
   std::function<void(double fraction)> progress;
   /// MCMC: the proposals each chain may make (0: 100 per op, at least
   /// 2000), the wall-clock cap on the whole search (0: none; a search it
@@ -55,7 +57,7 @@ struct StrategyCost {
   double computeSeconds = 0; ///< of which arithmetic
   double commSeconds = 0;    ///< of which communication
   double commBytes = 0;      ///< bytes one device sends or receives
-  double memoryBytes = 0;    ///< bytes one device holds
+  double memoryBytes = 0;    ///< bytes one device holds at its peak
   /// The step simulated with compute and communication overlapped
   /// (Simulator.h); 0 where not simulated.
   double simulatedSeconds = 0;
@@ -68,6 +70,10 @@ struct Strategy {
   /// at once. Empty: every op from device 0 (what the DP and the baselines
   /// choose; only MCMC places).
   std::vector<int64_t> offsets;
+  /// Training: microbatches per step, and each op's levers in op order
+  /// (empty: the defaults).
+  int64_t microbatches = 1;
+  std::vector<OpChoice> choices;
   StrategyCost cost;
   /// The searched cost in integer picoseconds (solvers compare exactly).
   int64_t searchCost = 0;
@@ -154,12 +160,28 @@ struct Use {
 std::vector<Use> usesOf(const Module &m);
 
 /// Prices a given strategy (one configuration per op, in op order, each
-/// op from its device offset in \p offsets; none: from device 0).
+/// op from its device offset in \p offsets; none: from device 0; each with
+/// its levers in \p choices; none: the defaults).
 StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
                               llvm::ArrayRef<Config> configs,
-                              llvm::ArrayRef<int64_t> offsets = {});
+                              llvm::ArrayRef<int64_t> offsets = {},
+                              llvm::ArrayRef<OpChoice> choices = {});
 StrategyCost evaluateStrategy(const SearchSpace &space, const CostModel &model,
                               llvm::ArrayRef<Config> configs,
-                              llvm::ArrayRef<int64_t> offsets = {});
+                              llvm::ArrayRef<int64_t> offsets = {},
+                              llvm::ArrayRef<OpChoice> choices = {});
+
+/// \p model with \p levers for a step of \p microbatches microbatches of
+/// \p space's module (which ops and values carry the sample dim come from
+/// the space).
+CostModel leveredModel(const SearchSpace &space, const CostModel &model,
+                       const LeverOptions &levers, int64_t microbatches);
+
+/// The microbatch counts a step of \p space's module may run: those that
+/// divide every sample dim's extent (powers of two, and their greatest
+/// common divisor), ascending; \p requested (> 0) alone, or an error naming
+/// the op whose sample dim it does not divide.
+llvm::Expected<std::vector<int64_t>> microbatchCounts(const SearchSpace &space,
+                                                      int64_t requested);
 
 } // namespace pax

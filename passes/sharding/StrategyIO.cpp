@@ -22,6 +22,35 @@ static double peakRss() {
   return double(u.ru_maxrss) * 1024;
 }
 
+/// Prices the given strategy \p s: in training, with the microbatches asked
+/// for (1 for auto) and each op's levers as they price best without memory
+/// pressure.
+static void priceGiven(const SearchSpace &space, const CostModel &model,
+                       const LeverOptions &levers, Strategy &s) {
+  if (model.getMode() == CostMode::Train) {
+    s.microbatches = std::max<int64_t>(levers.microbatches, 1);
+    CostModel levered = leveredModel(space, model, levers, s.microbatches);
+    const Func &f = space.module().main;
+    s.choices.clear();
+    for (size_t i = 0; i < f.ops.size(); ++i)
+      s.choices.push_back(levered.choose(*f.ops[i], s.configs[i], 0));
+    s.cost = evaluateStrategy(space, levered, s.configs, s.offsets, s.choices);
+    return;
+  }
+  s.cost = evaluateStrategy(space, model, s.configs, s.offsets);
+}
+
+/// \p s's step simulated with its microbatches and levers.
+static double simulateStrategy(const SearchSpace &space, const CostModel &model,
+                               const LeverOptions &levers, const Strategy &s) {
+  CostModel levered = leveredModel(space, model, levers, s.microbatches);
+  SimOptions so;
+  so.delta = false;
+  Simulator sim(space.module(), levered, so);
+  sim.setChoices(s.choices);
+  return sim.simulate(s.configs, s.offsets);
+}
+
 llvm::Expected<StrategyReport>
 buildReport(const Module &m, const Cluster &cluster, CostMode mode,
             const ShardingOptions &options,
@@ -33,6 +62,7 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
   r.cluster = &cluster;
   r.mode = mode;
   r.solver = options.solver;
+  r.memoryLimit = options.memoryLimit;
   auto start = std::chrono::steady_clock::now();
   SearchSpace space(m, options.configs);
   if (fixed) {
@@ -40,7 +70,7 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
     r.strategy.offsets.assign(fixedOffsets.begin(), fixedOffsets.end());
     r.given = true;
     r.strategy.stats.exact = false;
-    r.strategy.cost = evaluateStrategy(space, model, *fixed, fixedOffsets);
+    priceGiven(space, model, options.levers, r.strategy);
     for (const auto &op : m.main.ops)
       r.strategy.spaceSizes.push_back(
           enumerateConfigs(*op, options.configs).size());
@@ -54,19 +84,19 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   // Every strategy listed is also simulated, on the same scale.
-  SimOptions so;
-  so.delta = false;
-  Simulator sim(m, model, so);
   r.strategy.cost.simulatedSeconds =
-      sim.simulate(r.strategy.configs, r.strategy.offsets);
+      simulateStrategy(space, model, options.levers, r.strategy);
   for (SolverKind k : {SolverKind::DataParallel, SolverKind::Expert}) {
     if (!fixed && k == options.solver)
       continue;
     auto s = solveBaseline(space, model, options, k);
     if (!s)
       return s.takeError();
-    s->cost.simulatedSeconds = sim.simulate(s->configs);
+    s->cost.simulatedSeconds = simulateStrategy(space, model, options.levers, *s);
     r.baselines[solverName(k).str()] = s->cost;
+    if (mode == CostMode::Train)
+      r.baselineLevers[solverName(k).str()] =
+          describeLevers(s->microbatches, s->choices);
   }
   r.peakMemoryBytes = peakRss();
   return r;
@@ -147,6 +177,12 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
   }
   out["solver"] = solverName(r.solver);
   out["search_s"] = r.searchSeconds;
+  out["memory_limit_bytes"] = r.memoryLimit;
+  if (r.mode == CostMode::Train && !r.trainingProgram) {
+    out["microbatches"] = r.strategy.microbatches;
+    out["levers"] =
+        describeLevers(r.strategy.microbatches, r.strategy.choices);
+  }
   if (r.solver == SolverKind::Mcmc)
     out["mcmc"] =
         llvm::json::Object{{"proposals", int64_t(r.strategy.proposals)},
@@ -160,8 +196,12 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
     out["gap"] = gap(r);
   }
   llvm::json::Object baselines;
-  for (const auto &[name, cost] : r.baselines)
-    baselines[name] = costJson(cost);
+  for (const auto &[name, cost] : r.baselines) {
+    llvm::json::Object b = costJson(cost);
+    if (auto it = r.baselineLevers.find(name); it != r.baselineLevers.end())
+      b["levers"] = it->second;
+    baselines[name] = std::move(b);
+  }
   out["baselines"] = std::move(baselines);
   const DpStats &s = r.strategy.stats;
   size_t total = 0, largest = 0;
@@ -205,6 +245,12 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
                              {"dims", std::move(dims)}};
     if (int64_t at = offsetOf(r.strategy.offsets, i))
       entry["offset"] = at;
+    if (i < r.strategy.choices.size()) {
+      if (r.strategy.choices[i].recompute)
+        entry["recompute"] = true;
+      if (r.strategy.choices[i].zero)
+        entry["zero"] = int64_t(r.strategy.choices[i].zero);
+    }
     ops.push_back(std::move(entry));
   }
   out["ops"] = std::move(ops);
@@ -402,7 +448,13 @@ void printReport(const Module &m, const StrategyReport &r,
      << seconds(c.commSeconds) << ")\n";
   os << "simulated step time: " << seconds(c.simulatedSeconds)
      << " (compute and communication overlapped)\n";
-  os << "memory per device:   " << gib(c.memoryBytes) << "\n";
+  os << "memory per device:   " << gib(c.memoryBytes)
+     << (r.mode == CostMode::Train ? " at its peak" : "")
+     << (r.memoryLimit > 0 ? " (limit " + gib(r.memoryLimit) + ")" : "")
+     << "\n";
+  if (r.mode == CostMode::Train && !r.trainingProgram)
+    os << "fits by:             "
+       << describeLevers(r.strategy.microbatches, r.strategy.choices) << "\n";
   if (r.cluster->measured) {
     auto [measured, all] = measuredOps(m, *r.cluster, r.strategy.configs);
     os << llvm::formatv("op costs:            measured for {0} of {1} ops "

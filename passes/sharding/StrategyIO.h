@@ -28,6 +28,10 @@ struct StrategyReport {
   double searchSeconds = 0;
   double peakMemoryBytes = 0; ///< of the search process
   std::map<std::string, StrategyCost> baselines;
+  /// Training: how each baseline fits (describeLevers).
+  std::map<std::string, std::string> baselineLevers;
+  /// The bytes one device may hold (0: no limit).
+  double memoryLimit = 0;
   /// The strategy was given (--strategy), not searched.
   bool given = false;
   /// The program is a whole training step (backward and updates built in,

@@ -238,6 +238,31 @@ static cl::opt<uint64_t> searchSeed("search-seed",
 static cl::opt<double>
     memLimit("mem-limit", cl::desc("Most memory one device may hold, GiB"),
              cl::value_desc("GiB"), cl::init(0), cl::cat(searchCategory));
+static cl::opt<double> memReserve(
+    "mem-reserve",
+    cl::desc("Training: memory of each device kept out of the plan "
+             "(workspaces, fragmentation), GiB; the limit is the device's "
+             "memory less it unless --mem-limit is given (default: 10% of "
+             "the device's memory)"),
+    cl::value_desc("GiB"), cl::init(-1), cl::cat(searchCategory));
+static cl::opt<std::string> microbatches(
+    "microbatches",
+    cl::desc("Training: microbatches per step, gradients accumulated (auto: "
+             "the search chooses)"),
+    cl::value_desc("auto|M"), cl::init("auto"), cl::cat(searchCategory));
+static cl::opt<std::string> recompute(
+    "recompute",
+    cl::desc("Training: recompute results in the backward pass instead of "
+             "keeping them: none, auto (the search chooses per op), all "
+             "(every op but contractions)"),
+    cl::value_desc("none|auto|all"), cl::init("auto"),
+    cl::cat(searchCategory));
+static cl::opt<std::string> zeroStage(
+    "zero",
+    cl::desc("Training: shard weights' state over their data-parallel "
+             "replicas: 1 optimizer state, 2 also gradients, 3 also the "
+             "weights (auto: the search chooses per op)"),
+    cl::value_desc("auto|0|1|2|3"), cl::init("auto"), cl::cat(searchCategory));
 static cl::opt<uint64_t>
     maxStates("max-states",
               cl::desc("Most DP table entries the search may hold"),
@@ -325,6 +350,61 @@ static ConfigOptions configOptionsFromFlags(const Cluster &cluster,
   return o;
 }
 
+/// The levers of --microbatches, --recompute and --zero. They price a
+/// training step of the model (--mode=train without --loss); a training
+/// program's plan runs none of them yet, so asking for one there is an
+/// error.
+static llvm::Expected<LeverOptions> leversFromFlags() {
+  LeverOptions l;
+  bool asked = microbatches.getNumOccurrences() ||
+               recompute.getNumOccurrences() || zeroStage.getNumOccurrences();
+  if (asked && (mode != "train" || trainingStep))
+    return llvm::createStringError(
+        "--microbatches, --recompute and --zero price a training step of the "
+        "model (--mode=train without --loss); paxrun's training plans do not "
+        "run them yet");
+  int64_t m = 0;
+  if (microbatches != "auto" &&
+      (llvm::StringRef(microbatches).getAsInteger(10, m) || m < 1))
+    return llvm::createStringError("--microbatches=" + microbatches +
+                                   ": expected auto or a positive count");
+  l.microbatches = microbatches == "auto" ? 0 : m;
+  auto r = parseRecompute(recompute);
+  if (!r)
+    return llvm::createStringError("--recompute=" + recompute +
+                                   ": expected none, auto or all");
+  l.recompute = *r;
+  int z = -1;
+  if (zeroStage != "auto" &&
+      (llvm::StringRef(zeroStage).getAsInteger(10, z) || z < 0 || z > 3))
+    return llvm::createStringError("--zero=" + zeroStage +
+                                   ": expected auto, 0, 1, 2 or 3");
+  l.zero = z;
+  return l;
+}
+
+/// The bytes one device may hold: --mem-limit; else, pricing a training
+/// step (--mode=train without --loss), the device's memory less
+/// --mem-reserve; else none.
+static llvm::Expected<double> memoryLimitFromFlags(const Cluster &c) {
+  constexpr double kGiB = double(1 << 30);
+  if (memLimit < 0)
+    return llvm::createStringError("--mem-limit must not be negative");
+  if (memReserve.getNumOccurrences() && memReserve < 0)
+    return llvm::createStringError("--mem-reserve must not be negative");
+  if (memLimit > 0)
+    return memLimit * kGiB;
+  if (mode != "train" || trainingStep)
+    return 0.0;
+  double reserve = memReserve >= 0 ? memReserve * kGiB : 0.1 * c.memoryBytes;
+  if (reserve >= c.memoryBytes)
+    return llvm::createStringError(llvm::formatv(
+        "--mem-reserve={0} GiB leaves nothing of the {1} GiB of a device of "
+        "cluster '{2}'",
+        reserve / kGiB, c.memoryBytes / kGiB, c.name));
+  return c.memoryBytes - reserve;
+}
+
 static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
                                                  bool keepGiven = false) {
   auto cluster = clusterFromFlags();
@@ -341,10 +421,12 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
         ": expected dp, dp-bfs, exhaustive, data-parallel, expert or mcmc");
   if (searchBudget < 0)
     return llvm::createStringError("--search-budget must not be negative");
-  if (memLimit < 0)
-    return llvm::createStringError("--mem-limit must not be negative");
   ShardingOptions o;
   o.configs = configOptionsFromFlags(*theCluster, forPlan, keepGiven);
+  auto levers = leversFromFlags();
+  if (!levers)
+    return levers.takeError();
+  o.levers = *levers;
   // A training step's second phase searches what no forward op decided
   // (how gradients are aggregated, where updates run) with the cost model,
   // whatever solver chose the forward configurations.
@@ -354,7 +436,10 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   o.maxStates = maxStates;
   o.exactSearch = exactSearch;
   o.threads = threads;
-  o.memoryLimit = memLimit * double(1 << 30);
+  auto limit = memoryLimitFromFlags(*theCluster);
+  if (!limit)
+    return limit.takeError();
+  o.memoryLimit = *limit;
   o.searchBudget = searchBudget;
   o.mcmcSteps = mcmcSteps;
   o.seed = searchSeed;

@@ -1,0 +1,104 @@
+//===- Levers.h - How a training step trades time for memory --------------===//
+//
+// A training step that does not fit a device's memory can
+//  - run its batch as M microbatches, one after the other, accumulating the
+//    gradients: a device holds the activations of one microbatch at a time,
+//    and every tensor that carries the sample dim moves M times, 1/M each;
+//  - recompute an op's result in the backward pass instead of keeping it
+//    from the forward pass: one more forward of the op, and the result is
+//    held only while the backward of its segment (the run of recomputed ops
+//    it belongs to) runs;
+//  - shard a weight's state over the devices that hold it replicated (its
+//    data-parallel replicas, ZeRO): stage 1 the optimizer state, stage 2
+//    also the gradient (reduce-scattered every microbatch), stage 3 also the
+//    weight itself (all-gathered before the op's forward and again before
+//    its backward, every microbatch).
+// The microbatch count is one per step; recomputation and the ZeRO stage
+// are chosen per op, in the op's configuration, by the search.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Module.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace pax {
+
+/// `--recompute=`: keep every result (none), let the search choose per op
+/// (auto), or recompute every op but contractions (all: matmuls and
+/// convolutions, whose results are the dearest to recompute, are kept).
+enum class RecomputePolicy : uint8_t { None, Auto, All };
+
+std::optional<RecomputePolicy> parseRecompute(llvm::StringRef s);
+llvm::StringRef recomputeName(RecomputePolicy p);
+
+/// What a training step may do to fit (the options of the search).
+struct LeverOptions {
+  /// Microbatches per step; 0: the search chooses among the counts that
+  /// divide every sample split.
+  int64_t microbatches = 1;
+  RecomputePolicy recompute = RecomputePolicy::None;
+  /// The ZeRO stage of every weight, 0..3; -1: the search chooses per op.
+  int zero = 0;
+  /// Optimizer state per weight element, in the weight's type (Adam: its
+  /// two moments).
+  double optimizerSlots = 2;
+};
+
+/// What the search chose for one op.
+struct OpChoice {
+  bool recompute = false;
+  uint8_t zero = 0; ///< ZeRO stage of the weights the op reads
+  bool operator==(const OpChoice &o) const {
+    return recompute == o.recompute && zero == o.zero;
+  }
+};
+
+/// Bytes one device holds for one op in a training step.
+struct OpMemory {
+  /// Held through the whole step: the weights' state (weight, gradient,
+  /// optimizer state, each sharded or not) and the results kept for the
+  /// backward pass.
+  double persistent = 0;
+  /// Results recomputed in the backward pass: held while their segment's
+  /// backward runs.
+  double recomputed = 0;
+  /// ZeRO-3: the weight blocks gathered whole for the op's forward and
+  /// backward (freed after; the next op's are prefetched meanwhile).
+  double gathered = 0;
+  /// The results of one microbatch: their gradients are held while the
+  /// op's backward runs.
+  double activation = 0;
+};
+
+/// A device's peak over a step whose ops, in program order, hold \p ops:
+/// everything persistent, plus the largest recomputed segment (a run of
+/// consecutive recomputed ops), twice the largest gathered weight (one in
+/// use, the next prefetched) and the largest result gradient.
+double stepPeakBytes(llvm::ArrayRef<OpMemory> ops,
+                     llvm::ArrayRef<OpChoice> choices);
+
+/// What carries the sample dim: the ops with a SOAP sample dim in their
+/// iteration space (with microbatches, each runs 1/M of its points M times;
+/// an op without one runs whole every microbatch) and the values their
+/// result maps index it in (a device holds and moves 1/M of them at a
+/// time).
+struct SampleInfo {
+  llvm::DenseSet<const Op *> ops;
+  llvm::DenseSet<const Value *> values;
+};
+SampleInfo sampleInfo(const Func &f);
+
+/// "microbatches 4, recompute 96 of 1646 ops, ZeRO-1 for 194 ops" for
+/// reports.
+std::string describeLevers(int64_t microbatches,
+                           llvm::ArrayRef<OpChoice> choices);
+
+} // namespace pax
