@@ -339,21 +339,19 @@ llvm::SmallVector<OpChoice, 8> CostModel::choices(const Op &op) const {
   return out;
 }
 
+llvm::SmallVector<PricedChoice, 8>
+CostModel::pricedChoices(const Op &op, const Config &c) const {
+  llvm::SmallVector<PricedChoice, 8> out;
+  for (const OpChoice &choice : choices(op))
+    out.push_back({choice, opCost(op, c, choice).total(),
+                   opMemory(op, c, choice)});
+  return out;
+}
+
 OpChoice CostModel::choose(const Op &op, const Config &c,
                            double lambda) const {
-  auto all = choices(op);
-  OpChoice best = all.front();
-  if (all.size() == 1)
-    return best;
-  double bestScore = 0, bestBytes = 0;
-  for (size_t i = 0; i < all.size(); ++i) {
-    double bytes = opMemory(op, c, all[i]).persistent;
-    double score = opCost(op, c, all[i]).total() + lambda * bytes;
-    if (i == 0 || score < bestScore ||
-        (score == bestScore && bytes < bestBytes))
-      best = all[i], bestScore = score, bestBytes = bytes;
-  }
-  return best;
+  auto all = pricedChoices(op, c);
+  return all[cheapestChoice(all, lambda)].choice;
 }
 
 } // namespace pax

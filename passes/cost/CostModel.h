@@ -107,6 +107,9 @@ public:
   /// The choices the levers allow \p op; the first keeps every result and
   /// takes the forced ZeRO stage (0 unless --zero says otherwise).
   llvm::SmallVector<OpChoice, 8> choices(const Op &op) const;
+  /// choices(op), each priced in \p c.
+  llvm::SmallVector<PricedChoice, 8> pricedChoices(const Op &op,
+                                                   const Config &c) const;
   /// Of choices(op), the one that minimizes seconds + \p lambda * persistent
   /// bytes in \p c (ties: fewer bytes, then the earlier choice).
   OpChoice choose(const Op &op, const Config &c, double lambda) const;

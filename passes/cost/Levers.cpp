@@ -30,6 +30,18 @@ llvm::StringRef recomputeName(RecomputePolicy p) {
   llvm_unreachable("unknown recompute policy");
 }
 
+size_t cheapestChoice(llvm::ArrayRef<PricedChoice> options, double lambda) {
+  size_t best = 0;
+  for (size_t i = 1; i < options.size(); ++i) {
+    const PricedChoice &a = options[i], &b = options[best];
+    double sa = a.seconds + lambda * a.memory.persistent,
+           sb = b.seconds + lambda * b.memory.persistent;
+    if (sa < sb || (sa == sb && a.memory.persistent < b.memory.persistent))
+      best = i;
+  }
+  return best;
+}
+
 double stepPeakBytes(llvm::ArrayRef<OpMemory> ops,
                      llvm::ArrayRef<OpChoice> choices) {
   double persistent = 0, segment = 0, largestSegment = 0, gathered = 0,

@@ -78,6 +78,17 @@ struct OpMemory {
   double activation = 0;
 };
 
+/// One lever choice of an op in its configuration, priced.
+struct PricedChoice {
+  OpChoice choice;
+  double seconds = 0; ///< the op's compute and communication
+  OpMemory memory;
+};
+
+/// The index of the choice of \p options that minimizes seconds + \p
+/// lambda * persistent bytes (ties: fewer bytes, then the earlier one).
+size_t cheapestChoice(llvm::ArrayRef<PricedChoice> options, double lambda);
+
 /// A device's peak over a step whose ops, in program order, hold \p ops:
 /// everything persistent, plus the largest recomputed segment (a run of
 /// consecutive recomputed ops), twice the largest gathered weight (one in

@@ -136,7 +136,7 @@ std::vector<Use> usesOf(const Module &m) {
 /// dim split by t: a weight's output dim (column parallel), a reduction
 /// (row parallel), the vocabulary of an embedding, or an attribute such as
 /// attention heads (Megatron).
-static std::vector<Config> baselineConfigs(const Op &op,
+std::vector<Config> baselineConfigs(const Op &op,
                                            llvm::ArrayRef<SoapRole> roles,
                                            const std::vector<Config> &all,
                                            int64_t devices, int64_t tensor) {
@@ -573,34 +573,18 @@ static ReducedGraph foldFixedVertices(const CostGraph &g) {
   return r;
 }
 
-namespace {
-/// PaSE's cost graph of one candidate set: its edges are built once, its
-/// vertex costs anew for each price of memory.
-class Searcher {
-public:
-  Searcher(const SearchSpace::Data &space, const CostModel &model,
-           const std::vector<Vertex> &vertices, const ShardingOptions &o)
-      : space(space), model(model), vertices(vertices), o(o),
-        graph(buildEdges(space, model, vertices)) {}
+Searcher::Searcher(const SearchSpace::Data &space, const CostModel &model,
+                   const std::vector<Vertex> &vertices,
+                   const ShardingOptions &o)
+    : space(space), model(model), vertices(vertices), o(o),
+      graph(buildEdges(space, model, vertices)) {}
 
-  /// The best strategy with memory priced at \p lambda seconds per byte.
-  llvm::Expected<Solution> run(double lambda);
-  /// Each op's levers in \p s, as they price best at \p lambda.
-  std::vector<OpChoice> choices(const Solution &s, double lambda) const;
-  /// A device's peak in \p s with its levers at \p lambda.
-  double peak(const Solution &s, double lambda) const;
-  /// \p s as a strategy of configurations, levers and cost.
-  Strategy strategy(const SearchSpace &space, const Solution &s,
-                    double lambda) const;
-
-private:
-  const SearchSpace::Data &space;
-  const CostModel &model;
-  const std::vector<Vertex> &vertices;
-  const ShardingOptions &o;
-  CostGraph graph;
-};
-} // namespace
+std::vector<Config> Searcher::configs(const Solution &s) const {
+  std::vector<Config> out;
+  for (unsigned i = 0; i < vertices.size(); ++i)
+    out.push_back(vertices[i].configs[s.strategy[i]]);
+  return out;
+}
 
 llvm::Expected<Solution> Searcher::run(double lambda) {
   const Func &f = space.module->main;
@@ -637,118 +621,6 @@ llvm::Expected<Solution> Searcher::run(double lambda) {
   return full;
 }
 
-std::vector<OpChoice> Searcher::choices(const Solution &s,
-                                        double lambda) const {
-  std::vector<OpChoice> out;
-  for (unsigned i = 0; i < vertices.size(); ++i)
-    out.push_back(model.choose(*vertices[i].op,
-                               vertices[i].configs[s.strategy[i]], lambda));
-  return out;
-}
-
-double Searcher::peak(const Solution &s, double lambda) const {
-  std::vector<OpChoice> levers = choices(s, lambda);
-  std::vector<OpMemory> memory;
-  for (unsigned i = 0; i < vertices.size(); ++i)
-    memory.push_back(model.opMemory(
-        *vertices[i].op, vertices[i].configs[s.strategy[i]], levers[i]));
-  return stepPeakBytes(memory, levers);
-}
-
-Strategy Searcher::strategy(const SearchSpace &whole, const Solution &s,
-                            double lambda) const {
-  Strategy st;
-  for (unsigned i = 0; i < vertices.size(); ++i)
-    st.configs.push_back(vertices[i].configs[s.strategy[i]]);
-  if (model.getMode() == CostMode::Train) {
-    st.microbatches = model.microbatches();
-    st.choices = choices(s, lambda);
-  }
-  st.searchCost = s.cost;
-  st.stats = s.stats;
-  st.cost = evaluateStrategy(whole, model, st.configs, {}, st.choices);
-  return st;
-}
-
-namespace {
-/// What the search under a memory limit found: the fastest strategy that
-/// fits, or the leanest one when none does.
-struct Fit {
-  Solution solution;
-  double lambda = 0; ///< the price of memory it was found at
-  double peak = 0;
-  bool fits = true;
-  /// Not searched under the limit: even unpriced it is no faster than the
-  /// strategy to beat.
-  bool pruned = false;
-};
-} // namespace
-
-/// Raises the price of memory by fours from \p hi until a strategy fits
-/// or memory stops shrinking; \p fit is the leanest found.
-static llvm::Error bracketMemoryPrice(Searcher &s, const ShardingOptions &o,
-                                      double &hi, Fit &fit) {
-  int flat = 0;
-  for (int i = 0; i < 40 && flat < 3; ++i, hi *= 4) {
-    auto found = s.run(hi);
-    if (!found)
-      return found.takeError();
-    double peak = s.peak(*found, hi);
-    flat = peak < fit.peak * (1 - 1e-6) ? 0 : flat + 1;
-    if (peak <= fit.peak)
-      fit = {std::move(*found), hi, peak, false};
-    if (peak <= o.memoryLimit) {
-      fit.fits = true;
-      return llvm::Error::success();
-    }
-  }
-  return llvm::Error::success();
-}
-
-/// Searches under the memory limit: memory is priced at `lambda` seconds
-/// per byte, raised until the strategy fits, then bisected down. A search
-/// whose unpriced optimum is no faster than \p beat (seconds) stops there:
-/// it cannot beat a strategy found before.
-static llvm::Expected<Fit> searchWithinMemory(Searcher &s,
-                                              const ShardingOptions &o,
-                                              double beat) {
-  auto best = s.run(0);
-  if (!best)
-    return best.takeError();
-  Fit fit{*best, 0, s.peak(*best, 0), true};
-  if (o.memoryLimit <= 0 || fit.peak <= o.memoryLimit)
-    return fit;
-  fit.fits = false;
-  fit.pruned = double(best->cost) * 1e-12 >= beat;
-  if (fit.pruned)
-    return fit;
-  // The unconstrained optimum bounds the constrained one; a strategy priced
-  // with memory is not proven optimal.
-  int64_t bound = best->stats.lowerBound;
-  // Memory priced at a hundredth of the step per step's worth of bytes
-  // first: the price that fits is rarely far from it.
-  double hi = std::max(double(best->cost) * 1e-12, 1e-9) / fit.peak / 64;
-  if (auto err = bracketMemoryPrice(s, o, hi, fit))
-    return err;
-  if (!fit.fits)
-    return fit;
-  double lo = fit.lambda / 4;
-  for (int i = 0; i < 6; ++i) {
-    double mid = (lo + fit.lambda) / 2;
-    auto found = s.run(mid);
-    if (!found)
-      return found.takeError();
-    double peak = s.peak(*found, mid);
-    if (peak <= o.memoryLimit)
-      fit = {std::move(*found), mid, peak, true};
-    else
-      lo = mid;
-  }
-  fit.solution.stats.exact = false;
-  fit.solution.stats.lowerBound = bound;
-  return fit;
-}
-
 llvm::Expected<Strategy> solveBaseline(const SearchSpace &space,
                                        const CostModel &model,
                                        const ShardingOptions &o,
@@ -767,194 +639,6 @@ llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
   return solveSharding(SearchSpace(m, o.configs), model, o);
 }
 
-namespace {
-/// The best strategy of one search (a microbatch count; an expert degree),
-/// and whether it fits the memory limit.
-struct Candidate {
-  Strategy strategy;
-  bool fits = true;
-  /// Found with memory unpriced (the fastest of its set), or not searched
-  /// under the limit since it could not beat the strategy to beat.
-  bool unpriced = false, pruned = false;
-  /// Faster than the strategy to beat, where it fits.
-  bool better(const Candidate &o, bool priced) const {
-    if (fits != o.fits)
-      return fits;
-    if (!fits)
-      return strategy.cost.memoryBytes < o.strategy.cost.memoryBytes;
-    return priced ? strategy.cost.seconds < o.strategy.cost.seconds
-                  : strategy.searchCost < o.strategy.searchCost;
-  }
-};
-} // namespace
-
-/// \p vertices with only the configurations whose sample splits leave
-/// blocks that \p microbatches microbatches divide.
-static std::vector<Vertex> forMicrobatches(const SearchSpace::Data &d,
-                                           const std::vector<Vertex> &vertices,
-                                           int64_t microbatches) {
-  if (microbatches == 1)
-    return vertices;
-  std::vector<Vertex> out;
-  for (const Vertex &v : vertices) {
-    const auto &roles = d.roles.find(v.op)->second;
-    Vertex r{v.op, {}};
-    for (const Config &c : v.configs) {
-      bool ok = true;
-      for (size_t k = 0; k < c.size(); ++k)
-        ok &= roles[k] != SoapRole::Sample ||
-              (v.op->iters[k].extent / c[k]) % microbatches == 0;
-      if (ok)
-        r.configs.push_back(c);
-    }
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
-/// The candidate sets one solver searches: the whole space, or the
-/// baseline's restrictions (expert: one per tensor-parallel degree).
-static std::vector<std::vector<Vertex>>
-candidateSets(const SearchSpace::Data &d, const ShardingOptions &o,
-              int64_t perNode) {
-  bool baseline =
-      o.solver == SolverKind::DataParallel || o.solver == SolverKind::Expert;
-  if (!baseline)
-    return {d.vertices};
-  // Megatron's tensor parallelism stays inside a node, where the links
-  // are fast.
-  llvm::SmallVector<int64_t, 8> degrees = {1};
-  int64_t inNode = std::min<int64_t>(o.configs.devices, perNode);
-  if (o.solver == SolverKind::Expert)
-    for (int64_t t = 2; t <= inNode; ++t)
-      if (o.configs.devices % t == 0)
-        degrees.push_back(t);
-  std::vector<std::vector<Vertex>> sets;
-  for (int64_t t : degrees) {
-    std::vector<Vertex> restricted;
-    for (const Vertex &v : d.vertices)
-      restricted.push_back(
-          {v.op, baselineConfigs(*v.op, d.roles.find(v.op)->second, v.configs,
-                                 o.configs.devices, t)});
-    sets.push_back(std::move(restricted));
-  }
-  return sets;
-}
-
-/// The best of \p o's candidate sets at the model's microbatch count; no
-/// faster than \p beat seconds is not worth finding.
-static llvm::Expected<std::optional<Candidate>>
-solveCandidates(const SearchSpace &space, const CostModel &model,
-                const ShardingOptions &o, double beat) {
-  const SearchSpace::Data &d = space.data();
-  ShardingOptions so = o;
-  if (so.solver == SolverKind::DataParallel || so.solver == SolverKind::Expert)
-    so.solver = SolverKind::Dp;
-  std::optional<Candidate> best;
-  for (const std::vector<Vertex> &set :
-       candidateSets(d, o, model.getCluster().gpusPerNode)) {
-    std::vector<Vertex> cand = forMicrobatches(d, set, model.microbatches());
-    if (llvm::any_of(cand, [](const Vertex &v) { return v.configs.empty(); }))
-      continue;
-    Searcher searcher(d, model, cand, so);
-    auto fit = searchWithinMemory(searcher, so, beat);
-    if (!fit)
-      return fit.takeError();
-    Candidate c{searcher.strategy(space, fit->solution, fit->lambda),
-                fit->fits, fit->fits && fit->lambda == 0, fit->pruned};
-    if (!best || c.better(*best, o.memoryLimit > 0)) {
-      bool pruned = best ? best->pruned && c.pruned : c.pruned;
-      best = std::move(c);
-      best->pruned = pruned;
-    }
-  }
-  return best;
-}
-
-llvm::Expected<std::vector<int64_t>> microbatchCounts(const SearchSpace &space,
-                                                      int64_t requested) {
-  const SearchSpace::Data &d = space.data();
-  int64_t common = 0;
-  for (const Vertex &v : d.vertices) {
-    const auto &roles = d.roles.find(v.op)->second;
-    for (size_t k = 0; k < roles.size(); ++k) {
-      if (roles[k] != SoapRole::Sample)
-        continue;
-      int64_t extent = v.op->iters[k].extent;
-      if (requested > 0 && extent % requested)
-        return llvm::createStringError(llvm::formatv(
-            "--microbatches={0} does not divide the sample dim '{1}' ({2}) "
-            "of op '{3}' ({4})",
-            requested, v.op->iters[k].name, extent, v.op->name(),
-            opKindName(v.op->kind)));
-      common = std::gcd(common, extent);
-    }
-  }
-  if (requested > 0)
-    return std::vector<int64_t>{requested};
-  std::vector<int64_t> counts;
-  for (int64_t m = 1; m <= common; m *= 2)
-    if (common % m == 0)
-      counts.push_back(m);
-  if (common > 1 && counts.back() != common)
-    counts.push_back(common);
-  if (counts.empty())
-    counts.push_back(1);
-  return counts;
-}
-
-/// The error of a search that found nothing within the limit.
-static llvm::Error noFit(const ShardingOptions &o, const Candidate &leanest) {
-  const Strategy &s = leanest.strategy;
-  std::string how =
-      s.choices.empty() ? "" : " (" + describeLevers(s.microbatches, s.choices) + ")";
-  return llvm::createStringError(
-      llvm::formatv("no strategy fits in {0:F2} GiB per device; the leanest "
-                    "one found needs {1:F3} GiB{2}",
-                    o.memoryLimit / double(1 << 30),
-                    s.cost.memoryBytes / double(1 << 30), how)
-          .str());
-}
-
-/// The best strategy of \p o's solver over every microbatch count the
-/// levers allow (inference: one).
-static llvm::Expected<Strategy> solveOverMicrobatches(const SearchSpace &space,
-                                                      const CostModel &model,
-                                                      const ShardingOptions &o) {
-  bool training = model.getMode() == CostMode::Train;
-  auto counts = training ? microbatchCounts(space, o.levers.microbatches)
-                         : std::vector<int64_t>{1};
-  if (!counts)
-    return counts.takeError();
-  std::optional<Candidate> best;
-  int worse = 0;
-  for (int64_t m : *counts) {
-    CostModel mm = training ? leveredModel(space, model, o.levers, m) : model;
-    double beat = best && best->fits ? best->strategy.cost.seconds
-                                     : std::numeric_limits<double>::infinity();
-    auto c = solveCandidates(space, mm, o, beat);
-    if (!c)
-      return c.takeError();
-    if (!*c)
-      continue;
-    bool better = !best || (*c)->better(*best, true);
-    // More microbatches only add messages once the step fits unpriced;
-    // past a fit, two counts in a row that do no better end the search.
-    bool done = (*c)->unpriced || (*c)->pruned;
-    worse = better || !best->fits ? 0 : worse + 1;
-    if (better)
-      best = std::move(**c);
-    if (done || worse == 2)
-      break;
-  }
-  if (!best)
-    return llvm::createStringError("no configuration of the model's ops "
-                                   "divides into the microbatches asked for");
-  if (!best->fits)
-    return noFit(o, *best);
-  return std::move(best->strategy);
-}
-
 llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
                                        const CostModel &model,
                                        const ShardingOptions &o) {
@@ -968,7 +652,7 @@ llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
   (void)fields;
   assert(fields(d.options) == fields(o.configs) &&
          "the space must be built with the options' configurations");
-  auto best = solveOverMicrobatches(space, model, o);
+  auto best = solveWithinMemory(space, model, o);
   if (!best)
     return best.takeError();
   bool baseline =

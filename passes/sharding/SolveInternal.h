@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "passes/sharding/CostGraph.h"
 #include "passes/sharding/Solve.h"
 
 #include "ir/Soap.h"
@@ -42,6 +43,40 @@ struct SearchSpace::Data {
 /// Costs are searched in integer picoseconds, so that every solver sums
 /// exactly and ties break the same way.
 int64_t toPicos(double seconds);
+
+/// The restricted configurations of the baselines (Solve.cpp): data
+/// parallel (\p tensor 1) or expert with tensor-parallel degree \p tensor.
+std::vector<Config> baselineConfigs(const Op &op,
+                                    llvm::ArrayRef<SoapRole> roles,
+                                    const std::vector<Config> &all,
+                                    int64_t devices, int64_t tensor);
+
+/// PaSE's cost graph of one candidate set: its edges are built once, its
+/// vertex costs anew for each price of memory (each op's levers as they
+/// price best there).
+class Searcher {
+public:
+  Searcher(const SearchSpace::Data &space, const CostModel &model,
+           const std::vector<Vertex> &vertices, const ShardingOptions &o);
+  /// The best strategy with memory priced at \p lambda seconds per byte.
+  llvm::Expected<Solution> run(double lambda);
+  /// \p s's configuration of every op.
+  std::vector<Config> configs(const Solution &s) const;
+
+private:
+  const SearchSpace::Data &space;
+  const CostModel &model;
+  const std::vector<Vertex> &vertices;
+  const ShardingOptions &o;
+  CostGraph graph;
+};
+
+/// The best strategy of \p o's solver (the DP, or a baseline's restricted
+/// spaces) under the memory limit, over the microbatch counts the levers
+/// allow (Fit.cpp).
+llvm::Expected<Strategy> solveWithinMemory(const SearchSpace &space,
+                                           const CostModel &model,
+                                           const ShardingOptions &o);
 
 /// FlexFlow's MCMC search (Mcmc.cpp).
 llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
