@@ -16,6 +16,7 @@
 
 #include <tbb/parallel_for.h>
 
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -235,8 +236,10 @@ public:
 
 private:
   llvm::Error explore(const std::vector<Vertex> &set, const CostModel &at);
-  void consider(std::vector<Config> configs, const CostModel &at,
+  bool consider(std::vector<Config> configs, const CostModel &at,
                 const Solution *found);
+  llvm::Error refine(Searcher &searcher, const CostModel &at, double lo,
+                     double hi);
   Strategy answer() const;
 
   const SearchSpace &space;
@@ -250,7 +253,7 @@ private:
 
 /// Fits the levers of \p configs at \p at's microbatch count; \p found is
 /// the DP's unpriced solution they are, if they are.
-void FitSearch::consider(std::vector<Config> configs, const CostModel &at,
+bool FitSearch::consider(std::vector<Config> configs, const CostModel &at,
                          const Solution *found) {
   Candidate c{std::move(configs), at.microbatches(), {}, false, {}, 0};
   c.levers = LeverTable(space, at, c.configs).fit(o.memoryLimit);
@@ -261,8 +264,25 @@ void FitSearch::consider(std::vector<Config> configs, const CostModel &at,
   } else if (best) {
     c.stats = best->stats;
   }
+  bool fits = c.levers.fits;
   if (beats(c, best))
     best = std::move(c);
+  return fits;
+}
+
+/// Between a price of memory whose configurations do not fit (\p lo) and
+/// one whose do (\p hi), four bisections (geometric) for a faster fit.
+llvm::Error FitSearch::refine(Searcher &searcher, const CostModel &at,
+                              double lo, double hi) {
+  for (int i = 0; i < 4; ++i) {
+    double mid = std::sqrt(lo * hi);
+    auto found = searcher.run(mid);
+    if (!found)
+      return found.takeError();
+    pool.push_back(searcher.configs(*found));
+    (consider(pool.back(), at, nullptr) ? hi : lo) = mid;
+  }
+  return llvm::Error::success();
 }
 
 /// The DP's configurations of one candidate set at \p at's microbatch
@@ -287,15 +307,23 @@ llvm::Error FitSearch::explore(const std::vector<Vertex> &set,
       (best->levers.fits && best->levers.seconds <= fastest))
     return llvm::Error::success();
   double lambda = std::max(fastest, 1e-9) / std::max(o.memoryLimit, 1.0) / 64;
+  double fitAt = 0, unfitAt = 0;
   for (int i = 0, stale = 0; i < 6 && stale < 2; ++i, lambda *= 8) {
     auto found = searcher.run(lambda);
     if (!found)
       return found.takeError();
     pool.push_back(searcher.configs(*found));
     double before = best->levers.fits ? best->levers.seconds : 0;
-    consider(pool.back(), at, nullptr);
+    bool fits = consider(pool.back(), at, nullptr);
+    if (fits && !fitAt)
+      fitAt = lambda;
+    if (!fits)
+      unfitAt = lambda;
     stale = best->levers.fits && best->levers.seconds >= before ? stale + 1 : 0;
   }
+  // The first price that fits is at most eight times one that does not.
+  if (fitAt > 0 && unfitAt > 0 && unfitAt < fitAt)
+    return refine(searcher, at, unfitAt, fitAt);
   return llvm::Error::success();
 }
 
@@ -309,11 +337,16 @@ llvm::Expected<Strategy> FitSearch::run() {
     return training ? leveredModel(space, model, o.levers, m) : model;
   };
   CostModel first = levered(counts->front());
+  const Op *blocked = nullptr;
   for (const std::vector<Vertex> &set :
        candidateSets(d, o, model.getCluster().gpusPerNode)) {
     auto cand = forMicrobatches(d, set, counts->front());
-    if (llvm::any_of(cand, [](const Vertex &v) { return v.configs.empty(); }))
+    auto empty = llvm::find_if(
+        cand, [](const Vertex &v) { return v.configs.empty(); });
+    if (empty != cand.end()) {
+      blocked = blocked ? blocked : empty->op;
       continue;
+    }
     if (auto err = explore(cand, first))
       return err;
   }
@@ -331,8 +364,11 @@ llvm::Expected<Strategy> FitSearch::run() {
     stale = fitted && best->levers.seconds >= before ? stale + 1 : 0;
   }
   if (!best)
-    return llvm::createStringError("no configuration of the model's ops "
-                                   "divides into the microbatches asked for");
+    return llvm::createStringError(llvm::formatv(
+        "--microbatches={0}: no configuration of op '{1}' ({2}) on {3} "
+        "devices leaves sample blocks that {0} microbatches divide",
+        counts->front(), blocked ? blocked->name() : "",
+        blocked ? opKindName(blocked->kind) : "", o.configs.devices));
   if (!best->levers.fits)
     return llvm::createStringError(
         llvm::formatv("no strategy fits in {0:F2} GiB per device; the "

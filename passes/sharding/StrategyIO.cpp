@@ -90,8 +90,10 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
     if (!fixed && k == options.solver)
       continue;
     auto s = solveBaseline(space, model, options, k);
-    if (!s)
-      return s.takeError();
+    if (!s) { // reported as not fitting; the strategy still stands
+      r.baselineErrors[solverName(k).str()] = llvm::toString(s.takeError());
+      continue;
+    }
     s->cost.simulatedSeconds = simulateStrategy(space, model, options.levers, *s);
     r.baselines[solverName(k).str()] = s->cost;
     if (mode == CostMode::Train)
@@ -202,6 +204,8 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
       b["levers"] = it->second;
     baselines[name] = std::move(b);
   }
+  for (const auto &[name, why] : r.baselineErrors)
+    baselines[name] = llvm::json::Object{{"fits", false}, {"error", why}};
   out["baselines"] = std::move(baselines);
   const DpStats &s = r.strategy.stats;
   size_t total = 0, largest = 0;
@@ -473,6 +477,8 @@ void printReport(const Module &m, const StrategyReport &r,
         name, seconds(b.seconds), gib(b.memoryBytes),
         b.seconds / std::max(c.seconds, 1e-30), seconds(b.simulatedSeconds),
         b.simulatedSeconds / std::max(c.simulatedSeconds, 1e-30));
+  for (const auto &[name, why] : r.baselineErrors)
+    os << llvm::formatv("vs {0,-14} does not fit: {1}\n", name, why);
   size_t total = 0, largest = 0;
   for (size_t n : r.strategy.spaceSizes)
     total += n, largest = std::max(largest, n);

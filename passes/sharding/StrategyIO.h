@@ -28,6 +28,8 @@ struct StrategyReport {
   double searchSeconds = 0;
   double peakMemoryBytes = 0; ///< of the search process
   std::map<std::string, StrategyCost> baselines;
+  /// The baselines that fit no strategy within the limit, with why.
+  std::map<std::string, std::string> baselineErrors;
   /// Training: how each baseline fits (describeLevers).
   std::map<std::string, std::string> baselineLevers;
   /// The bytes one device may hold (0: no limit).

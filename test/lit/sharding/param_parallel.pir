@@ -9,7 +9,7 @@
 
 // CHECK: {config = [1, 8, 1], name = "fc"}
 // DATA: {config = [2, 1, 1], name = "fc"}
-// NOFIT: error: pax-solve-sharding: no strategy fits in --mem-limit=0.25 GiB per device; the leanest one found needs 0.500 GiB
+// NOFIT: error: pax-solve-sharding: no strategy fits in 0.25 GiB per device; the leanest one found needs 0.500 GiB
 module @big {
   param @w : tensor<16384x16384xf32> = fill(0.1)
   func @main(%x: tensor<2x16384xf32>) -> (y: tensor<2x16384xf32>) {
