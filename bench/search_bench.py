@@ -56,7 +56,10 @@ def run(paxc, model, gpus, extra, mode):
         start = time.perf_counter()
         proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss, paxc, model,
                                f"--gpus={gpus}", f"--mode={mode}", "--emit=strategy", "--quiet",
-                               "-o", out]
+                               # The search itself, unconstrained by the device's memory
+                               # (a 1 PiB limit): docs/PERFORMANCE.md's "Training steps
+                               # that fit" measures the fitting search.
+                               "--mem-limit=1048576", "-o", out]
                               + extra, stderr=subprocess.PIPE, text=True)
         wall = time.perf_counter() - start
         mem = int(open(rss).read().split()[-1]) / 1024
