@@ -156,14 +156,7 @@ ReshardStep CostModel::returnStep(const Op &op, const Config &c,
                         op.results[result].value->type, cluster.gpusPerNode);
 }
 
-namespace {
-/// A weight block an op reads, and the devices that hold it alike.
-struct WeightBlock {
-  const Value *value;
-  double bytes;
-  int64_t replicas, replicasPerNode;
-};
-} // namespace
+using WeightBlock = CostModel::WeightBlock;
 
 /// The weights \p op reads in \p c, each with its replicated digits.
 static llvm::SmallVector<WeightBlock, 4>
@@ -197,12 +190,11 @@ weightBlocks(const Op &op, const Config &c, unsigned gpusPerNode) {
 /// whole gradient); ZeRO-3 also all-gathers the weight before the op's
 /// forward and again before its backward, every microbatch, and never
 /// gathers the new weights.
-double CostModel::gradientSync(const Op &op, const Config &c,
+double CostModel::gradientSync(llvm::ArrayRef<WeightBlock> weights,
                                unsigned zero) const {
   using K = ReshardStep::Kind;
   double t = 0, m = double(microbatches());
-  for (const WeightBlock &w :
-       weightBlocks(op, c, cluster.gpusPerNode)) {
+  for (const WeightBlock &w : weights) {
     auto run = [&](K kind) {
       return collective(kind, w.replicas, w.replicasPerNode, w.bytes);
     };
@@ -231,28 +223,67 @@ std::optional<double> CostModel::measuredSeconds(const Op &op,
   return cluster.measured->seconds(opBlockKey(op, localExtents(op, c)));
 }
 
-OpCost CostModel::opCost(const Op &op, const Config &c,
-                         OpChoice choice) const {
+/// What an op's levers change, computed once for all its choices.
+struct CostModel::OpParts {
+  double forward = 0; ///< one forward pass, every microbatch
+  double inside = 0;  ///< reductions inside the op
+  llvm::SmallVector<WeightBlock, 4> weights;
+  llvm::SmallVector<double, 2> results; ///< bytes of one microbatch's
+};
+
+CostModel::OpParts CostModel::parts(const Op &op, const Config &c) const {
+  OpParts p;
+  // An op without the sample dim runs whole in every microbatch. A
+  // measured block is priced by its measurement (the forward pass, which a
+  // training step's backward is assumed to cost twice of).
+  double runs = training() && !isSampleOp(op) ? double(microbatches()) : 1;
+  std::optional<double> measured = measuredSeconds(op, c);
+  p.forward =
+      runs *
+      (measured ? *measured : computeSeconds(cluster, pointsPerDevice(op, c)));
+  p.inside = reduceInside(op, c);
+  p.weights = weightBlocks(op, c, cluster.gpusPerNode);
+  for (unsigned r = 0; r < op.results.size(); ++r) {
+    const Value *v = op.results[r].value.get();
+    p.results.push_back(double(resultLayout(op, c, r).blockElements(v->type)) *
+                        dtypeBytes(v->type.elem) / double(repeats(v)));
+  }
+  return p;
+}
+
+OpCost CostModel::costOf(const OpParts &p, OpChoice choice) const {
   OpCost cost;
   // Training: forward, backward (twice the forward), and a recomputed
-  // result's second forward. An op without the sample dim runs whole in
-  // every microbatch.
+  // result's second forward.
   double passes = training() ? 1 + kBackwardFactor + choice.recompute : 1;
-  double runs = training() && !isSampleOp(op) ? double(microbatches()) : 1;
-  // A measured block is priced by its measurement (the forward pass, which
-  // a training step's backward is assumed to cost twice of).
-  std::optional<double> measured = measuredSeconds(op, c);
-  cost.compute =
-      passes * runs *
-      (measured ? *measured : computeSeconds(cluster, pointsPerDevice(op, c)));
+  cost.compute = passes * p.forward;
   // Reducing partial sums needs nothing on the way back (the gradient of a
   // sum reaches every term as is).
-  cost.communication = reduceInside(op, c);
+  cost.communication = p.inside;
   if (training()) {
-    cost.gradientSync = gradientSync(op, c, choice.zero);
+    cost.gradientSync = gradientSync(p.weights, choice.zero);
     cost.communication += cost.gradientSync;
   }
   return cost;
+}
+
+OpMemory CostModel::memoryOf(const OpParts &p, OpChoice choice) const {
+  OpMemory m;
+  for (const WeightBlock &w : p.weights)
+    m.persistent += training() ? weightState(w.bytes, w.replicas, choice.zero,
+                                             &m.gathered)
+                               : w.bytes;
+  for (double bytes : p.results) {
+    if (training())
+      m.activation = std::max(m.activation, bytes);
+    (choice.recompute ? m.recomputed : m.persistent) += bytes;
+  }
+  return m;
+}
+
+OpCost CostModel::opCost(const Op &op, const Config &c,
+                         OpChoice choice) const {
+  return costOf(parts(op, c), choice);
 }
 
 /// Bytes of one weight's state on one device: the weight, its gradient and
@@ -277,21 +308,7 @@ double CostModel::weightState(double block, int64_t replicas, unsigned zero,
 
 OpMemory CostModel::opMemory(const Op &op, const Config &c,
                              OpChoice choice) const {
-  OpMemory m;
-  for (const WeightBlock &w : weightBlocks(op, c, cluster.gpusPerNode))
-    m.persistent += training() ? weightState(w.bytes, w.replicas, choice.zero,
-                                             &m.gathered)
-                               : w.bytes;
-  for (unsigned r = 0; r < op.results.size(); ++r) {
-    const Value *v = op.results[r].value.get();
-    double bytes = double(resultLayout(op, c, r).blockElements(v->type)) *
-                   dtypeBytes(v->type.elem) / double(repeats(v));
-    m.activation = std::max(m.activation, bytes);
-    (choice.recompute ? m.recomputed : m.persistent) += bytes;
-  }
-  if (!training())
-    m.activation = 0;
-  return m;
+  return memoryOf(parts(op, c), choice);
 }
 
 /// Whether recomputing \p op is dear: it sums over a dim its result drops
@@ -341,10 +358,10 @@ llvm::SmallVector<OpChoice, 8> CostModel::choices(const Op &op) const {
 
 llvm::SmallVector<PricedChoice, 8>
 CostModel::pricedChoices(const Op &op, const Config &c) const {
+  OpParts p = parts(op, c);
   llvm::SmallVector<PricedChoice, 8> out;
   for (const OpChoice &choice : choices(op))
-    out.push_back({choice, opCost(op, c, choice).total(),
-                   opMemory(op, c, choice)});
+    out.push_back({choice, costOf(p, choice).total(), memoryOf(p, choice)});
   return out;
 }
 

@@ -123,11 +123,23 @@ public:
   const Cluster &getCluster() const { return cluster; }
   CostMode getMode() const { return mode; }
 
+  /// A weight block an op reads, and the devices that hold it alike.
+  struct WeightBlock {
+    const Value *value;
+    double bytes;
+    int64_t replicas, replicasPerNode;
+  };
+
 private:
+  struct OpParts;
+  OpParts parts(const Op &op, const Config &c) const;
+  OpCost costOf(const OpParts &p, OpChoice choice) const;
+  OpMemory memoryOf(const OpParts &p, OpChoice choice) const;
   double collective(ReshardStep::Kind kind, int64_t groupSize,
                     int64_t groupPerNode, double bytes) const;
   double reduceInside(const Op &op, const Config &c) const;
-  double gradientSync(const Op &op, const Config &c, unsigned zero) const;
+  double gradientSync(llvm::ArrayRef<WeightBlock> weights,
+                      unsigned zero) const;
   double weightState(double block, int64_t replicas, unsigned zero,
                      double *gathered) const;
   bool training() const { return mode == CostMode::Train; }

@@ -124,8 +124,19 @@ static bool beats(const Candidate &a, const std::optional<Candidate> &b) {
                        : a.levers.peak < b->levers.peak;
 }
 
-/// \p vertices with only the configurations whose sample splits leave
-/// blocks that \p microbatches microbatches divide.
+/// Whether \p op in \p c splits each of its sample dims into blocks that
+/// \p microbatches microbatches divide.
+static bool samplesDivide(const SearchSpace::Data &d, const Op &op,
+                          const Config &c, int64_t microbatches) {
+  const auto &roles = d.roles.find(&op)->second;
+  for (size_t k = 0; k < c.size(); ++k)
+    if (roles[k] == SoapRole::Sample &&
+        (op.iters[k].extent / c[k]) % microbatches)
+      return false;
+  return true;
+}
+
+/// \p vertices with only the configurations samplesDivide allows.
 static std::vector<Vertex> forMicrobatches(const SearchSpace::Data &d,
                                            const std::vector<Vertex> &vertices,
                                            int64_t microbatches) {
@@ -133,33 +144,22 @@ static std::vector<Vertex> forMicrobatches(const SearchSpace::Data &d,
     return vertices;
   std::vector<Vertex> out;
   for (const Vertex &v : vertices) {
-    const auto &roles = d.roles.find(v.op)->second;
     Vertex r{v.op, {}};
-    for (const Config &c : v.configs) {
-      bool ok = true;
-      for (size_t k = 0; k < c.size(); ++k)
-        ok &= roles[k] != SoapRole::Sample ||
-              (v.op->iters[k].extent / c[k]) % microbatches == 0;
-      if (ok)
-        r.configs.push_back(c);
-    }
+    llvm::copy_if(v.configs, std::back_inserter(r.configs),
+                  [&](const Config &c) {
+                    return samplesDivide(d, *v.op, c, microbatches);
+                  });
     out.push_back(std::move(r));
   }
   return out;
 }
 
-/// Whether \p configs split every sample dim into blocks that \p
-/// microbatches divide.
+/// Whether every op of \p configs samplesDivide.
 static bool divides(const SearchSpace::Data &d, llvm::ArrayRef<Config> configs,
                     int64_t microbatches) {
-  for (size_t i = 0; i < d.vertices.size(); ++i) {
-    const Op &op = *d.vertices[i].op;
-    const auto &roles = d.roles.find(&op)->second;
-    for (size_t k = 0; k < configs[i].size(); ++k)
-      if (roles[k] == SoapRole::Sample &&
-          (op.iters[k].extent / configs[i][k]) % microbatches)
-        return false;
-  }
+  for (size_t i = 0; i < d.vertices.size(); ++i)
+    if (!samplesDivide(d, *d.vertices[i].op, configs[i], microbatches))
+      return false;
   return true;
 }
 

@@ -278,42 +278,81 @@ static std::vector<std::string> vertexSignatures(const SearchSpace::Data &space,
   return sigs;
 }
 
-/// Seconds of \p op in \p c with memory priced at \p lambda seconds per
-/// byte, each lever as it prices best there.
-static double vertexSeconds(const SearchSpace::Data &space,
-                            const CostModel &model, const Op &op,
-                            const Config &c, double lambda) {
-  OpChoice choice = model.choose(op, c, lambda);
-  double seconds = model.opCost(op, c, choice).total() +
-                   lambda * model.opMemory(op, c, choice).persistent;
+/// A configuration's price at any price of memory: per lever choice that
+/// is not dominated (slower and no leaner than another), its seconds
+/// (compute, communication, a returned result's reduction) and its
+/// persistent bytes; the cost at price lambda is the least seconds +
+/// lambda * bytes.
+using ConfigPrice = llvm::SmallVector<std::pair<double, double>, 4>;
+
+static ConfigPrice priceConfig(const SearchSpace::Data &space,
+                               const CostModel &model, const Op &op,
+                               const Config &c) {
   // A returned result leaves reduced.
+  double returns = 0;
   for (unsigned r = 0; r < op.results.size(); ++r)
     if (space.returned.count(op.results[r].value.get()) &&
         !space.constants.count(&op))
-      seconds += model.stepSeconds(model.returnStep(op, c, r));
-  return seconds;
+      returns += model.stepSeconds(model.returnStep(op, c, r));
+  ConfigPrice out;
+  for (const PricedChoice &p : model.pricedChoices(op, c)) {
+    std::pair<double, double> sb{p.seconds + returns, p.memory.persistent};
+    auto dominates = [](const std::pair<double, double> &a,
+                        const std::pair<double, double> &b) {
+      return a.first <= b.first && a.second <= b.second;
+    };
+    if (llvm::any_of(out, [&](const auto &o) { return dominates(o, sb); }))
+      continue;
+    llvm::erase_if(out, [&](const auto &o) { return dominates(sb, o); });
+    out.push_back(sb);
+  }
+  return out;
+}
+
+static VertexPrices priceVertices(const SearchSpace::Data &space,
+                           const CostModel &model,
+                           const std::vector<Vertex> &vertices) {
+  VertexPrices p;
+  std::vector<std::string> sigs = vertexSignatures(space, model, vertices);
+  llvm::StringMap<unsigned> distinct;
+  std::vector<unsigned> first;
+  for (unsigned i = 0; i < vertices.size(); ++i) {
+    auto [it, fresh] = distinct.try_emplace(sigs[i], unsigned(first.size()));
+    if (fresh)
+      first.push_back(i);
+    p.table.push_back(it->second);
+  }
+  p.configs.resize(first.size());
+  tbb::parallel_for(size_t(0), first.size(), [&](size_t k) {
+    const Vertex &v = vertices[first[k]];
+    for (const Config &c : v.configs)
+      p.configs[k].push_back(priceConfig(space, model, *v.op, c));
+  });
+  return p;
 }
 
 /// Sets \p g's vertex costs at memory price \p lambda; vertices alike share
 /// one table.
-static void setVertexCosts(CostGraph &g, const SearchSpace::Data &space,
-                           const CostModel &model,
-                           const std::vector<Vertex> &vertices, double lambda) {
-  std::vector<std::string> sigs = vertexSignatures(space, model, vertices);
+static void setVertexCosts(CostGraph &g, const VertexPrices &p,
+                           double lambda) {
   g.numConfigs.clear();
   g.vertexCost.clear();
-  llvm::StringMap<unsigned> vertexTable;
-  for (unsigned i = 0; i < vertices.size(); ++i) {
-    const Vertex &v = vertices[i];
-    g.numConfigs.push_back(unsigned(v.configs.size()));
-    auto [it, fresh] = vertexTable.try_emplace(sigs[i], i);
-    if (!fresh) {
-      g.vertexCost.push_back(g.vertexCost[it->second]);
+  std::vector<int> built(p.configs.size(), -1);
+  for (unsigned i = 0; i < p.table.size(); ++i) {
+    unsigned k = p.table[i];
+    g.numConfigs.push_back(unsigned(p.configs[k].size()));
+    if (built[k] >= 0) {
+      g.vertexCost.push_back(g.vertexCost[built[k]]);
       continue;
     }
+    built[k] = int(i);
     std::vector<int64_t> costs;
-    for (const Config &c : v.configs)
-      costs.push_back(toPicos(vertexSeconds(space, model, *v.op, c, lambda)));
+    for (const ConfigPrice &c : p.configs[k]) {
+      double best = std::numeric_limits<double>::infinity();
+      for (auto [seconds, bytes] : c)
+        best = std::min(best, seconds + lambda * bytes);
+      costs.push_back(toPicos(best));
+    }
     g.vertexCost.push_back(std::move(costs));
   }
 }
@@ -471,9 +510,7 @@ static void priceOps(const Func &f, const CostModel &model,
         cost.commBytes += double(s.bytes);
       }
   }
-  cost.memoryBytes = model.getMode() == CostMode::Train
-                         ? stepPeakBytes(memory, choices)
-                         : stepPeakBytes(memory, {});
+  cost.memoryBytes = stepPeakBytes(memory, choices);
 }
 
 /// The cost of \p configs for the ops of \p f.
@@ -577,7 +614,8 @@ Searcher::Searcher(const SearchSpace::Data &space, const CostModel &model,
                    const std::vector<Vertex> &vertices,
                    const ShardingOptions &o)
     : space(space), model(model), vertices(vertices), o(o),
-      graph(buildEdges(space, model, vertices)) {}
+      graph(buildEdges(space, model, vertices)),
+      prices(priceVertices(space, model, vertices)) {}
 
 std::vector<Config> Searcher::configs(const Solution &s) const {
   std::vector<Config> out;
@@ -588,7 +626,7 @@ std::vector<Config> Searcher::configs(const Solution &s) const {
 
 llvm::Expected<Solution> Searcher::run(double lambda) {
   const Func &f = space.module->main;
-  setVertexCosts(graph, space, model, vertices, lambda);
+  setVertexCosts(graph, prices, lambda);
   ReducedGraph r = foldFixedVertices(graph);
   llvm::Expected<Solution> solved = Solution();
   if (o.solver == SolverKind::Exhaustive) {

@@ -51,6 +51,16 @@ std::vector<Config> baselineConfigs(const Op &op,
                                     const std::vector<Config> &all,
                                     int64_t devices, int64_t tensor);
 
+/// Every vertex's configurations priced once for any price of memory:
+/// vertices alike (repeated layers) share one table, \p table[vertex]. Per
+/// configuration, the (seconds, persistent bytes) of the lever choices that
+/// no other choice beats in both.
+struct VertexPrices {
+  std::vector<unsigned> table;
+  std::vector<std::vector<llvm::SmallVector<std::pair<double, double>, 4>>>
+      configs;
+};
+
 /// PaSE's cost graph of one candidate set: its edges are built once, its
 /// vertex costs anew for each price of memory (each op's levers as they
 /// price best there).
@@ -69,6 +79,7 @@ private:
   const std::vector<Vertex> &vertices;
   const ShardingOptions &o;
   CostGraph graph;
+  VertexPrices prices;
 };
 
 /// The best strategy of \p o's solver (the DP, or a baseline's restricted
