@@ -669,7 +669,34 @@ llvm::Expected<Strategy> solveBaseline(const SearchSpace &space,
   // The baselines' spaces are small: they get at least the default budget,
   // so that a small --max-states does not weaken them.
   b.maxStates = std::max(o.maxStates, ShardingOptions().maxStates);
-  return solveSharding(space, model, b);
+  // A search and its report ask for the same baselines: each is searched
+  // once per model, cluster and options.
+  const LeverOptions &l = o.levers;
+  const Cluster &c = model.getCluster();
+  std::string key = llvm::formatv(
+      "{0}/{1}/{2}/{3}/{4}/{5}/{6}/{7}/{8}/{9}/{10}", solverName(kind),
+      llvm::json::Value(clusterToJson(c)), (const void *)c.measured.get(),
+      int(model.getMode()), o.memoryLimit, l.microbatches, int(l.recompute),
+      l.zero, l.optimizerSlots, b.maxStates, o.exactSearch);
+  const SearchSpace::Data &d = space.data();
+  {
+    std::lock_guard<std::mutex> lock(d.baselineMutex);
+    auto it = d.baselines.find(key);
+    if (it != d.baselines.end())
+      return it->second.strategy
+                 ? llvm::Expected<Strategy>(*it->second.strategy)
+                 : llvm::createStringError(it->second.error);
+  }
+  auto s = solveSharding(space, model, b);
+  SearchSpace::Data::Baseline entry;
+  if (s)
+    entry.strategy = *s;
+  else
+    entry.error = llvm::toString(s.takeError());
+  std::lock_guard<std::mutex> lock(d.baselineMutex);
+  auto &kept = d.baselines.try_emplace(key, std::move(entry)).first->second;
+  return kept.strategy ? llvm::Expected<Strategy>(*kept.strategy)
+                       : llvm::createStringError(kept.error);
 }
 
 llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,

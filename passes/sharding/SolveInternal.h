@@ -14,7 +14,10 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +41,14 @@ struct SearchSpace::Data {
   std::vector<std::string> signatures;
   /// Which ops and values carry the sample dim (microbatches).
   std::shared_ptr<const SampleInfo> samples;
+  /// The baselines searched in this space (solveBaseline), by solver, cost
+  /// model and options: the strategy, or why none fits.
+  struct Baseline {
+    std::optional<Strategy> strategy;
+    std::string error;
+  };
+  mutable std::mutex baselineMutex;
+  mutable std::map<std::string, Baseline> baselines;
 };
 
 /// Costs are searched in integer picoseconds, so that every solver sums
