@@ -203,8 +203,8 @@ llvm::Expected<std::vector<int64_t>> microbatchCounts(const SearchSpace &space,
       int64_t extent = v.op->iters[k].extent;
       if (requested > 0 && extent % requested)
         return llvm::createStringError(llvm::formatv(
-            "--microbatches={0} does not divide the sample dim '{1}' ({2}) "
-            "of op '{3}' ({4})",
+            "{0} microbatches do not divide the sample dim '{1}' ({2}) of op "
+            "'{3}' ({4})",
             requested, v.op->iters[k].name, extent, v.op->name(),
             opKindName(v.op->kind)));
       common = std::gcd(common, extent);

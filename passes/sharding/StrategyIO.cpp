@@ -22,22 +22,32 @@ static double peakRss() {
   return double(u.ru_maxrss) * 1024;
 }
 
-/// Prices the given strategy \p s: in training, with the microbatches asked
-/// for (1 for auto) and each op's levers as they price best without memory
-/// pressure.
-static void priceGiven(const SearchSpace &space, const CostModel &model,
-                       const LeverOptions &levers, Strategy &s) {
-  if (model.getMode() == CostMode::Train) {
-    s.microbatches = std::max<int64_t>(levers.microbatches, 1);
-    CostModel levered = leveredModel(space, model, levers, s.microbatches);
-    const Func &f = space.module().main;
-    s.choices.clear();
-    for (size_t i = 0; i < f.ops.size(); ++i)
-      s.choices.push_back(levered.choose(*f.ops[i], s.configs[i], 0));
-    s.cost = evaluateStrategy(space, levered, s.configs, s.offsets, s.choices);
-    return;
+/// Prices the given strategy \p s: in training, with the microbatches and
+/// each op's levers the strategy gives (\p given), else the microbatches
+/// asked for (1 for auto) and each op's levers as they price best without
+/// memory pressure. A microbatch count that does not divide is an error.
+static llvm::Error priceGiven(const SearchSpace &space, const CostModel &model,
+                              const LeverOptions &levers,
+                              const GivenLevers *given, Strategy &s) {
+  if (model.getMode() != CostMode::Train) {
+    s.cost = evaluateStrategy(space, model, s.configs, s.offsets);
+    return llvm::Error::success();
   }
-  s.cost = evaluateStrategy(space, model, s.configs, s.offsets);
+  s.microbatches = given && given->microbatches
+                       ? given->microbatches
+                       : std::max<int64_t>(levers.microbatches, 1);
+  auto counts = microbatchCounts(space, s.microbatches);
+  if (!counts)
+    return counts.takeError();
+  CostModel levered = leveredModel(space, model, levers, s.microbatches);
+  const Func &f = space.module().main;
+  s.choices.clear();
+  for (size_t i = 0; i < f.ops.size(); ++i)
+    s.choices.push_back(given && !given->choices.empty()
+                            ? given->choices[i]
+                            : levered.choose(*f.ops[i], s.configs[i], 0));
+  s.cost = evaluateStrategy(space, levered, s.configs, s.offsets, s.choices);
+  return llvm::Error::success();
 }
 
 /// \p s's step simulated with its microbatches and levers.
@@ -55,7 +65,8 @@ llvm::Expected<StrategyReport>
 buildReport(const Module &m, const Cluster &cluster, CostMode mode,
             const ShardingOptions &options,
             const std::optional<std::vector<Config>> &fixed,
-            llvm::ArrayRef<int64_t> fixedOffsets) {
+            llvm::ArrayRef<int64_t> fixedOffsets,
+            const GivenLevers *fixedLevers) {
   CostModel model(cluster, mode);
   StrategyReport r;
   r.model = m.name;
@@ -70,7 +81,9 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
     r.strategy.offsets.assign(fixedOffsets.begin(), fixedOffsets.end());
     r.given = true;
     r.strategy.stats.exact = false;
-    priceGiven(space, model, options.levers, r.strategy);
+    if (auto err = priceGiven(space, model, options.levers, fixedLevers,
+                              r.strategy))
+      return err;
     for (const auto &op : m.main.ops)
       r.strategy.spaceSizes.push_back(
           enumerateConfigs(*op, options.configs).size());
@@ -299,9 +312,68 @@ static llvm::Expected<Config> readConfig(const Op &op,
   return c;
 }
 
+/// Reads one op's `recompute` and `zero` into \p choice; whether it has
+/// either.
+static llvm::Expected<bool> readChoice(const llvm::json::Object &op,
+                                       const llvm::Twine &where,
+                                       OpChoice &choice) {
+  const llvm::json::Value *recompute = op.get("recompute");
+  const llvm::json::Value *zero = op.get("zero");
+  if (recompute) {
+    auto r = recompute->getAsBoolean();
+    if (!r)
+      return llvm::createStringError(where + ": 'recompute' must be true or "
+                                             "false");
+    choice.recompute = *r;
+  }
+  if (zero) {
+    auto z = jsonInteger(*zero);
+    if (!z || *z < 0 || *z > 3)
+      return llvm::createStringError(where +
+                                     ": 'zero' must be a ZeRO stage, 0 to 3");
+    choice.zero = uint8_t(*z);
+  }
+  return recompute || zero;
+}
+
+/// The training levers of a strategy JSON (\p root, its ops \p ops) into \p
+/// levers; an error where there are some and \p levers is null.
+static llvm::Error readLevers(const llvm::json::Object &root,
+                              const llvm::json::Array &ops,
+                              llvm::StringRef origin, GivenLevers *levers) {
+  GivenLevers given;
+  bool any = false;
+  if (const llvm::json::Value *m = root.get("microbatches")) {
+    auto v = jsonInteger(*m);
+    if (!v || *v < 1)
+      return llvm::createStringError(
+          origin + ": 'microbatches' must be a positive integer");
+    given.microbatches = *v;
+    any = *v > 1;
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    OpChoice c;
+    auto has = readChoice(*ops[i].getAsObject(),
+                          llvm::formatv("{0}: op {1}", origin, i), c);
+    if (!has)
+      return has.takeError();
+    any |= *has && (c.recompute || c.zero);
+    given.choices.push_back(c);
+  }
+  if (any && !levers)
+    return llvm::createStringError(
+        origin + ": the strategy's microbatches, recomputation and ZeRO "
+                 "stages price a training step of the model (--mode=train "
+                 "without --loss); paxrun's plans do not run them yet");
+  if (levers)
+    *levers = std::move(given);
+  return llvm::Error::success();
+}
+
 llvm::Expected<std::vector<Config>>
 strategyFromJson(const Module &m, llvm::StringRef text, llvm::StringRef origin,
-                 const ConfigOptions &o, std::vector<int64_t> *offsets) {
+                 const ConfigOptions &o, std::vector<int64_t> *offsets,
+                 GivenLevers *levers) {
   auto parsed = parseJson(text);
   if (!parsed)
     return llvm::createStringError(
@@ -350,6 +422,8 @@ strategyFromJson(const Module &m, llvm::StringRef text, llvm::StringRef origin,
     }
     configs.push_back(std::move(*c));
   }
+  if (auto err = readLevers(*root, *ops, origin, levers))
+    return err;
   return configs;
 }
 
@@ -454,7 +528,10 @@ void printReport(const Module &m, const StrategyReport &r,
      << " (compute and communication overlapped)\n";
   os << "memory per device:   " << gib(c.memoryBytes)
      << (r.mode == CostMode::Train ? " at its peak" : "")
-     << (r.memoryLimit > 0 ? " (limit " + gib(r.memoryLimit) + ")" : "")
+     << (r.memoryLimit <= 0 ? ""
+         : c.memoryBytes > r.memoryLimit
+             ? " (over the limit of " + gib(r.memoryLimit) + ": does not fit)"
+             : " (limit " + gib(r.memoryLimit) + ")")
      << "\n";
   if (r.mode == CostMode::Train && !r.trainingProgram)
     os << "fits by:             "

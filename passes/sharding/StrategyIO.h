@@ -41,13 +41,21 @@ struct StrategyReport {
   bool trainingProgram = false;
 };
 
+/// The training levers a strategy JSON gives: its microbatch count (0:
+/// none given) and each op's recomputation and ZeRO stage (empty: none).
+struct GivenLevers {
+  int64_t microbatches = 0;
+  std::vector<OpChoice> choices;
+};
+
 /// Searches (or, given \p fixed, prices) a strategy for \p m and the two
 /// baselines it is compared with, timing the search.
 llvm::Expected<StrategyReport>
 buildReport(const Module &m, const Cluster &cluster, CostMode mode,
             const ShardingOptions &options,
             const std::optional<std::vector<Config>> &fixed,
-            llvm::ArrayRef<int64_t> fixedOffsets = {});
+            llvm::ArrayRef<int64_t> fixedOffsets = {},
+            const GivenLevers *fixedLevers = nullptr);
 
 /// The strategy JSON: model, cluster, mode, solver, cost_s, compute_s,
 /// comm_s, memory_bytes, comm_bytes, search_s, baselines, stats, and ops
@@ -58,11 +66,15 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r);
 /// name in order; every factor must be a legal split of its dim. An op's
 /// `offset` (its first device: a multiple of its device count that keeps
 /// it inside the cluster) goes to \p offsets, sized to the ops; without
-/// \p offsets an offset is an error. Errors name \p origin and the op.
+/// \p offsets an offset is an error. A training step's levers (the
+/// top-level `microbatches`, an op's `recompute` and `zero`) go to \p
+/// levers; without \p levers they are an error. Errors name \p origin and
+/// the op.
 llvm::Expected<std::vector<Config>>
 strategyFromJson(const Module &m, llvm::StringRef text, llvm::StringRef origin,
                  const ConfigOptions &o,
-                 std::vector<int64_t> *offsets = nullptr);
+                 std::vector<int64_t> *offsets = nullptr,
+                 GivenLevers *levers = nullptr);
 
 /// The text report.
 void printReport(const Module &m, const StrategyReport &r,

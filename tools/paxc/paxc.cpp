@@ -392,6 +392,11 @@ static llvm::Expected<double> memoryLimitFromFlags(const Cluster &c) {
     return llvm::createStringError("--mem-limit must not be negative");
   if (memReserve.getNumOccurrences() && memReserve < 0)
     return llvm::createStringError("--mem-reserve must not be negative");
+  if (memReserve.getNumOccurrences() &&
+      (memLimit > 0 || mode != "train" || trainingStep))
+    return llvm::createStringError(
+        "--mem-reserve sets aside memory of the default limit of a training "
+        "step (--mode=train without --loss, no --mem-limit)");
   if (memLimit > 0)
     return memLimit * kGiB;
   if (mode != "train" || trainingStep)
@@ -463,6 +468,8 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   };
   std::optional<std::vector<Config>> fixed;
   std::vector<int64_t> offsets;
+  GivenLevers given;
+  bool pricingTraining = mode == "train" && !trainingStep;
   // Only an inference step places ops apart (a training step's backward
   // ops run where their forward ops do).
   bool placing = mode == "infer" && !trainingStep;
@@ -472,17 +479,17 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
       return llvm::createStringError("cannot read '" + strategyPath +
                                      "': " + text.getError().message());
     auto configs = strategyFromJson(m, (*text)->getBuffer(), strategyPath,
-                                    o.configs, placing ? &offsets : nullptr);
+                                    o.configs, placing ? &offsets : nullptr,
+                                    pricingTraining ? &given : nullptr);
     if (!configs)
       return configs.takeError();
     fixed = std::move(*configs);
   }
   // A training step's backward ops are in the program: each op is priced
   // once, as it runs.
-  auto report = buildReport(m, *theCluster,
-                            mode == "train" && !trainingStep ? CostMode::Train
-                                                             : CostMode::Infer,
-                            o, fixed, offsets);
+  auto report = buildReport(
+      m, *theCluster, pricingTraining ? CostMode::Train : CostMode::Infer, o,
+      fixed, offsets, &given);
   if (shown)
     llvm::errs() << "\n";
   if (report) {
