@@ -13,6 +13,29 @@ static llvm::Error badOption(llvm::StringRef pass, llvm::StringRef key,
                                  value + ": expected " + want);
 }
 
+/// The training levers: microbatches=auto|M (default 1), recompute=none|auto|
+/// all (default none), zero=auto|0..3 (default 0).
+static llvm::Error parseLevers(llvm::StringRef pass, const PassOptions &o,
+                               LeverOptions &l) {
+  std::string micro = o.get("microbatches", "1");
+  int64_t m = 0;
+  if (micro != "auto" && (llvm::StringRef(micro).getAsInteger(10, m) || m < 1))
+    return badOption(pass, "microbatches", micro, "auto or a positive count");
+  l.microbatches = micro == "auto" ? 0 : m;
+  std::string recompute = o.get("recompute", "none");
+  auto r = parseRecompute(recompute);
+  if (!r)
+    return badOption(pass, "recompute", recompute, "none, auto or all");
+  l.recompute = *r;
+  std::string zero = o.get("zero", "0");
+  int z = -1;
+  if (zero != "auto" &&
+      (llvm::StringRef(zero).getAsInteger(10, z) || z < 0 || z > 3))
+    return badOption(pass, "zero", zero, "auto, 0, 1, 2 or 3");
+  l.zero = z;
+  return llvm::Error::success();
+}
+
 llvm::Expected<ShardingPassOptions>
 ShardingPassOptions::parse(llvm::StringRef pass, const PassOptions &o,
                            bool withSolver) {
@@ -20,7 +43,7 @@ ShardingPassOptions::parse(llvm::StringRef pass, const PassOptions &o,
       "gpus", "gpus-per-node", "cluster", "pow2", "exact", "max-split"};
   if (withSolver)
     known.append({"mode", "solver", "max-states", "exact-search", "mem-limit",
-                  "threads"});
+                  "threads", "microbatches", "recompute", "zero"});
   if (auto err = o.checkKnown(pass, known))
     return err;
   ShardingPassOptions r;
@@ -68,6 +91,8 @@ ShardingPassOptions::parse(llvm::StringRef pass, const PassOptions &o,
   if (llvm::StringRef(mem).getAsDouble(gib) || gib < 0)
     return badOption(pass, "mem-limit", mem, "a size in GiB");
   r.sharding.memoryLimit = gib * double(1 << 30);
+  if (auto err = parseLevers(pass, o, r.sharding.levers))
+    return err;
   return r;
 }
 
@@ -114,7 +139,14 @@ llvm::Error SolveShardingPass::run(Module &m, PassContext &) {
   for (size_t i = 0; i < m.main.ops.size(); ++i) {
     const Config &c = strategy->configs[i];
     m.main.ops[i]->attrs["config"] = std::vector<int64_t>(c.begin(), c.end());
+    // A training step's levers, where they are not the defaults.
+    if (i < strategy->choices.size() && strategy->choices[i].recompute)
+      m.main.ops[i]->attrs["recompute"] = int64_t(1);
+    if (i < strategy->choices.size() && strategy->choices[i].zero)
+      m.main.ops[i]->attrs["zero"] = int64_t(strategy->choices[i].zero);
   }
+  if (strategy->microbatches > 1)
+    m.attrs["microbatches"] = strategy->microbatches;
   m.attrs["predicted_step_s"] = float(strategy->cost.seconds);
   return llvm::Error::success();
 }
