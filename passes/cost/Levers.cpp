@@ -7,6 +7,8 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <deque>
+#include <limits>
 
 namespace pax {
 
@@ -40,6 +42,63 @@ size_t cheapestChoice(llvm::ArrayRef<PricedChoice> options, double lambda) {
       best = i;
   }
   return best;
+}
+
+namespace {
+/// The greedy checkpoints under one cap on a run's bytes.
+struct Cut {
+  std::vector<size_t> kept;
+  double cost = 0; ///< longest run after the cuts plus the kept bytes
+};
+} // namespace
+
+static Cut cutRuns(llvm::ArrayRef<double> bytes, double cap) {
+  Cut cut;
+  double run = 0, longest = 0;
+  std::vector<double> prefix(bytes.size() + 1, 0);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    prefix[i + 1] = prefix[i] + std::max(bytes[i], 0.0);
+  std::deque<size_t> smallest; // increasing bytes, increasing index
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (bytes[i] < 0) {
+      run = 0;
+      smallest.clear();
+      continue;
+    }
+    run += bytes[i];
+    while (!smallest.empty() && bytes[smallest.back()] >= bytes[i])
+      smallest.pop_back();
+    smallest.push_back(i);
+    while (run > cap && !smallest.empty()) {
+      size_t j = smallest.front();
+      smallest.pop_front();
+      cut.kept.push_back(j);
+      cut.cost += bytes[j];
+      run = prefix[i + 1] - prefix[j + 1];
+    }
+    longest = std::max(longest, run);
+  }
+  cut.cost += longest;
+  std::sort(cut.kept.begin(), cut.kept.end());
+  return cut;
+}
+
+std::vector<size_t> checkpoints(llvm::ArrayRef<double> recomputed) {
+  double total = 0, least = std::numeric_limits<double>::infinity();
+  for (double b : recomputed)
+    if (b > 0) {
+      total += b;
+      least = std::min(least, b);
+    }
+  if (total <= 0)
+    return {};
+  Cut best = cutRuns(recomputed, total);
+  for (double cap = total / 2; cap >= least / 2; cap /= 2) {
+    Cut c = cutRuns(recomputed, cap);
+    if (c.cost < best.cost)
+      best = std::move(c);
+  }
+  return best.kept;
 }
 
 double stepPeakBytes(llvm::ArrayRef<OpMemory> ops,

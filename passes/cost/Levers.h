@@ -96,6 +96,15 @@ size_t cheapestChoice(llvm::ArrayRef<PricedChoice> options, double lambda);
 double stepPeakBytes(llvm::ArrayRef<OpMemory> ops,
                      llvm::ArrayRef<OpChoice> choices);
 
+/// Checkpoints in runs of recomputed ops (Chen et al.'s, greedily): given
+/// each op's recomputed bytes in program order (negative: the op keeps its
+/// results), the recomputed ops whose results to keep instead so that a
+/// run's bytes plus the kept bytes are least. For each cap on a run's bytes
+/// (halving from all of them) a run over the cap keeps its smallest
+/// result; the cap whose longest run and kept results add up to least
+/// wins. Ascending op indices.
+std::vector<size_t> checkpoints(llvm::ArrayRef<double> recomputed);
+
 /// What carries the sample dim: the ops with a SOAP sample dim in their
 /// iteration space (with microbatches, each runs 1/M of its points M times;
 /// an op without one runs whole every microbatch) and the values their

@@ -77,13 +77,34 @@ LeverTable::LeverTable(const SearchSpace &space, const CostModel &model,
   fixed = evaluateStrategy(space, model, configs, {}, firsts).seconds - ops;
 }
 
+/// The choice of \p options like \p c but keeping its results.
+static size_t keeping(llvm::ArrayRef<PricedChoice> options, OpChoice c) {
+  for (size_t k = 0; k < options.size(); ++k)
+    if (!options[k].choice.recompute && options[k].choice.zero == c.zero)
+      return k;
+  return options.size();
+}
+
 Levered LeverTable::at(double lambda, double limit) const {
+  std::vector<size_t> picked;
+  std::vector<double> recomputed;
+  for (const auto &o : options) {
+    picked.push_back(cheapestChoice(o, lambda));
+    const PricedChoice &p = o[picked.back()];
+    recomputed.push_back(p.choice.recompute ? p.memory.recomputed : -1);
+  }
+  // Runs of recomputed ops are held whole while their backward runs: keep
+  // some of their results to cut them short.
+  for (size_t i : checkpoints(recomputed))
+    if (size_t k = keeping(options[i], options[i][picked[i]].choice);
+        k < options[i].size())
+      picked[i] = k;
   Levered l;
   l.lambda = lambda;
   l.seconds = fixed;
   std::vector<OpMemory> memory;
-  for (const auto &o : options) {
-    const PricedChoice &p = o[cheapestChoice(o, lambda)];
+  for (size_t i = 0; i < options.size(); ++i) {
+    const PricedChoice &p = options[i][picked[i]];
     l.choices.push_back(p.choice);
     l.seconds += p.seconds;
     memory.push_back(p.memory);

@@ -128,8 +128,9 @@ TEST(LeversTest, MicrobatchesShrinkActivationsNotCompute) {
   EXPECT_EQ(*counts, (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64}));
   auto bad = microbatchCounts(*f.space, 3);
   ASSERT_FALSE(bool(bad));
-  EXPECT_NE(llvm::toString(bad.takeError()).find("--microbatches=3 does not "
-                                                  "divide the sample dim 'm'"),
+  EXPECT_NE(llvm::toString(bad.takeError())
+                .find("3 microbatches do not divide the sample dim 'm' (64) "
+                      "of op 'mm'"),
             std::string::npos);
 }
 
@@ -200,4 +201,20 @@ TEST(LeversTest, TheSearchFitsTheLimitWithLevers) {
       evaluateStrategy(*f.space, at, fit->configs, {}, fit->choices);
   EXPECT_DOUBLE_EQ(again.memoryBytes, fit->cost.memoryBytes);
   EXPECT_DOUBLE_EQ(again.seconds, fit->cost.seconds);
+}
+
+// Checkpoints cut runs of recomputed ops: eight equal results recomputed
+// in a row keep two (runs of two or three, against one run of eight);
+// an op that keeps its results already ends a run.
+TEST(LeversTest, CheckpointsCutLongRunsOfRecomputedOps) {
+  std::vector<double> eight(8, 1.0);
+  EXPECT_EQ(checkpoints(eight), (std::vector<size_t>{2, 5}));
+  std::vector<double> split = {1, 1, -1, 1, 1};
+  EXPECT_TRUE(checkpoints(split).empty());
+  EXPECT_TRUE(checkpoints({-1, -1}).empty());
+  // The kept result is the smallest of its run.
+  std::vector<double> mixed = {4, 4, 1, 4, 4, 4, 4};
+  auto kept = checkpoints(mixed);
+  ASSERT_FALSE(kept.empty());
+  EXPECT_EQ(kept.front(), 2u);
 }
