@@ -357,6 +357,58 @@ static void setVertexCosts(CostGraph &g, const VertexPrices &p,
   }
 }
 
+namespace {
+/// A distinct edge's layouts on each side, and its key (type and layout
+/// lists: edges with equal keys share one table).
+struct EdgeLayouts {
+  UniqueLayouts from, to;
+  std::string key;
+};
+/// An edge of a type group to price: its layouts, the value it moves, its
+/// table.
+struct EdgePricing {
+  const EdgeLayouts *layouts;
+  const Value *value;
+  CostMatrix *cost;
+};
+} // namespace
+
+/// Prices the edges of one tensor type: each pair of its layouts once.
+static void priceTypeGroup(const CostModel &model,
+                           llvm::ArrayRef<EdgePricing> group) {
+  llvm::StringMap<unsigned> fromIds, toIds;
+  std::vector<TensorLayout> reduced; // per from id
+  llvm::DenseMap<uint64_t, int64_t> prices;
+  for (const EdgePricing &e : group) {
+    const UniqueLayouts &from = e.layouts->from, &to = e.layouts->to;
+    std::vector<uint64_t> fromId, toId;
+    for (auto [i, l] : llvm::enumerate(from.layouts)) {
+      auto [it, fresh] = fromIds.try_emplace(from.keys[i], reduced.size());
+      if (fresh)
+        reduced.push_back(reducedLayout(l));
+      fromId.push_back(it->second);
+    }
+    for (const std::string &key : to.keys)
+      toId.push_back(toIds.try_emplace(key, toIds.size()).first->second);
+    std::vector<int64_t> unique(from.layouts.size() * to.layouts.size());
+    for (size_t i = 0; i < from.layouts.size(); ++i)
+      for (size_t j = 0; j < to.layouts.size(); ++j) {
+        auto [it, fresh] = prices.try_emplace(fromId[i] << 32 | toId[j]);
+        if (fresh)
+          it->second = toPicos(model.edgeSeconds(
+              from.layouts[i], reduced[fromId[i]], to.layouts[j],
+              e.value->type, model.repeats(e.value)));
+        unique[i * to.layouts.size() + j] = it->second;
+      }
+    std::vector<int64_t> cost;
+    cost.reserve(from.index.size() * to.index.size());
+    for (unsigned i : from.index)
+      for (unsigned j : to.index)
+        cost.push_back(unique[size_t(i) * to.layouts.size() + j]);
+    *e.cost = std::move(cost);
+  }
+}
+
 /// Builds PaSE's cost graph's edges: an edge per use, whose tables do not
 /// depend on the price of memory. Tables are shared between repeated layers
 /// and built in parallel.
@@ -391,10 +443,6 @@ static CostGraph buildEdges(const SearchSpace::Data &space,
   // pair of layouts is priced once. And edges whose tensor type and layout
   // lists are equal (a DenseNet feature map read by every later concat of
   // its block) share one table.
-  struct EdgeLayouts {
-    UniqueLayouts from, to;
-    std::string key;
-  };
   std::vector<EdgeLayouts> layouts(distinct.size());
   tbb::parallel_for(size_t(0), distinct.size(), [&](size_t n) {
     const Use &u = uses[distinct[n]];
@@ -442,40 +490,14 @@ static CostGraph buildEdges(const SearchSpace::Data &space,
     byType[it->second].push_back(n);
   }
   tbb::parallel_for(size_t(0), byType.size(), [&](size_t k) {
-    llvm::StringMap<unsigned> fromIds, toIds;
-    std::vector<TensorLayout> reduced; // per from id
-    llvm::DenseMap<uint64_t, int64_t> prices;
+    std::vector<EdgePricing> group;
     for (size_t n : byType[k]) {
       const Use &u = uses[distinct[n]];
-      const Value *value = vertices[u.producer].op->results[u.result].value.get();
-      const TensorType &t = value->type;
-      const UniqueLayouts &from = layouts[n].from, &to = layouts[n].to;
-      std::vector<uint64_t> fromId, toId;
-      for (auto [i, l] : llvm::enumerate(from.layouts)) {
-        auto [it, fresh] = fromIds.try_emplace(from.keys[i], reduced.size());
-        if (fresh)
-          reduced.push_back(reducedLayout(l));
-        fromId.push_back(it->second);
-      }
-      for (const std::string &key : to.keys)
-        toId.push_back(toIds.try_emplace(key, toIds.size()).first->second);
-      std::vector<int64_t> unique(from.layouts.size() * to.layouts.size());
-      for (size_t i = 0; i < from.layouts.size(); ++i)
-        for (size_t j = 0; j < to.layouts.size(); ++j) {
-          auto [it, fresh] = prices.try_emplace(fromId[i] << 32 | toId[j]);
-          if (fresh)
-            it->second = toPicos(
-                model.edgeSeconds(from.layouts[i], reduced[fromId[i]],
-                                  to.layouts[j], t, model.repeats(value)));
-          unique[i * to.layouts.size() + j] = it->second;
-        }
-      std::vector<int64_t> cost;
-      cost.reserve(from.index.size() * to.index.size());
-      for (unsigned i : from.index)
-        for (unsigned j : to.index)
-          cost.push_back(unique[size_t(i) * to.layouts.size() + j]);
-      g.edges[distinct[n]].cost = std::move(cost);
+      group.push_back({&layouts[n],
+                       vertices[u.producer].op->results[u.result].value.get(),
+                       &g.edges[distinct[n]].cost});
     }
+    priceTypeGroup(model, group);
   });
   for (size_t n = 0; n < distinct.size(); ++n)
     if (priced[n] != n)
