@@ -268,6 +268,9 @@ private:
   const CostModel &model;
   const ShardingOptions &o;
   std::vector<std::vector<Config>> pool;
+  /// Each pooled configuration's step with unpriced levers at the first
+  /// microbatch count: no more microbatches make it faster.
+  std::vector<double> bound;
   std::optional<Candidate> best;
 };
 } // namespace
@@ -277,7 +280,10 @@ private:
 bool FitSearch::consider(std::vector<Config> configs, const CostModel &at,
                          const Solution *found) {
   Candidate c{std::move(configs), at.microbatches(), {}, false, {}, 0};
-  c.levers = LeverTable(space, at, c.configs).fit(o.memoryLimit);
+  LeverTable table(space, at, c.configs);
+  if (bound.size() < pool.size())
+    bound.push_back(table.at(0, 0).seconds);
+  c.levers = table.fit(o.memoryLimit);
   c.unpriced = found && c.levers.fits && c.levers.lambda == 0;
   if (found) {
     c.stats = found->stats;
@@ -371,18 +377,15 @@ llvm::Expected<Strategy> FitSearch::run() {
     if (auto err = explore(cand, first))
       return err;
   }
-  // The other microbatch counts for every configuration found: while the
-  // step fits unpriced nothing is faster; past a fit, two counts in a row
-  // that do no better end it.
-  for (size_t k = 1, stale = 0;
-       k < counts->size() && best && !best->unpriced && stale < 2; ++k) {
+  // The other microbatch counts for every configuration found, but those
+  // whose unpriced step (which more microbatches never make faster) is no
+  // faster than a fit found; while the step fits unpriced nothing is.
+  for (size_t k = 1; k < counts->size() && best && !best->unpriced; ++k) {
     CostModel at = levered((*counts)[k]);
-    bool fitted = best->levers.fits;
-    double before = best->levers.seconds;
-    for (const std::vector<Config> &configs : pool)
-      if (divides(d, configs, (*counts)[k]))
-        consider(configs, at, nullptr);
-    stale = fitted && best->levers.seconds >= before ? stale + 1 : 0;
+    for (size_t i = 0; i < pool.size(); ++i)
+      if (!(best->levers.fits && bound[i] >= best->levers.seconds) &&
+          divides(d, pool[i], (*counts)[k]))
+        consider(pool[i], at, nullptr);
   }
   if (!best)
     return llvm::createStringError(llvm::formatv(
