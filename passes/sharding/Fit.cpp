@@ -425,6 +425,18 @@ Strategy FitSearch::answer() const {
   return s;
 }
 
+FittedLevers fitLevers(const SearchSpace &space, const CostModel &model,
+                       const ShardingOptions &o, int64_t microbatches,
+                       llvm::ArrayRef<Config> configs) {
+  if (model.getMode() != CostMode::Train)
+    return {{}, true};
+  if (!divides(space.data(), configs, microbatches))
+    return {{}, false};
+  CostModel at = leveredModel(space, model, o.levers, microbatches);
+  Levered l = LeverTable(space, at, configs).fit(o.memoryLimit);
+  return {std::move(l.choices), l.fits};
+}
+
 llvm::Expected<Strategy> solveWithinMemory(const SearchSpace &space,
                                            const CostModel &model,
                                            const ShardingOptions &o) {

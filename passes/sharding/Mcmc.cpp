@@ -225,8 +225,25 @@ llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
   if (llvm::any_of(chains[best].bestOffsets, [](int64_t o) { return o; }))
     result.offsets = chains[best].bestOffsets;
   result.dpSimulatedSeconds = chains[0].start;
-  result.cost = evaluateStrategy(space, model, result.configs, result.offsets);
   result.cost.simulatedSeconds = chains[best].bestSeconds;
+  // A training step keeps the DP's microbatches and takes the levers that
+  // fit the chain's configurations; where none do, the DP's strategy
+  // stands (the chains price no memory).
+  FittedLevers fitted =
+      fitLevers(space, model, o, dp->microbatches, result.configs);
+  if (!fitted.fits) {
+    result.configs = dp->configs;
+    result.offsets.clear();
+    fitted.choices = dp->choices;
+    result.cost.simulatedSeconds = chains[0].start;
+  }
+  result.microbatches = dp->microbatches;
+  result.choices = std::move(fitted.choices);
+  double simulated = result.cost.simulatedSeconds;
+  result.cost = evaluateStrategy(
+      space, leveredModel(space, model, o.levers, result.microbatches),
+      result.configs, result.offsets, result.choices);
+  result.cost.simulatedSeconds = simulated;
   result.searchCost = toPicos(result.cost.seconds);
   result.stats = dp->stats;
   result.stats.exact = false; // of the simulated time: a search, no proof

@@ -100,6 +100,18 @@ llvm::Expected<Strategy> solveWithinMemory(const SearchSpace &space,
                                            const CostModel &model,
                                            const ShardingOptions &o);
 
+/// The levers that fit \p configs in a training step of \p microbatches
+/// microbatches under \p o's memory limit (Fit.cpp), and whether they do
+/// (configurations whose sample blocks the count does not divide do not);
+/// inference: none, fitting.
+struct FittedLevers {
+  std::vector<OpChoice> choices;
+  bool fits = true;
+};
+FittedLevers fitLevers(const SearchSpace &space, const CostModel &model,
+                       const ShardingOptions &o, int64_t microbatches,
+                       llvm::ArrayRef<Config> configs);
+
 /// FlexFlow's MCMC search (Mcmc.cpp).
 llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
                                     const CostModel &model,

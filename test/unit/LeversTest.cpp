@@ -218,3 +218,28 @@ TEST(LeversTest, CheckpointsCutLongRunsOfRecomputedOps) {
   ASSERT_FALSE(kept.empty());
   EXPECT_EQ(kept.front(), 2u);
 }
+
+// MCMC prices no memory in its chains: under a limit its answer takes the
+// levers that fit, or is the DP's strategy.
+TEST(LeversTest, McmcAnswersWithinTheLimit) {
+  Fixture f;
+  CostModel base(f.cluster, CostMode::Train);
+  f.o.levers.zero = 0;
+  f.o.levers.microbatches = 1;
+  auto free = solveSharding(*f.space, base, f.o);
+  ASSERT_TRUE(bool(free)) << llvm::toString(free.takeError());
+  // The DP's fastest strategy splits the weight over every device: the
+  // least any strategy holds. The chains' faster ones must fit it too.
+  f.o.memoryLimit = free->cost.memoryBytes;
+  f.o.levers.zero = -1;
+  f.o.levers.microbatches = 0;
+  f.o.levers.recompute = RecomputePolicy::Auto;
+  auto dp = solveSharding(*f.space, base, f.o);
+  ASSERT_TRUE(bool(dp)) << llvm::toString(dp.takeError());
+  f.o.solver = SolverKind::Mcmc;
+  f.o.mcmcSteps = 300;
+  auto s = solveSharding(*f.space, base, f.o);
+  ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());
+  EXPECT_LE(s->cost.memoryBytes, f.o.memoryLimit);
+  EXPECT_EQ(s->choices.size(), f.m->main.ops.size());
+}
