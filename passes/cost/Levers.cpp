@@ -20,6 +20,24 @@ std::optional<RecomputePolicy> parseRecompute(llvm::StringRef s) {
       .Default(std::nullopt);
 }
 
+std::optional<int64_t> parseMicrobatches(llvm::StringRef s) {
+  int64_t m = 0;
+  if (s == "auto")
+    return 0;
+  if (s.getAsInteger(10, m) || m < 1)
+    return std::nullopt;
+  return m;
+}
+
+std::optional<int> parseZeroStage(llvm::StringRef s) {
+  int z = -1;
+  if (s == "auto")
+    return -1;
+  if (s.getAsInteger(10, z) || z < 0 || z > 3)
+    return std::nullopt;
+  return z;
+}
+
 llvm::StringRef recomputeName(RecomputePolicy p) {
   switch (p) {
   case RecomputePolicy::None:

@@ -37,6 +37,10 @@ namespace pax {
 enum class RecomputePolicy : uint8_t { None, Auto, All };
 
 std::optional<RecomputePolicy> parseRecompute(llvm::StringRef s);
+/// A microbatch count: "auto" (0) or a positive integer; nullopt otherwise.
+std::optional<int64_t> parseMicrobatches(llvm::StringRef s);
+/// A ZeRO stage: "auto" (-1) or 0 to 3; nullopt otherwise.
+std::optional<int> parseZeroStage(llvm::StringRef s);
 llvm::StringRef recomputeName(RecomputePolicy p);
 
 /// What a training step may do to fit (the options of the search).

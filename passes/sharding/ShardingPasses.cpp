@@ -18,21 +18,20 @@ static llvm::Error badOption(llvm::StringRef pass, llvm::StringRef key,
 static llvm::Error parseLevers(llvm::StringRef pass, const PassOptions &o,
                                LeverOptions &l) {
   std::string micro = o.get("microbatches", "1");
-  int64_t m = 0;
-  if (micro != "auto" && (llvm::StringRef(micro).getAsInteger(10, m) || m < 1))
+  auto m = parseMicrobatches(micro);
+  if (!m)
     return badOption(pass, "microbatches", micro, "auto or a positive count");
-  l.microbatches = micro == "auto" ? 0 : m;
+  l.microbatches = *m;
   std::string recompute = o.get("recompute", "none");
   auto r = parseRecompute(recompute);
   if (!r)
     return badOption(pass, "recompute", recompute, "none, auto or all");
   l.recompute = *r;
   std::string zero = o.get("zero", "0");
-  int z = -1;
-  if (zero != "auto" &&
-      (llvm::StringRef(zero).getAsInteger(10, z) || z < 0 || z > 3))
+  auto z = parseZeroStage(zero);
+  if (!z)
     return badOption(pass, "zero", zero, "auto, 0, 1, 2 or 3");
-  l.zero = z;
+  l.zero = *z;
   return llvm::Error::success();
 }
 

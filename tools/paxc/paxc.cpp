@@ -363,23 +363,21 @@ static llvm::Expected<LeverOptions> leversFromFlags() {
         "--microbatches, --recompute and --zero price a training step of the "
         "model (--mode=train without --loss); paxrun's training plans do not "
         "run them yet");
-  int64_t m = 0;
-  if (microbatches != "auto" &&
-      (llvm::StringRef(microbatches).getAsInteger(10, m) || m < 1))
+  auto m = parseMicrobatches(microbatches);
+  if (!m)
     return llvm::createStringError("--microbatches=" + microbatches +
                                    ": expected auto or a positive count");
-  l.microbatches = microbatches == "auto" ? 0 : m;
+  l.microbatches = *m;
   auto r = parseRecompute(recompute);
   if (!r)
     return llvm::createStringError("--recompute=" + recompute +
                                    ": expected none, auto or all");
   l.recompute = *r;
-  int z = -1;
-  if (zeroStage != "auto" &&
-      (llvm::StringRef(zeroStage).getAsInteger(10, z) || z < 0 || z > 3))
+  auto z = parseZeroStage(zeroStage);
+  if (!z)
     return llvm::createStringError("--zero=" + zeroStage +
                                    ": expected auto, 0, 1, 2 or 3");
-  l.zero = z;
+  l.zero = *z;
   return l;
 }
 
