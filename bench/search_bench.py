@@ -59,7 +59,11 @@ def run(paxc, model, gpus, extra, mode):
                                # The search itself, unconstrained by the device's memory
                                # (a 1 PiB limit): docs/PERFORMANCE.md's "Training steps
                                # that fit" measures the fitting search.
-                               "--mem-limit=1048576", "-o", out]
+                               "--mem-limit=1048576",
+                               # The search's own strategy, whatever simulates
+                               # faster: the DP against the baselines by the
+                               # cost it minimizes.
+                               "--choose=cost", "-o", out]
                               + extra, stderr=subprocess.PIPE, text=True)
         wall = time.perf_counter() - start
         mem = int(open(rss).read().split()[-1]) / 1024

@@ -175,13 +175,31 @@ static std::vector<Vertex> forMicrobatches(const SearchSpace::Data &d,
   return out;
 }
 
-/// Whether every op of \p configs samplesDivide.
-static bool divides(const SearchSpace::Data &d, llvm::ArrayRef<Config> configs,
-                    int64_t microbatches) {
+bool samplesDivide(const SearchSpace::Data &d, llvm::ArrayRef<Config> configs,
+                   int64_t microbatches) {
   for (size_t i = 0; i < d.vertices.size(); ++i)
     if (!samplesDivide(d, *d.vertices[i].op, configs[i], microbatches))
       return false;
   return true;
+}
+
+std::vector<int64_t> tensorDegrees(int64_t devices, int64_t perNode) {
+  std::vector<int64_t> degrees = {1};
+  for (int64_t t = 2; t <= std::min(devices, perNode); ++t)
+    if (devices % t == 0)
+      degrees.push_back(t);
+  return degrees;
+}
+
+std::vector<Vertex> baselineVertices(const SearchSpace::Data &d,
+                                     int64_t devices, int64_t tensor,
+                                     bool wholeDataParallel) {
+  std::vector<Vertex> restricted;
+  for (const Vertex &v : d.vertices)
+    restricted.push_back(
+        {v.op, baselineConfigs(*v.op, d.roles.find(v.op)->second, v.configs,
+                               devices, tensor, wholeDataParallel)});
+  return restricted;
 }
 
 /// The candidate sets one solver searches: the whole space, or the
@@ -190,25 +208,13 @@ static bool divides(const SearchSpace::Data &d, llvm::ArrayRef<Config> configs,
 static std::vector<std::vector<Vertex>>
 candidateSets(const SearchSpace::Data &d, const ShardingOptions &o,
               int64_t perNode) {
-  bool baseline =
-      o.solver == SolverKind::DataParallel || o.solver == SolverKind::Expert;
-  if (!baseline)
+  if (o.solver == SolverKind::DataParallel)
+    return {baselineVertices(d, o.configs.devices, 1)};
+  if (o.solver != SolverKind::Expert)
     return {d.vertices};
-  llvm::SmallVector<int64_t, 8> degrees = {1};
-  int64_t inNode = std::min<int64_t>(o.configs.devices, perNode);
-  if (o.solver == SolverKind::Expert)
-    for (int64_t t = 2; t <= inNode; ++t)
-      if (o.configs.devices % t == 0)
-        degrees.push_back(t);
   std::vector<std::vector<Vertex>> sets;
-  for (int64_t t : degrees) {
-    std::vector<Vertex> restricted;
-    for (const Vertex &v : d.vertices)
-      restricted.push_back(
-          {v.op, baselineConfigs(*v.op, d.roles.find(v.op)->second, v.configs,
-                                 o.configs.devices, t)});
-    sets.push_back(std::move(restricted));
-  }
+  for (int64_t t : tensorDegrees(o.configs.devices, perNode))
+    sets.push_back(baselineVertices(d, o.configs.devices, t));
   return sets;
 }
 
@@ -319,7 +325,7 @@ llvm::Error FitSearch::refine(Searcher &searcher, const CostModel &at,
 llvm::Error FitSearch::explore(const std::vector<Vertex> &set,
                                const CostModel &at) {
   ShardingOptions so = o;
-  if (so.solver == SolverKind::DataParallel || so.solver == SolverKind::Expert)
+  if (isBaseline(so.solver))
     so.solver = SolverKind::Dp;
   Searcher searcher(d, at, set, so);
   auto first = searcher.run(0);
@@ -384,7 +390,7 @@ llvm::Expected<Strategy> FitSearch::run() {
     CostModel at = levered((*counts)[k]);
     for (size_t i = 0; i < pool.size(); ++i)
       if (!(best->levers.fits && bound[i] >= best->levers.seconds) &&
-          divides(d, pool[i], (*counts)[k]))
+          samplesDivide(d, pool[i], (*counts)[k]))
         consider(pool[i], at, nullptr);
   }
   if (!best)
@@ -430,7 +436,7 @@ FittedLevers fitLevers(const SearchSpace &space, const CostModel &model,
                        llvm::ArrayRef<Config> configs) {
   if (model.getMode() != CostMode::Train)
     return {{}, true};
-  if (!divides(space.data(), configs, microbatches))
+  if (!samplesDivide(space.data(), configs, microbatches))
     return {{}, false};
   CostModel at = leveredModel(space, model, o.levers, microbatches);
   Levered l = LeverTable(space, at, configs).fit(o.memoryLimit);

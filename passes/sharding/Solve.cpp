@@ -41,6 +41,8 @@ llvm::StringRef solverName(SolverKind k) {
     return "expert";
   case SolverKind::Mcmc:
     return "mcmc";
+  case SolverKind::Megatron:
+    return "megatron";
   }
   llvm_unreachable("unknown solver");
 }
@@ -53,7 +55,13 @@ std::optional<SolverKind> parseSolver(llvm::StringRef name) {
       .Case("data-parallel", SolverKind::DataParallel)
       .Case("expert", SolverKind::Expert)
       .Case("mcmc", SolverKind::Mcmc)
+      .Case("megatron", SolverKind::Megatron)
       .Default(std::nullopt);
+}
+
+bool isBaseline(SolverKind k) {
+  return k == SolverKind::DataParallel || k == SolverKind::Expert ||
+         k == SolverKind::Megatron;
 }
 
 int64_t toPicos(double seconds) {
@@ -135,11 +143,13 @@ std::vector<Use> usesOf(const Module &m) {
 /// trick" for convolutions), or data parallel on p/t devices with one more
 /// dim split by t: a weight's output dim (column parallel), a reduction
 /// (row parallel), the vocabulary of an embedding, or an attribute such as
-/// attention heads (Megatron).
+/// attention heads (Megatron). Megatron's grid (\p wholeDataParallel
+/// false) leaves out the first: every op is data parallel on p/t devices.
 std::vector<Config> baselineConfigs(const Op &op,
-                                           llvm::ArrayRef<SoapRole> roles,
-                                           const std::vector<Config> &all,
-                                           int64_t devices, int64_t tensor) {
+                                    llvm::ArrayRef<SoapRole> roles,
+                                    const std::vector<Config> &all,
+                                    int64_t devices, int64_t tensor,
+                                    bool wholeDataParallel) {
   auto sampleDevices = [&](const Config &c) {
     int64_t n = 1;
     for (size_t d = 0; d < c.size(); ++d)
@@ -162,7 +172,8 @@ std::vector<Config> baselineConfigs(const Op &op,
     unsigned others = 0;
     for (size_t d = 0; d < c.size(); ++d)
       others += roles[d] != SoapRole::Sample && c[d] > 1;
-    bool dataParallel = rest == 1 && (s == full || s == data);
+    bool dataParallel =
+        rest == 1 && ((wholeDataParallel && s == full) || s == data);
     bool tensorParallel =
         tensor > 1 && s == data && others == 1 && rest == tensor;
     if (dataParallel || tensorParallel)
@@ -721,6 +732,16 @@ llvm::Expected<Strategy> solveBaseline(const SearchSpace &space,
                        : llvm::createStringError(kept.error);
 }
 
+double simulateStrategy(const SearchSpace &space, const CostModel &model,
+                        const LeverOptions &levers, const Strategy &s) {
+  CostModel levered = leveredModel(space, model, levers, s.microbatches);
+  SimOptions so;
+  so.delta = false;
+  Simulator sim(space.module(), levered, so);
+  sim.setChoices(s.choices);
+  return sim.simulate(s.configs, s.offsets);
+}
+
 llvm::Expected<Strategy> solveSharding(const Module &m, const CostModel &model,
                                        const ShardingOptions &o) {
   return solveSharding(SearchSpace(m, o.configs), model, o);
@@ -731,6 +752,13 @@ llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
                                        const ShardingOptions &o) {
   if (o.solver == SolverKind::Mcmc)
     return searchMcmc(space, model, o);
+  if (o.solver == SolverKind::Megatron) {
+    auto best = solveMegatron(space, model, o);
+    if (best)
+      for (const Vertex &v : space.data().vertices)
+        best->spaceSizes.push_back(v.configs.size());
+    return best;
+  }
   const SearchSpace::Data &d = space.data();
   auto fields = [](const ConfigOptions &c) {
     return std::tuple(c.devices, c.powersOfTwo, c.exact, c.maxPerDim,
@@ -742,8 +770,7 @@ llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
   auto best = solveWithinMemory(space, model, o);
   if (!best)
     return best.takeError();
-  bool baseline =
-      o.solver == SolverKind::DataParallel || o.solver == SolverKind::Expert;
+  bool baseline = isBaseline(o.solver);
   // A strategy the search cannot prove optimal is never worse than the
   // baselines: they are searched too, and the best one kept.
   if (!baseline && !best->stats.exact)

@@ -19,9 +19,14 @@ enum class SolverKind : uint8_t {
   DataParallel, ///< split only sample dims
   Expert,       ///< data parallel plus one tensor-parallel dim, best degree
   Mcmc,         ///< FlexFlow's MCMC over the simulated step time
+  /// Megatron-LM's grid (tensor degree x data parallel x microbatches x
+  /// recomputation x ZeRO-1), the fastest simulated point that fits
+  Megatron,
 };
 
 llvm::StringRef solverName(SolverKind k);
+/// Whether \p k is a baseline: data-parallel, expert or megatron.
+bool isBaseline(SolverKind k);
 std::optional<SolverKind> parseSolver(llvm::StringRef name);
 
 struct ShardingOptions {
@@ -36,6 +41,9 @@ struct ShardingOptions {
   double memoryLimit = 0;
   /// Training: what a step may do to fit the limit (Levers.h).
   LeverOptions levers;
+  /// buildReport: return the fastest simulated of the search's strategy
+  /// and the baselines (false: the search's, by its additive cost).
+  bool chooseBySimulation = true;
   std::function<void(double fraction)> progress;
   /// MCMC: the proposals each chain may make (0: 100 per op, at least
   /// 2000), the wall-clock cap on the whole search (0: none; a search it
@@ -117,7 +125,7 @@ llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
                                        const CostModel &model,
                                        const ShardingOptions &options);
 
-/// Searches the baseline \p kind (data-parallel or expert) in \p space with
+/// Searches the baseline \p kind (data-parallel, expert or megatron) in \p space with
 /// \p o's options and at least the default state budget.
 llvm::Expected<Strategy> solveBaseline(const SearchSpace &space,
                                        const CostModel &model,
@@ -176,6 +184,11 @@ StrategyCost evaluateStrategy(const SearchSpace &space, const CostModel &model,
 /// the space).
 CostModel leveredModel(const SearchSpace &space, const CostModel &model,
                        const LeverOptions &levers, int64_t microbatches);
+
+/// \p s's step simulated (Simulator.h, whole, not delta) with its
+/// microbatches and levers.
+double simulateStrategy(const SearchSpace &space, const CostModel &model,
+                        const LeverOptions &levers, const Strategy &s);
 
 /// The microbatch counts a step of \p space's module may run: those that
 /// divide every sample dim's extent (powers of two, and their greatest

@@ -56,11 +56,29 @@ struct SearchSpace::Data {
 int64_t toPicos(double seconds);
 
 /// The restricted configurations of the baselines (Solve.cpp): data
-/// parallel (\p tensor 1) or expert with tensor-parallel degree \p tensor.
+/// parallel (\p tensor 1) or expert with tensor-parallel degree \p tensor;
+/// without \p wholeDataParallel (Megatron's), no op may leave the
+/// tensor-parallel grid for data parallel on every device.
 std::vector<Config> baselineConfigs(const Op &op,
                                     llvm::ArrayRef<SoapRole> roles,
                                     const std::vector<Config> &all,
-                                    int64_t devices, int64_t tensor);
+                                    int64_t devices, int64_t tensor,
+                                    bool wholeDataParallel = true);
+
+/// The tensor-parallel degrees of the expert and Megatron baselines on \p
+/// devices: 1, and each divisor of the device count within a node of \p
+/// perNode (Fit.cpp).
+std::vector<int64_t> tensorDegrees(int64_t devices, int64_t perNode);
+
+/// \p d's vertices with baselineConfigs' configurations only (Fit.cpp).
+std::vector<Vertex> baselineVertices(const SearchSpace::Data &d,
+                                     int64_t devices, int64_t tensor,
+                                     bool wholeDataParallel = true);
+
+/// Whether \p configs (one per op) split every sample dim into blocks that
+/// \p microbatches microbatches divide (Fit.cpp).
+bool samplesDivide(const SearchSpace::Data &d, llvm::ArrayRef<Config> configs,
+                   int64_t microbatches);
 
 /// Every vertex's configurations priced once for any price of memory:
 /// vertices alike (repeated layers) share one table, \p table[vertex]. Per
@@ -111,6 +129,13 @@ struct FittedLevers {
 FittedLevers fitLevers(const SearchSpace &space, const CostModel &model,
                        const ShardingOptions &o, int64_t microbatches,
                        llvm::ArrayRef<Config> configs);
+
+/// Megatron-LM's grid, the training baseline (Megatron.cpp): per
+/// tensor-parallel degree Megatron's layer splits, then the microbatches,
+/// recomputation and ZeRO stage that fit; the fastest simulated wins.
+llvm::Expected<Strategy> solveMegatron(const SearchSpace &space,
+                                       const CostModel &model,
+                                       const ShardingOptions &o);
 
 /// FlexFlow's MCMC search (Mcmc.cpp).
 llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,

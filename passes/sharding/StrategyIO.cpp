@@ -50,15 +50,45 @@ static llvm::Error priceGiven(const SearchSpace &space, const CostModel &model,
   return llvm::Error::success();
 }
 
-/// \p s's step simulated with its microbatches and levers.
-static double simulateStrategy(const SearchSpace &space, const CostModel &model,
-                               const LeverOptions &levers, const Strategy &s) {
-  CostModel levered = leveredModel(space, model, levers, s.microbatches);
-  SimOptions so;
-  so.delta = false;
-  Simulator sim(space.module(), levered, so);
-  sim.setChoices(s.choices);
-  return sim.simulate(s.configs, s.offsets);
+/// The baselines a report compares with: data-parallel and expert, and
+/// for a training step Megatron's grid.
+static std::vector<SolverKind> reportedBaselines(CostMode mode) {
+  std::vector<SolverKind> kinds = {SolverKind::DataParallel,
+                                   SolverKind::Expert};
+  if (mode == CostMode::Train)
+    kinds.push_back(SolverKind::Megatron);
+  return kinds;
+}
+
+/// The simulator judges a step better than the additive cost the search
+/// minimizes: when a baseline of \p baselines simulates faster than the
+/// search's strategy, it becomes the strategy and the search's is listed
+/// among the baselines in its place. The search's proof, if any, becomes
+/// the lower bound on the additive cost.
+static void chooseBySimulation(StrategyReport &r,
+                               std::map<std::string, Strategy> &baselines) {
+  auto fastest = baselines.end();
+  for (auto it = baselines.begin(); it != baselines.end(); ++it)
+    if (it->second.cost.simulatedSeconds <
+        (fastest == baselines.end() ? r.strategy.cost.simulatedSeconds
+                                    : fastest->second.cost.simulatedSeconds))
+      fastest = it;
+  if (fastest == baselines.end())
+    return;
+  Strategy searched = std::move(r.strategy);
+  r.strategy = std::move(fastest->second);
+  r.chosenFrom = fastest->first;
+  baselines.erase(fastest);
+  r.strategy.stats = searched.stats;
+  r.strategy.stats.exact = false;
+  if (searched.stats.exact)
+    r.strategy.stats.lowerBound = searched.searchCost;
+  r.strategy.spaceSizes = searched.spaceSizes;
+  r.strategy.proposals = searched.proposals;
+  r.strategy.accepted = searched.accepted;
+  r.strategy.budgetHit = searched.budgetHit;
+  r.strategy.dpSimulatedSeconds = searched.dpSimulatedSeconds;
+  baselines[solverName(r.solver).str()] = std::move(searched);
 }
 
 llvm::Expected<StrategyReport>
@@ -99,7 +129,8 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
   // Every strategy listed is also simulated, on the same scale.
   r.strategy.cost.simulatedSeconds =
       simulateStrategy(space, model, options.levers, r.strategy);
-  for (SolverKind k : {SolverKind::DataParallel, SolverKind::Expert}) {
+  std::map<std::string, Strategy> baselines;
+  for (SolverKind k : reportedBaselines(mode)) {
     if (!fixed && k == options.solver)
       continue;
     auto s = solveBaseline(space, model, options, k);
@@ -108,10 +139,14 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
       continue;
     }
     s->cost.simulatedSeconds = simulateStrategy(space, model, options.levers, *s);
-    r.baselines[solverName(k).str()] = s->cost;
+    baselines[solverName(k).str()] = std::move(*s);
+  }
+  if (!fixed && options.chooseBySimulation && !isBaseline(options.solver))
+    chooseBySimulation(r, baselines);
+  for (const auto &[name, s] : baselines) {
+    r.baselines[name] = s.cost;
     if (mode == CostMode::Train)
-      r.baselineLevers[solverName(k).str()] =
-          describeLevers(s->microbatches, s->choices);
+      r.baselineLevers[name] = describeLevers(s.microbatches, s.choices);
   }
   r.peakMemoryBytes = peakRss();
   return r;
@@ -191,6 +226,8 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
     out["aggregation"] = std::move(aggregation);
   }
   out["solver"] = solverName(r.solver);
+  if (!r.chosenFrom.empty())
+    out["chosen_from"] = r.chosenFrom;
   out["search_s"] = r.searchSeconds;
   out["memory_limit_bytes"] = r.memoryLimit;
   if (r.mode == CostMode::Train && !r.trainingProgram) {
@@ -510,6 +547,25 @@ static void printAggregation(const Module &m, const StrategyReport &r,
   }
 }
 
+static void printOptimum(const StrategyReport &r, llvm::raw_ostream &os);
+
+/// A baseline's strategy chosen over the search's by its simulated step:
+/// what the search's proves, and what the choice costs and gains.
+static void printChosen(const StrategyReport &r, llvm::raw_ostream &os) {
+  const StrategyCost &c = r.strategy.cost;
+  auto searched = r.baselines.find(solverName(r.solver).str());
+  if (searched == r.baselines.end())
+    return;
+  const StrategyCost &s = searched->second;
+  os << llvm::formatv(
+      "optimum: by the additive cost the search minimizes no strategy costs "
+      "less than {0} (the {1} search's costs {2}); this one costs {3:F2}% "
+      "more and simulates {4:F2}x faster than the {1} search's\n",
+      seconds(lowerBoundSeconds(r)), solverName(r.solver), seconds(s.seconds),
+      100 * (c.seconds / std::max(s.seconds, 1e-30) - 1),
+      s.simulatedSeconds / std::max(c.simulatedSeconds, 1e-30));
+}
+
 void printReport(const Module &m, const StrategyReport &r,
                  llvm::raw_ostream &os) {
   const StrategyCost &c = r.strategy.cost;
@@ -526,6 +582,10 @@ void printReport(const Module &m, const StrategyReport &r,
      << seconds(c.commSeconds) << ")\n";
   os << "simulated step time: " << seconds(c.simulatedSeconds)
      << " (compute and communication overlapped)\n";
+  if (!r.chosenFrom.empty())
+    os << "chosen by simulation: the " << r.chosenFrom
+       << " baseline's strategy, which simulates faster than the "
+       << solverName(r.solver) << " search's (listed below)\n";
   os << "memory per device:   " << gib(c.memoryBytes)
      << (r.mode == CostMode::Train ? " at its peak" : "")
      << (r.memoryLimit <= 0 ? ""
@@ -565,9 +625,10 @@ void printReport(const Module &m, const StrategyReport &r,
      << " DP states (" << r.strategy.stats.builtStates
      << " built, the rest repeat them), " << seconds(r.searchSeconds)
      << ", peak memory " << gib(r.peakMemoryBytes) << "\n";
-  const DpStats &st = r.strategy.stats;
   if (r.given)
     return;
+  if (!r.chosenFrom.empty())
+    return printChosen(r, os);
   if (r.solver == SolverKind::Mcmc) {
     const Strategy &s = r.strategy;
     os << llvm::formatv("mcmc: {0} proposals, {1} taken, chains from the "
@@ -583,6 +644,13 @@ void printReport(const Module &m, const StrategyReport &r,
                                     : "");
     return;
   }
+  printOptimum(r, os);
+}
+
+/// How far the search's strategy is from the optimum of the cost it
+/// minimizes.
+static void printOptimum(const StrategyReport &r, llvm::raw_ostream &os) {
+  const DpStats &st = r.strategy.stats;
   if (st.exact && st.conditionedClasses)
     os << llvm::formatv("optimum: exact (no strategy of this space is faster; "
                         "solved once per class of one op's configurations, "

@@ -36,6 +36,10 @@ struct StrategyReport {
   double memoryLimit = 0;
   /// The strategy was given (--strategy), not searched.
   bool given = false;
+  /// The baseline whose strategy simulated faster than the search's and
+  /// was chosen instead (ShardingOptions::chooseBySimulation); empty: the
+  /// search's own.
+  std::string chosenFrom;
   /// The program is a whole training step (backward and updates built in,
   /// each op priced once as it runs): reported as training.
   bool trainingProgram = false;
@@ -48,8 +52,10 @@ struct GivenLevers {
   std::vector<OpChoice> choices;
 };
 
-/// Searches (or, given \p fixed, prices) a strategy for \p m and the two
-/// baselines it is compared with, timing the search.
+/// Searches (or, given \p fixed, prices) a strategy for \p m and the
+/// baselines it is compared with (data-parallel, expert; training:
+/// megatron), timing the search. A searched strategy that simulates slower
+/// than a baseline gives way to it (ShardingOptions::chooseBySimulation).
 llvm::Expected<StrategyReport>
 buildReport(const Module &m, const Cluster &cluster, CostMode mode,
             const ShardingOptions &options,

@@ -2,6 +2,7 @@
 #include "passes/cost/CostModel.h"
 #include "passes/sharding/Layout.h"
 #include "passes/sharding/Solve.h"
+#include "passes/sharding/StrategyIO.h"
 
 #include <gtest/gtest.h>
 
@@ -242,4 +243,71 @@ TEST(LeversTest, McmcAnswersWithinTheLimit) {
   ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());
   EXPECT_LE(s->cost.memoryBytes, f.o.memoryLimit);
   EXPECT_EQ(s->choices.size(), f.m->main.ops.size());
+}
+
+// Megatron's grid: at its tensor degree t every op is data parallel on 8/t
+// devices, and splits at most one other dim, by t; under a limit it takes
+// the levers that fit, and a limit nothing meets names the leanest point.
+TEST(LeversTest, MegatronKeepsEveryOpOnItsGrid) {
+  Fixture f;
+  CostModel base(f.cluster, CostMode::Train);
+  f.o.solver = SolverKind::Megatron;
+  f.o.levers.zero = -1;
+  f.o.levers.microbatches = 0;
+  f.o.levers.recompute = RecomputePolicy::Auto;
+  auto s = solveSharding(*f.space, base, f.o);
+  ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());
+  EXPECT_GT(s->cost.simulatedSeconds, 0);
+  EXPECT_DOUBLE_EQ(s->cost.simulatedSeconds,
+                   simulateStrategy(*f.space, base, f.o.levers, *s));
+  // Both ops' dim 0 is the sample dim.
+  int64_t data = s->configs[0][0], tensor = 8 / data;
+  for (const Config &c : s->configs) {
+    EXPECT_EQ(c[0], data);
+    int64_t others = 1;
+    for (size_t d = 1; d < c.size(); ++d)
+      others *= c[d];
+    EXPECT_TRUE(others == 1 || others == tensor) << others;
+  }
+  f.o.memoryLimit = s->cost.memoryBytes * 0.9;
+  auto fit = solveSharding(*f.space, base, f.o);
+  if (fit)
+    EXPECT_LE(fit->cost.memoryBytes, f.o.memoryLimit);
+  else
+    llvm::consumeError(fit.takeError());
+  f.o.memoryLimit = 1024;
+  auto none = solveSharding(*f.space, base, f.o);
+  ASSERT_FALSE(bool(none));
+  EXPECT_NE(llvm::toString(none.takeError())
+                .find("megatron: no point of the grid fits"),
+            std::string::npos);
+}
+
+// A report's strategy simulates no slower than any baseline it lists: a
+// baseline that simulates faster than the search's strategy is chosen,
+// and the search's is listed in its place. Chosen by cost, the strategy is
+// the search's.
+TEST(LeversTest, TheReportChoosesTheFastestSimulated) {
+  Fixture f;
+  f.o.levers.zero = -1;
+  f.o.levers.microbatches = 0;
+  f.o.levers.recompute = RecomputePolicy::Auto;
+  auto r = buildReport(*f.m, f.cluster, CostMode::Train, f.o, std::nullopt);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(r->baselines.size() + r->baselineErrors.size(), 3u);
+  for (const auto &[name, b] : r->baselines)
+    EXPECT_LE(r->strategy.cost.simulatedSeconds, b.simulatedSeconds) << name;
+  if (!r->chosenFrom.empty()) {
+    EXPECT_TRUE(r->baselines.count("dp"));
+    EXPECT_FALSE(r->strategy.stats.exact);
+  }
+  f.o.chooseBySimulation = false;
+  auto byCost =
+      buildReport(*f.m, f.cluster, CostMode::Train, f.o, std::nullopt);
+  ASSERT_TRUE(bool(byCost)) << llvm::toString(byCost.takeError());
+  EXPECT_TRUE(byCost->chosenFrom.empty());
+  auto searched = solveSharding(*f.space, CostModel(f.cluster, CostMode::Train),
+                                f.o);
+  ASSERT_TRUE(bool(searched)) << llvm::toString(searched.takeError());
+  EXPECT_EQ(byCost->strategy.configs, searched->configs);
 }

@@ -214,8 +214,17 @@ static cl::opt<std::string>
 static cl::opt<std::string> solver(
     "solver",
     cl::desc("dp (PaSE's DP, default), dp-bfs, exhaustive, data-parallel, "
-             "expert, mcmc (FlexFlow's search over the simulated step)"),
+             "expert, megatron (Megatron-LM's grid of tensor degree, "
+             "microbatches, recomputation and ZeRO-1, the fastest simulated), "
+             "mcmc (FlexFlow's search over the simulated step)"),
     cl::value_desc("name"), cl::init("dp"), cl::cat(searchCategory));
+static cl::opt<std::string> chooseBy(
+    "choose",
+    cl::desc("simulation (default): return the search's strategy or a "
+             "baseline's, whichever simulates faster; cost: the search's, by "
+             "its additive cost"),
+    cl::value_desc("simulation|cost"), cl::init("simulation"),
+    cl::cat(searchCategory));
 static cl::opt<double> searchBudget(
     "search-budget",
     cl::desc("--solver=mcmc: the most seconds the search may take (0: no "
@@ -421,7 +430,8 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   if (!kind)
     return llvm::createStringError(
         "--solver=" + solver +
-        ": expected dp, dp-bfs, exhaustive, data-parallel, expert or mcmc");
+        ": expected dp, dp-bfs, exhaustive, data-parallel, expert, megatron "
+        "or mcmc");
   if (searchBudget < 0)
     return llvm::createStringError("--search-budget must not be negative");
   ShardingOptions o;
@@ -433,9 +443,11 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   // A training step's second phase searches what no forward op decided
   // (how gradients are aggregated, where updates run) with the cost model,
   // whatever solver chose the forward configurations.
-  bool baseline =
-      *kind == SolverKind::DataParallel || *kind == SolverKind::Expert;
-  o.solver = keepGiven && baseline ? SolverKind::Dp : *kind;
+  o.solver = keepGiven && isBaseline(*kind) ? SolverKind::Dp : *kind;
+  if (chooseBy != "simulation" && chooseBy != "cost")
+    return llvm::createStringError("--choose=" + chooseBy +
+                                   ": expected simulation or cost");
+  o.chooseBySimulation = chooseBy == "simulation";
   o.maxStates = maxStates;
   o.exactSearch = exactSearch;
   o.threads = threads;
