@@ -73,16 +73,33 @@ static void flagResults(const Op &op, llvm::ArrayRef<bool> iters,
   }
 }
 
-llvm::DenseMap<const Op *, llvm::SmallVector<SoapRole, 6>>
-computeSoapRoles(const Func &f) {
-  DimFlags sampleDims, paramDims;
+/// Every function argument's dim 0 is a sample dim.
+static DimFlags argumentSamples(const Func &f) {
+  DimFlags sampleDims;
   for (const auto &a : f.args) {
     llvm::SmallVector<bool, 4> s(a->type.rank(), false);
     if (!s.empty())
       s[0] = true;
     sampleDims[a.get()] = s;
   }
+  return sampleDims;
+}
 
+llvm::DenseMap<const Op *, llvm::SmallVector<bool, 6>>
+sampleIters(const Func &f) {
+  DimFlags sampleDims = argumentSamples(f);
+  llvm::DenseMap<const Op *, llvm::SmallVector<bool, 6>> out;
+  for (const auto &op : f.ops) {
+    auto sample = flaggedIters(*op, sampleDims, false, true);
+    flagResults(*op, sample, sampleDims);
+    out[op.get()] = std::move(sample);
+  }
+  return out;
+}
+
+llvm::DenseMap<const Op *, llvm::SmallVector<SoapRole, 6>>
+computeSoapRoles(const Func &f) {
+  DimFlags sampleDims = argumentSamples(f), paramDims;
   llvm::DenseMap<const Op *, llvm::SmallVector<SoapRole, 6>> roles;
   for (const auto &opPtr : f.ops) {
     const Op &op = *opPtr;

@@ -21,6 +21,12 @@ llvm::StringRef soapRoleName(SoapRole r);
 /// output dim, a group's major dim; -1 for `_`, `*` and lookups.
 int carrierDim(const AccessExpr &e);
 
+/// Per op of \p f, which iteration dims the batch dim reaches (the
+/// parallel ones are the Sample role's; a reduction over the batch is
+/// flagged too), in `iters` order.
+llvm::DenseMap<const Op *, llvm::SmallVector<bool, 6>>
+sampleIters(const Func &f);
+
 /// Roles of every iteration dim of every op of \p f, in `iters` order.
 /// Sample dims start at dim 0 of each function argument and flow through
 /// access maps (the major dim of a group carries it).

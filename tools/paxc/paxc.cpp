@@ -12,6 +12,7 @@
 #include "ir/Summary.h"
 #include "ir/Verifier.h"
 #include "passes/autodiff/Autodiff.h"
+#include "passes/autodiff/Microbatches.h"
 #include "passes/autodiff/Optimizer.h"
 #include "passes/sharding/InsertCollectives.h"
 #include "passes/sharding/Simulator.h"
@@ -363,19 +364,39 @@ static ConfigOptions configOptionsFromFlags(const Cluster &cluster,
 /// training step of the model (--mode=train without --loss); a training
 /// program's plan runs none of them yet, so asking for one there is an
 /// error.
-static llvm::Expected<LeverOptions> leversFromFlags() {
-  LeverOptions l;
-  bool asked = microbatches.getNumOccurrences() ||
-               recompute.getNumOccurrences() || zeroStage.getNumOccurrences();
-  if (asked && (mode != "train" || trainingStep))
-    return llvm::createStringError(
-        "--microbatches, --recompute and --zero price a training step of the "
-        "model (--mode=train without --loss); paxrun's training plans do not "
-        "run them yet");
+/// A training plan: --mode=train with a loss (the backward pass and the
+/// updates in the program).
+static bool trainingPlan() {
+  return mode == "train" && lossKind.getNumOccurrences();
+}
+
+/// --microbatches: 0 for auto, else the count.
+static llvm::Expected<int64_t> microbatchesFromFlag() {
   auto m = parseMicrobatches(microbatches);
   if (!m)
     return llvm::createStringError("--microbatches=" + microbatches +
                                    ": expected auto or a positive count");
+  return *m;
+}
+
+/// The levers the search prices. A training plan runs its microbatches in
+/// the program (splitMicrobatches) and prices none.
+static llvm::Expected<LeverOptions> leversFromFlags() {
+  LeverOptions l;
+  if (mode != "train" && microbatches.getNumOccurrences())
+    return llvm::createStringError(
+        "--microbatches splits a training step's batch (--mode=train)");
+  if ((mode != "train" || trainingPlan()) &&
+      (recompute.getNumOccurrences() || zeroStage.getNumOccurrences()))
+    return llvm::createStringError(
+        "--recompute and --zero price a training step of the model "
+        "(--mode=train without --loss); paxrun's training plans do not run "
+        "them yet");
+  auto m = microbatchesFromFlag();
+  if (!m)
+    return m.takeError();
+  if (trainingPlan())
+    return l;
   l.microbatches = *m;
   auto r = parseRecompute(recompute);
   if (!r)
@@ -691,6 +712,14 @@ int main(int argc, char **argv) {
                 "(--mode=train with --loss) applies them instead");
   if (freeze.getNumOccurrences() && !gradients && !trainingStep)
     return fail("--freeze needs --gradients or a training step");
+  // A training plan's microbatches: M copies of the forward program over
+  // slices of the batch (the search and the plan see them all).
+  auto perStep = microbatchesFromFlag();
+  if (!perStep)
+    return fail(llvm::toString(perStep.takeError()));
+  if (trainingStep && *perStep > 1)
+    if (auto err = splitMicrobatches(m, *perStep))
+      return fail(inputPath + ": " + llvm::toString(std::move(err)));
   bool planning = emit == Emit::Plan || emit == Emit::PlanText ||
                   (!emit.getNumOccurrences() &&
                    llvm::StringRef(outputPath).ends_with(".paxplan"));
@@ -757,6 +786,8 @@ int main(int argc, char **argv) {
     opt.clipNorm = clipNorm;
     if (auto err = appendOptimizer(m, opt))
       return fail(inputPath + ": " + llvm::toString(std::move(err)));
+    // One microbatch's activations at a time.
+    orderMicrobatches(m.main);
   }
 
   std::string verifyErrors;
