@@ -401,7 +401,8 @@ static llvm::Error readLevers(const llvm::json::Object &root,
     return llvm::createStringError(
         origin + ": the strategy's microbatches, recomputation and ZeRO "
                  "stages price a training step of the model (--mode=train "
-                 "without --loss); paxrun's plans do not run them yet");
+                 "without --loss); a training plan runs the microbatches of "
+                 "--microbatches, and no recomputation or ZeRO stages yet");
   if (levers)
     *levers = std::move(given);
   return llvm::Error::success();

@@ -381,17 +381,9 @@ static llvm::Expected<int64_t> microbatchesFromFlag() {
 
 /// The levers the search prices. A training plan runs its microbatches in
 /// the program (splitMicrobatches) and prices none.
+/// (main has refused levers a step cannot take.)
 static llvm::Expected<LeverOptions> leversFromFlags() {
   LeverOptions l;
-  if (mode != "train" && microbatches.getNumOccurrences())
-    return llvm::createStringError(
-        "--microbatches splits a training step's batch (--mode=train)");
-  if ((mode != "train" || trainingPlan()) &&
-      (recompute.getNumOccurrences() || zeroStage.getNumOccurrences()))
-    return llvm::createStringError(
-        "--recompute and --zero price a training step of the model "
-        "(--mode=train without --loss); paxrun's training plans do not run "
-        "them yet");
   auto m = microbatchesFromFlag();
   if (!m)
     return m.takeError();
@@ -714,6 +706,14 @@ int main(int argc, char **argv) {
     return fail("--freeze needs --gradients or a training step");
   // A training plan's microbatches: M copies of the forward program over
   // slices of the batch (the search and the plan see them all).
+  if (mode != "train" && microbatches.getNumOccurrences())
+    return fail("--microbatches splits a training step's batch "
+                "(--mode=train)");
+  if ((mode != "train" || trainingStep) &&
+      (recompute.getNumOccurrences() || zeroStage.getNumOccurrences()))
+    return fail("--recompute and --zero price a training step of the model "
+                "(--mode=train without --loss); paxrun's training plans do "
+                "not run them yet");
   auto perStep = microbatchesFromFlag();
   if (!perStep)
     return fail(llvm::toString(perStep.takeError()));
