@@ -7,11 +7,13 @@ split at random), on threads or, with --mpi, MPI ranks. For each run: the
 losses and the weights after 3 steps equal the one-device run's within
 --tol (relative, per tensor: max|a-b| / max|a|), and one step's collectives
 move the bytes the cost model predicted (paxrun --comm-stats fails
-otherwise). The labelled long test `train_matrix` (`ctest -L long`).
+otherwise). With --microbatches 1,2 every run is repeated with the step's
+batch in 2 microbatches (models whose batch 2 does not divide are
+skipped). The labelled long test `train_matrix` (`ctest -L long`).
 
   train_matrix.py [--bin DIR] [--work DIR] [--only NAME,...]
                   [--gpus 2,4,8] [--strategies dp,data-parallel,expert,random]
-                  [--mpi] [--tol 1e-5]
+                  [--mpi] [--tol 1e-5] [--microbatches 1,2]
 
 A model paxc cannot train (an op without a gradient rule) is skipped and
 listed with paxc's error. Exits 1 on any other failure.
@@ -44,6 +46,48 @@ def losses(text):
     return [ln for ln in text.splitlines() if ln.startswith("step ")]
 
 
+class Case:
+    """One model's run: the options, tools, paths and one device's result."""
+
+    def __init__(self, a, paxc, launch, model, work, data, one):
+        self.a, self.paxc, self.launch = a, paxc, launch
+        self.model, self.work, self.data, self.one = model, work, data, one
+
+
+def check(c, gpus, strategy, micro, want):
+    """Trains c.model on gpus devices with strategy and micro microbatches;
+    ("ok" | "FAIL" | "skip", message)."""
+    base = os.path.join(c.work, f"g{gpus}_{strategy}_m{micro}")
+    flags = [f"--gpus={gpus}", f"--microbatches={micro}"]
+    if strategy in ("data-parallel", "expert"):
+        flags.append(f"--solver={strategy}")
+    elif strategy == "random":
+        r = run([c.paxc, c.model, *TRAIN, *flags, "--emit=strategy",
+                 "-o", base + ".search.json", "--quiet"])
+        if r.returncode == 0:
+            r = run([sys.executable, FORCE, base + ".search.json", "random",
+                     f"--gpus={gpus}", f"--seed={gpus}", "-o", base + ".json"])
+        if r.returncode:
+            return "FAIL", last_line(r.stderr)
+        flags.append(f"--strategy={base}.json")
+    r = run([c.paxc, c.model, *TRAIN, *flags, "-o", base + ".paxplan", "--quiet"])
+    if r.returncode and "do not divide" in r.stderr:
+        return "skip", last_line(r.stderr)
+    if r.returncode == 0:
+        r = c.launch(base + ".paxplan", gpus, ["--inputs", f"{c.data}/in", "--comm-stats"])
+    if r.returncode == 0:
+        r = c.launch(base + ".paxplan", gpus, ["--train", "--steps=3",
+                                               f"--data={c.data}/in", f"--save={base}.onnx"])
+        got = losses(r.stdout)
+    if r.returncode == 0:
+        r = run([sys.executable, SAME, c.one + ".onnx", base + ".onnx",
+                 "--tol", str(c.a.tol)])
+    if r.returncode:
+        return "FAIL", last_line(r.stdout) or last_line(r.stderr)
+    same = "same losses" if got == want else "losses differ in the last digits"
+    return "ok", f"{last_line(r.stdout)}; {same}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
@@ -53,6 +97,8 @@ def main():
     ap.add_argument("--strategies", default="dp,data-parallel,expert,random")
     ap.add_argument("--mpi", action="store_true")
     ap.add_argument("--tol", type=float, default=1e-5)
+    ap.add_argument("--microbatches", default="1",
+                    help="microbatch counts per step, each run for every strategy")
     a = ap.parse_args()
     paxc, paxrun = os.path.join(a.bin, "paxc"), os.path.join(a.bin, "paxrun")
     mpirun = shutil.which("mpirun") if a.mpi else None
@@ -103,49 +149,20 @@ def main():
         want = losses(r.stdout)
         for gpus in [int(g) for g in a.gpus.split(",")]:
             for strategy in a.strategies.split(","):
-                tag = f"{name} {gpus} {strategy}"
-                base = os.path.join(work, f"g{gpus}_{strategy}")
-                flags = [f"--gpus={gpus}"]
-                if strategy in ("data-parallel", "expert"):
-                    flags.append(f"--solver={strategy}")
-                elif strategy == "random":
-                    r = run([paxc, model, *TRAIN, *flags, "--emit=strategy",
-                             "-o", base + ".search.json", "--quiet"])
-                    if r.returncode == 0:
-                        r = run([sys.executable, FORCE, base + ".search.json",
-                                 "random", f"--gpus={gpus}", f"--seed={gpus}",
-                                 "-o", base + ".json"])
-                    if r.returncode:
-                        counts["FAIL"] += 1
-                        failed.append(f"{tag}: {last_line(r.stderr)}")
-                        continue
-                    flags.append(f"--strategy={base}.json")
-                r = run([paxc, model, *TRAIN, *flags, "-o", base + ".paxplan",
-                         "--quiet"])
-                if r.returncode == 0:
-                    r = launch(base + ".paxplan", gpus,
-                               ["--inputs", f"{data}/in", "--comm-stats"])
-                if r.returncode == 0:
-                    r = launch(base + ".paxplan", gpus,
-                               ["--train", "--steps=3", f"--data={data}/in",
-                                f"--save={base}.onnx"])
-                    got = losses(r.stdout)
-                if r.returncode == 0:
-                    r = run([sys.executable, SAME, one + ".onnx", base + ".onnx",
-                             "--tol", str(a.tol)])
-                if r.returncode:
-                    counts["FAIL"] += 1
-                    msg = last_line(r.stdout) or last_line(r.stderr)
-                    failed.append(f"{tag}: {msg}")
-                    print(f"FAIL  {tag}: {msg}", flush=True)
-                    continue
-                counts["ok"] += 1
-                same = "same losses" if got == want else "losses differ in the last digits"
-                print(f"ok    {tag}: {last_line(r.stdout)}; {same}", flush=True)
+                for micro in [int(m) for m in a.microbatches.split(",")]:
+                    tag = f"{name} {gpus} {strategy}" + (f" M={micro}" if micro > 1 else "")
+                    status, msg = check(Case(a, paxc, launch, model, work, data, one),
+                                        gpus, strategy, micro, want)
+                    counts[status] += 1
+                    if status == "FAIL":
+                        failed.append(f"{tag}: {msg}")
+                    elif status == "skip":
+                        skipped.append(f"{tag}: {msg}")
+                    print(f"{status:5} {tag}: {msg}", flush=True)
     for line in failed:
         print("FAILED " + line)
     print(f"train matrix: {counts['ok']} passed, {counts['FAIL']} failed, "
-          f"{counts['skip']} models skipped ({time.time() - start:.0f} s)")
+          f"{counts['skip']} skipped ({time.time() - start:.0f} s)")
     return 1 if counts["FAIL"] else 0
 
 
