@@ -87,6 +87,21 @@ bool Op::isReplicaDim(unsigned d) const {
          llvm::none_of(results, [&](const Result &r) { return uses(r.map); });
 }
 
+bool Op::reducesAway() const {
+  for (unsigned d = 0; d < iters.size(); ++d) {
+    if (iters[d].kind != IterKind::Reduction || iters[d].extent == 1)
+      continue;
+    bool kept = llvm::any_of(results, [&](const Result &r) {
+      return llvm::any_of(r.map, [&](const AccessExpr &e) {
+        return llvm::is_contained(e.dims, d);
+      });
+    });
+    if (!kept)
+      return true;
+  }
+  return false;
+}
+
 double Op::flops() const {
   unsigned perPoint = opKindFlopsPerPoint(kind);
   if (perPoint == 0)

@@ -152,6 +152,10 @@ public:
   /// k ways, k devices each compute the whole op (every tensor is
   /// replicated along it); the kernels walk it once.
   bool isReplicaDim(unsigned d) const;
+  /// True when the op sums over a dim (of more than one point) that its
+  /// results drop: a contraction, a convolution, a reduction. Such results
+  /// are the dearest to compute again.
+  bool reducesAway() const;
 };
 
 /// A function: arguments, ops in topological order, returned values.

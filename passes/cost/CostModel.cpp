@@ -311,24 +311,6 @@ OpMemory CostModel::opMemory(const Op &op, const Config &c,
   return memoryOf(parts(op, c), choice);
 }
 
-/// Whether recomputing \p op is dear: it sums over a dim its result drops
-/// (a contraction, a convolution, a reduction), so `--recompute=all` keeps
-/// its result.
-static bool contracts(const Op &op) {
-  for (unsigned d = 0; d < op.iters.size(); ++d) {
-    if (op.iters[d].kind != IterKind::Reduction || op.iters[d].extent == 1)
-      continue;
-    bool kept = llvm::any_of(op.results, [&](const Result &r) {
-      return llvm::any_of(r.map, [&](const AccessExpr &e) {
-        return llvm::is_contained(e.dims, d);
-      });
-    });
-    if (!kept)
-      return true;
-  }
-  return false;
-}
-
 llvm::SmallVector<OpChoice, 8> CostModel::choices(const Op &op) const {
   llvm::SmallVector<OpChoice, 8> out;
   if (!training())
@@ -348,7 +330,7 @@ llvm::SmallVector<OpChoice, 8> CostModel::choices(const Op &op) const {
   if (mayRecompute && levers.recompute == RecomputePolicy::Auto)
     recompute.push_back(true);
   if (mayRecompute && levers.recompute == RecomputePolicy::All &&
-      !contracts(op))
+      !op.reducesAway())
     recompute = {true};
   for (bool r : recompute)
     for (uint8_t z : stages)

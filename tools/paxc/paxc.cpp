@@ -14,6 +14,7 @@
 #include "passes/autodiff/Autodiff.h"
 #include "passes/autodiff/Microbatches.h"
 #include "passes/autodiff/Optimizer.h"
+#include "passes/autodiff/Recompute.h"
 #include "passes/sharding/InsertCollectives.h"
 #include "passes/sharding/Simulator.h"
 #include "passes/sharding/StrategyIO.h"
@@ -709,11 +710,22 @@ int main(int argc, char **argv) {
   if (mode != "train" && microbatches.getNumOccurrences())
     return fail("--microbatches splits a training step's batch "
                 "(--mode=train)");
-  if ((mode != "train" || trainingStep) &&
+  if (mode != "train" &&
       (recompute.getNumOccurrences() || zeroStage.getNumOccurrences()))
-    return fail("--recompute and --zero price a training step of the model "
-                "(--mode=train without --loss); paxrun's training plans do "
-                "not run them yet");
+    return fail("--recompute and --zero price or run a training step "
+                "(--mode=train)");
+  if (trainingStep && zeroStage.getNumOccurrences())
+    return fail("--zero prices a training step of the model (--mode=train "
+                "without --loss); paxrun's training plans do not run ZeRO "
+                "stages yet");
+  std::optional<RecomputePolicy> recomputing = parseRecompute(recompute);
+  if (!recomputing)
+    return fail("--recompute=" + recompute + ": expected none, auto or all");
+  if (trainingStep && *recomputing == RecomputePolicy::Auto &&
+      recompute.getNumOccurrences())
+    return fail("--recompute=auto is the search's choice when pricing a "
+                "training step (--mode=train without --loss); a training "
+                "plan recomputes none or all");
   auto perStep = microbatchesFromFlag();
   if (!perStep)
     return fail(llvm::toString(perStep.takeError()));
@@ -761,6 +773,7 @@ int main(int argc, char **argv) {
     }
     replicas = theCluster->gpus;
   }
+  size_t forwardOps = m.main.ops.size();
   if (gradients || trainingStep) {
     AutodiffOptions ad;
     ad.freeze = freeze;
@@ -786,6 +799,11 @@ int main(int argc, char **argv) {
     opt.clipNorm = clipNorm;
     if (auto err = appendOptimizer(m, opt))
       return fail(inputPath + ": " + llvm::toString(std::move(err)));
+    // Every result but the contractions' computed again where the
+    // backward pass reads it.
+    if (recompute.getNumOccurrences() && *recomputing == RecomputePolicy::All)
+      recomputeInBackward(m.main, forwardOps,
+                          [](const Op &op) { return !op.reducesAway(); });
     // One microbatch's activations at a time.
     orderMicrobatches(m.main);
   }
