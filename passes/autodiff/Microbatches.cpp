@@ -210,6 +210,13 @@ llvm::Error Splitter::combine(const Op &op, unsigned result,
 /// \p op as M copies, the last microbatch's first (autodiff, visiting ops
 /// newest first, then sums each weight's gradient from microbatch 0 on).
 llvm::Error Splitter::split(const Op &op) {
+  unsigned sampleIters = 0;
+  for (unsigned d = 0; d < op.iters.size(); ++d)
+    sampleIters += isSample(op, d);
+  if (sampleIters > 1)
+    return fail(op, "it pairs the batch's samples with each other (two of "
+                    "its dims carry the batch); it would compute otherwise "
+                    "over microbatches");
   for (unsigned d = 0; d < op.iters.size(); ++d)
     if (isSample(op, d) && op.iters[d].extent % count)
       return fail(op, llvm::formatv("{0} microbatches do not divide its "
