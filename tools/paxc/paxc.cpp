@@ -622,6 +622,93 @@ static llvm::Error writeOnnxSharded(const Module &m, const StrategyReport &r,
   return llvm::Error::success();
 }
 
+/// The optimizer of a training step, from the flags.
+static llvm::Expected<OptimizerOptions> optimizerFromFlags(int64_t replicas) {
+  OptimizerOptions opt;
+  auto kind = parseOptimizerKind(optimizerKind);
+  if (!kind)
+    return llvm::createStringError("--optimizer=" + optimizerKind +
+                                   ": expected sgd, adam or adamw");
+  opt.kind = *kind;
+  opt.lr = learningRate;
+  opt.replicas = replicas;
+  opt.momentum = momentum;
+  opt.nesterov = nesterov;
+  opt.weightDecay = weightDecay;
+  opt.beta1 = beta1;
+  opt.beta2 = beta2;
+  opt.eps = adamEps;
+  opt.clipNorm = clipNorm;
+  return opt;
+}
+
+/// --gradients: the backward pass. A training step: the backward pass,
+/// the optimizer's updates, the recomputation \p recomputing asks for, and
+/// the ops in microbatch order.
+static llvm::Error buildBackward(Module &m, int64_t replicas,
+                                 RecomputePolicy recomputing) {
+  size_t forwardOps = m.main.ops.size();
+  if (!gradients && !trainingStep)
+    return llvm::Error::success();
+  AutodiffOptions ad;
+  ad.freeze = freeze;
+  ad.replicas = replicas;
+  auto inModel = [](llvm::Error err) {
+    return llvm::createStringError(inputPath + ": " +
+                                   llvm::toString(std::move(err)));
+  };
+  if (auto err = appendBackward(m, ad))
+    return inModel(std::move(err));
+  if (!trainingStep)
+    return llvm::Error::success();
+  auto opt = optimizerFromFlags(replicas);
+  if (!opt)
+    return opt.takeError();
+  if (auto err = appendOptimizer(m, *opt))
+    return inModel(std::move(err));
+  // Every result but the contractions' computed again where the backward
+  // pass reads it.
+  if (recomputing == RecomputePolicy::All)
+    recomputeInBackward(m.main, forwardOps,
+                        [](const Op &op) { return !op.reducesAway(); });
+  // One microbatch's activations at a time.
+  orderMicrobatches(m.main);
+  return llvm::Error::success();
+}
+
+/// Refuses the flags of a training step that this step cannot take;
+/// returns --recompute's policy.
+static llvm::Expected<RecomputePolicy> checkStepFlags() {
+  auto error = [](const llvm::Twine &msg) {
+    return llvm::createStringError(msg.str());
+  };
+  if (trainingStep && gradients)
+    return error("--gradients makes gradients outputs; a training step "
+                 "(--mode=train with --loss) applies them instead");
+  if (freeze.getNumOccurrences() && !gradients && !trainingStep)
+    return error("--freeze needs --gradients or a training step");
+  if (mode != "train" && microbatches.getNumOccurrences())
+    return error("--microbatches splits a training step's batch "
+                 "(--mode=train)");
+  if (mode != "train" &&
+      (recompute.getNumOccurrences() || zeroStage.getNumOccurrences()))
+    return error("--recompute and --zero price or run a training step "
+                 "(--mode=train)");
+  if (trainingStep && zeroStage.getNumOccurrences())
+    return error("--zero prices a training step of the model (--mode=train "
+                 "without --loss); paxrun's training plans do not run ZeRO "
+                 "stages yet");
+  std::optional<RecomputePolicy> policy = parseRecompute(recompute);
+  if (!policy)
+    return error("--recompute=" + recompute + ": expected none, auto or all");
+  if (trainingStep && *policy == RecomputePolicy::Auto &&
+      recompute.getNumOccurrences())
+    return error("--recompute=auto is the search's choice when pricing a "
+                 "training step (--mode=train without --loss); a training "
+                 "plan recomputes none or all");
+  return recompute.getNumOccurrences() ? *policy : RecomputePolicy::None;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions({&paxcCategory, &searchCategory});
@@ -700,32 +787,11 @@ int main(int argc, char **argv) {
   // A training step: --mode=train with a loss builds the backward pass and
   // the parameter updates into the program.
   trainingStep = mode == "train" && lossKind.getNumOccurrences();
-  if (trainingStep && gradients)
-    return fail("--gradients makes gradients outputs; a training step "
-                "(--mode=train with --loss) applies them instead");
-  if (freeze.getNumOccurrences() && !gradients && !trainingStep)
-    return fail("--freeze needs --gradients or a training step");
+  auto recomputing = checkStepFlags();
+  if (!recomputing)
+    return fail(llvm::toString(recomputing.takeError()));
   // A training plan's microbatches: M copies of the forward program over
   // slices of the batch (the search and the plan see them all).
-  if (mode != "train" && microbatches.getNumOccurrences())
-    return fail("--microbatches splits a training step's batch "
-                "(--mode=train)");
-  if (mode != "train" &&
-      (recompute.getNumOccurrences() || zeroStage.getNumOccurrences()))
-    return fail("--recompute and --zero price or run a training step "
-                "(--mode=train)");
-  if (trainingStep && zeroStage.getNumOccurrences())
-    return fail("--zero prices a training step of the model (--mode=train "
-                "without --loss); paxrun's training plans do not run ZeRO "
-                "stages yet");
-  std::optional<RecomputePolicy> recomputing = parseRecompute(recompute);
-  if (!recomputing)
-    return fail("--recompute=" + recompute + ": expected none, auto or all");
-  if (trainingStep && *recomputing == RecomputePolicy::Auto &&
-      recompute.getNumOccurrences())
-    return fail("--recompute=auto is the search's choice when pricing a "
-                "training step (--mode=train without --loss); a training "
-                "plan recomputes none or all");
   auto perStep = microbatchesFromFlag();
   if (!perStep)
     return fail(llvm::toString(perStep.takeError()));
@@ -773,40 +839,8 @@ int main(int argc, char **argv) {
     }
     replicas = theCluster->gpus;
   }
-  size_t forwardOps = m.main.ops.size();
-  if (gradients || trainingStep) {
-    AutodiffOptions ad;
-    ad.freeze = freeze;
-    ad.replicas = replicas;
-    if (auto err = appendBackward(m, ad))
-      return fail(inputPath + ": " + llvm::toString(std::move(err)));
-  }
-  if (trainingStep) {
-    OptimizerOptions opt;
-    auto kind = parseOptimizerKind(optimizerKind);
-    if (!kind)
-      return fail("--optimizer=" + optimizerKind +
-                  ": expected sgd, adam or adamw");
-    opt.kind = *kind;
-    opt.lr = learningRate;
-    opt.replicas = replicas;
-    opt.momentum = momentum;
-    opt.nesterov = nesterov;
-    opt.weightDecay = weightDecay;
-    opt.beta1 = beta1;
-    opt.beta2 = beta2;
-    opt.eps = adamEps;
-    opt.clipNorm = clipNorm;
-    if (auto err = appendOptimizer(m, opt))
-      return fail(inputPath + ": " + llvm::toString(std::move(err)));
-    // Every result but the contractions' computed again where the
-    // backward pass reads it.
-    if (recompute.getNumOccurrences() && *recomputing == RecomputePolicy::All)
-      recomputeInBackward(m.main, forwardOps,
-                          [](const Op &op) { return !op.reducesAway(); });
-    // One microbatch's activations at a time.
-    orderMicrobatches(m.main);
-  }
+  if (auto err = buildBackward(m, replicas, *recomputing))
+    return fail(llvm::toString(std::move(err)));
 
   std::string verifyErrors;
   if (!verifyModule(m, [&](const Op *op, const llvm::Twine &msg) {
