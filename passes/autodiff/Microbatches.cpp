@@ -100,9 +100,8 @@ Value *Splitter::slice(Value *v, unsigned dim, int64_t k) {
   AccessMap in = identity(t.rank());
   in[dim] = AccessExpr::shifted(dim, 1, k * block);
   s->operands.push_back({v, in});
-  std::string name = v->kind == Value::Kind::Result && v->def
-                         ? v->def->name().str()
-                         : v->name;
+  std::string name =
+      v->kind == Value::Kind::Result && v->def ? v->def->name().str() : v->name;
   s->attrs["name"] = llvm::formatv("pax_microbatch/{0}/{1}", name, k).str();
   s->attrs["microbatch"] = k;
   Value *out = s->addResult(t, identity(t.rank()));
@@ -203,7 +202,8 @@ llvm::Error Splitter::combine(const Op &op, unsigned result,
   for (Value *p : partials)
     c->operands.push_back({p, identity(t.rank())});
   c->attrs["name"] = llvm::formatv("{0}/microbatches", op.name()).str();
-  combined[op.results[result].value.get()] = c->addResult(t, identity(t.rank()));
+  combined[op.results[result].value.get()] =
+      c->addResult(t, identity(t.rank()));
   return llvm::Error::success();
 }
 
@@ -219,10 +219,10 @@ llvm::Error Splitter::split(const Op &op) {
                     "over microbatches");
   for (unsigned d = 0; d < op.iters.size(); ++d)
     if (isSample(op, d) && op.iters[d].extent % count)
-      return fail(op, llvm::formatv("{0} microbatches do not divide its "
-                                    "sample dim '{1}' ({2})",
-                                    count, op.iters[d].name,
-                                    op.iters[d].extent));
+      return fail(op,
+                  llvm::formatv("{0} microbatches do not divide its "
+                                "sample dim '{1}' ({2})",
+                                count, op.iters[d].name, op.iters[d].extent));
   std::vector<llvm::SmallVector<Value *, 8>> partials(op.results.size());
   for (int64_t k = count - 1; k >= 0; --k) {
     auto c = copy(op, k);

@@ -19,8 +19,12 @@
 // k + 1's forward: a plan's buffers, placed by liveness, then hold one
 // microbatch's activations at a time.
 //
-// Ops that couple the samples of a batch (batch norm's statistics) compute
-// them per microbatch, as gradient accumulation in any framework does.
+// A statistic over the batch (batch norm's mean and variance) is a
+// reduction over the sample dim: the mean of the copies' partial means is
+// the full batch's, so the step computes what the full batch does, but
+// every microbatch runs up to it before any goes on. An op that pairs the
+// batch's samples with each other (two of its dims carry the batch: a
+// contrastive loss) is refused.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -6,10 +6,10 @@
 // (ZeRO-1) or not. At each degree the layers split as Megatron splits
 // them (baselineConfigs: column- then row-parallel weights, attention heads,
 // the vocabulary of an embedding; every op data parallel over the other
-// devices), the DP picking per op among those splits. Each (t, recomputation, ZeRO) then takes the
-// fewest microbatches that fit the memory (more are never faster), every
-// such point is simulated, and the fastest wins: the hand-tuned plan a
-// Megatron user would reach by measuring the grid.
+// devices), the DP picking per op among those splits. Each (t, recomputation,
+// ZeRO) then takes the fewest microbatches that fit the memory (more are never
+// faster), every such point is simulated, and the fastest wins: the hand-tuned
+// plan a Megatron user would reach by measuring the grid.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/sharding/SolveInternal.h"
@@ -136,8 +136,8 @@ llvm::Error MegatronGrid::degree(int64_t t, llvm::ArrayRef<int64_t> counts) {
         l.recompute = r;
         l.zero = z;
         GridPoint p{t, priceUniform(space, model, *configs, l, m)};
-        bool fits = o.memoryLimit <= 0 ||
-                    p.strategy.cost.memoryBytes <= o.memoryLimit;
+        bool fits =
+            o.memoryLimit <= 0 || p.strategy.cost.memoryBytes <= o.memoryLimit;
         offer(std::move(p));
         if (fits || !training)
           break;
@@ -151,8 +151,8 @@ llvm::Expected<Strategy> MegatronGrid::run() {
                          : std::vector<int64_t>{1};
   if (!counts)
     return counts.takeError();
-  for (int64_t t : tensorDegrees(o.configs.devices,
-                                 model.getCluster().gpusPerNode))
+  for (int64_t t :
+       tensorDegrees(o.configs.devices, model.getCluster().gpusPerNode))
     if (auto err = degree(t, *counts))
       return err;
   if (best)

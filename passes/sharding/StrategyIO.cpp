@@ -111,8 +111,8 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
     r.strategy.offsets.assign(fixedOffsets.begin(), fixedOffsets.end());
     r.given = true;
     r.strategy.stats.exact = false;
-    if (auto err = priceGiven(space, model, options.levers, fixedLevers,
-                              r.strategy))
+    if (auto err =
+            priceGiven(space, model, options.levers, fixedLevers, r.strategy))
       return err;
     for (const auto &op : m.main.ops)
       r.strategy.spaceSizes.push_back(
@@ -138,7 +138,8 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
       r.baselineErrors[solverName(k).str()] = llvm::toString(s.takeError());
       continue;
     }
-    s->cost.simulatedSeconds = simulateStrategy(space, model, options.levers, *s);
+    s->cost.simulatedSeconds =
+        simulateStrategy(space, model, options.levers, *s);
     baselines[solverName(k).str()] = std::move(*s);
   }
   if (!fixed && options.chooseBySimulation && !isBaseline(options.solver))
@@ -195,58 +196,28 @@ static llvm::json::Object configJson(const Op &op, const Config &c) {
   return o;
 }
 
-llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
-  llvm::json::Object out = costJson(r.strategy.cost);
-  out["model"] = m.name;
-  out["cluster"] = clusterToJson(*r.cluster);
-  out["gpus"] = int64_t(r.cluster->gpus);
-  if (r.cluster->measured) {
-    auto [measured, all] = measuredOps(m, *r.cluster, r.strategy.configs);
-    out["measured_ops"] = int64_t(measured);
-    out["priced_ops"] = int64_t(all);
+/// Per parameter of a training program: how its gradient is aggregated.
+static llvm::json::Array aggregationJson(const Module &m,
+                                         const StrategyReport &r) {
+  llvm::json::Array aggregation;
+  for (const GradientAggregation &a :
+       describeAggregation(m, r.strategy.configs, *r.cluster)) {
+    llvm::json::Array moves;
+    for (const auto &[kind, bytes] : a.moves)
+      moves.push_back(
+          llvm::json::Object{{"collective", kind}, {"bytes", bytes}});
+    aggregation.push_back(
+        llvm::json::Object{{"parameter", a.parameter},
+                           {"kind", a.kind},
+                           {"bytes", a.bytes},
+                           {"local_aggregation", a.innerRing > 1},
+                           {"collectives", std::move(moves)}});
   }
-  out["mode"] =
-      r.mode == CostMode::Train || r.trainingProgram ? "train" : "infer";
-  out["training_program"] = r.trainingProgram;
-  if (r.trainingProgram) {
-    llvm::json::Array aggregation;
-    for (const GradientAggregation &a :
-         describeAggregation(m, r.strategy.configs, *r.cluster)) {
-      llvm::json::Array moves;
-      for (const auto &[kind, bytes] : a.moves)
-        moves.push_back(
-            llvm::json::Object{{"collective", kind}, {"bytes", bytes}});
-      aggregation.push_back(
-          llvm::json::Object{{"parameter", a.parameter},
-                             {"kind", a.kind},
-                             {"bytes", a.bytes},
-                             {"local_aggregation", a.innerRing > 1},
-                             {"collectives", std::move(moves)}});
-    }
-    out["aggregation"] = std::move(aggregation);
-  }
-  out["solver"] = solverName(r.solver);
-  if (!r.chosenFrom.empty())
-    out["chosen_from"] = r.chosenFrom;
-  out["search_s"] = r.searchSeconds;
-  out["memory_limit_bytes"] = r.memoryLimit;
-  if (r.mode == CostMode::Train && !r.trainingProgram) {
-    out["microbatches"] = r.strategy.microbatches;
-    out["levers"] =
-        describeLevers(r.strategy.microbatches, r.strategy.choices);
-  }
-  if (r.solver == SolverKind::Mcmc)
-    out["mcmc"] =
-        llvm::json::Object{{"proposals", int64_t(r.strategy.proposals)},
-                           {"accepted", int64_t(r.strategy.accepted)},
-                           {"dp_simulated_s", r.strategy.dpSimulatedSeconds},
-                           {"budget_hit", r.strategy.budgetHit}};
-  const DpStats &st = r.strategy.stats;
-  out["exact"] = st.exact && !r.given;
-  if (!r.given) {
-    out["lower_bound_s"] = lowerBoundSeconds(r);
-    out["gap"] = gap(r);
-  }
+  return aggregation;
+}
+
+/// The baselines: each one's costs and levers, or why none fits.
+static llvm::json::Object baselinesJson(const StrategyReport &r) {
   llvm::json::Object baselines;
   for (const auto &[name, cost] : r.baselines) {
     llvm::json::Object b = costJson(cost);
@@ -256,12 +227,16 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
   }
   for (const auto &[name, why] : r.baselineErrors)
     baselines[name] = llvm::json::Object{{"fits", false}, {"error", why}};
-  out["baselines"] = std::move(baselines);
+  return baselines;
+}
+
+/// The search's statistics.
+static llvm::json::Object statsJson(const StrategyReport &r) {
   const DpStats &s = r.strategy.stats;
   size_t total = 0, largest = 0;
   for (size_t n : r.strategy.spaceSizes)
     total += n, largest = std::max(largest, n);
-  out["stats"] = llvm::json::Object{
+  return llvm::json::Object{
       {"configs_total", int64_t(total)},
       {"configs_max", int64_t(largest)},
       {"largest_dependent_set", int64_t(s.largestDependentSet)},
@@ -276,6 +251,10 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
                               ? INT64_MAX
                               : int64_t(s.exactStates)},
       {"peak_memory_bytes", r.peakMemoryBytes}};
+}
+
+/// Every op: name, kind, configuration, dims, offset and levers.
+static llvm::json::Array opsJson(const Module &m, const Strategy &strategy) {
   // Reserved: json::Value's move may throw, so a growing vector copies.
   llvm::json::Array ops;
   const Func &f = m.main;
@@ -295,19 +274,60 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
            split[d] ? (runs[d] ? "yes" : "cost-model-only") : "no"}});
     llvm::json::Object entry{{"name", op.name()},
                              {"kind", opKindName(op.kind)},
-                             {"config", configJson(op, r.strategy.configs[i])},
+                             {"config", configJson(op, strategy.configs[i])},
                              {"dims", std::move(dims)}};
-    if (int64_t at = offsetOf(r.strategy.offsets, i))
+    if (int64_t at = offsetOf(strategy.offsets, i))
       entry["offset"] = at;
-    if (i < r.strategy.choices.size()) {
-      if (r.strategy.choices[i].recompute)
+    if (i < strategy.choices.size()) {
+      if (strategy.choices[i].recompute)
         entry["recompute"] = true;
-      if (r.strategy.choices[i].zero)
-        entry["zero"] = int64_t(r.strategy.choices[i].zero);
+      if (strategy.choices[i].zero)
+        entry["zero"] = int64_t(strategy.choices[i].zero);
     }
     ops.push_back(std::move(entry));
   }
-  out["ops"] = std::move(ops);
+  return ops;
+}
+
+llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
+  llvm::json::Object out = costJson(r.strategy.cost);
+  out["model"] = m.name;
+  out["cluster"] = clusterToJson(*r.cluster);
+  out["gpus"] = int64_t(r.cluster->gpus);
+  if (r.cluster->measured) {
+    auto [measured, all] = measuredOps(m, *r.cluster, r.strategy.configs);
+    out["measured_ops"] = int64_t(measured);
+    out["priced_ops"] = int64_t(all);
+  }
+  out["mode"] =
+      r.mode == CostMode::Train || r.trainingProgram ? "train" : "infer";
+  out["training_program"] = r.trainingProgram;
+  if (r.trainingProgram)
+    out["aggregation"] = aggregationJson(m, r);
+  out["solver"] = solverName(r.solver);
+  if (!r.chosenFrom.empty())
+    out["chosen_from"] = r.chosenFrom;
+  out["search_s"] = r.searchSeconds;
+  out["memory_limit_bytes"] = r.memoryLimit;
+  if (r.mode == CostMode::Train && !r.trainingProgram) {
+    out["microbatches"] = r.strategy.microbatches;
+    out["levers"] = describeLevers(r.strategy.microbatches, r.strategy.choices);
+  }
+  if (r.solver == SolverKind::Mcmc)
+    out["mcmc"] =
+        llvm::json::Object{{"proposals", int64_t(r.strategy.proposals)},
+                           {"accepted", int64_t(r.strategy.accepted)},
+                           {"dp_simulated_s", r.strategy.dpSimulatedSeconds},
+                           {"budget_hit", r.strategy.budgetHit}};
+  const DpStats &st = r.strategy.stats;
+  out["exact"] = st.exact && !r.given;
+  if (!r.given) {
+    out["lower_bound_s"] = lowerBoundSeconds(r);
+    out["gap"] = gap(r);
+  }
+  out["baselines"] = baselinesJson(r);
+  out["stats"] = statsJson(r);
+  out["ops"] = opsJson(m, r.strategy);
   return out;
 }
 
@@ -548,6 +568,33 @@ static void printAggregation(const Module &m, const StrategyReport &r,
   }
 }
 
+/// Each baseline's cost and speedup, or why it fits nothing.
+static void printBaselines(const StrategyReport &r, llvm::raw_ostream &os) {
+  const StrategyCost &c = r.strategy.cost;
+  for (const auto &[name, b] : r.baselines)
+    os << llvm::formatv(
+        "vs {0,-14} {1}, {2} memory: speedup {3:F2}x "
+        "(simulated {4}: {5:F2}x)\n",
+        name, seconds(b.seconds), gib(b.memoryBytes),
+        b.seconds / std::max(c.seconds, 1e-30), seconds(b.simulatedSeconds),
+        b.simulatedSeconds / std::max(c.simulatedSeconds, 1e-30));
+  for (const auto &[name, why] : r.baselineErrors)
+    os << llvm::formatv("vs {0,-14} does not fit: {1}\n", name, why);
+}
+
+/// The search's size, time and memory.
+static void printSearch(const StrategyReport &r, llvm::raw_ostream &os) {
+  size_t total = 0, largest = 0;
+  for (size_t n : r.strategy.spaceSizes)
+    total += n, largest = std::max(largest, n);
+  os << "search: " << total << " configurations (at most " << largest
+     << " per op), largest dependent set "
+     << r.strategy.stats.largestDependentSet << ", " << r.strategy.stats.states
+     << " DP states (" << r.strategy.stats.builtStates
+     << " built, the rest repeat them), " << seconds(r.searchSeconds)
+     << ", peak memory " << gib(r.peakMemoryBytes) << "\n";
+}
+
 static void printOptimum(const StrategyReport &r, llvm::raw_ostream &os);
 
 /// A baseline's strategy chosen over the search's by its simulated step:
@@ -608,24 +655,8 @@ void printReport(const Module &m, const StrategyReport &r,
   os << "communication:       "
      << llvm::formatv("{0:F1} MiB", c.commBytes / double(1 << 20))
      << " per device per step\n";
-  for (const auto &[name, b] : r.baselines)
-    os << llvm::formatv(
-        "vs {0,-14} {1}, {2} memory: speedup {3:F2}x "
-        "(simulated {4}: {5:F2}x)\n",
-        name, seconds(b.seconds), gib(b.memoryBytes),
-        b.seconds / std::max(c.seconds, 1e-30), seconds(b.simulatedSeconds),
-        b.simulatedSeconds / std::max(c.simulatedSeconds, 1e-30));
-  for (const auto &[name, why] : r.baselineErrors)
-    os << llvm::formatv("vs {0,-14} does not fit: {1}\n", name, why);
-  size_t total = 0, largest = 0;
-  for (size_t n : r.strategy.spaceSizes)
-    total += n, largest = std::max(largest, n);
-  os << "search: " << total << " configurations (at most " << largest
-     << " per op), largest dependent set "
-     << r.strategy.stats.largestDependentSet << ", " << r.strategy.stats.states
-     << " DP states (" << r.strategy.stats.builtStates
-     << " built, the rest repeat them), " << seconds(r.searchSeconds)
-     << ", peak memory " << gib(r.peakMemoryBytes) << "\n";
+  printBaselines(r, os);
+  printSearch(r, os);
   if (r.given)
     return;
   if (!r.chosenFrom.empty())

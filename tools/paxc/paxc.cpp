@@ -266,8 +266,7 @@ static cl::opt<std::string> recompute(
     cl::desc("Training: recompute results in the backward pass instead of "
              "keeping them: none, auto (the search chooses per op), all "
              "(every op but contractions)"),
-    cl::value_desc("none|auto|all"), cl::init("auto"),
-    cl::cat(searchCategory));
+    cl::value_desc("none|auto|all"), cl::init("auto"), cl::cat(searchCategory));
 static cl::opt<std::string> zeroStage(
     "zero",
     cl::desc("Training: shard weights' state over their data-parallel "
@@ -431,21 +430,9 @@ static llvm::Expected<double> memoryLimitFromFlags(const Cluster &c) {
   return c.memoryBytes - reserve;
 }
 
-static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
-                                                 bool keepGiven = false) {
-  auto cluster = clusterFromFlags();
-  if (!cluster)
-    return cluster.takeError();
-  theCluster = *cluster;
-  if (mode != "train" && mode != "infer")
-    return llvm::createStringError("--mode=" + mode +
-                                   ": expected train or infer");
-  auto kind = parseSolver(solver);
-  if (!kind)
-    return llvm::createStringError(
-        "--solver=" + solver +
-        ": expected dp, dp-bfs, exhaustive, data-parallel, expert, megatron "
-        "or mcmc");
+/// The search's options from the flags, for the solver \p kind.
+static llvm::Expected<ShardingOptions>
+shardingOptionsFromFlags(SolverKind kind, bool forPlan, bool keepGiven) {
   if (searchBudget < 0)
     return llvm::createStringError("--search-budget must not be negative");
   ShardingOptions o;
@@ -457,7 +444,7 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   // A training step's second phase searches what no forward op decided
   // (how gradients are aggregated, where updates run) with the cost model,
   // whatever solver chose the forward configurations.
-  o.solver = keepGiven && isBaseline(*kind) ? SolverKind::Dp : *kind;
+  o.solver = keepGiven && isBaseline(kind) ? SolverKind::Dp : kind;
   if (chooseBy != "simulation" && chooseBy != "cost")
     return llvm::createStringError("--choose=" + chooseBy +
                                    ": expected simulation or cost");
@@ -473,6 +460,29 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   o.mcmcSteps = mcmcSteps;
   o.seed = searchSeed;
   o.mcmcFullSimulation = mcmcFull;
+  return o;
+}
+
+/// The report of the flags' search (or of --strategy's strategy) for \p m.
+static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
+                                                 bool keepGiven = false) {
+  auto cluster = clusterFromFlags();
+  if (!cluster)
+    return cluster.takeError();
+  theCluster = *cluster;
+  if (mode != "train" && mode != "infer")
+    return llvm::createStringError("--mode=" + mode +
+                                   ": expected train or infer");
+  auto kind = parseSolver(solver);
+  if (!kind)
+    return llvm::createStringError(
+        "--solver=" + solver +
+        ": expected dp, dp-bfs, exhaustive, data-parallel, expert, megatron "
+        "or mcmc");
+  auto options = shardingOptionsFromFlags(*kind, forPlan, keepGiven);
+  if (!options)
+    return options.takeError();
+  ShardingOptions &o = *options;
   // A progress line on a terminal when a search runs for more than about
   // two seconds, redrawn at most ten times a second.
   auto start = std::chrono::steady_clock::now();
@@ -511,9 +521,9 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   }
   // A training step's backward ops are in the program: each op is priced
   // once, as it runs.
-  auto report = buildReport(
-      m, *theCluster, pricingTraining ? CostMode::Train : CostMode::Infer, o,
-      fixed, offsets, &given);
+  auto report = buildReport(m, *theCluster,
+                            pricingTraining ? CostMode::Train : CostMode::Infer,
+                            o, fixed, offsets, &given);
   if (shown)
     llvm::errs() << "\n";
   if (report) {
@@ -709,6 +719,57 @@ static llvm::Expected<RecomputePolicy> checkStepFlags() {
   return recompute.getNumOccurrences() ? *policy : RecomputePolicy::None;
 }
 
+/// The importer's options from the flags: dims, batch, loss, batch norm.
+static llvm::Expected<ImportOptions> importOptionsFromFlags() {
+  ImportOptions options;
+  for (const std::string &b : dimBindings) {
+    auto [name, value] = llvm::StringRef(b).split('=');
+    int64_t v;
+    if (name.empty() || value.getAsInteger(10, v))
+      return llvm::createStringError(
+          "--dim '" + b + "': expected NAME=VALUE with an integer value");
+    options.dims[name.str()] = v;
+  }
+  if (batch.getNumOccurrences()) {
+    int64_t n;
+    if (llvm::StringRef(batch).getAsInteger(10, n) || n <= 0)
+      return llvm::createStringError("--batch=" + batch +
+                                     ": the batch must be a positive integer");
+    options.batch = n;
+  }
+
+  if (lossKind.getNumOccurrences()) {
+    auto kind = parseLossKind(lossKind);
+    if (!kind)
+      return llvm::createStringError("--loss=" + lossKind +
+                                     ": expected cross-entropy, mse or output");
+    options.loss.kind = *kind;
+  } else if (lossOutput.getNumOccurrences() ||
+             ignoreIndex.getNumOccurrences()) {
+    return llvm::createStringError(std::string(lossOutput.getNumOccurrences()
+                                                   ? "--loss-output"
+                                                   : "--ignore-index") +
+                                   " needs --loss");
+  }
+  options.loss.output = lossOutput;
+  if (ignoreIndex.getNumOccurrences()) {
+    int64_t n;
+    if (llvm::StringRef(ignoreIndex).getAsInteger(10, n))
+      return llvm::createStringError("--ignore-index=" + ignoreIndex +
+                                     ": expected an integer");
+    options.loss.ignoreIndex = n;
+  }
+
+  if (batchNormMode != "graph" && batchNormMode != "batch-stats")
+    return llvm::createStringError("--batchnorm=" + batchNormMode +
+                                   ": expected graph or batch-stats");
+  options.seed = seed;
+  options.trainingMode.batchStats = batchNormMode == "batch-stats";
+  options.trainingMode.updateRunningStats =
+      lossKind.getNumOccurrences() && (mode == "train" || gradients);
+  return options;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions({&paxcCategory, &searchCategory});
@@ -725,52 +786,11 @@ int main(int argc, char **argv) {
   }
   if (inputPath.empty())
     return fail("no model given (paxc MODEL.onnx [options]; paxc --help)");
-  ImportOptions options;
-  for (const std::string &b : dimBindings) {
-    auto [name, value] = llvm::StringRef(b).split('=');
-    int64_t v;
-    if (name.empty() || value.getAsInteger(10, v))
-      return fail("--dim '" + b +
-                  "': expected NAME=VALUE with an integer value");
-    options.dims[name.str()] = v;
-  }
-  if (batch.getNumOccurrences()) {
-    int64_t n;
-    if (llvm::StringRef(batch).getAsInteger(10, n) || n <= 0)
-      return fail("--batch=" + batch +
-                  ": the batch must be a positive integer");
-    options.batch = n;
-  }
+  auto options = importOptionsFromFlags();
+  if (!options)
+    return fail(llvm::toString(options.takeError()));
 
-  if (lossKind.getNumOccurrences()) {
-    auto kind = parseLossKind(lossKind);
-    if (!kind)
-      return fail("--loss=" + lossKind +
-                  ": expected cross-entropy, mse or output");
-    options.loss.kind = *kind;
-  } else if (lossOutput.getNumOccurrences() ||
-             ignoreIndex.getNumOccurrences()) {
-    return fail(std::string(lossOutput.getNumOccurrences() ? "--loss-output"
-                                                           : "--ignore-index") +
-                " needs --loss");
-  }
-  options.loss.output = lossOutput;
-  if (ignoreIndex.getNumOccurrences()) {
-    int64_t n;
-    if (llvm::StringRef(ignoreIndex).getAsInteger(10, n))
-      return fail("--ignore-index=" + ignoreIndex + ": expected an integer");
-    options.loss.ignoreIndex = n;
-  }
-
-  if (batchNormMode != "graph" && batchNormMode != "batch-stats")
-    return fail("--batchnorm=" + batchNormMode +
-                ": expected graph or batch-stats");
-  options.seed = seed;
-  options.trainingMode.batchStats = batchNormMode == "batch-stats";
-  options.trainingMode.updateRunningStats =
-      lossKind.getNumOccurrences() && (mode == "train" || gradients);
-
-  auto imported = importOnnxFile(inputPath, options);
+  auto imported = importOnnxFile(inputPath, *options);
   if (!imported)
     return fail(llvm::toString(imported.takeError()));
   if (!quiet)
