@@ -719,6 +719,37 @@ static llvm::Expected<RecomputePolicy> checkStepFlags() {
   return recompute.getNumOccurrences() ? *policy : RecomputePolicy::None;
 }
 
+/// `paxc: wrote PLAN: ...`: devices, collectives, the peak buffers and,
+/// for a searched strategy, the cost model's peak and step.
+static void printPlanSummary(const Module &m, const plan::Plan &p,
+                             const PlanOptions &po, bool partitioned) {
+  int64_t peak = 0, collectives = 0, placed = 0;
+  for (const auto &op : m.main.ops)
+    placed += op->intAttr("offset", 0) != 0;
+  for (const plan::DeviceProgram &prog : p.programs()) {
+    peak = std::max(peak, prog.arena_bytes());
+    for (const plan::Instruction &inst : prog.instructions())
+      collectives += inst.has_collective();
+  }
+  std::string searched;
+  if (partitioned)
+    searched = llvm::formatv(" (cost model: {0:F1} MiB); step {1:F3} ms "
+                             "predicted, {2:F3} ms simulated{3}",
+                             po.predictedBytes / (1 << 20),
+                             po.predictedStepSeconds * 1e3,
+                             po.simulatedStepSeconds * 1e3,
+                             placed ? llvm::formatv("; {0} op(s) placed off "
+                                                    "device 0",
+                                                    placed)
+                                          .str()
+                                    : std::string());
+  llvm::errs() << llvm::formatv("paxc: wrote {0}: {1} device(s), {2} "
+                                "collective call(s), peak buffers {3:F1} MiB "
+                                "per device{4}\n",
+                                outputPath, p.devices(), collectives,
+                                double(peak) / (1 << 20), searched);
+}
+
 /// The importer's options from the flags: dims, batch, loss, batch norm.
 static llvm::Expected<ImportOptions> importOptionsFromFlags() {
   ImportOptions options;
@@ -919,33 +950,8 @@ int main(int argc, char **argv) {
       out.os() << encodePlan(*p);
     }
     out.keep();
-    if (!quiet && emit != Emit::PlanText && outputPath != "-") {
-      int64_t peak = 0, collectives = 0, placed = 0;
-      for (const auto &op : m.main.ops)
-        placed += op->intAttr("offset", 0) != 0;
-      for (const plan::DeviceProgram &prog : p->programs()) {
-        peak = std::max(peak, prog.arena_bytes());
-        for (const plan::Instruction &inst : prog.instructions())
-          collectives += inst.has_collective();
-      }
-      llvm::errs() << llvm::formatv(
-          "paxc: wrote {0}: {1} device(s), {2} collective call(s), peak "
-          "buffers {3:F1} MiB per device (cost model: {4:F1} MiB){5}\n",
-          outputPath, p->devices(), collectives, double(peak) / (1 << 20),
-          po.predictedBytes / (1 << 20),
-          partitioned
-              ? llvm::formatv("; step {0:F3} ms predicted, {1:F3} "
-                              "ms simulated{2}",
-                              po.predictedStepSeconds * 1e3,
-                              po.simulatedStepSeconds * 1e3,
-                              placed ? llvm::formatv("; {0} op(s) placed off "
-                                                     "device 0",
-                                                     placed)
-                                           .str()
-                                     : std::string())
-                    .str()
-              : std::string());
-    }
+    if (!quiet && emit != Emit::PlanText && outputPath != "-")
+      printPlanSummary(m, *p, po, partitioned);
     return 0;
   }
   if (!sharding) {
