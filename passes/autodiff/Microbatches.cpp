@@ -62,6 +62,7 @@ private:
                       op.name(), opKindName(op.kind), why.str())
             .str());
   }
+  llvm::Error splittable(const Op &op) const;
   llvm::Error split(const Op &op);
   llvm::Expected<Op *> copy(const Op &op, int64_t k);
   llvm::Expected<Value *> operand(const Op &op, const Operand &o, int64_t k);
@@ -207,9 +208,10 @@ llvm::Error Splitter::combine(const Op &op, unsigned result,
   return llvm::Error::success();
 }
 
-/// \p op as M copies, the last microbatch's first (autodiff, visiting ops
-/// newest first, then sums each weight's gradient from microbatch 0 on).
-llvm::Error Splitter::split(const Op &op) {
+/// Whether copies of \p op over slices of the batch compute what it does:
+/// one dim carries the batch, \p count divides it, and no result folds it
+/// into another dim.
+llvm::Error Splitter::splittable(const Op &op) const {
   unsigned sampleIters = 0;
   for (unsigned d = 0; d < op.iters.size(); ++d)
     sampleIters += isSample(op, d);
@@ -223,6 +225,21 @@ llvm::Error Splitter::split(const Op &op) {
                   llvm::formatv("{0} microbatches do not divide its "
                                 "sample dim '{1}' ({2})",
                                 count, op.iters[d].name, op.iters[d].extent));
+  for (const Result &r : op.results)
+    if (sampleDim(op, r.map) < 0)
+      for (unsigned d = 0; d < op.iters.size(); ++d)
+        if (isSample(op, d) &&
+            llvm::any_of(r.map, [&](const AccessExpr &e) { return e.uses(d); }))
+          return fail(op, "it folds the batch into a dim the batch does not "
+                          "lead (is dim 0 of the model's inputs the batch?)");
+  return llvm::Error::success();
+}
+
+/// \p op as M copies, the last microbatch's first (autodiff, visiting ops
+/// newest first, then sums each weight's gradient from microbatch 0 on).
+llvm::Error Splitter::split(const Op &op) {
+  if (auto err = splittable(op))
+    return err;
   std::vector<llvm::SmallVector<Value *, 8>> partials(op.results.size());
   for (int64_t k = count - 1; k >= 0; --k) {
     auto c = copy(op, k);

@@ -71,7 +71,8 @@ def check(c, gpus, strategy, micro, want):
             return "FAIL", last_line(r.stderr)
         flags.append(f"--strategy={base}.json")
     r = run([c.paxc, c.model, *TRAIN, *flags, "-o", base + ".paxplan", "--quiet"])
-    if r.returncode and ("do not divide" in r.stderr or "pairs the batch" in r.stderr):
+    refusals = ("do not divide", "pairs the batch", "folds the batch")
+    if r.returncode and any(why in r.stderr for why in refusals):
         return "skip", last_line(r.stderr)
     if r.returncode == 0:
         r = c.launch(base + ".paxplan", gpus, ["--inputs", f"{c.data}/in", "--comm-stats"])
