@@ -259,13 +259,15 @@ static cl::opt<double> memReserve(
 static cl::opt<std::string> microbatches(
     "microbatches",
     cl::desc("Training: microbatches per step, gradients accumulated (auto: "
-             "the search chooses)"),
+             "the search chooses when pricing a step; a training plan, "
+             "--loss, runs M, auto being 1)"),
     cl::value_desc("auto|M"), cl::init("auto"), cl::cat(searchCategory));
 static cl::opt<std::string> recompute(
     "recompute",
     cl::desc("Training: recompute results in the backward pass instead of "
-             "keeping them: none, auto (the search chooses per op), all "
-             "(every op but contractions)"),
+             "keeping them: none, auto (the search chooses per op when "
+             "pricing a step), all (every op but contractions; a training "
+             "plan runs none or all)"),
     cl::value_desc("none|auto|all"), cl::init("auto"), cl::cat(searchCategory));
 static cl::opt<std::string> zeroStage(
     "zero",
