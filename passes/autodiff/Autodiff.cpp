@@ -69,6 +69,7 @@ Value *GradientBuilder::over(OpKind kind, llvm::ArrayRef<Read> ins,
   op->attrs = std::move(attrs);
   op->attrs["name"] = name(what);
   ++counter;
+  tagMicrobatch(op);
   if (auto it = forward->attrs.find("config"); it != forward->attrs.end()) {
     const auto &config = std::get<std::vector<int64_t>>(it->second);
     std::vector<int64_t> kept;
@@ -80,12 +81,20 @@ Value *GradientBuilder::over(OpKind kind, llvm::ArrayRef<Read> ins,
   return op->addResult(type, renumber(out));
 }
 
+void GradientBuilder::tagMicrobatch(Op *op) const {
+  if (!forward)
+    return;
+  if (auto it = forward->attrs.find("microbatch"); it != forward->attrs.end())
+    op->attrs["microbatch"] = it->second;
+}
+
 Op *GradientBuilder::newOp(OpKind kind, llvm::ArrayRef<IterDim> iters,
                            llvm::StringRef what) {
   Op *op = m.main.addOp(kind);
   op->iters.assign(iters.begin(), iters.end());
   op->attrs["name"] = name(what);
   ++counter;
+  tagMicrobatch(op);
   return op;
 }
 
@@ -108,6 +117,7 @@ Value *GradientBuilder::elementwise(OpKind kind, llvm::ArrayRef<Value *> ins,
         {v, v->type.rank() == 0 ? AccessMap() : identity(type.rank())});
   op->attrs["name"] = name(what);
   ++counter;
+  tagMicrobatch(op);
   return op->addResult(type, identity(type.rank()));
 }
 
@@ -119,6 +129,7 @@ Value *GradientBuilder::padded(Value *x, const AccessMap &read,
                          IterKind::Parallel});
   op->operands.push_back({x, read});
   op->attrs["name"] = name(what);
+  tagMicrobatch(op);
   op->attrs["value"] = 0.0f;
   ++counter;
   return op->addResult(type, identity(type.rank()));
