@@ -237,6 +237,7 @@ private:
               const llvm::SmallVectorImpl<int64_t> *probe = nullptr);
   uint32_t fillBuffer(int64_t d, const Value *v, const Box &box, double value);
   llvm::Error emitCollective(const Op &op);
+  llvm::Error emitKept(const Op &op);
   uint32_t group(std::vector<uint32_t> devices);
   std::string valueName(const Value *v) const;
 
@@ -497,6 +498,8 @@ llvm::Error Emitter::emitCompute(const Op &op,
 
 llvm::Error Emitter::emitCollective(const Op &op) {
   const Value *in = op.operands[0].value, *out = op.results[0].value.get();
+  if (in->kind == Value::Kind::Global)
+    return emitKept(op);
   if (reference) { // the identity on one device
     // A copy: inserting `out` may grow the map and move `in`'s entry.
     Held h = held[0][in];
@@ -603,6 +606,39 @@ llvm::Error Emitter::emitCollective(const Op &op) {
     c.set_output(o);
     if (!after[d].empty)
       held[d][out] = {o, after[d]};
+  }
+  return llvm::Error::success();
+}
+
+/// A slice of a global a training step updates: each device loads the block
+/// the layout gives it (the block it keeps between steps).
+llvm::Error Emitter::emitKept(const Op &op) {
+  const Value *in = op.operands[0].value, *out = op.results[0].value.get();
+  const TensorType &t = in->type;
+  const auto *layout = attrOf<LayoutAttr>(op, "layout");
+  if (op.kind != OpKind::LocalSlice || !layout)
+    return llvm::createStringError("collective '" + op.name() +
+                                   "': only a local slice with a layout may "
+                                   "read a global");
+  int64_t lo = reference ? 0 : op.intAttr("offset", 0);
+  for (int64_t d = lo;
+       d < (reference ? 1 : std::min(n, lo + layout->devices())); ++d) {
+    Box box = Box::whole(t);
+    if (!reference) {
+      auto block = layout->block(t.shape, d - lo);
+      if (!block)
+        return llvm::createStringError("collective '" + op.name() + "': " +
+                                       llvm::toString(block.takeError()));
+      if (!block->held)
+        continue;
+      box = Box{{block->lo.begin(), block->lo.end()},
+                {block->size.begin(), block->size.end()},
+                false};
+    }
+    auto buf = leaf(d, in, box);
+    if (!buf)
+      return buf.takeError();
+    held[d][out] = {*buf, box};
   }
   return llvm::Error::success();
 }

@@ -30,6 +30,7 @@ public:
         type = &v->type;
     Value *v = b.elementwise(kind, ins, *type, what);
     GradientBuilder::replicate(*v->def, replicas);
+    tag(*v->def, *type);
     return v;
   }
   Value *c(double v, DType elem) { return b.constant(v, elem); }
@@ -39,15 +40,21 @@ public:
     Op *o = m.main.addOp(OpKind::ReduceSum);
     AccessMap map;
     for (unsigned d = 0; d < x->type.rank(); ++d) {
-      o->iters.push_back({"d" + std::to_string(d), x->type.shape[d],
-                          IterKind::Reduction});
+      o->iters.push_back(
+          {"d" + std::to_string(d), x->type.shape[d], IterKind::Reduction});
       map.push_back(AccessExpr::dim(d));
     }
     o->operands.push_back({x, map});
     o->attrs["name"] = ("optimizer/" + what).str();
     GradientBuilder::replicate(*o, replicas);
+    tag(*o, x->type);
     return o->addResult(TensorType{x->type.elem, {}}, {});
   }
+
+  /// The ops built from now on over \p g's shape belong to its update
+  /// (attribute `parameter`: ZeRO shards them with the parameter's state);
+  /// nullptr: to no one parameter.
+  void forParameter(const Global *g) { param = g; }
 
   /// A global holding optimizer state, zero at the first step.
   Global *state(const std::string &name, const TensorType &type) {
@@ -58,9 +65,15 @@ public:
   }
 
 private:
+  void tag(Op &op, const TensorType &over) const {
+    if (param && over.shape == param->value.type.shape)
+      op.attrs["parameter"] = param->name();
+  }
+
   Module &m;
   GradientBuilder b;
   int64_t replicas;
+  const Global *param = nullptr;
 };
 
 } // namespace
@@ -109,19 +122,23 @@ llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
   if (o.clipNorm > 0) {
     Value *total = nullptr;
     for (auto &[g, grad] : params) {
-      Value *sq = u.sumAll(u.op(OpKind::Mul, {grad, grad}, "square"),
-                           "sum_squares");
+      u.forParameter(g);
+      Value *sq =
+          u.sumAll(u.op(OpKind::Mul, {grad, grad}, "square"), "sum_squares");
       total = total ? u.op(OpKind::Add, {total, sq}, "total") : sq;
     }
+    u.forParameter(nullptr);
     Value *norm = u.op(OpKind::Sqrt, {total}, "norm");
-    Value *coef = u.op(
-        OpKind::Div,
-        {u.c(o.clipNorm, elem), u.op(OpKind::Add, {norm, u.c(1e-6, elem)},
-                                     "norm_eps")},
-        "clip_coef");
+    Value *coef = u.op(OpKind::Div,
+                       {u.c(o.clipNorm, elem),
+                        u.op(OpKind::Add, {norm, u.c(1e-6, elem)}, "norm_eps")},
+                       "clip_coef");
     coef = u.op(OpKind::Min, {coef, u.c(1, elem)}, "clip_coef_clamped");
-    for (auto &[g, grad] : params)
+    for (auto &[g, grad] : params) {
+      u.forParameter(g);
       grad = u.op(OpKind::Mul, {grad, coef}, "clipped");
+    }
+    u.forParameter(nullptr);
   }
   // Adam's step count and bias corrections.
   Value *bias1 = nullptr, *bias2Sqrt = nullptr;
@@ -130,10 +147,10 @@ llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
     Global *step = u.state("optimizer/step", TensorType{elem, {}});
     Value *t = u.op(OpKind::Add, {&step->value, u.c(1, elem)}, "step");
     states.push_back({step->name(), t});
-    bias1 = u.op(OpKind::Sub,
-                 {u.c(1, elem), u.op(OpKind::Pow, {u.c(o.beta1, elem), t},
-                                     "beta1_t")},
-                 "bias_correction1");
+    bias1 = u.op(
+        OpKind::Sub,
+        {u.c(1, elem), u.op(OpKind::Pow, {u.c(o.beta1, elem), t}, "beta1_t")},
+        "bias_correction1");
     Value *bias2 = u.op(
         OpKind::Sub,
         {u.c(1, elem), u.op(OpKind::Pow, {u.c(o.beta2, elem), t}, "beta2_t")},
@@ -141,6 +158,7 @@ llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
     bias2Sqrt = u.op(OpKind::Sqrt, {bias2}, "bias_correction2_sqrt");
   }
   for (auto &[g, grad] : params) {
+    u.forParameter(g);
     Value *p = &g->value;
     const TensorType &type = g->value.type;
     Value *d = grad;
@@ -154,22 +172,20 @@ llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
       if (o.momentum > 0) {
         Global *buf = u.state("optimizer/momentum/" + g->name(), type);
         Value *v = u.op(OpKind::Add,
-                        {u.op(OpKind::Mul,
-                              {&buf->value, u.c(o.momentum, elem)},
+                        {u.op(OpKind::Mul, {&buf->value, u.c(o.momentum, elem)},
                               "momentum"),
                          d},
                         "momentum_buffer");
         states.push_back({buf->name(), v});
-        d = o.nesterov
-                ? u.op(OpKind::Add,
-                       {d, u.op(OpKind::Mul, {v, u.c(o.momentum, elem)},
-                                "nesterov")},
-                       "nesterov_step")
-                : v;
+        d = o.nesterov ? u.op(OpKind::Add,
+                              {d, u.op(OpKind::Mul, {v, u.c(o.momentum, elem)},
+                                       "nesterov")},
+                              "nesterov_step")
+                       : v;
       }
-      next = u.op(OpKind::Sub,
-                  {p, u.op(OpKind::Mul, {d, u.c(o.lr, elem)}, "scaled")},
-                  "sgd");
+      next =
+          u.op(OpKind::Sub,
+               {p, u.op(OpKind::Mul, {d, u.c(o.lr, elem)}, "scaled")}, "sgd");
     } else {
       Global *m1 = u.state("optimizer/exp_avg/" + g->name(), type);
       Global *m2 = u.state("optimizer/exp_avg_sq/" + g->name(), type);
@@ -196,9 +212,9 @@ llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
           "denom");
       Value *stepSize =
           u.op(OpKind::Div, {u.c(o.lr, elem), bias1}, "step_size");
-      Value *delta = u.op(
-          OpKind::Mul,
-          {u.op(OpKind::Div, {avg, denom}, "ratio"), stepSize}, "delta");
+      Value *delta =
+          u.op(OpKind::Mul,
+               {u.op(OpKind::Div, {avg, denom}, "ratio"), stepSize}, "delta");
       Value *base = p;
       if (decoupled && o.weightDecay > 0)
         base = u.op(OpKind::Mul, {p, u.c(1 - o.lr * o.weightDecay, elem)},
@@ -207,11 +223,12 @@ llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
     }
     updates.push_back({g->name(), next});
   }
+  u.forParameter(nullptr);
   // The random ops' step counter moves on: each step draws new numbers.
   if (Global *rng = m.findGlobal(kRngStepName))
-    states.push_back({rng->name(), u.op(OpKind::Add,
-                                        {&rng->value, u.c(1, DType::I64)},
-                                        "rng_step")});
+    states.push_back(
+        {rng->name(),
+         u.op(OpKind::Add, {&rng->value, u.c(1, DType::I64)}, "rng_step")});
   f.returns = keep;
   f.returnNames = keepNames;
   for (auto *list : {&updates, &states})

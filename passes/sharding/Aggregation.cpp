@@ -44,8 +44,8 @@ describeAggregation(const Module &m, llvm::ArrayRef<Config> configs,
         return d.role == Digit::Role::Partial;
       });
       auto steps = planReshard(
-          src, operandLayout(to, configs[index.lookup(&to)], operand),
-          v->type, gpusPerNode);
+          src, operandLayout(to, configs[index.lookup(&to)], operand), v->type,
+          gpusPerNode);
       for (const ReshardStep &s : steps) {
         // Rows moved to a scatter: the (index, row) pairs travel.
         sparse |= to.kind == OpKind::ScatterAdd && operand == 0;
@@ -96,15 +96,15 @@ describeAggregation(const Module &m, llvm::ArrayRef<Config> configs,
     // after a sharded update: ZeRO's shape).
     for (size_t i = 0; i < f.returns.size(); ++i)
       if (f.returnNames[i] == "update/" + a.parameter)
-        if (auto next = nextStepReader(m, i)) {
+        for (auto [reader, k] : nextStepReaders(m, i)) {
           const Value *v = f.returns[i];
           bool wasDense = dense;
-          add(*v->def, v->index, *next->first, next->second);
+          add(*v->def, v->index, *reader, k);
           dense = wasDense;
         }
-    for (auto [flag, name] : {std::pair{dense, "dense"},
-                              std::pair{sparse, "sparse"},
-                              std::pair{sharded, "sharded"}})
+    for (auto [flag, name] :
+         {std::pair{dense, "dense"}, std::pair{sparse, "sparse"},
+          std::pair{sharded, "sharded"}})
       if (flag)
         a.kind += (a.kind.empty() ? "" : "+") + std::string(name);
     if (a.kind.empty())

@@ -75,15 +75,35 @@ private:
     Config config;
     int64_t offset; ///< its first device
   };
-  /// The moves of planReshard from where \p s leaves \p v to \p to, as
+  /// Where \p s leaves its result.
+  static TensorLayout layoutOf(const Source &s) {
+    return placedAt(resultLayout(*s.op, s.config, s.result), s.offset);
+  }
+  /// The moves of planReshard from \p from to \p to of \p v, as
   /// collectives named from \p base; the moved value.
-  Value *moveTo(Value *v, const Source &s, const TensorLayout &to,
+  Value *moveTo(Value *v, const TensorLayout &from, const TensorLayout &to,
                 const std::string &base);
+
+  /// A global a training step updates, kept between steps in one layout.
+  struct Stored {
+    TensorLayout layout;
+  };
+  /// The layouts the updated globals are kept in: the update's own (ZeRO-3)
+  /// or, by default, the first reader's (the update moves there).
+  llvm::Error findStored();
+  /// Operand \p k of \p q, reading stored global \p st in layout \p to:
+  /// where the kept blocks do not cover it, loads them and moves them.
+  void readStored(Op &q, unsigned k, Stored &st, const TensorLayout &to);
+  /// An error unless \p q's config \p c from device \p at fits the plan.
+  llvm::Error checkPlacement(const Op &q, const Config &c, int64_t at) const;
+  /// Moves each returned result to where it leaves the step.
+  llvm::Error placeReturns(const llvm::DenseSet<const Op *> &constants);
 
   Module &m;
   int64_t devices, perNode;
   std::vector<std::unique_ptr<Op>> out;
   llvm::DenseMap<const Value *, Source> sources;
+  llvm::DenseMap<const Value *, Stored> stored;
 };
 } // namespace
 
@@ -118,13 +138,11 @@ Op *Inserter::collective(OpKind kind, Value *in, llvm::StringRef name,
   return out.back().get();
 }
 
-Value *Inserter::moveTo(Value *v, const Source &s, const TensorLayout &to,
-                        const std::string &base) {
+Value *Inserter::moveTo(Value *v, const TensorLayout &from,
+                        const TensorLayout &to, const std::string &base) {
   const TensorType &t = v->type;
   // Partial sums travel as they are: the plan reduces them where this
   // consumer needs them (all_reduce, or reduce_scatter into a block).
-  TensorLayout from =
-      placedAt(resultLayout(*s.op, s.config, s.result), s.offset);
   ReshardTrace trace;
   auto steps = planReshard(from, to, t, perNode, false, &trace);
   Value *cur = v;
@@ -180,12 +198,56 @@ Value *Inserter::moveTo(Value *v, const Source &s, const TensorLayout &to,
   return cur;
 }
 
+llvm::Error Inserter::findStored() {
+  const Func &f = m.main;
+  for (size_t i = 0; i < f.returns.size(); ++i) {
+    auto readers = nextStepReaders(m, i);
+    if (readers.empty())
+      continue;
+    llvm::StringRef name = f.returnNames[i];
+    name.consume_front("update/");
+    const Value *g = &m.findGlobal(name)->value;
+    const Op *at = storedAtUpdate(m, i) ? f.returns[i]->def : readers[0].first;
+    auto c = configOf(*at);
+    if (!c)
+      return c.takeError();
+    TensorLayout l = at == readers[0].first
+                         ? operandLayout(*at, *c, readers[0].second)
+                         : resultLayout(*at, *c, f.returns[i]->index);
+    stored[g] = {placedAt(l, at->intAttr("offset", 0))};
+  }
+  return llvm::Error::success();
+}
+
+void Inserter::readStored(Op &q, unsigned k, Stored &st,
+                          const TensorLayout &to) {
+  Operand &o = q.operands[k];
+  ReshardTrace trace;
+  auto steps =
+      planReshard(st.layout, to, o.value->type, perNode, false, &trace);
+  if (!trace.pointToPoint && llvm::all_of(steps, [](const ReshardStep &s) {
+        return s.kind == ReshardStep::Kind::Slice;
+      }))
+    return; // the device's kept block covers what the op reads
+  std::string base = q.name().str() + ".in" + std::to_string(k) + ".";
+  llvm::SmallVector<int64_t, 8> space;
+  for (const Digit &d : st.layout.digits)
+    space.push_back(d.size);
+  // The kept blocks, loaded as they lie, then moved.
+  Value *kept = collective(OpKind::LocalSlice, o.value, base + "kept", {},
+                           space, st.layout.digits,
+                           std::vector<int64_t>(2 * o.value->type.rank(), 0), 0,
+                           st.layout.offset, st.layout.offset)
+                    ->results[0]
+                    .value.get();
+  o.value = moveTo(kept, st.layout, to, base);
+}
+
 llvm::Error Inserter::run() {
   Func &f = m.main;
   llvm::DenseSet<const Op *> constants = constantOps(m);
-  std::vector<std::optional<std::pair<const Op *, unsigned>>> readers;
-  for (size_t i = 0; i < f.returns.size(); ++i)
-    readers.push_back(nextStepReader(m, i));
+  if (auto err = findStored())
+    return err;
   for (auto &owned : f.ops) {
     Op &q = *owned;
     if (opKindFamily(q.kind) == OpFamily::Collective)
@@ -199,56 +261,74 @@ llvm::Error Inserter::run() {
       q.attrs["config"] = std::vector<int64_t>(cq->begin(), cq->end());
       q.attrs["everywhere"] = int64_t(1);
     }
-    if (configDevices(*cq) > devices)
-      return llvm::createStringError("op '" + q.name() + "': its config uses " +
-                                     std::to_string(configDevices(*cq)) +
-                                     " devices, more than the " +
-                                     std::to_string(devices) + " of the plan");
     int64_t at = constants.count(&q) ? 0 : q.intAttr("offset", 0);
-    if (at < 0 || at % configDevices(*cq) || at + configDevices(*cq) > devices)
-      return llvm::createStringError(
-          "op '" + q.name() + "': offset " + std::to_string(at) +
-          " must be a multiple of its " + std::to_string(configDevices(*cq)) +
-          " device(s) that keeps it inside the plan's " +
-          std::to_string(devices));
+    if (auto err = checkPlacement(q, *cq, at))
+      return err;
     for (unsigned k = 0; k < q.operands.size(); ++k) {
       Operand &o = q.operands[k];
+      TensorLayout to = placedAt(operandLayout(q, *cq, k), at);
+      if (auto st = stored.find(o.value); st != stored.end()) {
+        readStored(q, k, st->second, to);
+        continue;
+      }
       auto src = sources.find(o.value);
       if (src == sources.end() || constants.count(src->second.op))
         continue; // an input, a weight, or computed everywhere
       std::string base = q.name().str() + ".in" + std::to_string(k) + ".";
-      Value *cur = moveTo(o.value, src->second,
-                          placedAt(operandLayout(q, *cq, k), at), base);
-      o.value = cur;
+      o.value = moveTo(o.value, layoutOf(src->second), to, base);
     }
     out.push_back(std::move(owned));
     for (unsigned r = 0; r < q.results.size(); ++r)
       sources[q.results[r].value.get()] = {&q, r, *cq, at};
   }
-  // A returned result leaves reduced (CostModel::returnStep); an update
-  // leaves where the next step reads it (nextStepReader).
+  if (auto err = placeReturns(constants))
+    return err;
+  f.ops = std::move(out);
+  m.attrs["devices"] = devices;
+  m.attrs["devices_per_node"] = perNode;
+  return llvm::Error::success();
+}
+
+llvm::Error Inserter::checkPlacement(const Op &q, const Config &c,
+                                     int64_t at) const {
+  if (configDevices(c) > devices)
+    return llvm::createStringError("op '" + q.name() + "': its config uses " +
+                                   std::to_string(configDevices(c)) +
+                                   " devices, more than the " +
+                                   std::to_string(devices) + " of the plan");
+  if (at < 0 || at % configDevices(c) || at + configDevices(c) > devices)
+    return llvm::createStringError(
+        "op '" + q.name() + "': offset " + std::to_string(at) +
+        " must be a multiple of its " + std::to_string(configDevices(c)) +
+        " device(s) that keeps it inside the plan's " +
+        std::to_string(devices));
+  return llvm::Error::success();
+}
+
+// A returned result leaves reduced (CostModel::returnStep); an update
+// leaves where the next step keeps it (findStored).
+llvm::Error
+Inserter::placeReturns(const llvm::DenseSet<const Op *> &constants) {
+  Func &f = m.main;
   llvm::DenseMap<Value *, Value *> reduced;
   for (size_t i = 0; i < f.returns.size(); ++i) {
     Value *&v = f.returns[i];
     auto src = sources.find(v);
     if (src == sources.end() || constants.count(src->second.op))
       continue;
-    if (readers[i]) {
-      auto [reader, k] = *readers[i];
-      auto c = configOf(*reader);
-      if (!c)
-        return c.takeError();
-      v = moveTo(
-          v, src->second,
-          placedAt(operandLayout(*reader, *c, k), reader->intAttr("offset", 0)),
-          src->second.op->name().str() + ".next.");
-      continue;
-    }
+    const Source &s = src->second;
+    llvm::StringRef name = f.returnNames[i];
+    if (name.consume_front("update/"))
+      if (const Global *g = m.findGlobal(name))
+        if (auto st = stored.find(&g->value); st != stored.end()) {
+          v = moveTo(v, layoutOf(s), st->second.layout,
+                     s.op->name().str() + ".next.");
+          continue;
+        }
     if (auto it = reduced.find(v); it != reduced.end()) {
       v = it->second;
       continue;
     }
-    const Source &s = src->second;
     TensorLayout l = resultLayout(*s.op, s.config, s.result);
     ReshardStep step = reducePartials(l, v->type, perNode);
     if (step.digits.empty())
@@ -264,9 +344,6 @@ llvm::Error Inserter::run() {
     reduced[v] = ar->results[0].value.get();
     v = reduced[v];
   }
-  f.ops = std::move(out);
-  m.attrs["devices"] = devices;
-  m.attrs["devices_per_node"] = perNode;
   return llvm::Error::success();
 }
 

@@ -69,7 +69,6 @@ int64_t toPicos(double seconds) {
   return p >= double(kInfCost) ? kInfCost : int64_t(p);
 }
 
-
 bool isReplicatedInput(const Value &arg) {
   return !isFloat(arg.type.elem) || arg.type.rank() <= 1;
 }
@@ -82,6 +81,12 @@ llvm::DenseSet<const Op *> constantOps(const Module &m) {
   for (const auto &g : m.globals)
     if (g->isParameter)
       dynamic.insert(&g->value);
+  // Optimizer state (a training step's updates write it) lives in shards
+  // like the weights; scalars (the step count) are computed everywhere.
+  for (llvm::StringRef name : m.main.returnNames)
+    if (name.consume_front("update/"))
+      if (const Global *g = m.findGlobal(name); g && g->value.type.rank() > 0)
+        dynamic.insert(&g->value);
   llvm::DenseSet<const Op *> constants;
   for (const auto &op : m.main.ops) {
     bool reads = llvm::any_of(op->operands, [&](const Operand &o) {
@@ -97,25 +102,35 @@ llvm::DenseSet<const Op *> constantOps(const Module &m) {
   return constants;
 }
 
-std::optional<std::pair<const Op *, unsigned>> nextStepReader(const Module &m,
-                                                              size_t index) {
+bool storedAtUpdate(const Module &m, size_t index) {
+  const Value *v = m.main.returns[index];
+  return v->kind == Value::Kind::Result && v->def->intAttr("zero", 0) >= 3;
+}
+
+std::vector<std::pair<const Op *, unsigned>> nextStepReaders(const Module &m,
+                                                             size_t index) {
   const Func &f = m.main;
   llvm::StringRef name = f.returnNames[index];
   const Value *v = f.returns[index];
+  std::vector<std::pair<const Op *, unsigned>> out;
   if (!name.consume_front("update/") || v->kind != Value::Kind::Result)
-    return std::nullopt;
+    return out;
   const Global *g = m.findGlobal(name);
   if (!g)
-    return std::nullopt;
+    return out;
+  bool all = storedAtUpdate(m, index);
   for (const auto &op : f.ops)
     for (unsigned k = 0; k < op->operands.size(); ++k)
-      if (op->operands[k].value == &g->value)
-        return std::pair{op.get(), k};
-  return std::nullopt;
+      if (op->operands[k].value == &g->value) {
+        out.push_back({op.get(), k});
+        if (!all)
+          return out;
+      }
+  return out;
 }
 
 /// Every use of a result by an operand, and each training-step update's use
-/// by its next-step reader (nextStepReader).
+/// by its next-step readers (nextStepReaders).
 std::vector<Use> usesOf(const Module &m) {
   const Func &f = m.main;
   llvm::DenseMap<const Op *, unsigned> index;
@@ -129,10 +144,9 @@ std::vector<Use> usesOf(const Module &m) {
         uses.push_back({index[val->def], val->index, v, k});
     }
   for (size_t i = 0; i < f.returns.size(); ++i)
-    if (auto reader = nextStepReader(m, i)) {
+    for (auto [reader, k] : nextStepReaders(m, i)) {
       const Value *val = f.returns[i];
-      uses.push_back(
-          {index[val->def], val->index, index[reader->first], reader->second});
+      uses.push_back({index[val->def], val->index, index[reader], k});
     }
   return uses;
 }
@@ -201,7 +215,6 @@ static std::string signature(const Op &op,
          (returned.count(r.value.get()) ? "ret" : "");
   return s;
 }
-
 
 SearchSpace::SearchSpace(const Module &m, const ConfigOptions &options)
     : d(std::make_unique<Data>()) {
@@ -279,9 +292,9 @@ struct UniqueLayouts {
 
 /// The signatures vertices share cost tables by: the op's, with its
 /// configuration count and whether it runs per microbatch.
-static std::vector<std::string> vertexSignatures(const SearchSpace::Data &space,
-                                                 const CostModel &model,
-                                                 const std::vector<Vertex> &vs) {
+static std::vector<std::string>
+vertexSignatures(const SearchSpace::Data &space, const CostModel &model,
+                 const std::vector<Vertex> &vs) {
   std::vector<std::string> sigs;
   for (auto [v, sig] : llvm::zip_equal(vs, space.signatures))
     sigs.push_back(sig + "#" + std::to_string(v.configs.size()) +
@@ -321,8 +334,8 @@ static ConfigPrice priceConfig(const SearchSpace::Data &space,
 }
 
 static VertexPrices priceVertices(const SearchSpace::Data &space,
-                           const CostModel &model,
-                           const std::vector<Vertex> &vertices) {
+                                  const CostModel &model,
+                                  const std::vector<Vertex> &vertices) {
   VertexPrices p;
   std::vector<std::string> sigs = vertexSignatures(space, model, vertices);
   llvm::StringMap<unsigned> distinct;
@@ -344,8 +357,7 @@ static VertexPrices priceVertices(const SearchSpace::Data &space,
 
 /// Sets \p g's vertex costs at memory price \p lambda; vertices alike share
 /// one table.
-static void setVertexCosts(CostGraph &g, const VertexPrices &p,
-                           double lambda) {
+static void setVertexCosts(CostGraph &g, const VertexPrices &p, double lambda) {
   g.numConfigs.clear();
   g.vertexCost.clear();
   std::vector<int> built(p.configs.size(), -1);
@@ -407,8 +419,8 @@ static void priceTypeGroup(const CostModel &model,
         auto [it, fresh] = prices.try_emplace(fromId[i] << 32 | toId[j]);
         if (fresh)
           it->second = toPicos(model.edgeSeconds(
-              from.layouts[i], reduced[fromId[i]], to.layouts[j],
-              e.value->type, model.repeats(e.value)));
+              from.layouts[i], reduced[fromId[i]], to.layouts[j], e.value->type,
+              model.repeats(e.value)));
         unique[i * to.layouts.size() + j] = it->second;
       }
     std::vector<int64_t> cost;

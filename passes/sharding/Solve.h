@@ -147,14 +147,20 @@ llvm::DenseSet<const Op *> constantOps(const Module &m);
 
 /// Where the next training step reads result \p index of @main: for a
 /// result `update/NAME` (a training step's new value of the global NAME),
-/// NAME's first reader and operand in program order (the forward op that
-/// reads a weight, the update that reads its optimizer state); nullopt for
-/// other results. The cost model prices moving the result to that
-/// operand's layout, and insert-collectives emits the moves, so a sharded
-/// update of a replicated weight pays its all-gather (ZeRO-1's shape) and
-/// optimizer state that stays sharded pays nothing.
-std::optional<std::pair<const Op *, unsigned>> nextStepReader(const Module &m,
-                                                              size_t index);
+/// The readers of result \p index as the next step reads it, when it is
+/// an update `update/NAME` of a global NAME: the first reader and operand
+/// in program order (the forward op that reads a weight, the update that
+/// reads its optimizer state), or every reader when the update keeps it in
+/// its own shards (ZeRO-3, `zero = 3` on the update: each reader gathers
+/// it); empty for other results. The cost model prices moving the result
+/// to those operands' layouts, and insert-collectives emits the moves, so
+/// a sharded update of a replicated weight pays its all-gather (ZeRO-1's
+/// shape) and optimizer state that stays sharded pays nothing.
+std::vector<std::pair<const Op *, unsigned>>
+nextStepReaders(const Module &m, size_t index);
+
+/// Whether result \p index is an update that stays in its own shards.
+bool storedAtUpdate(const Module &m, size_t index);
 
 /// An operand of one op read from a result of another (op indices in
 /// program order).
@@ -163,7 +169,7 @@ struct Use {
 };
 
 /// Every use of a result by an operand of `@main`, and each training-step
-/// update's use by its next-step reader (nextStepReader): the edges the
+/// update's use by its next-step readers (nextStepReaders): the edges the
 /// cost model prices.
 std::vector<Use> usesOf(const Module &m);
 

@@ -18,6 +18,7 @@
 #include "passes/sharding/InsertCollectives.h"
 #include "passes/sharding/Simulator.h"
 #include "passes/sharding/StrategyIO.h"
+#include "passes/sharding/Zero.h"
 #include "tools/common/Printable.h"
 #include "tools/common/Runnable.h"
 
@@ -362,10 +363,6 @@ static ConfigOptions configOptionsFromFlags(const Cluster &cluster,
   return o;
 }
 
-/// The levers of --microbatches, --recompute and --zero. They price a
-/// training step of the model (--mode=train without --loss); a training
-/// program's plan runs none of them yet, so asking for one there is an
-/// error.
 /// A training plan: --mode=train with a loss (the backward pass and the
 /// updates in the program).
 static bool trainingPlan() {
@@ -389,18 +386,24 @@ static llvm::Expected<LeverOptions> leversFromFlags() {
   auto m = microbatchesFromFlag();
   if (!m)
     return m.takeError();
-  if (trainingPlan())
+  auto z = parseZeroStage(zeroStage);
+  if (!z)
+    return llvm::createStringError("--zero=" + zeroStage +
+                                   ": expected auto, 0, 1, 2 or 3");
+  if (trainingPlan()) {
+    // The forward program's search (phase one) weighs the ZeRO stages
+    // when asked to (--zero=auto; stage 0 unless given); the step's own
+    // search prices the sharded updates as they are.
+    if (!trainingStep && zeroStage.getNumOccurrences())
+      l.zero = *z;
     return l;
+  }
   l.microbatches = *m;
   auto r = parseRecompute(recompute);
   if (!r)
     return llvm::createStringError("--recompute=" + recompute +
                                    ": expected none, auto or all");
   l.recompute = *r;
-  auto z = parseZeroStage(zeroStage);
-  if (!z)
-    return llvm::createStringError("--zero=" + zeroStage +
-                                   ": expected auto, 0, 1, 2 or 3");
   l.zero = *z;
   return l;
 }
@@ -706,10 +709,6 @@ static llvm::Expected<RecomputePolicy> checkStepFlags() {
       (recompute.getNumOccurrences() || zeroStage.getNumOccurrences()))
     return error("--recompute and --zero price or run a training step "
                  "(--mode=train)");
-  if (trainingStep && zeroStage.getNumOccurrences())
-    return error("--zero prices a training step of the model (--mode=train "
-                 "without --loss); paxrun's training plans do not run ZeRO "
-                 "stages yet");
   std::optional<RecomputePolicy> policy = parseRecompute(recompute);
   if (!policy)
     return error("--recompute=" + recompute + ": expected none, auto or all");
@@ -719,6 +718,20 @@ static llvm::Expected<RecomputePolicy> checkStepFlags() {
                  "training step (--mode=train without --loss); a training "
                  "plan recomputes none or all");
   return recompute.getNumOccurrences() ? *policy : RecomputePolicy::None;
+}
+
+/// Each parameter's ZeRO stage as the forward program's search chose it:
+/// the highest of the ops reading it (--zero=auto in a training plan).
+static llvm::DenseMap<const Global *, unsigned>
+chosenZeroStages(const Module &m, const Strategy &s) {
+  llvm::DenseMap<const Global *, unsigned> out;
+  for (size_t i = 0; i < m.main.ops.size() && i < s.choices.size(); ++i)
+    for (const Operand &o : m.main.ops[i]->operands)
+      if (o.value->global && o.value->global->isParameter) {
+        unsigned &z = out[o.value->global];
+        z = std::max<unsigned>(z, s.choices[i].zero);
+      }
+  return out;
 }
 
 /// `paxc: wrote PLAN: ...`: devices, collectives, the peak buffers and,
@@ -870,6 +883,7 @@ int main(int argc, char **argv) {
   // sums of gradients, the updates) are searched afterwards.
   bool twoPhase = trainingStep && !strategyPath.getNumOccurrences() &&
                   ((planning && partitioned) || (!planning && sharding));
+  llvm::DenseMap<const Global *, unsigned> zeroChosen;
   if (twoPhase) {
     trainingStep = false; // price the forward program as a training step
     auto first = shardModel(m, /*forPlan=*/planning);
@@ -879,6 +893,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < m.main.ops.size(); ++i)
       m.main.ops[i]->attrs["config"] = std::vector<int64_t>(
           first->strategy.configs[i].begin(), first->strategy.configs[i].end());
+    zeroChosen = chosenZeroStages(m, first->strategy);
   }
   // Partitioned, a lookup's gradient and the updates may run whole on
   // every device (replica dims of the plan's device count).
@@ -894,6 +909,13 @@ int main(int argc, char **argv) {
   }
   if (auto err = buildBackward(m, replicas, *recomputing))
     return fail(llvm::toString(std::move(err)));
+  if (trainingStep && replicas > 1)
+    if (auto err = applyZero(m, replicas, [&](const Global &g) {
+          auto fixed = parseZeroStage(zeroStage);
+          return fixed && *fixed >= 0 ? unsigned(*fixed)
+                                      : zeroChosen.lookup(&g);
+        }))
+      return fail(llvm::toString(std::move(err)));
 
   std::string verifyErrors;
   if (!verifyModule(m, [&](const Op *op, const llvm::Twine &msg) {
