@@ -58,6 +58,13 @@ struct RunOptions {
   /// Records each instruction's start and end (DeviceStats::trace); a
   /// device whose work is asynchronous is synchronized after each.
   bool trace = false;
+  /// Outputs the run leaves on the devices instead of gathering them (by
+  /// output index; empty: gather all): a training step's updates, which
+  /// the devices keep, between checkpoints.
+  std::vector<bool> leaveOutputs;
+  bool gathers(uint32_t output) const {
+    return output >= leaveOutputs.size() || !leaveOutputs[output];
+  }
 };
 
 /// Runs \p prog, a program of \p plan, on \p device: each buffer is the

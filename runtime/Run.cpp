@@ -40,9 +40,9 @@ llvm::Error runThreads(const plan::Plan &plan,
   std::vector<std::string> errors(n);
   stats.assign(n, {});
   auto work = [&](size_t d) {
-    if (auto err = runDevice(plan, *progs[d], feedOf(d), comm.get(),
-                             *set.devices[d], set.buffers[d], stats[d],
-                             options)) {
+    if (auto err =
+            runDevice(plan, *progs[d], feedOf(d), comm.get(), *set.devices[d],
+                      set.buffers[d], stats[d], options)) {
       errors[d] = llvm::toString(std::move(err));
       comm->abort("device " + std::to_string(progs[d]->device()) + " failed");
     }
@@ -73,7 +73,7 @@ llvm::Error runThreads(const plan::Plan &plan,
   outputs.assign(size_t(plan.outputs_size()), Tensor());
   for (size_t d = 0; d < n; ++d)
     for (const plan::Binding &b : progs[d]->outputs()) {
-      if (!b.owner())
+      if (!b.owner() || !options.gathers(b.index()))
         continue;
       if (b.index() >= outputs.size())
         return llvm::createStringError("an output binding names output " +
@@ -97,7 +97,8 @@ llvm::Error runThreads(const plan::Plan &plan,
       moveOverlap(*got, lo, out, std::vector<int64_t>(lo.size(), 0), false);
     }
   for (size_t i = 0; i < outputs.size(); ++i)
-    if (outputs[i].data.empty() && outputs[i].shape.empty()) {
+    if (outputs[i].data.empty() && outputs[i].shape.empty() &&
+        options.gathers(uint32_t(i))) {
       const plan::TensorInfo &info = plan.outputs(int(i));
       outputs[i] = Tensor::zeros(info.dtype(), shapeOf(info.shape()));
     }
@@ -107,7 +108,8 @@ llvm::Error runThreads(const plan::Plan &plan,
   int fault = options.injectReplicaFault;
   for (size_t d = 0; d < n; ++d)
     for (const plan::Binding &b : progs[d]->outputs()) {
-      if (b.owner() || b.index() >= outputs.size())
+      if (b.owner() || b.index() >= outputs.size() ||
+          !options.gathers(b.index()))
         continue;
       auto got = block(d, b);
       if (!got)

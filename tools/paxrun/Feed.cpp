@@ -11,7 +11,7 @@
 namespace pax {
 
 llvm::Error Feed::loadWeight(const plan::LoadWeight &load,
-                           runtime::Tensor &out) {
+                             runtime::Tensor &out) {
   std::vector<int64_t> lo(load.offset().begin(), load.offset().end());
   if (lo.size() != out.shape.size())
     return llvm::createStringError("weight '" + load.tensor() +
@@ -44,8 +44,8 @@ llvm::Error Feed::loadWeight(const plan::LoadWeight &load,
     auto whole = initializer(load, out.dtype);
     if (!whole)
       return whole.takeError();
-    runtime::moveOverlap(**whole, std::vector<int64_t>(lo.size(), 0), out,
-                         lo, false);
+    runtime::moveOverlap(**whole, std::vector<int64_t>(lo.size(), 0), out, lo,
+                         false);
     return llvm::Error::success();
   }
   default:
@@ -112,8 +112,8 @@ llvm::Error ResidentFeed::loadWeight(const plan::LoadWeight &load,
         continue;
       bool covers = true;
       for (size_t d = 0; d < lo.size(); ++d)
-        covers &= lo[d] >= b.lo[d] &&
-                  lo[d] + out.shape[d] <= b.lo[d] + b.t.shape[d];
+        covers &=
+            lo[d] >= b.lo[d] && lo[d] + out.shape[d] <= b.lo[d] + b.t.shape[d];
       if (!covers)
         continue;
       runtime::moveOverlap(b.t, b.lo, out, lo, false);
@@ -122,6 +122,15 @@ llvm::Error ResidentFeed::loadWeight(const plan::LoadWeight &load,
     }
   }
   ++hostLoads;
+  if (updatedNames.count(load.tensor())) {
+    ++strayLoads;
+    if (!hostCurrent)
+      return llvm::createStringError(
+          "weight '" + load.tensor() +
+          "': the device keeps no updated block covering this load, and the "
+          "host's copy is from an earlier step (the plan's update does not "
+          "leave where this reader reads it)");
+  }
   return host->loadWeight(load, out);
 }
 
@@ -132,6 +141,9 @@ llvm::Error keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
                         std::vector<runtime::Tensor> &buffers,
                         ResidentFeed &resident) {
   resident.beginStep();
+  for (const plan::TensorInfo &out : plan.outputs())
+    if (llvm::StringRef(out.name()).starts_with("update/"))
+      resident.updated(out.name().substr(7));
   for (const plan::Binding &b : prog.outputs()) {
     if (b.index() >= uint32_t(plan.outputs_size()) ||
         b.buffer() >= buffers.size())

@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -93,8 +94,19 @@ public:
     return host->input(b, out);
   }
 
-  /// Loads served from the device's own blocks, and from the host.
-  int64_t residentLoads = 0, hostLoads = 0;
+  /// Whether the host's copies of the updated tensors are this step's
+  /// (gathered at the last step's end); a stray load from a stale copy is
+  /// an error, never old values.
+  bool hostCurrent = true;
+
+  /// Notes that the plan updates \p name: from the next step on, a load of
+  /// it that the device's own blocks do not serve is counted stray.
+  void updated(const std::string &name) { updatedNames.insert(name); }
+
+  /// Loads served from the device's own blocks, and from the host; of
+  /// those from the host, loads of an updated tensor after the first step
+  /// (blocks the device does not keep: the host's gathered copy).
+  int64_t residentLoads = 0, hostLoads = 0, strayLoads = 0;
 
 private:
   struct Block {
@@ -103,6 +115,7 @@ private:
   };
   Feed *host;
   std::map<std::string, std::vector<Block>> blocks;
+  std::set<std::string> updatedNames;
 };
 
 /// Keeps, on \p resident, the blocks of the updated weights (outputs

@@ -24,11 +24,10 @@ namespace {
 /// (instructions, peak bytes, then the bytes it counted for every exchange
 /// of the plan, -1 where it took no part), then the elements of the output
 /// blocks it owns, in binding order.
-llvm::Expected<std::vector<uint8_t>>
-packRankResults(const plan::Plan &plan, const plan::DeviceProgram &prog,
-                runtime::Device &device,
-                const std::vector<runtime::Tensor> &buffers,
-                const runtime::DeviceStats &stats) {
+llvm::Expected<std::vector<uint8_t>> packRankResults(
+    const plan::Plan &plan, const plan::DeviceProgram &prog,
+    runtime::Device &device, const std::vector<runtime::Tensor> &buffers,
+    const runtime::DeviceStats &stats, const runtime::RunOptions &options) {
   std::vector<int64_t> header = {stats.instructions, stats.peakBytes,
                                  stats.arenaBytes,
                                  int64_t(stats.seconds * 1e9)};
@@ -39,7 +38,7 @@ packRankResults(const plan::Plan &plan, const plan::DeviceProgram &prog,
   std::vector<uint8_t> bytes(header.size() * sizeof(int64_t));
   std::memcpy(bytes.data(), header.data(), bytes.size());
   for (const plan::Binding &b : prog.outputs())
-    if (b.owner()) {
+    if (b.owner() && options.gathers(b.index())) {
       auto block = runtime::hostCopy(device, buffers[b.buffer()]);
       if (!block)
         return block.takeError();
@@ -54,7 +53,8 @@ llvm::Error unpackRankResults(const plan::Plan &plan,
                               const plan::DeviceProgram &prog,
                               llvm::ArrayRef<uint8_t> bytes,
                               std::vector<runtime::Tensor> &outputs,
-                              runtime::DeviceStats &stats) {
+                              runtime::DeviceStats &stats,
+                              const runtime::RunOptions &options) {
   auto bad = [&] {
     return llvm::createStringError("rank " + llvm::Twine(prog.device()) +
                                    " sent results that do not match its "
@@ -73,7 +73,7 @@ llvm::Error unpackRankResults(const plan::Plan &plan,
     if (header[x] >= 0)
       stats.exchangeBytes[uint32_t(x - 4)] = header[x];
   for (const plan::Binding &b : prog.outputs()) {
-    if (!b.owner())
+    if (!b.owner() || !options.gathers(b.index()))
       continue;
     std::vector<int64_t> lo(b.offset().begin(), b.offset().end());
     if (b.index() >= outputs.size() ||
@@ -126,8 +126,7 @@ llvm::Expected<bool> runRank(const plan::Plan &plan, runtime::MpiWorld &world,
       return first.takeError();
     if (*first != world.size()) {
       if (world.rank() == 0)
-        llvm::errs() << printable("paxrun: error: rank " +
-                                  llvm::Twine(*first) +
+        llvm::errs() << printable("paxrun: error: rank " + llvm::Twine(*first) +
                                   " could not start, so no rank ran\n");
       return false;
     }
@@ -171,7 +170,7 @@ llvm::Expected<bool> runRank(const plan::Plan &plan, runtime::MpiWorld &world,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   runtime::Device &device = *deviceSet.devices[0];
-  auto results = packRankResults(plan, *prog, device, buffers, mine);
+  auto results = packRankResults(plan, *prog, device, buffers, mine, options);
   if (!results)
     runtime::abortMpiWorld(llvm::toString(results.takeError()));
   // The rank keeps its updated blocks (moved: they are packed).
@@ -228,7 +227,7 @@ llvm::Expected<bool> runRank(const plan::Plan &plan, runtime::MpiWorld &world,
       return llvm::createStringError("the plan has a program for device " +
                                      llvm::Twine(p.device()));
     if (auto err = unpackRankResults(plan, p, (*all)[p.device()], outputs,
-                                     stats[p.device()]))
+                                     stats[p.device()], options))
       return err;
     if (p.device() < traces.size())
       stats[p.device()].trace = std::move(traces[p.device()]);

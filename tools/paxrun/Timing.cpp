@@ -14,8 +14,7 @@ namespace pax {
 /// --profile's table: seconds, share and calls per run for each op kind or
 /// instruction, the most time first, summed over devices.
 void printProfile(std::vector<runtime::KernelProfileEntry> profile,
-                  unsigned runs, llvm::StringRef what,
-                  runtime::ProfileBy by) {
+                  unsigned runs, llvm::StringRef what, runtime::ProfileBy by) {
   llvm::sort(profile, [](const auto &a, const auto &b) {
     return a.seconds != b.seconds ? a.seconds > b.seconds : a.kind < b.kind;
   });
@@ -107,8 +106,8 @@ void RunClock::end(double slowestRank) {
         "all{4}\n",
         what, run, runtime::kernelSeconds(), wall, ranks);
   else if (options.time && reports)
-    llvm::errs() << llvm::formatv("paxrun: {0} {1}: {2:F6} s in all{3}\n",
-                                  what, run, wall, ranks);
+    llvm::errs() << llvm::formatv("paxrun: {0} {1}: {2:F6} s in all{3}\n", what,
+                                  run, wall, ranks);
   for (runtime::KernelProfileEntry &e : runtime::kernelProfile()) {
     auto it =
         llvm::find_if(profile, [&](const auto &p) { return p.kind == e.kind; });

@@ -32,7 +32,7 @@ void printProfile(std::vector<runtime::KernelProfileEntry> profile,
 class RunClock {
 public:
   struct Options {
-    bool time = false;                                  // --time
+    bool time = false;                                    // --time
     runtime::ProfileBy profile = runtime::ProfileBy::Off; // --profile
     /// The devices run asynchronously (GPUs): timing each kernel would
     /// wait for it, so --time alone gives the wall time alone.

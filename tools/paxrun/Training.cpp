@@ -123,20 +123,23 @@ runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
       return err;
     if (o.beforeStep)
       o.beforeStep(step);
-    if (auto err = runStep(outputs))
+    bool last = step + 1 == o.steps;
+    bool checkpoint = !o.checkpointDir.empty() &&
+                      (last || (o.every > 0 && (step + 1) % o.every == 0));
+    if (auto err = runStep(outputs, last || checkpoint))
       return err;
     if (o.afterStep)
       o.afterStep(step);
     if (o.reports)
       llvm::outs() << llvm::formatv("step {0}: loss {1:F6}\n", step,
                                     outputs[0].real(0));
+    if (!o.reports || !(last || checkpoint))
+      continue;
     for (auto &[index, name] : updates)
       // Moved, but after the last step (its outputs may be written).
-      feed.set(name, step + 1 < o.steps ? std::move(outputs[size_t(index)])
-                                        : outputs[size_t(index)]);
-    bool last = step + 1 == o.steps;
-    if (o.reports && !o.checkpointDir.empty() &&
-        (last || (o.every > 0 && (step + 1) % o.every == 0)))
+      feed.set(name, last ? outputs[size_t(index)]
+                          : std::move(outputs[size_t(index)]));
+    if (checkpoint)
       if (auto err = writeCheckpoint(o.checkpointDir, plan, feed, step + 1))
         return err;
   }

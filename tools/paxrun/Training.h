@@ -36,17 +36,19 @@ struct TrainingOptions {
   std::function<void(unsigned step)> beforeStep, afterStep;
 };
 
-/// Runs one step on this process's devices, filling every output.
-using StepRunner = std::function<llvm::Error(std::vector<runtime::Tensor> &)>;
+/// Runs one step on this process's devices, filling the loss and, when
+/// asked (\p updates: a checkpoint is due, or the last step), the updates;
+/// otherwise the devices keep the updated blocks and nothing else of them
+/// leaves the devices.
+using StepRunner =
+    std::function<llvm::Error(std::vector<runtime::Tensor> &, bool updates)>;
 
 /// The training session. \p loadInputs reads the graph inputs of a data
 /// folder for the next step. Prints `step K: loss X` per step.
-llvm::Error runTraining(const plan::Plan &plan, Feed &feed,
-                        const onnx::ModelProto &model,
-                        const TrainingOptions &options,
-                        llvm::function_ref<llvm::Error(const std::string &dir)>
-                            loadInputs,
-                        StepRunner runStep,
-                        std::vector<runtime::Tensor> &outputs);
+llvm::Error
+runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
+            const TrainingOptions &options,
+            llvm::function_ref<llvm::Error(const std::string &dir)> loadInputs,
+            StepRunner runStep, std::vector<runtime::Tensor> &outputs);
 
 } // namespace pax

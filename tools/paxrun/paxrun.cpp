@@ -49,6 +49,7 @@
 #include <onnx/onnx_pb.h>
 #include <tbb/global_control.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -339,14 +340,19 @@ static llvm::Error runThreads(const plan::Plan &plan,
                               Feed &feed, std::vector<runtime::Tensor> &outputs,
                               std::vector<runtime::DeviceStats> &stats,
                               std::vector<ResidentFeed> *resident = nullptr,
-                              bool weightsResident = false,
-                              bool trace = false, bool gather = true) {
+                              bool weightsResident = false, bool trace = false,
+                              bool gather = true,
+                              std::vector<bool> leaveOutputs = {}) {
   runtime::ThreadRunOptions options;
+  options.leaveOutputs = std::move(leaveOutputs);
   options.weightsResident = weightsResident;
   options.trace = trace;
   options.gatherOutputs = gather;
-  options.injectReplicaFault = injectReplicaFault;
-  injectReplicaFault = -1; // once
+  // Once, in a run that gathers (and so compares) every output.
+  if (options.leaveOutputs.empty()) {
+    options.injectReplicaFault = injectReplicaFault;
+    injectReplicaFault = -1;
+  }
   if (auto err = runtime::runThreads(
           plan, progs, deviceSet,
           [&](size_t d) -> runtime::DataFeed & {
@@ -395,8 +401,7 @@ static RunClock::Options clockOptions() {
   o.profile = profileKernels;
   // Timing a kernel on an asynchronous device (a GPU) waits for it, which
   // would slow the very runs --time measures.
-  o.asynchronous =
-      runtime::parseBackend(backendName) == runtime::Backend::Cuda;
+  o.asynchronous = runtime::parseBackend(backendName) == runtime::Backend::Cuda;
   return o;
 }
 
@@ -412,9 +417,9 @@ static llvm::Error runTimed(const plan::Plan &plan,
     // The constant weights stay in the devices' arenas after the first
     // run; the outputs are gathered from the last (the others' would be
     // overwritten).
-    if (auto err = runThreads(plan, progs, feed, outputs, stats, nullptr,
-                              run > 1, !tracePath.empty() && run == runs,
-                              run == runs))
+    if (auto err =
+            runThreads(plan, progs, feed, outputs, stats, nullptr, run > 1,
+                       !tracePath.empty() && run == runs, run == runs))
       return err;
     clock.end();
   }
@@ -762,44 +767,42 @@ int main(int argc, char **argv) {
   if (train) {
     // Each device keeps the weight blocks it updated (ResidentFeed).
     std::vector<ResidentFeed> resident(progs.size(), ResidentFeed(feed));
-    StepRunner step = [&](std::vector<runtime::Tensor> &out) {
-      return runThreads(*plan, progs, feed, out, stats, &resident);
+    // Between checkpoints the updates stay on the devices (each keeps its
+    // blocks); the loss alone is gathered.
+    std::vector<bool> onlyLoss(size_t(plan->outputs_size()), true);
+    onlyLoss[0] = false;
+    bool hostCurrent = true; // the host's copies are the last step's
+    auto prepare = [&](bool updates) {
+      for (ResidentFeed &r : resident)
+        r.hostCurrent = hostCurrent;
+      runtime::RunOptions o;
+      if (!updates)
+        o.leaveOutputs = onlyLoss;
+      return o;
+    };
+    StepRunner step = [&](std::vector<runtime::Tensor> &out, bool updates) {
+      runtime::RunOptions o = prepare(updates);
+      hostCurrent = updates;
+      return runThreads(*plan, progs, feed, out, stats, &resident, false, false,
+                        true, o.leaveOutputs);
     };
     bool reports = true;
 #ifdef PAX_HAVE_MPI
     if (world) {
-      // Every rank needs the updates: rank 0 gathers the outputs, then
-      // sends them to all.
+      // Rank 0 gathers the loss, and the updates when it checkpoints or
+      // saves; the other ranks' host copies stay the first step's.
       reports = world->rank() == 0;
-      step = [&](std::vector<runtime::Tensor> &out) -> llvm::Error {
-        auto ran = runRank(*plan, *world, deviceSet, feed, out, stats, &resident[0]);
-        // The other ranks wait for this one's updates: a failure here
-        // stops them all (no rank is left waiting).
+      step = [&](std::vector<runtime::Tensor> &out,
+                 bool updates) -> llvm::Error {
+        runtime::RunOptions o = prepare(updates);
+        hostCurrent = updates && reports;
+        auto ran = runRank(*plan, *world, deviceSet, feed, out, stats,
+                           &resident[0], o);
+        // A failure here stops every rank (no rank is left waiting).
         if (!ran)
           runtime::abortMpiWorld(llvm::toString(ran.takeError()));
         if (!*ran)
           return llvm::createStringError("a rank could not start");
-        std::vector<uint8_t> bytes;
-        if (world->rank() == 0)
-          for (const runtime::Tensor &t : out)
-            bytes.insert(bytes.end(), t.data.begin(), t.data.end());
-        if (auto err = world->broadcastFromRoot(bytes))
-          return err;
-        if (world->rank() != 0) {
-          out.clear();
-          size_t at = 0;
-          for (const plan::TensorInfo &info : plan->outputs()) {
-            runtime::Tensor t =
-                runtime::Tensor::zeros(info.dtype(), shapeOf(info.shape()));
-            if (at + t.data.size() > bytes.size())
-              return llvm::createStringError(
-                  "rank 0 sent fewer output bytes than the plan's outputs");
-            std::copy(bytes.begin() + at, bytes.begin() + at + t.data.size(),
-                      t.data.begin());
-            at += t.data.size();
-            out.push_back(std::move(t));
-          }
-        }
         return llvm::Error::success();
       };
     }
@@ -820,35 +823,34 @@ int main(int argc, char **argv) {
             runTraining(*plan, feed, model, to, loadInputsFrom, step, outputs))
       return fail(llvm::toString(std::move(err)));
     clock.finish();
-    int64_t own = 0, host = 0;
-    for (const ResidentFeed &r : resident)
-      own += r.residentLoads, host += r.hostLoads;
+    std::array<int64_t, 3> loads = {0, 0, 0};
+    for (const ResidentFeed &r : resident) {
+      loads[0] += r.residentLoads;
+      loads[1] += r.hostLoads;
+      loads[2] += r.strayLoads;
+    }
 #ifdef PAX_HAVE_MPI
+    // Rank 0 speaks for the others: the sums of their counts.
     if (world) {
-      // Rank 0 speaks for the others: the sums of their counts.
       auto all = world->gatherOnRoot(std::vector<uint8_t>(
-          reinterpret_cast<const uint8_t *>(&own),
-          reinterpret_cast<const uint8_t *>(&own) + sizeof own));
-      auto hosts = world->gatherOnRoot(std::vector<uint8_t>(
-          reinterpret_cast<const uint8_t *>(&host),
-          reinterpret_cast<const uint8_t *>(&host) + sizeof host));
-      if (!all || !hosts)
+          reinterpret_cast<const uint8_t *>(loads.data()),
+          reinterpret_cast<const uint8_t *>(loads.data() + loads.size())));
+      if (!all)
         return fail("could not gather the weight load counts");
       if (world->rank() == 0) {
-        own = host = 0;
+        loads = {0, 0, 0};
         for (const auto &v : *all)
-          own += *reinterpret_cast<const int64_t *>(v.data());
-        for (const auto &v : *hosts)
-          host += *reinterpret_cast<const int64_t *>(v.data());
+          for (size_t i = 0; i < loads.size(); ++i)
+            loads[i] += reinterpret_cast<const int64_t *>(v.data())[i];
       }
     }
 #endif
     if (reports)
       llvm::errs() << llvm::formatv(
           "paxrun: weight loads: {0} from the devices' own updated blocks, "
-          "{1} from the host (the first step's, constants, and blocks held in "
-          "another layout)\n",
-          own, host);
+          "{1} from the host (the first step's, constants, and {2} of "
+          "updated tensors held in another layout)\n",
+          loads[0], loads[1], loads[2]);
     if (reports && !outputsDir.empty())
       if (auto err = writeOutputs(*plan, outputs))
         return fail(llvm::toString(std::move(err)));
@@ -865,7 +867,8 @@ int main(int argc, char **argv) {
       runtime::RunOptions options;
       options.weightsResident = run > 1;
       options.trace = !tracePath.empty() && run == runs;
-      auto ran = runRank(*plan, *world, deviceSet, feed, outputs, stats, nullptr, options);
+      auto ran = runRank(*plan, *world, deviceSet, feed, outputs, stats,
+                         nullptr, options);
       if (!ran)
         return fail(llvm::toString(ran.takeError()));
       if (!*ran)
