@@ -9,11 +9,12 @@ losses and the weights after 3 steps equal the one-device run's within
 move the bytes the cost model predicted (paxrun --comm-stats fails
 otherwise). With --microbatches 1,2 every run is repeated with the step's
 batch in 2 microbatches (models whose batch 2 does not divide are
-skipped). The labelled long test `train_matrix` (`ctest -L long`).
+skipped). With --zero 0,3 every run is repeated at each ZeRO stage
+(paxc --zero). The labelled long test `train_matrix` (`ctest -L long`).
 
   train_matrix.py [--bin DIR] [--work DIR] [--only NAME,...]
                   [--gpus 2,4,8] [--strategies dp,data-parallel,expert,random]
-                  [--mpi] [--tol 1e-5] [--microbatches 1,2]
+                  [--mpi] [--tol 1e-5] [--microbatches 1,2] [--zero 0,1,2,3]
 
 A model paxc cannot train (an op without a gradient rule) is skipped and
 listed with paxc's error. Exits 1 on any other failure.
@@ -61,11 +62,13 @@ def refused(r):
                ("do not divide", "pairs the batch", "folds the batch"))
 
 
-def check(c, gpus, strategy, micro, want):
-    """Trains c.model on gpus devices with strategy and micro microbatches;
-    ("ok" | "FAIL" | "skip", message)."""
-    base = os.path.join(c.work, f"g{gpus}_{strategy}_m{micro}")
+def check(c, gpus, strategy, micro, zero, want):
+    """Trains c.model on gpus devices with strategy, micro microbatches and
+    ZeRO stage zero; ("ok" | "FAIL" | "skip", message)."""
+    base = os.path.join(c.work, f"g{gpus}_{strategy}_m{micro}_z{zero}")
     flags = [f"--gpus={gpus}", f"--microbatches={micro}"]
+    if zero:
+        flags.append(f"--zero={zero}")
     if strategy in ("data-parallel", "expert"):
         flags.append(f"--solver={strategy}")
     elif strategy == "random":
@@ -106,6 +109,8 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-5)
     ap.add_argument("--microbatches", default="1",
                     help="microbatch counts per step, each run for every strategy")
+    ap.add_argument("--zero", default="0",
+                    help="ZeRO stages, each run for every strategy and count")
     a = ap.parse_args()
     paxc, paxrun = os.path.join(a.bin, "paxc"), os.path.join(a.bin, "paxrun")
     mpirun = shutil.which("mpirun") if a.mpi else None
@@ -156,10 +161,14 @@ def main():
         want = losses(r.stdout)
         for gpus in [int(g) for g in a.gpus.split(",")]:
             for strategy in a.strategies.split(","):
-                for micro in [int(m) for m in a.microbatches.split(",")]:
-                    tag = f"{name} {gpus} {strategy}" + (f" M={micro}" if micro > 1 else "")
+                for micro, zero in [(int(m), int(z))
+                                    for m in a.microbatches.split(",")
+                                    for z in a.zero.split(",")]:
+                    tag = (f"{name} {gpus} {strategy}" +
+                           (f" M={micro}" if micro > 1 else "") +
+                           (f" ZeRO-{zero}" if zero else ""))
                     status, msg = check(Case(a, paxc, launch, model, work, data, one),
-                                        gpus, strategy, micro, want)
+                                        gpus, strategy, micro, zero, want)
                     counts[status] += 1
                     if status == "FAIL":
                         failed.append(f"{tag}: {msg}")
