@@ -1,7 +1,7 @@
 //===- FuzzCheckpoint.cpp - A training session's checkpoint readers -------===//
 //
-// The input is read as a checkpoint index (checkpoint.txt) for a fixed
-// plan, and as one of its tensor files.
+// The input is read as a checkpoint index (checkpoint.txt), as a shard's
+// index, and as one of its block files.
 //
 //===----------------------------------------------------------------------===//
 #include "test/fuzz/Fuzz.h"
@@ -10,11 +10,11 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   using namespace pax;
-  const plan::Plan &plan = fuzz::smallPlan();
-  static const std::string fingerprint = planFingerprint(plan);
   llvm::StringRef bytes = fuzz::bytesOf(data, size);
-  fuzz::consume(parseCheckpointIndex(bytes, "checkpoint.txt", fingerprint));
-  fuzz::consume(
-      parseCheckpointTensor(bytes, fuzz::scratchDir() + "/tensor_0.pb", plan));
+  fuzz::consume(parseCheckpointIndex(bytes, "checkpoint.txt"));
+  fuzz::consume(parseShardIndex(bytes, "s0_d0.txt", fuzz::scratchDir()));
+  fuzz::consume(parseCheckpointBlock(bytes,
+                                     fuzz::scratchDir() + "/s0_d0_0.pb",
+                                     "w", {4, 8}, plan::F32));
   return 0;
 }

@@ -1,11 +1,19 @@
-//===- Checkpoint.h - A training session's checkpoint files -----*- C++ -*-===//
+//===- Checkpoint.h - A training session's sharded checkpoints --*- C++ -*-===//
 //
-// `paxrun --train --checkpoint=DIR` writes DIR/checkpoint.txt (the plan's
-// fingerprint and the next step) and DIR/tensor_N.pb (each updated weight
-// and optimizer state as an ONNX TensorProto); `--resume=DIR` reads them
-// back. The readers check everything against the plan they resume: a
-// checkpoint of another plan, a tensor the plan never loads, or one of
-// another shape or element type is an error.
+// `paxrun --train --checkpoint=DIR` writes a sharded checkpoint: each
+// device writes the blocks of the updated weights and optimizer state it
+// owns (DIR/sS_dD_N.pb, ONNX TensorProtos of the blocks) and an index of
+// them (DIR/sS_dD.txt: per line the file, the block's start and shape, its
+// element type and the tensor's name, tab-separated), for step S. Once
+// every device's blocks are written, DIR/checkpoint.txt names the step and
+// the device count: written last (to a temporary, then renamed), so a
+// checkpoint is whole or absent. `--resume=DIR` assembles each block a
+// device loads from the blocks that overlap it, so a checkpoint loads onto
+// the plan that wrote it, bit for bit, or onto another plan of the same
+// model and optimizer (another strategy, another device count). The
+// readers check everything: a missing shard, a tensor the plan does not
+// update, one of another shape or element type, blocks that overlap or
+// leave part of a tensor uncovered are errors naming the file.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -15,27 +23,92 @@
 
 #include "llvm/Support/Error.h"
 
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
-#include <utility>
+#include <vector>
 
 namespace pax {
 
-/// A fingerprint of \p plan: a checkpoint resumes only the plan it came
-/// from.
+/// A fingerprint of \p plan (the checkpoint records which plan wrote it).
 std::string planFingerprint(const plan::Plan &plan);
 
-/// The step a checkpoint index (checkpoint.txt's \p text) resumes at, after
-/// checking that it was written for the plan of \p fingerprint; \p origin
-/// names it in errors.
-llvm::Expected<unsigned> parseCheckpointIndex(llvm::StringRef text,
-                                              llvm::StringRef origin,
-                                              llvm::StringRef fingerprint);
+/// One block of a tensor: its name, where it starts in the whole tensor,
+/// and its values.
+struct TensorBlock {
+  std::string name;
+  std::vector<int64_t> lo;
+  runtime::Tensor t;
+};
 
-/// A checkpoint tensor file's \p bytes (\p path names it and its folder
-/// holds its external data), checked against \p plan: a weight the plan
-/// loads, with that weight's shape and element type.
-llvm::Expected<std::pair<std::string, runtime::Tensor>>
-parseCheckpointTensor(llvm::StringRef bytes, llvm::StringRef path,
-                      const plan::Plan &plan);
+/// Writes device \p device's \p blocks of the checkpoint of step \p step
+/// into \p dir (which must exist): the block files and their index.
+llvm::Error writeCheckpointShard(const std::string &dir, unsigned step,
+                                 unsigned device,
+                                 const std::vector<const TensorBlock *> &blocks);
+
+/// Commits the checkpoint of step \p step written by \p devices devices'
+/// shards: DIR/checkpoint.txt; then removes the files of other steps.
+llvm::Error commitCheckpoint(const std::string &dir, const plan::Plan &plan,
+                             unsigned step, unsigned devices);
+
+/// What checkpoint.txt (\p text) says: the step to resume at and the
+/// shards' device count; \p origin names it in errors.
+struct CheckpointIndex {
+  unsigned step = 0;
+  unsigned devices = 0;
+};
+llvm::Expected<CheckpointIndex> parseCheckpointIndex(llvm::StringRef text,
+                                                     llvm::StringRef origin);
+
+/// A checkpoint's blocks, read for the plan that resumes from it.
+class CheckpointReader {
+public:
+  /// Reads DIR's index and every shard's, checked against \p plan's
+  /// updates (outputs `update/NAME`): each covered exactly, in its shape
+  /// and element type, and nothing else.
+  static llvm::Expected<std::unique_ptr<CheckpointReader>>
+  open(const std::string &dir, const plan::Plan &plan);
+
+  unsigned step() const { return index.step; }
+  bool holds(const std::string &name) const { return blocks.count(name); }
+  /// Fills \p out, the box of \p name that starts at \p lo, from the
+  /// blocks that overlap it (each block file read once; thread-safe).
+  llvm::Error read(const std::string &name, llvm::ArrayRef<int64_t> lo,
+                   runtime::Tensor &out);
+
+private:
+  struct Block {
+    std::string path;
+    std::vector<int64_t> lo, shape;
+    plan::DType dtype;
+  };
+  llvm::Expected<const runtime::Tensor *> load(const std::string &name,
+                                               const Block &b);
+
+  CheckpointIndex index;
+  std::map<std::string, std::vector<Block>> blocks;
+  std::mutex m;
+  std::map<std::string, runtime::Tensor> cache;
+};
+
+/// One block file's \p bytes (\p path names it), checked to hold \p name
+/// in \p shape and \p dtype.
+llvm::Expected<runtime::Tensor>
+parseCheckpointBlock(llvm::StringRef bytes, llvm::StringRef path,
+                     llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                     plan::DType dtype);
+
+/// One shard index's \p text (\p path names it) as (file, start, shape,
+/// element type, name) lines, relative files resolved against \p dir.
+struct ShardLine {
+  std::string path, name;
+  std::vector<int64_t> lo, shape;
+  plan::DType dtype;
+};
+llvm::Expected<std::vector<ShardLine>>
+parseShardIndex(llvm::StringRef text, llvm::StringRef path,
+                const std::string &dir);
 
 } // namespace pax

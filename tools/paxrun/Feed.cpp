@@ -21,6 +21,8 @@ llvm::Error Feed::loadWeight(const plan::LoadWeight &load,
                          lo, false);
     return llvm::Error::success();
   }
+  if (resumed && resumed->holds(load.tensor()))
+    return resumed->read(load.tensor(), lo, out);
   switch (load.source()) {
   case plan::LoadWeight::FILL:
     for (int64_t i = 0; i < out.numel(); ++i)
@@ -98,8 +100,17 @@ Feed::initializer(const plan::LoadWeight &load, plan::DType dtype) {
 }
 
 void ResidentFeed::keep(const std::string &name, std::vector<int64_t> lo,
-                        runtime::Tensor block) {
-  blocks[name].push_back({std::move(lo), std::move(block)});
+                        runtime::Tensor block, bool owner) {
+  blocks[name].push_back({{name, std::move(lo), std::move(block)}, owner});
+}
+
+std::vector<const TensorBlock *> ResidentFeed::ownedBlocks() const {
+  std::vector<const TensorBlock *> out;
+  for (const auto &[name, list] : blocks)
+    for (const Block &b : list)
+      if (b.owner)
+        out.push_back(&b.b);
+  return out;
 }
 
 llvm::Error ResidentFeed::loadWeight(const plan::LoadWeight &load,
@@ -107,7 +118,8 @@ llvm::Error ResidentFeed::loadWeight(const plan::LoadWeight &load,
   auto it = blocks.find(load.tensor());
   if (it != blocks.end()) {
     std::vector<int64_t> lo(load.offset().begin(), load.offset().end());
-    for (const Block &b : it->second) {
+    for (const Block &kept : it->second) {
+      const TensorBlock &b = kept.b;
       if (b.t.dtype != out.dtype || b.lo.size() != lo.size())
         continue;
       bool covers = true;
@@ -163,7 +175,7 @@ llvm::Error keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
     }
     resident.keep(name.str(),
                   std::vector<int64_t>(b.offset().begin(), b.offset().end()),
-                  std::move(block));
+                  std::move(block), b.owner());
   }
   return llvm::Error::success();
 }

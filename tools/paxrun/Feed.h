@@ -9,6 +9,7 @@
 #pragma once
 
 #include "runtime/Device.h"
+#include "tools/common/Checkpoint.h"
 #include "runtime/Tensor.h"
 
 #include "llvm/Support/Error.h"
@@ -52,6 +53,11 @@ public:
   const std::map<std::string, runtime::Tensor> &updated() const {
     return overrides;
   }
+  /// From now on, the weights \p checkpoint holds load from it (unless
+  /// set() gives them other values).
+  void resumeFrom(std::unique_ptr<CheckpointReader> checkpoint) {
+    resumed = std::move(checkpoint);
+  }
 
   llvm::Error loadWeight(const plan::LoadWeight &load,
                          runtime::Tensor &out) override;
@@ -68,6 +74,7 @@ private:
   InputWeight inputWeight;
   std::mutex m;
   std::map<std::string, runtime::Tensor> cache, overrides;
+  std::unique_ptr<CheckpointReader> resumed;
 };
 
 /// One device's view of the weights during a training session: the blocks
@@ -81,10 +88,13 @@ class ResidentFeed : public runtime::DataFeed {
 public:
   explicit ResidentFeed(Feed &host) : host(&host) {}
 
-  /// Keeps \p block, the box of weight \p name starting at \p lo; blocks
-  /// kept for \p name before this step are dropped by beginStep().
+  /// Keeps \p block, the box of weight \p name starting at \p lo (\p owner:
+  /// the one copy of that box a checkpoint writes); blocks kept before this
+  /// step are dropped by beginStep().
   void keep(const std::string &name, std::vector<int64_t> lo,
-            runtime::Tensor block);
+            runtime::Tensor block, bool owner);
+  /// The blocks this device owns, for a sharded checkpoint.
+  std::vector<const TensorBlock *> ownedBlocks() const;
   /// Forgets the blocks kept before (called before keeping a step's).
   void beginStep() { blocks.clear(); }
 
@@ -110,8 +120,8 @@ public:
 
 private:
   struct Block {
-    std::vector<int64_t> lo;
-    runtime::Tensor t;
+    TensorBlock b;
+    bool owner;
   };
   Feed *host;
   std::map<std::string, std::vector<Block>> blocks;

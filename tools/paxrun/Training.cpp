@@ -17,54 +17,6 @@
 
 namespace pax {
 
-/// Writes the updated weights and optimizer state and the next step to DIR.
-static llvm::Error writeCheckpoint(const std::string &dir,
-                                   const plan::Plan &plan, const Feed &feed,
-                                   unsigned nextStep) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    return llvm::createStringError("cannot create '" + dir +
-                                   "': " + ec.message());
-  std::error_code ec;
-  llvm::raw_fd_ostream index(dir + "/checkpoint.txt", ec);
-  if (ec)
-    return llvm::createStringError("cannot write '" + dir +
-                                   "/checkpoint.txt': " + ec.message());
-  index << "plan " << planFingerprint(plan) << "\nstep " << nextStep << "\n";
-  unsigned n = 0;
-  for (const auto &[name, t] : feed.updated())
-    if (auto err = writeTensorFile(
-            dir + "/tensor_" + std::to_string(n++) + ".pb", name, t))
-      return err;
-  return llvm::Error::success();
-}
-
-/// Loads a checkpoint of \p plan into \p feed; returns the step to run next.
-static llvm::Expected<unsigned>
-readCheckpoint(const std::string &dir, const plan::Plan &plan, Feed &feed) {
-  auto text = llvm::MemoryBuffer::getFile(dir + "/checkpoint.txt");
-  if (!text)
-    return llvm::createStringError("--resume=" + dir +
-                                   ": no checkpoint there (" +
-                                   text.getError().message() + ")");
-  auto step = parseCheckpointIndex((*text)->getBuffer(), "--resume=" + dir,
-                                   planFingerprint(plan));
-  if (!step)
-    return step.takeError();
-  for (unsigned n = 0;; ++n) {
-    std::string path = dir + "/tensor_" + std::to_string(n) + ".pb";
-    if (!llvm::sys::fs::exists(path))
-      break;
-    auto buf = llvm::MemoryBuffer::getFile(path, false, false);
-    if (!buf)
-      return llvm::createStringError("cannot read '" + path + "'");
-    auto t = parseCheckpointTensor((*buf)->getBuffer(), path, plan);
-    if (!t)
-      return t.takeError();
-    feed.set(t->first, std::move(t->second));
-  }
-  return *step;
-}
-
 /// Writes the source model with its initializers replaced by \p feed's
 /// updated values (same names, shapes and types).
 static llvm::Error saveModel(const std::string &path,
@@ -106,10 +58,11 @@ runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
   }
   unsigned first = 0;
   if (!o.resumeDir.empty()) {
-    auto step = readCheckpoint(o.resumeDir, plan, feed);
-    if (!step)
-      return step.takeError();
-    first = *step;
+    auto reader = CheckpointReader::open(o.resumeDir, plan);
+    if (!reader)
+      return reader.takeError();
+    first = (*reader)->step();
+    feed.resumeFrom(std::move(*reader));
   }
   // step_0, step_1, ... in turn, or the one folder every step.
   unsigned folders = 0;
@@ -126,22 +79,19 @@ runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
     bool last = step + 1 == o.steps;
     bool checkpoint = !o.checkpointDir.empty() &&
                       (last || (o.every > 0 && (step + 1) % o.every == 0));
-    if (auto err = runStep(outputs, last || checkpoint))
+    if (auto err = runStep(outputs, last))
       return err;
     if (o.afterStep)
       o.afterStep(step);
     if (o.reports)
       llvm::outs() << llvm::formatv("step {0}: loss {1:F6}\n", step,
                                     outputs[0].real(0));
-    if (!o.reports || !(last || checkpoint))
-      continue;
-    for (auto &[index, name] : updates)
-      // Moved, but after the last step (its outputs may be written).
-      feed.set(name, last ? outputs[size_t(index)]
-                          : std::move(outputs[size_t(index)]));
-    if (checkpoint)
-      if (auto err = writeCheckpoint(o.checkpointDir, plan, feed, step + 1))
+    if (checkpoint && o.checkpoint)
+      if (auto err = o.checkpoint(o.checkpointDir, step + 1))
         return err;
+    if (o.reports && last)
+      for (auto &[index, name] : updates)
+        feed.set(name, outputs[size_t(index)]);
   }
   if (o.reports && !o.savePath.empty())
     if (auto err = saveModel(o.savePath, model, feed))

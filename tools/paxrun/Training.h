@@ -34,6 +34,10 @@ struct TrainingOptions {
   /// Called before and after each step's run (--time, --profile), with the
   /// step's number as `step K: loss X` prints it.
   std::function<void(unsigned step)> beforeStep, afterStep;
+  /// Writes the sharded checkpoint that resumes at \p nextStep into DIR
+  /// (called on every process: each writes its devices' blocks).
+  std::function<llvm::Error(const std::string &dir, unsigned nextStep)>
+      checkpoint;
 };
 
 /// Runs one step on this process's devices, filling the loss and, when

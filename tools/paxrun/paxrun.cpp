@@ -370,6 +370,55 @@ static llvm::Error runThreads(const plan::Plan &plan,
   return llvm::Error::success();
 }
 
+namespace pax::runtime {
+class MpiWorld;
+} // namespace pax::runtime
+
+/// Writes this process's shards of the checkpoint resuming at \p next into
+/// \p dir (each device's own blocks, kept in \p resident), and once every
+/// process has (under MPI, rank 0 learns it), commits it.
+static llvm::Error writeShards(const plan::Plan &plan,
+                               llvm::ArrayRef<const plan::DeviceProgram *> progs,
+                               const std::vector<ResidentFeed> &resident,
+                               runtime::MpiWorld *world, const std::string &dir,
+                               unsigned next) {
+  llvm::Error err = llvm::Error::success();
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    err = llvm::createStringError("cannot create '" + dir +
+                                  "': " + ec.message());
+  for (size_t d = 0; d < progs.size() && !err; ++d)
+    err = writeCheckpointShard(dir, next, progs[d]->device(),
+                               resident[d].ownedBlocks());
+  std::string why = err ? llvm::toString(std::move(err)) : "";
+#ifdef PAX_HAVE_MPI
+  if (world) {
+    // Rank 0 commits once every rank's shard is written, and every rank
+    // learns whether it did.
+    auto all = world->gatherOnRoot(std::vector<uint8_t>(why.begin(), why.end()));
+    if (!all)
+      return all.takeError();
+    for (const auto &bytes : *all)
+      if (why.empty() && !bytes.empty())
+        why.assign(bytes.begin(), bytes.end());
+    if (world->rank() == 0 && why.empty())
+      if (auto e = commitCheckpoint(dir, plan, next, plan.devices()))
+        why = llvm::toString(std::move(e));
+    std::vector<uint8_t> verdict(why.begin(), why.end());
+    if (auto e = world->broadcastFromRoot(verdict))
+      return e;
+    why.assign(verdict.begin(), verdict.end());
+    return why.empty() ? llvm::Error::success()
+                       : llvm::createStringError(why);
+  }
+#else
+  (void)world;
+#endif
+  if (why.empty())
+    if (auto e = commitCheckpoint(dir, plan, next, plan.devices()))
+      why = llvm::toString(std::move(e));
+  return why.empty() ? llvm::Error::success() : llvm::createStringError(why);
+}
+
 /// Whether to run one device per MPI rank: --mpi, or an MPI launcher
 /// started this process (Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE; PMI
 /// launchers such as MPICH's mpiexec set PMI_SIZE).
@@ -817,6 +866,14 @@ int main(int argc, char **argv) {
     to.savePath = savePath;
     to.checkpointDir = checkpointDir;
     to.resumeDir = resumeDir;
+    to.checkpoint = [&](const std::string &dir, unsigned next) {
+#ifdef PAX_HAVE_MPI
+      runtime::MpiWorld *w = world.get();
+#else
+      runtime::MpiWorld *w = nullptr;
+#endif
+      return writeShards(*plan, progs, resident, w, dir, next);
+    };
     to.every = every;
     to.reports = reports;
     if (auto err =
