@@ -13,8 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef bytes = fuzz::bytesOf(data, size);
   fuzz::consume(parseCheckpointIndex(bytes, "checkpoint.txt"));
   fuzz::consume(parseShardIndex(bytes, "s0_d0.txt", fuzz::scratchDir()));
-  fuzz::consume(parseCheckpointBlock(bytes,
-                                     fuzz::scratchDir() + "/s0_d0_0.pb",
+  fuzz::consume(parseCheckpointBlock(bytes, fuzz::scratchDir() + "/s0_d0_0.pb",
                                      "w", {4, 8}, plan::F32));
   return 0;
 }

@@ -145,9 +145,9 @@ llvm::Expected<CheckpointIndex> parseCheckpointIndex(llvm::StringRef text,
   return CheckpointIndex{*step, *devices};
 }
 
-llvm::Expected<std::vector<ShardLine>>
-parseShardIndex(llvm::StringRef text, llvm::StringRef path,
-                const std::string &dir) {
+llvm::Expected<std::vector<ShardLine>> parseShardIndex(llvm::StringRef text,
+                                                       llvm::StringRef path,
+                                                       const std::string &dir) {
   llvm::SmallVector<llvm::StringRef, 16> lines;
   text.split(lines, '\n', -1, false);
   std::vector<ShardLine> out;
@@ -168,8 +168,8 @@ parseShardIndex(llvm::StringRef text, llvm::StringRef path,
       return bad("the start and shape must be as many non-negative integers");
     if (f[3].getAsInteger(10, dtype) || !plan::DType_IsValid(dtype))
       return bad("'" + f[3].take_front(20) + "' is not an element type");
-    out.push_back({dir + "/" + f[0].str(), f[4].str(), *lo, *shape,
-                   plan::DType(dtype)});
+    out.push_back(
+        {dir + "/" + f[0].str(), f[4].str(), *lo, *shape, plan::DType(dtype)});
   }
   return out;
 }
@@ -190,8 +190,8 @@ parseCheckpointBlock(llvm::StringRef bytes, llvm::StringRef path,
     return llvm::createStringError("'" + path +
                                    "': " + llvm::toString(c.takeError()));
   runtime::Tensor t = toRuntimeTensor(*c);
-  if (t.dtype != dtype || t.shape != std::vector<int64_t>(shape.begin(),
-                                                          shape.end()))
+  if (t.dtype != dtype ||
+      t.shape != std::vector<int64_t>(shape.begin(), shape.end()))
     return llvm::createStringError(
         "'" + path + "' holds '" + name +
         "' in another shape or element type than its index says");
@@ -227,17 +227,16 @@ static llvm::Error checkCover(const std::string &name,
           "' outside its shape or in another element type than the plan's");
     for (size_t j = 0; j < i; ++j)
       if (runtime::overlapElements(box(b), box(blocks[j]), shape.size()) > 0)
-        return llvm::createStringError("'" + b.path + "' and '" +
-                                       blocks[j].path +
-                                       "' hold overlapping blocks of '" +
-                                       name + "'");
+        return llvm::createStringError(
+            "'" + b.path + "' and '" + blocks[j].path +
+            "' hold overlapping blocks of '" + name + "'");
     covered += volume;
   }
   if (covered != total)
-    return llvm::createStringError(
-        "the checkpoint holds " + std::to_string(covered) + " of the " +
-        std::to_string(total) + " elements of '" + name +
-        "' (a shard is missing)");
+    return llvm::createStringError("the checkpoint holds " +
+                                   std::to_string(covered) + " of the " +
+                                   std::to_string(total) + " elements of '" +
+                                   name + "' (a shard is missing)");
   return llvm::Error::success();
 }
 
@@ -301,8 +300,8 @@ CheckpointReader::load(const std::string &name, const Block &b) {
   auto buf = llvm::MemoryBuffer::getFile(b.path, false, false);
   if (!buf)
     return llvm::createStringError("cannot read '" + b.path + "'");
-  auto t = parseCheckpointBlock((*buf)->getBuffer(), b.path, name, b.shape,
-                                b.dtype);
+  auto t =
+      parseCheckpointBlock((*buf)->getBuffer(), b.path, name, b.shape, b.dtype);
   if (!t)
     return t.takeError();
   return &cache.emplace(b.path, std::move(*t)).first->second;

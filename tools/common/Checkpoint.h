@@ -44,9 +44,9 @@ struct TensorBlock {
 
 /// Writes device \p device's \p blocks of the checkpoint of step \p step
 /// into \p dir (which must exist): the block files and their index.
-llvm::Error writeCheckpointShard(const std::string &dir, unsigned step,
-                                 unsigned device,
-                                 const std::vector<const TensorBlock *> &blocks);
+llvm::Error
+writeCheckpointShard(const std::string &dir, unsigned step, unsigned device,
+                     const std::vector<const TensorBlock *> &blocks);
 
 /// Commits the checkpoint of step \p step written by \p devices devices'
 /// shards: DIR/checkpoint.txt; then removes the files of other steps.
@@ -107,8 +107,8 @@ struct ShardLine {
   std::vector<int64_t> lo, shape;
   plan::DType dtype;
 };
-llvm::Expected<std::vector<ShardLine>>
-parseShardIndex(llvm::StringRef text, llvm::StringRef path,
-                const std::string &dir);
+llvm::Expected<std::vector<ShardLine>> parseShardIndex(llvm::StringRef text,
+                                                       llvm::StringRef path,
+                                                       const std::string &dir);
 
 } // namespace pax

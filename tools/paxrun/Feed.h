@@ -9,8 +9,8 @@
 #pragma once
 
 #include "runtime/Device.h"
-#include "tools/common/Checkpoint.h"
 #include "runtime/Tensor.h"
+#include "tools/common/Checkpoint.h"
 
 #include "llvm/Support/Error.h"
 
