@@ -245,6 +245,7 @@ private:
   plan::Plan &p;
   int64_t n;
   bool reference;
+  bool steps = m.isTrainingStep(); ///< a training step's program
   std::vector<plan::DeviceProgram> *progs = nullptr;
   std::vector<llvm::DenseMap<const Value *, Held>> held;
   std::vector<
@@ -301,7 +302,10 @@ llvm::Expected<uint32_t> Emitter::leaf(int64_t d, const Value *v,
     return it->second = buf;
   }
   const Global &g = *v->global;
-  uint32_t buf = newBuffer(d, v, box, /*persistent=*/true);
+  // Weights live for the whole program, so a repeated run finds them
+  // still there; a training step loads its changing weights every step,
+  // so each lives from its load to its last reader.
+  uint32_t buf = newBuffer(d, v, box, /*persistent=*/!steps);
   plan::LoadWeight &load = *prog.add_instructions()->mutable_load();
   load.set_tensor(g.source == DataSource::Initializer ||
                           g.source == DataSource::Input
@@ -643,8 +647,80 @@ llvm::Error Emitter::emitKept(const Op &op) {
   return llvm::Error::success();
 }
 
-/// Liveness of every buffer, then first-fit offsets in the device's arena;
-/// weights live for the whole program.
+/// Buffers up to which placeBySize's quadratic packing runs.
+static constexpr size_t kGreedyBuffers = 20000;
+
+/// Offsets by size, largest first: each buffer at the lowest offset clear of
+/// the placed buffers whose lifetimes [first, last] meet its own (greedy by
+/// size, as TFLite's arena planner). Returns the arena's bytes.
+static int64_t placeBySize(plan::DeviceProgram &prog,
+                           const std::vector<int64_t> &first,
+                           const std::vector<int64_t> &last,
+                           const std::vector<int64_t> &size) {
+  size_t nb = size.size();
+  std::vector<size_t> order(nb);
+  for (size_t b = 0; b < nb; ++b)
+    order[b] = b;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return size[a] != size[b] ? size[a] > size[b] : first[a] < first[b];
+  });
+  std::vector<int64_t> offset(nb, 0);
+  std::vector<size_t> placed;
+  std::vector<std::pair<int64_t, int64_t>> clash; // (offset, end)
+  int64_t peak = 0;
+  for (size_t b : order) {
+    clash.clear();
+    for (size_t p : placed)
+      if (first[p] <= last[b] && first[b] <= last[p])
+        clash.push_back({offset[p], offset[p] + size[p]});
+    llvm::sort(clash);
+    int64_t at = 0;
+    for (auto [lo, hi] : clash) {
+      if (lo - at >= size[b])
+        break;
+      at = std::max(at, hi);
+    }
+    offset[b] = at;
+    placed.push_back(b);
+    prog.mutable_buffers(int(b))->set_offset(at);
+    peak = std::max(peak, at + size[b]);
+  }
+  return peak;
+}
+
+/// Offsets first-fit in order of first use (plans too large for
+/// placeBySize). Returns the arena's bytes.
+static int64_t placeInOrder(plan::DeviceProgram &prog,
+                            const std::vector<int64_t> &first,
+                            const std::vector<int64_t> &last,
+                            const std::vector<int64_t> &size) {
+  size_t nb = size.size();
+  std::vector<size_t> order(nb);
+  for (size_t b = 0; b < nb; ++b)
+    order[b] = b;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return first[a] < first[b]; });
+  // Live buffers by offset: (offset, size, last use).
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> live;
+  int64_t peak = 0;
+  for (size_t b : order) {
+    llvm::erase_if(live, [&](auto &l) { return std::get<2>(l) < first[b]; });
+    llvm::sort(live);
+    int64_t at = 0;
+    for (auto &[off, sz, lu] : live) {
+      if (off - at >= size[b])
+        break;
+      at = std::max(at, off + sz);
+    }
+    live.push_back({at, size[b], last[b]});
+    prog.mutable_buffers(int(b))->set_offset(at);
+    peak = std::max(peak, at + size[b]);
+  }
+  return peak;
+}
+
+/// Liveness of every buffer, then offsets in the device's arena; weights
+/// live for the whole program.
 static void planBuffers(plan::DeviceProgram &prog) {
   size_t nb = size_t(prog.buffers_size());
   int64_t end = prog.instructions_size();
@@ -687,28 +763,12 @@ static void planBuffers(plan::DeviceProgram &prog) {
     int64_t eb = planDTypeBytes(buf.dtype());
     return (elems * eb + 63) / 64 * 64;
   };
-  std::vector<size_t> order(nb);
+  std::vector<int64_t> size(nb);
   for (size_t b = 0; b < nb; ++b)
-    order[b] = b;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return first[a] < first[b]; });
-  // Live buffers by offset: (offset, size, last use).
-  std::vector<std::tuple<int64_t, int64_t, int64_t>> live;
-  int64_t peak = 0;
-  for (size_t b : order) {
-    llvm::erase_if(live, [&](auto &l) { return std::get<2>(l) < first[b]; });
-    llvm::sort(live);
-    int64_t size = bytes(b), at = 0;
-    for (auto &[off, sz, lu] : live) {
-      if (off - at >= size)
-        break;
-      at = std::max(at, off + sz);
-    }
-    live.push_back({at, size, last[b]});
-    prog.mutable_buffers(int(b))->set_offset(at);
-    peak = std::max(peak, at + size);
-  }
-  prog.set_arena_bytes(peak);
+    size[b] = bytes(b);
+  prog.set_arena_bytes(nb <= kGreedyBuffers
+                           ? placeBySize(prog, first, last, size)
+                           : placeInOrder(prog, first, last, size));
 }
 
 llvm::Error Emitter::run(std::vector<plan::DeviceProgram> &programs) {

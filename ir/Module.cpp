@@ -83,7 +83,8 @@ bool Op::isReplicaDim(unsigned d) const {
   auto uses = [&](const AccessMap &m) {
     return llvm::any_of(m, [&](const AccessExpr &e) { return e.uses(d); });
   };
-  return llvm::none_of(operands, [&](const Operand &o) { return uses(o.map); }) &&
+  return llvm::none_of(operands,
+                       [&](const Operand &o) { return uses(o.map); }) &&
          llvm::none_of(results, [&](const Result &r) { return uses(r.map); });
 }
 
@@ -144,6 +145,12 @@ Global *Module::addGlobal(std::string name, TensorType type) {
   globals.push_back(std::make_unique<Global>(std::move(type)));
   globals.back()->value.name = std::move(name);
   return globals.back().get();
+}
+
+bool Module::isTrainingStep() const {
+  return llvm::any_of(main.returnNames, [](const std::string &name) {
+    return llvm::StringRef(name).starts_with("update/");
+  });
 }
 
 Global *Module::findGlobal(llvm::StringRef name) const {

@@ -181,6 +181,9 @@ struct Module {
   Global *addGlobal(std::string name, TensorType type);
   /// The global called \p name, or nullptr.
   Global *findGlobal(llvm::StringRef name) const;
+  /// Whether `@main` is a training step: it returns updates `update/NAME`
+  /// (its weights change from step to step).
+  bool isTrainingStep() const;
 };
 
 } // namespace pax

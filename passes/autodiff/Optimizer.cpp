@@ -78,7 +78,158 @@ private:
 
 } // namespace
 
-llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
+namespace {
+/// The ops of one optimizer: the state it adds, the updates it returns.
+class Builder {
+public:
+  Builder(Module &m, const OptimizerOptions &o)
+      : m(m), o(o), u(m, o.replicas) {}
+
+  /// Updates of \p params (parameter, gradient), in order.
+  void build(std::vector<std::pair<Global *, Value *>> &params);
+
+  /// (name, value) of each new parameter, then of each piece of state.
+  std::vector<std::pair<std::string, Value *>> updates, states;
+
+private:
+  using Kind = OptimizerOptions::Kind;
+  void clipByGlobalNorm(std::vector<std::pair<Global *, Value *>> &params);
+  void adamCorrections();
+  /// The new value of \p g from its (decayed, clipped) gradient \p d.
+  Value *sgd(Global *g, Value *d);
+  Value *adam(Global *g, Value *d);
+
+  Module &m;
+  const OptimizerOptions &o;
+  Updates u;
+  DType elem = DType::F32;
+  Value *bias1 = nullptr, *bias2Sqrt = nullptr;
+};
+} // namespace
+
+/// Clipping by the global norm of all the gradients.
+void Builder::clipByGlobalNorm(
+    std::vector<std::pair<Global *, Value *>> &params) {
+  Value *total = nullptr;
+  for (auto &[g, grad] : params) {
+    u.forParameter(g);
+    Value *sq =
+        u.sumAll(u.op(OpKind::Mul, {grad, grad}, "square"), "sum_squares");
+    total = total ? u.op(OpKind::Add, {total, sq}, "total") : sq;
+  }
+  u.forParameter(nullptr);
+  Value *norm = u.op(OpKind::Sqrt, {total}, "norm");
+  Value *coef = u.op(OpKind::Div,
+                     {u.c(o.clipNorm, elem),
+                      u.op(OpKind::Add, {norm, u.c(1e-6, elem)}, "norm_eps")},
+                     "clip_coef");
+  coef = u.op(OpKind::Min, {coef, u.c(1, elem)}, "clip_coef_clamped");
+  for (auto &[g, grad] : params) {
+    u.forParameter(g);
+    grad = u.op(OpKind::Mul, {grad, coef}, "clipped");
+  }
+  u.forParameter(nullptr);
+}
+
+/// Adam's step count and bias corrections.
+void Builder::adamCorrections() {
+  Global *step = u.state("optimizer/step", TensorType{elem, {}});
+  Value *t = u.op(OpKind::Add, {&step->value, u.c(1, elem)}, "step");
+  states.push_back({step->name(), t});
+  bias1 = u.op(
+      OpKind::Sub,
+      {u.c(1, elem), u.op(OpKind::Pow, {u.c(o.beta1, elem), t}, "beta1_t")},
+      "bias_correction1");
+  Value *bias2 = u.op(
+      OpKind::Sub,
+      {u.c(1, elem), u.op(OpKind::Pow, {u.c(o.beta2, elem), t}, "beta2_t")},
+      "bias_correction2");
+  bias2Sqrt = u.op(OpKind::Sqrt, {bias2}, "bias_correction2_sqrt");
+}
+
+Value *Builder::sgd(Global *g, Value *d) {
+  if (o.momentum > 0) {
+    Global *buf = u.state("optimizer/momentum/" + g->name(), g->value.type);
+    Value *v = u.op(
+        OpKind::Add,
+        {u.op(OpKind::Mul, {&buf->value, u.c(o.momentum, elem)}, "momentum"),
+         d},
+        "momentum_buffer");
+    states.push_back({buf->name(), v});
+    d = o.nesterov ? u.op(OpKind::Add,
+                          {d, u.op(OpKind::Mul, {v, u.c(o.momentum, elem)},
+                                   "nesterov")},
+                          "nesterov_step")
+                   : v;
+  }
+  return u.op(OpKind::Sub,
+              {&g->value, u.op(OpKind::Mul, {d, u.c(o.lr, elem)}, "scaled")},
+              "sgd");
+}
+
+Value *Builder::adam(Global *g, Value *d) {
+  const TensorType &type = g->value.type;
+  Global *m1 = u.state("optimizer/exp_avg/" + g->name(), type);
+  Global *m2 = u.state("optimizer/exp_avg_sq/" + g->name(), type);
+  Value *avg = u.op(
+      OpKind::Add,
+      {u.op(OpKind::Mul, {&m1->value, u.c(o.beta1, elem)}, "beta1_m"),
+       u.op(OpKind::Mul, {d, u.c(1 - o.beta1, elem)}, "one_minus_beta1_g")},
+      "exp_avg");
+  Value *sq = u.op(OpKind::Mul, {d, d}, "grad_sq");
+  Value *avgSq =
+      u.op(OpKind::Add,
+           {u.op(OpKind::Mul, {&m2->value, u.c(o.beta2, elem)}, "beta2_v"),
+            u.op(OpKind::Mul, {sq, u.c(1 - o.beta2, elem)}, "one_minus_beta2")},
+           "exp_avg_sq");
+  states.push_back({m1->name(), avg});
+  states.push_back({m2->name(), avgSq});
+  // torch: denom = sqrt(v) / sqrt(1 - b2^t) + eps;
+  //        p -= lr / (1 - b1^t) * m / denom.
+  Value *denom = u.op(
+      OpKind::Add,
+      {u.op(OpKind::Div, {u.op(OpKind::Sqrt, {avgSq}, "sqrt_v"), bias2Sqrt},
+            "corrected_sqrt_v"),
+       u.c(o.eps, elem)},
+      "denom");
+  Value *stepSize = u.op(OpKind::Div, {u.c(o.lr, elem), bias1}, "step_size");
+  Value *delta =
+      u.op(OpKind::Mul, {u.op(OpKind::Div, {avg, denom}, "ratio"), stepSize},
+           "delta");
+  Value *base = &g->value;
+  if (o.kind == Kind::AdamW && o.weightDecay > 0)
+    base = u.op(OpKind::Mul, {base, u.c(1 - o.lr * o.weightDecay, elem)},
+                "decayed");
+  return u.op(OpKind::Sub, {base, delta}, "adam");
+}
+
+void Builder::build(std::vector<std::pair<Global *, Value *>> &params) {
+  elem = params[0].second->type.elem;
+  if (o.clipNorm > 0)
+    clipByGlobalNorm(params);
+  bool isAdam = o.kind != Kind::Sgd;
+  if (isAdam)
+    adamCorrections();
+  for (auto &[g, grad] : params) {
+    u.forParameter(g);
+    Value *d = grad;
+    if (o.weightDecay > 0 && o.kind != Kind::AdamW)
+      d = u.op(OpKind::Add,
+               {d, u.op(OpKind::Mul, {&g->value, u.c(o.weightDecay, elem)},
+                        "decay")},
+               "with_decay");
+    updates.push_back({g->name(), isAdam ? adam(g, d) : sgd(g, d)});
+  }
+  u.forParameter(nullptr);
+  // The random ops' step counter moves on: each step draws new numbers.
+  if (Global *rng = m.findGlobal(kRngStepName))
+    states.push_back(
+        {rng->name(),
+         u.op(OpKind::Add, {&rng->value, u.c(1, DType::I64)}, "rng_step")});
+}
+
+/// An error naming the first option out of range, or success.
+static llvm::Error checkOptions(const OptimizerOptions &o) {
   auto fail = [](const llvm::Twine &msg) {
     return llvm::createStringError("optimizer: " + msg);
   };
@@ -95,6 +246,12 @@ llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
   if (o.beta1 < 0 || o.beta1 >= 1 || o.beta2 < 0 || o.beta2 >= 1 ||
       !(o.eps > 0))
     return fail("the betas must be in [0, 1) and eps positive");
+  return llvm::Error::success();
+}
+
+llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
+  if (auto err = checkOptions(o))
+    return err;
   Func &f = m.main;
   // The parameters with a gradient, in result order.
   std::vector<std::pair<Global *, Value *>> params;
@@ -105,8 +262,9 @@ llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
     if (name.consume_front("grad/")) {
       Global *g = m.findGlobal(name);
       if (!g || !g->isParameter)
-        return fail("result '" + f.returnNames[i] +
-                    "' is the gradient of no parameter");
+        return llvm::createStringError("optimizer: result '" +
+                                       f.returnNames[i] +
+                                       "' is the gradient of no parameter");
       params.push_back({g, f.returns[i]});
       continue;
     }
@@ -114,124 +272,14 @@ llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
     keepNames.push_back(f.returnNames[i]);
   }
   if (params.empty())
-    return fail("the module has no gradients to apply (run autodiff first)");
-  Updates u(m, o.replicas);
-  std::vector<std::pair<std::string, Value *>> updates, states;
-  DType elem = params[0].second->type.elem;
-  // Clipping by the global norm of all the gradients.
-  if (o.clipNorm > 0) {
-    Value *total = nullptr;
-    for (auto &[g, grad] : params) {
-      u.forParameter(g);
-      Value *sq =
-          u.sumAll(u.op(OpKind::Mul, {grad, grad}, "square"), "sum_squares");
-      total = total ? u.op(OpKind::Add, {total, sq}, "total") : sq;
-    }
-    u.forParameter(nullptr);
-    Value *norm = u.op(OpKind::Sqrt, {total}, "norm");
-    Value *coef = u.op(OpKind::Div,
-                       {u.c(o.clipNorm, elem),
-                        u.op(OpKind::Add, {norm, u.c(1e-6, elem)}, "norm_eps")},
-                       "clip_coef");
-    coef = u.op(OpKind::Min, {coef, u.c(1, elem)}, "clip_coef_clamped");
-    for (auto &[g, grad] : params) {
-      u.forParameter(g);
-      grad = u.op(OpKind::Mul, {grad, coef}, "clipped");
-    }
-    u.forParameter(nullptr);
-  }
-  // Adam's step count and bias corrections.
-  Value *bias1 = nullptr, *bias2Sqrt = nullptr;
-  bool adam = o.kind != OptimizerOptions::Kind::Sgd;
-  if (adam) {
-    Global *step = u.state("optimizer/step", TensorType{elem, {}});
-    Value *t = u.op(OpKind::Add, {&step->value, u.c(1, elem)}, "step");
-    states.push_back({step->name(), t});
-    bias1 = u.op(
-        OpKind::Sub,
-        {u.c(1, elem), u.op(OpKind::Pow, {u.c(o.beta1, elem), t}, "beta1_t")},
-        "bias_correction1");
-    Value *bias2 = u.op(
-        OpKind::Sub,
-        {u.c(1, elem), u.op(OpKind::Pow, {u.c(o.beta2, elem), t}, "beta2_t")},
-        "bias_correction2");
-    bias2Sqrt = u.op(OpKind::Sqrt, {bias2}, "bias_correction2_sqrt");
-  }
-  for (auto &[g, grad] : params) {
-    u.forParameter(g);
-    Value *p = &g->value;
-    const TensorType &type = g->value.type;
-    Value *d = grad;
-    bool decoupled = o.kind == OptimizerOptions::Kind::AdamW;
-    if (o.weightDecay > 0 && !decoupled)
-      d = u.op(OpKind::Add,
-               {d, u.op(OpKind::Mul, {p, u.c(o.weightDecay, elem)}, "decay")},
-               "with_decay");
-    Value *next;
-    if (!adam) {
-      if (o.momentum > 0) {
-        Global *buf = u.state("optimizer/momentum/" + g->name(), type);
-        Value *v = u.op(OpKind::Add,
-                        {u.op(OpKind::Mul, {&buf->value, u.c(o.momentum, elem)},
-                              "momentum"),
-                         d},
-                        "momentum_buffer");
-        states.push_back({buf->name(), v});
-        d = o.nesterov ? u.op(OpKind::Add,
-                              {d, u.op(OpKind::Mul, {v, u.c(o.momentum, elem)},
-                                       "nesterov")},
-                              "nesterov_step")
-                       : v;
-      }
-      next =
-          u.op(OpKind::Sub,
-               {p, u.op(OpKind::Mul, {d, u.c(o.lr, elem)}, "scaled")}, "sgd");
-    } else {
-      Global *m1 = u.state("optimizer/exp_avg/" + g->name(), type);
-      Global *m2 = u.state("optimizer/exp_avg_sq/" + g->name(), type);
-      Value *avg = u.op(
-          OpKind::Add,
-          {u.op(OpKind::Mul, {&m1->value, u.c(o.beta1, elem)}, "beta1_m"),
-           u.op(OpKind::Mul, {d, u.c(1 - o.beta1, elem)}, "one_minus_beta1_g")},
-          "exp_avg");
-      Value *sq = u.op(OpKind::Mul, {d, d}, "grad_sq");
-      Value *avgSq = u.op(
-          OpKind::Add,
-          {u.op(OpKind::Mul, {&m2->value, u.c(o.beta2, elem)}, "beta2_v"),
-           u.op(OpKind::Mul, {sq, u.c(1 - o.beta2, elem)}, "one_minus_beta2")},
-          "exp_avg_sq");
-      states.push_back({m1->name(), avg});
-      states.push_back({m2->name(), avgSq});
-      // torch: denom = sqrt(v) / sqrt(1 - b2^t) + eps;
-      //        p -= lr / (1 - b1^t) * m / denom.
-      Value *denom = u.op(
-          OpKind::Add,
-          {u.op(OpKind::Div, {u.op(OpKind::Sqrt, {avgSq}, "sqrt_v"), bias2Sqrt},
-                "corrected_sqrt_v"),
-           u.c(o.eps, elem)},
-          "denom");
-      Value *stepSize =
-          u.op(OpKind::Div, {u.c(o.lr, elem), bias1}, "step_size");
-      Value *delta =
-          u.op(OpKind::Mul,
-               {u.op(OpKind::Div, {avg, denom}, "ratio"), stepSize}, "delta");
-      Value *base = p;
-      if (decoupled && o.weightDecay > 0)
-        base = u.op(OpKind::Mul, {p, u.c(1 - o.lr * o.weightDecay, elem)},
-                    "decayed");
-      next = u.op(OpKind::Sub, {base, delta}, "adam");
-    }
-    updates.push_back({g->name(), next});
-  }
-  u.forParameter(nullptr);
-  // The random ops' step counter moves on: each step draws new numbers.
-  if (Global *rng = m.findGlobal(kRngStepName))
-    states.push_back(
-        {rng->name(),
-         u.op(OpKind::Add, {&rng->value, u.c(1, DType::I64)}, "rng_step")});
+    return llvm::createStringError(
+        "optimizer: the module has no gradients to apply (run autodiff "
+        "first)");
+  Builder b(m, o);
+  b.build(params);
   f.returns = keep;
   f.returnNames = keepNames;
-  for (auto *list : {&updates, &states})
+  for (auto *list : {&b.updates, &b.states})
     for (auto &[name, v] : *list) {
       f.returns.push_back(v);
       f.returnNames.push_back("update/" + name);

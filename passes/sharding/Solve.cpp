@@ -1,5 +1,7 @@
 //===- Solve.cpp - Choosing a configuration for every op ------------------===//
 #include "passes/sharding/Solve.h"
+
+#include "passes/sharding/PeakMemory.h"
 #include "passes/sharding/SolveInternal.h"
 
 #include "passes/sharding/Simulator.h"
@@ -589,14 +591,29 @@ static StrategyCost priceStrategy(const Func &f, const CostModel &model,
   return cost;
 }
 
+/// \p cost with the peak of the program as its plan holds it (a program:
+/// not a lever-priced training step, whose peak stepPeakBytes models).
+static StrategyCost withProgramPeak(const Module &m, const CostModel &model,
+                                    StrategyCost cost,
+                                    llvm::ArrayRef<Config> configs,
+                                    llvm::ArrayRef<int64_t> offsets) {
+  if (model.getMode() == CostMode::Infer)
+    cost.memoryBytes =
+        programPeakBytes(m, configs, offsets, model.getCluster().gpus,
+                         model.getCluster().gpusPerNode);
+  return cost;
+}
+
 StrategyCost evaluateStrategy(const Module &m, const CostModel &model,
                               llvm::ArrayRef<Config> configs,
                               llvm::ArrayRef<int64_t> offsets,
                               llvm::ArrayRef<OpChoice> choices) {
   const Func &f = m.main;
   llvm::DenseSet<const Value *> returned(f.returns.begin(), f.returns.end());
-  return priceStrategy(f, model, constantOps(m), returned, usesOf(m), configs,
-                       offsets, choices);
+  return withProgramPeak(m, model,
+                         priceStrategy(f, model, constantOps(m), returned,
+                                       usesOf(m), configs, offsets, choices),
+                         configs, offsets);
 }
 
 StrategyCost evaluateStrategy(const SearchSpace &space, const CostModel &model,
@@ -604,8 +621,11 @@ StrategyCost evaluateStrategy(const SearchSpace &space, const CostModel &model,
                               llvm::ArrayRef<int64_t> offsets,
                               llvm::ArrayRef<OpChoice> choices) {
   const SearchSpace::Data &d = space.data();
-  return priceStrategy(d.module->main, model, d.constants, d.returned, d.uses,
-                       configs, offsets, choices);
+  return withProgramPeak(*d.module, model,
+                         priceStrategy(d.module->main, model, d.constants,
+                                       d.returned, d.uses, configs, offsets,
+                                       choices),
+                         configs, offsets);
 }
 
 CostModel leveredModel(const SearchSpace &space, const CostModel &model,

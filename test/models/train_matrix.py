@@ -22,6 +22,7 @@ listed with paxc's error. Exits 1 on any other failure.
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -50,9 +51,10 @@ def losses(text):
 class Case:
     """One model's run: the options, tools, paths and one device's result."""
 
-    def __init__(self, a, paxc, launch, model, work, data, one):
+    def __init__(self, a, paxc, launch, model, work, data, one, ratios):
         self.a, self.paxc, self.launch = a, paxc, launch
         self.model, self.work, self.data, self.one = model, work, data, one
+        self.ratios = ratios
 
 
 def refused(r):
@@ -60,6 +62,13 @@ def refused(r):
     not divide the batch, an op that pairs or folds the batch)."""
     return any(why in r.stderr for why in
                ("do not divide", "pairs the batch", "folds the batch"))
+
+
+def peak_ratio(text):
+    """The cost model's peak over the peak paxrun measured (its run line)."""
+    m = re.search(r"peak buffers ([0-9.]+) MiB per device.*the cost model's "
+                  r"peak ([0-9.]+) MiB", text)
+    return float(m.group(2)) / float(m.group(1)) if m and float(m.group(1)) else 0.0
 
 
 def check(c, gpus, strategy, micro, zero, want):
@@ -85,6 +94,7 @@ def check(c, gpus, strategy, micro, zero, want):
         return "skip", last_line(r.stderr)
     if r.returncode == 0:
         r = c.launch(base + ".paxplan", gpus, ["--inputs", f"{c.data}/in", "--comm-stats"])
+        memory = peak_ratio(r.stdout)
     if r.returncode == 0:
         r = c.launch(base + ".paxplan", gpus, ["--train", "--steps=3",
                                                f"--data={c.data}/in", f"--save={base}.onnx"])
@@ -95,7 +105,8 @@ def check(c, gpus, strategy, micro, zero, want):
     if r.returncode:
         return "FAIL", last_line(r.stdout) or last_line(r.stderr)
     same = "same losses" if got == want else "losses differ in the last digits"
-    return "ok", f"{last_line(r.stdout)}; {same}"
+    c.ratios.append(memory)
+    return "ok", f"{last_line(r.stdout)}; {same}; peak predicted/measured {memory:.3f}"
 
 
 def main():
@@ -120,7 +131,7 @@ def main():
     manifest = json.load(open(os.path.join(HERE, "torch", "manifest.json")))
     only = set(a.only.split(",")) if a.only else None
     counts = {"ok": 0, "skip": 0, "FAIL": 0}
-    failed, skipped = [], []
+    failed, skipped, ratios = [], [], []
     start = time.time()
 
     def launch(plan, gpus, args):
@@ -167,7 +178,7 @@ def main():
                     tag = (f"{name} {gpus} {strategy}" +
                            (f" M={micro}" if micro > 1 else "") +
                            (f" ZeRO-{zero}" if zero else ""))
-                    status, msg = check(Case(a, paxc, launch, model, work, data, one),
+                    status, msg = check(Case(a, paxc, launch, model, work, data, one, ratios),
                                         gpus, strategy, micro, zero, want)
                     counts[status] += 1
                     if status == "FAIL":
@@ -179,6 +190,11 @@ def main():
         print("FAILED " + line)
     print(f"train matrix: {counts['ok']} passed, {counts['FAIL']} failed, "
           f"{counts['skip']} skipped ({time.time() - start:.0f} s)")
+    if ratios:
+        near = sum(1 for r in ratios if abs(r - 1) <= 0.05)
+        print(f"peak memory, the cost model's over the measured: {near} of "
+              f"{len(ratios)} plans within 5% (from {min(ratios):.3f} to "
+              f"{max(ratios):.3f})")
     return 1 if counts["FAIL"] else 0
 
 

@@ -638,6 +638,133 @@ static int measureLinksMain(int argc, char **argv) {
   return 0;
 }
 
+/// The weight loads of a training session (the devices' own, the host's,
+/// stray), summed over the ranks on rank 0, printed there.
+static int reportLoads(const std::vector<ResidentFeed> &resident,
+                       runtime::MpiWorld *world, bool reports) {
+  std::array<int64_t, 3> loads = {0, 0, 0};
+  for (const ResidentFeed &r : resident) {
+    loads[0] += r.residentLoads;
+    loads[1] += r.hostLoads;
+    loads[2] += r.strayLoads;
+  }
+#ifdef PAX_HAVE_MPI
+  // Rank 0 speaks for the others: the sums of their counts.
+  if (world) {
+    auto all = world->gatherOnRoot(std::vector<uint8_t>(
+        reinterpret_cast<const uint8_t *>(loads.data()),
+        reinterpret_cast<const uint8_t *>(loads.data() + loads.size())));
+    if (!all)
+      return fail("could not gather the weight load counts");
+    if (world->rank() == 0) {
+      loads = {0, 0, 0};
+      for (const auto &v : *all)
+        for (size_t i = 0; i < loads.size(); ++i)
+          loads[i] += reinterpret_cast<const int64_t *>(v.data())[i];
+    }
+  }
+#else
+  (void)world;
+#endif
+  if (reports)
+    llvm::errs() << llvm::formatv(
+        "paxrun: weight loads: {0} from the devices' own updated blocks, "
+        "{1} from the host (the first step's, constants, and {2} of "
+        "updated tensors held in another layout)\n",
+        loads[0], loads[1], loads[2]);
+  return 0;
+}
+
+/// One training step on this process's devices (threads, or this rank's
+/// under MPI): between checkpoints the updates stay on the devices (each
+/// keeps its blocks in \p resident) and the loss alone is gathered.
+static StepRunner stepRunner(const plan::Plan &plan,
+                             llvm::ArrayRef<const plan::DeviceProgram *> progs,
+                             Feed &feed, std::vector<ResidentFeed> &resident,
+                             std::vector<runtime::DeviceStats> &stats,
+                             runtime::MpiWorld *world) {
+  std::vector<bool> onlyLoss(size_t(plan.outputs_size()), true);
+  onlyLoss[0] = false;
+  // Whether the host's copies are the last step's.
+  auto hostCurrent = std::make_shared<bool>(true);
+  auto prepare = [&resident, onlyLoss, hostCurrent](bool updates) {
+    for (ResidentFeed &r : resident)
+      r.hostCurrent = *hostCurrent;
+    runtime::RunOptions o;
+    if (!updates)
+      o.leaveOutputs = onlyLoss;
+    return o;
+  };
+#ifdef PAX_HAVE_MPI
+  if (world)
+    // Rank 0 gathers the loss, and the updates after the last step; the
+    // other ranks' host copies stay the first step's.
+    return [&plan, &feed, &resident, &stats, world, prepare, hostCurrent](
+               std::vector<runtime::Tensor> &out, bool updates) -> llvm::Error {
+      runtime::RunOptions o = prepare(updates);
+      *hostCurrent = updates && world->rank() == 0;
+      auto ran =
+          runRank(plan, *world, deviceSet, feed, out, stats, &resident[0], o);
+      // A failure here stops every rank (no rank is left waiting).
+      if (!ran)
+        runtime::abortMpiWorld(llvm::toString(ran.takeError()));
+      if (!*ran)
+        return llvm::createStringError("a rank could not start");
+      return llvm::Error::success();
+    };
+#else
+  (void)world;
+#endif
+  return [&plan, progs, &feed, &resident, &stats, prepare,
+          hostCurrent](std::vector<runtime::Tensor> &out, bool updates) {
+    runtime::RunOptions o = prepare(updates);
+    *hostCurrent = updates;
+    return runThreads(plan, progs, feed, out, stats, &resident, false, false,
+                      true, o.leaveOutputs);
+  };
+}
+
+/// paxrun --train: the session's steps, its weight-load counts and, with
+/// --outputs, the last step's outputs.
+static int
+trainSession(const plan::Plan &plan,
+             llvm::ArrayRef<const plan::DeviceProgram *> progs, Feed &feed,
+             const onnx::ModelProto &model, runtime::MpiWorld *world,
+             llvm::function_ref<llvm::Error(const std::string &)> loadInputs) {
+  std::vector<ResidentFeed> resident(progs.size(), ResidentFeed(feed));
+  std::vector<runtime::DeviceStats> stats;
+  std::vector<runtime::Tensor> outputs;
+  StepRunner step = stepRunner(plan, progs, feed, resident, stats, world);
+  bool reports = true;
+#ifdef PAX_HAVE_MPI
+  reports = !world || world->rank() == 0;
+#endif
+  // --time and --profile per step (this process's devices).
+  RunClock clock(steps, "step", reports, clockOptions());
+  TrainingOptions to;
+  to.beforeStep = [&](unsigned k) { clock.begin(k); };
+  to.afterStep = [&](unsigned) { clock.end(); };
+  to.steps = steps;
+  to.dataDir = dataDir;
+  to.savePath = savePath;
+  to.checkpointDir = checkpointDir;
+  to.resumeDir = resumeDir;
+  to.checkpoint = [&](const std::string &dir, unsigned next) {
+    return writeShards(plan, progs, resident, world, dir, next);
+  };
+  to.every = every;
+  to.reports = reports;
+  if (auto err = runTraining(plan, feed, model, to, loadInputs, step, outputs))
+    return fail(llvm::toString(std::move(err)));
+  clock.finish();
+  if (int status = reportLoads(resident, world, reports))
+    return status;
+  if (reports && !outputsDir.empty())
+    if (auto err = writeOutputs(plan, outputs))
+      return fail(llvm::toString(std::move(err)));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
 #ifdef __GLIBC__
@@ -823,104 +950,12 @@ int main(int argc, char **argv) {
   std::vector<runtime::Tensor> outputs;
   std::vector<runtime::DeviceStats> stats;
   if (train) {
-    // Each device keeps the weight blocks it updated (ResidentFeed).
-    std::vector<ResidentFeed> resident(progs.size(), ResidentFeed(feed));
-    // Between checkpoints the updates stay on the devices (each keeps its
-    // blocks); the loss alone is gathered.
-    std::vector<bool> onlyLoss(size_t(plan->outputs_size()), true);
-    onlyLoss[0] = false;
-    bool hostCurrent = true; // the host's copies are the last step's
-    auto prepare = [&](bool updates) {
-      for (ResidentFeed &r : resident)
-        r.hostCurrent = hostCurrent;
-      runtime::RunOptions o;
-      if (!updates)
-        o.leaveOutputs = onlyLoss;
-      return o;
-    };
-    StepRunner step = [&](std::vector<runtime::Tensor> &out, bool updates) {
-      runtime::RunOptions o = prepare(updates);
-      hostCurrent = updates;
-      return runThreads(*plan, progs, feed, out, stats, &resident, false, false,
-                        true, o.leaveOutputs);
-    };
-    bool reports = true;
 #ifdef PAX_HAVE_MPI
-    if (world) {
-      // Rank 0 gathers the loss, and the updates when it checkpoints or
-      // saves; the other ranks' host copies stay the first step's.
-      reports = world->rank() == 0;
-      step = [&](std::vector<runtime::Tensor> &out,
-                 bool updates) -> llvm::Error {
-        runtime::RunOptions o = prepare(updates);
-        hostCurrent = updates && reports;
-        auto ran = runRank(*plan, *world, deviceSet, feed, out, stats,
-                           &resident[0], o);
-        // A failure here stops every rank (no rank is left waiting).
-        if (!ran)
-          runtime::abortMpiWorld(llvm::toString(ran.takeError()));
-        if (!*ran)
-          return llvm::createStringError("a rank could not start");
-        return llvm::Error::success();
-      };
-    }
-#endif
-    // --time and --profile per step (this process's devices).
-    RunClock clock(steps, "step", reports, clockOptions());
-    TrainingOptions to;
-    to.beforeStep = [&](unsigned k) { clock.begin(k); };
-    to.afterStep = [&](unsigned) { clock.end(); };
-    to.steps = steps;
-    to.dataDir = dataDir;
-    to.savePath = savePath;
-    to.checkpointDir = checkpointDir;
-    to.resumeDir = resumeDir;
-    to.checkpoint = [&](const std::string &dir, unsigned next) {
-#ifdef PAX_HAVE_MPI
-      runtime::MpiWorld *w = world.get();
+    runtime::MpiWorld *w = world.get();
 #else
-      runtime::MpiWorld *w = nullptr;
+    runtime::MpiWorld *w = nullptr;
 #endif
-      return writeShards(*plan, progs, resident, w, dir, next);
-    };
-    to.every = every;
-    to.reports = reports;
-    if (auto err =
-            runTraining(*plan, feed, model, to, loadInputsFrom, step, outputs))
-      return fail(llvm::toString(std::move(err)));
-    clock.finish();
-    std::array<int64_t, 3> loads = {0, 0, 0};
-    for (const ResidentFeed &r : resident) {
-      loads[0] += r.residentLoads;
-      loads[1] += r.hostLoads;
-      loads[2] += r.strayLoads;
-    }
-#ifdef PAX_HAVE_MPI
-    // Rank 0 speaks for the others: the sums of their counts.
-    if (world) {
-      auto all = world->gatherOnRoot(std::vector<uint8_t>(
-          reinterpret_cast<const uint8_t *>(loads.data()),
-          reinterpret_cast<const uint8_t *>(loads.data() + loads.size())));
-      if (!all)
-        return fail("could not gather the weight load counts");
-      if (world->rank() == 0) {
-        loads = {0, 0, 0};
-        for (const auto &v : *all)
-          for (size_t i = 0; i < loads.size(); ++i)
-            loads[i] += reinterpret_cast<const int64_t *>(v.data())[i];
-      }
-    }
-#endif
-    if (reports)
-      llvm::errs() << llvm::formatv(
-          "paxrun: weight loads: {0} from the devices' own updated blocks, "
-          "{1} from the host (the first step's, constants, and {2} of "
-          "updated tensors held in another layout)\n",
-          loads[0], loads[1], loads[2]);
-    if (reports && !outputsDir.empty())
-      if (auto err = writeOutputs(*plan, outputs))
-        return fail(llvm::toString(std::move(err)));
-    return 0;
+    return trainSession(*plan, progs, feed, model, w, loadInputsFrom);
   }
 #ifdef PAX_HAVE_MPI
   if (world) {
@@ -963,11 +998,18 @@ int main(int argc, char **argv) {
     peak = std::max(peak, s.peakBytes);
     arena = std::max(arena, s.arenaBytes);
   }
+  int64_t predictedPeak = 0;
+  for (const plan::DeviceProgram &p : plan->programs())
+    predictedPeak = std::max(predictedPeak, p.predicted_peak_bytes());
   llvm::outs() << llvm::formatv(
       "paxrun: ran {0} instructions on {1} device(s); peak buffers {2:F2} "
-      "MiB per device, in an arena of {3:F2} MiB (the plan's)\n",
+      "MiB per device, in an arena of {3:F2} MiB (the plan's)",
       instructions, plan->devices(), double(peak) / (1 << 20),
       double(arena) / (1 << 20));
+  if (predictedPeak > 0)
+    llvm::outs() << llvm::formatv("; the cost model's peak {0:F2} MiB",
+                                  double(predictedPeak) / (1 << 20));
+  llvm::outs() << "\n";
   int status = 0;
   if (commStats) {
     int64_t predicted = 0, performed = 0;
