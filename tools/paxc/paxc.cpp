@@ -266,9 +266,9 @@ static cl::opt<std::string> microbatches(
 static cl::opt<std::string> recompute(
     "recompute",
     cl::desc("Training: recompute results in the backward pass instead of "
-             "keeping them: none, auto (the search chooses per op when "
-             "pricing a step), all (every op but contractions; a training "
-             "plan runs none or all)"),
+             "keeping them: none, auto (the search chooses per op), all "
+             "(every op but contractions); a training plan recomputes none "
+             "unless given"),
     cl::value_desc("none|auto|all"), cl::init("auto"), cl::cat(searchCategory));
 static cl::opt<std::string> zeroStage(
     "zero",
@@ -390,19 +390,21 @@ static llvm::Expected<LeverOptions> leversFromFlags() {
   if (!z)
     return llvm::createStringError("--zero=" + zeroStage +
                                    ": expected auto, 0, 1, 2 or 3");
-  if (trainingPlan()) {
-    // The forward program's search (phase one) weighs the ZeRO stages
-    // when asked to (--zero=auto; stage 0 unless given); the step's own
-    // search prices the sharded updates as they are.
-    if (!trainingStep && zeroStage.getNumOccurrences())
-      l.zero = *z;
-    return l;
-  }
-  l.microbatches = *m;
   auto r = parseRecompute(recompute);
   if (!r)
     return llvm::createStringError("--recompute=" + recompute +
                                    ": expected none, auto or all");
+  if (trainingPlan()) {
+    // The forward program's search (phase one) weighs the ZeRO stages and
+    // the recomputation when asked to (none and stage 0 unless given); the
+    // step's own search prices the program as it is.
+    if (!trainingStep && zeroStage.getNumOccurrences())
+      l.zero = *z;
+    if (!trainingStep && recompute.getNumOccurrences())
+      l.recompute = *r;
+    return l;
+  }
+  l.microbatches = *m;
   l.recompute = *r;
   l.zero = *z;
   return l;
@@ -526,11 +528,25 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   }
   // A training step's backward ops are in the program: each op is priced
   // once, as it runs.
+  // A training step's second phase searches with what the first fit (its
+  // per-op memory would count the backward pass's results as held
+  // throughout); its strategy's peak, the program's, is checked after.
+  double limit = o.memoryLimit;
+  if (keepGiven)
+    o.memoryLimit = 0;
   auto report = buildReport(m, *theCluster,
                             pricingTraining ? CostMode::Train : CostMode::Infer,
                             o, fixed, offsets, &given);
   if (shown)
     llvm::errs() << "\n";
+  if (report && keepGiven && limit > 0 &&
+      report->strategy.cost.memoryBytes > limit)
+    return llvm::createStringError(llvm::formatv(
+        "the training step's plan needs {0:F3} GiB per device, more than "
+        "the limit of {1:F3} GiB (try --microbatches, --recompute=auto or "
+        "--zero)",
+        report->strategy.cost.memoryBytes / double(1 << 30),
+        limit / double(1 << 30)));
   if (report) {
     report->trainingProgram = trainingStep;
     report->solver = *kind;
@@ -658,10 +674,12 @@ static llvm::Expected<OptimizerOptions> optimizerFromFlags(int64_t replicas) {
 }
 
 /// --gradients: the backward pass. A training step: the backward pass,
-/// the optimizer's updates, the recomputation \p recomputing asks for, and
-/// the ops in microbatch order.
+/// the optimizer's updates, the recomputation \p recomputing asks for
+/// (auto: of the forward ops in \p chosen), and the ops in microbatch
+/// order.
 static llvm::Error buildBackward(Module &m, int64_t replicas,
-                                 RecomputePolicy recomputing) {
+                                 RecomputePolicy recomputing,
+                                 const llvm::DenseSet<const Op *> &chosen) {
   size_t forwardOps = m.main.ops.size();
   if (!gradients && !trainingStep)
     return llvm::Error::success();
@@ -686,6 +704,10 @@ static llvm::Error buildBackward(Module &m, int64_t replicas,
   if (recomputing == RecomputePolicy::All)
     recomputeInBackward(m.main, forwardOps,
                         [](const Op &op) { return !op.reducesAway(); });
+  // The forward search's choice per op.
+  if (recomputing == RecomputePolicy::Auto)
+    recomputeInBackward(m.main, forwardOps,
+                        [&](const Op &op) { return chosen.count(&op) > 0; });
   // One microbatch's activations at a time.
   orderMicrobatches(m.main);
   return llvm::Error::success();
@@ -712,11 +734,6 @@ static llvm::Expected<RecomputePolicy> checkStepFlags() {
   std::optional<RecomputePolicy> policy = parseRecompute(recompute);
   if (!policy)
     return error("--recompute=" + recompute + ": expected none, auto or all");
-  if (trainingStep && *policy == RecomputePolicy::Auto &&
-      recompute.getNumOccurrences())
-    return error("--recompute=auto is the search's choice when pricing a "
-                 "training step (--mode=train without --loss); a training "
-                 "plan recomputes none or all");
   return recompute.getNumOccurrences() ? *policy : RecomputePolicy::None;
 }
 
@@ -883,7 +900,12 @@ int main(int argc, char **argv) {
   // sums of gradients, the updates) are searched afterwards.
   bool twoPhase = trainingStep && !strategyPath.getNumOccurrences() &&
                   ((planning && partitioned) || (!planning && sharding));
+  if (trainingStep && !twoPhase && *recomputing == RecomputePolicy::Auto)
+    return fail("--recompute=auto takes the search's choice per op, and a "
+                "training plan is searched only on more than one device "
+                "(--gpus, --cluster) without --strategy; use none or all");
   llvm::DenseMap<const Global *, unsigned> zeroChosen;
+  llvm::DenseSet<const Op *> recomputeChosen;
   if (twoPhase) {
     trainingStep = false; // price the forward program as a training step
     auto first = shardModel(m, /*forPlan=*/planning);
@@ -894,6 +916,9 @@ int main(int argc, char **argv) {
       m.main.ops[i]->attrs["config"] = std::vector<int64_t>(
           first->strategy.configs[i].begin(), first->strategy.configs[i].end());
     zeroChosen = chosenZeroStages(m, first->strategy);
+    for (size_t i = 0; i < first->strategy.choices.size(); ++i)
+      if (first->strategy.choices[i].recompute)
+        recomputeChosen.insert(m.main.ops[i].get());
   }
   // Partitioned, a lookup's gradient and the updates may run whole on
   // every device (replica dims of the plan's device count).
@@ -907,7 +932,7 @@ int main(int argc, char **argv) {
     }
     replicas = theCluster->gpus;
   }
-  if (auto err = buildBackward(m, replicas, *recomputing))
+  if (auto err = buildBackward(m, replicas, *recomputing, recomputeChosen))
     return fail(llvm::toString(std::move(err)));
   if (trainingStep && replicas > 1)
     if (auto err = applyZero(m, replicas, [&](const Global &g) {
