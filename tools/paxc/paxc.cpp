@@ -326,6 +326,8 @@ static std::optional<Cluster> theCluster;
 /// Searches (or reads with --strategy) the strategy of \p m.
 /// Whether the program is a training step (backward and updates built in).
 static bool trainingStep = false;
+/// A training plan's --microbatches=auto: the search that chooses the count.
+static bool choosingMicrobatches = false;
 
 /// The cluster of --cluster, --gpus, --gpus-per-node and --cost-db.
 static llvm::Expected<Cluster> clusterFromFlags() {
@@ -395,6 +397,10 @@ static llvm::Expected<LeverOptions> leversFromFlags() {
     return llvm::createStringError("--recompute=" + recompute +
                                    ": expected none, auto or all");
   if (trainingPlan()) {
+    // --microbatches=auto: a first search of the unsplit forward program
+    // chooses the count.
+    if (choosingMicrobatches)
+      l.microbatches = 0;
     // The forward program's search (phase one) weighs the ZeRO stages and
     // the recomputation when asked to (none and stage 0 unless given); the
     // step's own search prices the program as it is.
@@ -737,6 +743,20 @@ static llvm::Expected<RecomputePolicy> checkStepFlags() {
   return recompute.getNumOccurrences() ? *policy : RecomputePolicy::None;
 }
 
+/// --microbatches=auto in a training plan: the count a search of the
+/// unsplit forward program, priced as a training step, chooses.
+static llvm::Expected<int64_t> chooseMicrobatches(const Module &m,
+                                                  bool planning) {
+  trainingStep = false;
+  choosingMicrobatches = true;
+  auto report = shardModel(m, /*forPlan=*/planning);
+  choosingMicrobatches = false;
+  trainingStep = true;
+  if (!report)
+    return report.takeError();
+  return std::max<int64_t>(1, report->strategy.microbatches);
+}
+
 /// Each parameter's ZeRO stage as the forward program's search chose it:
 /// the highest of the ops reading it (--zero=auto in a training plan).
 static llvm::DenseMap<const Global *, unsigned>
@@ -878,9 +898,6 @@ int main(int argc, char **argv) {
   auto perStep = microbatchesFromFlag();
   if (!perStep)
     return fail(llvm::toString(perStep.takeError()));
-  if (trainingStep && *perStep > 1)
-    if (auto err = splitMicrobatches(m, *perStep))
-      return fail(inputPath + ": " + llvm::toString(std::move(err)));
   bool planning = emit == Emit::Plan || emit == Emit::PlanText ||
                   (!emit.getNumOccurrences() &&
                    llvm::StringRef(outputPath).ends_with(".paxplan"));
@@ -904,6 +921,22 @@ int main(int argc, char **argv) {
     return fail("--recompute=auto takes the search's choice per op, and a "
                 "training plan is searched only on more than one device "
                 "(--gpus, --cluster) without --strategy; use none or all");
+  if (trainingStep && *perStep == 0 && microbatches.getNumOccurrences()) {
+    if (!twoPhase)
+      return fail("--microbatches=auto takes the search's count, and a "
+                  "training plan is searched only on more than one device "
+                  "(--gpus, --cluster) without --strategy; give a count");
+    auto chosen = chooseMicrobatches(m, planning);
+    if (!chosen)
+      return fail(llvm::toString(chosen.takeError()));
+    *perStep = *chosen;
+    if (!quiet)
+      llvm::errs() << "paxc: --microbatches=auto: " << *perStep
+                   << " microbatch(es) per step\n";
+  }
+  if (trainingStep && *perStep > 1)
+    if (auto err = splitMicrobatches(m, *perStep))
+      return fail(inputPath + ": " + llvm::toString(std::move(err)));
   llvm::DenseMap<const Global *, unsigned> zeroChosen;
   llvm::DenseSet<const Op *> recomputeChosen;
   if (twoPhase) {
