@@ -20,26 +20,33 @@ namespace pax {
 /// threads. The DP's strategy starts a chain, so the answer never
 /// simulates slower than it.
 llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
-                                           const CostModel &model,
-                                           const ShardingOptions &o) {
+                                    const CostModel &model,
+                                    const ShardingOptions &o,
+                                    const Strategy *from) {
   const SearchSpace::Data &d = space.data();
   auto start = std::chrono::steady_clock::now();
   std::vector<std::vector<Config>> starts;
-  ShardingOptions dpOptions = o;
-  dpOptions.solver = SolverKind::Dp;
-  auto dp = solveSharding(space, model, dpOptions);
-  if (!dp)
-    return dp.takeError();
-  starts.push_back(dp->configs);
-  for (SolverKind k : {SolverKind::DataParallel, SolverKind::Expert}) {
-    auto s = solveBaseline(space, model, o, k);
-    if (s)
-      starts.push_back(s->configs);
-    else
-      llvm::consumeError(s.takeError());
-  }
-  std::mt19937_64 seeder(o.seed);
-  {
+  // The strategy the chains must beat: the DP's, or the one refined.
+  std::optional<Strategy> dp;
+  if (from) {
+    dp = *from;
+    starts.push_back(from->configs);
+  } else {
+    ShardingOptions dpOptions = o;
+    dpOptions.solver = SolverKind::Dp;
+    auto solved = solveSharding(space, model, dpOptions);
+    if (!solved)
+      return solved.takeError();
+    dp = std::move(*solved);
+    starts.push_back(dp->configs);
+    for (SolverKind k : {SolverKind::DataParallel, SolverKind::Expert}) {
+      auto s = solveBaseline(space, model, o, k);
+      if (s)
+        starts.push_back(s->configs);
+      else
+        llvm::consumeError(s.takeError());
+    }
+    std::mt19937_64 seeder(o.seed);
     std::vector<Config> random;
     for (const Vertex &v : d.vertices)
       random.push_back(v.configs[seeder() % v.configs.size()]);

@@ -44,6 +44,10 @@ struct ShardingOptions {
   /// buildReport: return the fastest simulated of the search's strategy
   /// and the baselines (false: the search's, by its additive cost).
   bool chooseBySimulation = true;
+  /// buildReport, choosing by simulation a program's strategy (not a
+  /// lever-priced training step's): then an MCMC chain of at most this
+  /// many proposals refines the chosen strategy; 0: none.
+  uint64_t refineSteps = 0;
   std::function<void(double fraction)> progress;
   /// MCMC: the proposals each chain may make (0: 100 per op, at least
   /// 2000), the wall-clock cap on the whole search (0: none; a search it
@@ -125,8 +129,8 @@ llvm::Expected<Strategy> solveSharding(const SearchSpace &space,
                                        const CostModel &model,
                                        const ShardingOptions &options);
 
-/// Searches the baseline \p kind (data-parallel, expert or megatron) in \p space with
-/// \p o's options and at least the default state budget.
+/// Searches the baseline \p kind (data-parallel, expert or megatron) in \p
+/// space with \p o's options and at least the default state budget.
 llvm::Expected<Strategy> solveBaseline(const SearchSpace &space,
                                        const CostModel &model,
                                        const ShardingOptions &o,
@@ -156,8 +160,8 @@ llvm::DenseSet<const Op *> constantOps(const Module &m);
 /// to those operands' layouts, and insert-collectives emits the moves, so
 /// a sharded update of a replicated weight pays its all-gather (ZeRO-1's
 /// shape) and optimizer state that stays sharded pays nothing.
-std::vector<std::pair<const Op *, unsigned>>
-nextStepReaders(const Module &m, size_t index);
+std::vector<std::pair<const Op *, unsigned>> nextStepReaders(const Module &m,
+                                                             size_t index);
 
 /// Whether result \p index is an update that stays in its own shards.
 bool storedAtUpdate(const Module &m, size_t index);

@@ -137,9 +137,11 @@ llvm::Expected<Strategy> solveMegatron(const SearchSpace &space,
                                        const CostModel &model,
                                        const ShardingOptions &o);
 
-/// FlexFlow's MCMC search (Mcmc.cpp).
+/// FlexFlow's MCMC search (Mcmc.cpp); with \p from, one chain that
+/// refines that strategy (its microbatches and levers kept).
 llvm::Expected<Strategy> searchMcmc(const SearchSpace &space,
                                     const CostModel &model,
-                                    const ShardingOptions &o);
+                                    const ShardingOptions &o,
+                                    const Strategy *from = nullptr);
 
 } // namespace pax

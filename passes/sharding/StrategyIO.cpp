@@ -3,6 +3,7 @@
 
 #include "codegen/plan/JsonValues.h"
 #include "passes/sharding/Simulator.h"
+#include "passes/sharding/SolveInternal.h"
 
 #include "passes/sharding/Aggregation.h"
 
@@ -91,6 +92,37 @@ static void chooseBySimulation(StrategyReport &r,
   baselines[solverName(r.solver).str()] = std::move(searched);
 }
 
+/// A short MCMC chain from the chosen strategy (a program's): where it
+/// finds one that simulates faster and fits, that one is returned.
+static llvm::Error refineByMcmc(const SearchSpace &space,
+                                const CostModel &model,
+                                const ShardingOptions &options,
+                                StrategyReport &r) {
+  if (options.refineSteps == 0)
+    return llvm::Error::success();
+  ShardingOptions o = options;
+  o.mcmcSteps = options.refineSteps;
+  auto refined = searchMcmc(space, model, o, &r.strategy);
+  if (!refined)
+    return refined.takeError();
+  r.refineProposals = refined->proposals;
+  double before = r.strategy.cost.simulatedSeconds;
+  bool fits = options.memoryLimit <= 0 ||
+              refined->cost.memoryBytes <= options.memoryLimit;
+  if (!fits || !(refined->cost.simulatedSeconds < before * (1 - 1e-9)))
+    return llvm::Error::success();
+  r.refinedFrom = before;
+  Strategy &s = r.strategy;
+  s.configs = std::move(refined->configs);
+  s.offsets = std::move(refined->offsets);
+  s.choices = std::move(refined->choices);
+  s.cost = refined->cost;
+  if (s.stats.exact) // the search's proof bounds the additive cost
+    s.stats.lowerBound = s.searchCost;
+  s.stats.exact = false;
+  return llvm::Error::success();
+}
+
 llvm::Expected<StrategyReport>
 buildReport(const Module &m, const Cluster &cluster, CostMode mode,
             const ShardingOptions &options,
@@ -142,8 +174,12 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
         simulateStrategy(space, model, options.levers, *s);
     baselines[solverName(k).str()] = std::move(*s);
   }
-  if (!fixed && options.chooseBySimulation && !isBaseline(options.solver))
+  if (!fixed && options.chooseBySimulation && !isBaseline(options.solver)) {
     chooseBySimulation(r, baselines);
+    if (mode == CostMode::Infer && options.solver != SolverKind::Mcmc)
+      if (auto err = refineByMcmc(space, model, options, r))
+        return err;
+  }
   for (const auto &[name, s] : baselines) {
     r.baselines[name] = s.cost;
     if (mode == CostMode::Train)
@@ -307,6 +343,8 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
   out["solver"] = solverName(r.solver);
   if (!r.chosenFrom.empty())
     out["chosen_from"] = r.chosenFrom;
+  if (r.refinedFrom > 0)
+    out["refined_from_s"] = r.refinedFrom;
   out["search_s"] = r.searchSeconds;
   out["memory_limit_bytes"] = r.memoryLimit;
   if (r.mode == CostMode::Train && !r.trainingProgram) {
@@ -634,6 +672,10 @@ void printReport(const Module &m, const StrategyReport &r,
     os << "chosen by simulation: the " << r.chosenFrom
        << " baseline's strategy, which simulates faster than the "
        << solverName(r.solver) << " search's (listed below)\n";
+  if (r.refinedFrom > 0)
+    os << "refined by MCMC:     " << seconds(r.refinedFrom) << " -> "
+       << seconds(c.simulatedSeconds) << " simulated (" << r.refineProposals
+       << " proposals from the chosen strategy)\n";
   os << "memory per device:   " << gib(c.memoryBytes)
      << (r.mode == CostMode::Train ? " at its peak" : "")
      << (r.memoryLimit <= 0 ? ""

@@ -40,6 +40,11 @@ struct StrategyReport {
   /// was chosen instead (ShardingOptions::chooseBySimulation); empty: the
   /// search's own.
   std::string chosenFrom;
+  /// The chosen strategy's simulated step before an MCMC chain refined it
+  /// (ShardingOptions::refineSteps; 0: not refined), and the chain's
+  /// proposals.
+  double refinedFrom = 0;
+  uint64_t refineProposals = 0;
   /// The program is a whole training step (backward and updates built in,
   /// each op priced once as it runs): reported as training.
   bool trainingProgram = false;

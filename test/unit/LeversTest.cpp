@@ -1,4 +1,5 @@
-//===- LeversTest.cpp - Microbatches, recomputation, ZeRO in the cost model ===//
+//===- LeversTest.cpp - Microbatches, recomputation, ZeRO in the cost model
+//===//
 #include "passes/cost/CostModel.h"
 #include "passes/sharding/Layout.h"
 #include "passes/sharding/Solve.h"
@@ -160,8 +161,8 @@ TEST(LeversTest, RecomputationTradesAForwardForMemory) {
   EXPECT_TRUE(all.choices(f.op(1))[0].recompute);
   // A step's peak: persistent bytes, the largest recomputed segment (two
   // recomputed ops in a row add up), two gathered blocks, one gradient.
-  std::vector<OpMemory> ops = {{10, 0, 0, 1}, {0, 4, 0, 4}, {0, 3, 2, 3},
-                               {5, 0, 0, 2}, {0, 6, 0, 6}};
+  std::vector<OpMemory> ops = {
+      {10, 0, 0, 1}, {0, 4, 0, 4}, {0, 3, 2, 3}, {5, 0, 0, 2}, {0, 6, 0, 6}};
   std::vector<OpChoice> choices = {
       {false, 0}, {true, 0}, {true, 0}, {false, 0}, {true, 0}};
   EXPECT_DOUBLE_EQ(stepPeakBytes(ops, choices), 15 + 7 + 2 * 2 + 6);
@@ -306,8 +307,32 @@ TEST(LeversTest, TheReportChoosesTheFastestSimulated) {
       buildReport(*f.m, f.cluster, CostMode::Train, f.o, std::nullopt);
   ASSERT_TRUE(bool(byCost)) << llvm::toString(byCost.takeError());
   EXPECT_TRUE(byCost->chosenFrom.empty());
-  auto searched = solveSharding(*f.space, CostModel(f.cluster, CostMode::Train),
-                                f.o);
+  auto searched =
+      solveSharding(*f.space, CostModel(f.cluster, CostMode::Train), f.o);
   ASSERT_TRUE(bool(searched)) << llvm::toString(searched.takeError());
   EXPECT_EQ(byCost->strategy.configs, searched->configs);
+}
+
+// A program's chosen strategy is refined by a short MCMC chain: never
+// slower by the simulator than without it, its memory priced as the
+// program holds it, and a refinement that took says from what.
+TEST(LeversTest, RefinementNeverSimulatesSlower) {
+  Fixture f;
+  f.o.refineSteps = 0;
+  auto plain = buildReport(*f.m, f.cluster, CostMode::Infer, f.o, std::nullopt);
+  ASSERT_TRUE(bool(plain)) << llvm::toString(plain.takeError());
+  EXPECT_EQ(plain->refinedFrom, 0);
+  f.o.refineSteps = 500;
+  auto refined =
+      buildReport(*f.m, f.cluster, CostMode::Infer, f.o, std::nullopt);
+  ASSERT_TRUE(bool(refined)) << llvm::toString(refined.takeError());
+  EXPECT_LE(refined->strategy.cost.simulatedSeconds,
+            plain->strategy.cost.simulatedSeconds);
+  EXPECT_GT(refined->refineProposals, 0u);
+  if (refined->refinedFrom > 0) {
+    EXPECT_EQ(refined->refinedFrom, plain->strategy.cost.simulatedSeconds);
+    EXPECT_LT(refined->strategy.cost.simulatedSeconds, refined->refinedFrom);
+    EXPECT_FALSE(refined->strategy.stats.exact);
+  }
+  EXPECT_GT(refined->strategy.cost.memoryBytes, 0);
 }

@@ -233,6 +233,12 @@ static cl::opt<double> searchBudget(
     cl::desc("--solver=mcmc: the most seconds the search may take (0: no "
              "limit; a search cut short depends on the machine)"),
     cl::value_desc("seconds"), cl::init(0), cl::cat(searchCategory));
+static cl::opt<uint64_t> refineSteps(
+    "refine-steps",
+    cl::desc("After choosing by simulation, an MCMC chain of at most N "
+             "proposals refines the chosen strategy of a program (inference, "
+             "or a training plan's step); 0: none"),
+    cl::value_desc("N"), cl::init(0), cl::cat(searchCategory));
 static cl::opt<uint64_t> mcmcSteps(
     "mcmc-steps",
     cl::desc("--solver=mcmc: proposals per chain (0: 100 per op, at least "
@@ -471,6 +477,7 @@ shardingOptionsFromFlags(SolverKind kind, bool forPlan, bool keepGiven) {
   o.memoryLimit = *limit;
   o.searchBudget = searchBudget;
   o.mcmcSteps = mcmcSteps;
+  o.refineSteps = refineSteps;
   o.seed = searchSeed;
   o.mcmcFullSimulation = mcmcFull;
   return o;
