@@ -483,6 +483,18 @@ shardingOptionsFromFlags(SolverKind kind, bool forPlan, bool keepGiven) {
   return o;
 }
 
+/// An error when a training step's program, as \p report prices it, peaks
+/// over \p limit bytes per device (0: none).
+static llvm::Error checkStepPeak(const StrategyReport &report, double limit) {
+  double peak = report.strategy.cost.memoryBytes;
+  if (limit <= 0 || peak <= limit)
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::formatv(
+      "the training step's plan needs {0:F3} GiB per device, more than the "
+      "limit of {1:F3} GiB (try --microbatches, --recompute=auto or --zero)",
+      peak / double(1 << 30), limit / double(1 << 30)));
+}
+
 /// The report of the flags' search (or of --strategy's strategy) for \p m.
 static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
                                                  bool keepGiven = false) {
@@ -552,14 +564,9 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
                             o, fixed, offsets, &given);
   if (shown)
     llvm::errs() << "\n";
-  if (report && keepGiven && limit > 0 &&
-      report->strategy.cost.memoryBytes > limit)
-    return llvm::createStringError(llvm::formatv(
-        "the training step's plan needs {0:F3} GiB per device, more than "
-        "the limit of {1:F3} GiB (try --microbatches, --recompute=auto or "
-        "--zero)",
-        report->strategy.cost.memoryBytes / double(1 << 30),
-        limit / double(1 << 30)));
+  if (report && keepGiven)
+    if (auto err = checkStepPeak(*report, limit))
+      return err;
   if (report) {
     report->trainingProgram = trainingStep;
     report->solver = *kind;
@@ -778,6 +785,61 @@ chosenZeroStages(const Module &m, const Strategy &s) {
   return out;
 }
 
+/// A training plan's microbatches: \p perStep copies of the forward
+/// program over slices of the batch (the search and the plan see them
+/// all), or with --microbatches=auto (0) the count a search chooses.
+static llvm::Error splitStep(Module &m, int64_t perStep, bool searched,
+                             bool planning) {
+  if (perStep == 0 && microbatches.getNumOccurrences()) {
+    if (!searched)
+      return llvm::createStringError(
+          "--microbatches=auto takes the search's count, and a training "
+          "plan is searched only on more than one device (--gpus, "
+          "--cluster) without --strategy; give a count");
+    auto chosen = chooseMicrobatches(m, planning);
+    if (!chosen)
+      return chosen.takeError();
+    perStep = *chosen;
+    if (!quiet)
+      llvm::errs() << "paxc: --microbatches=auto: " << perStep
+                   << " microbatch(es) per step\n";
+  }
+  if (perStep <= 1)
+    return llvm::Error::success();
+  if (auto err = splitMicrobatches(m, perStep))
+    return llvm::createStringError(inputPath + ": " +
+                                   llvm::toString(std::move(err)));
+  return llvm::Error::success();
+}
+
+/// What the forward program's search of a training step chose, beyond
+/// each forward op's configuration (set as its `config`).
+struct ForwardChoices {
+  llvm::DenseMap<const Global *, unsigned> zero; ///< per weight
+  llvm::DenseSet<const Op *> recompute;          ///< forward ops
+};
+
+/// A training step's first phase: the forward program, priced as a
+/// training step (forward, backward, gradient synchronization), decides
+/// each op's configuration, which its backward ops then share.
+static llvm::Expected<ForwardChoices> searchForward(Module &m, bool planning) {
+  trainingStep = false; // price the forward program as a training step
+  auto first = shardModel(m, /*forPlan=*/planning);
+  trainingStep = true;
+  if (!first)
+    return first.takeError();
+  ForwardChoices out;
+  const Strategy &s = first->strategy;
+  for (size_t i = 0; i < m.main.ops.size(); ++i)
+    m.main.ops[i]->attrs["config"] =
+        std::vector<int64_t>(s.configs[i].begin(), s.configs[i].end());
+  out.zero = chosenZeroStages(m, s);
+  for (size_t i = 0; i < s.choices.size(); ++i)
+    if (s.choices[i].recompute)
+      out.recompute.insert(m.main.ops[i].get());
+  return out;
+}
+
 /// `paxc: wrote PLAN: ...`: devices, collectives, the peak buffers and,
 /// for a searched strategy, the cost model's peak and step.
 static void printPlanSummary(const Module &m, const plan::Plan &p,
@@ -928,37 +990,15 @@ int main(int argc, char **argv) {
     return fail("--recompute=auto takes the search's choice per op, and a "
                 "training plan is searched only on more than one device "
                 "(--gpus, --cluster) without --strategy; use none or all");
-  if (trainingStep && *perStep == 0 && microbatches.getNumOccurrences()) {
-    if (!twoPhase)
-      return fail("--microbatches=auto takes the search's count, and a "
-                  "training plan is searched only on more than one device "
-                  "(--gpus, --cluster) without --strategy; give a count");
-    auto chosen = chooseMicrobatches(m, planning);
-    if (!chosen)
-      return fail(llvm::toString(chosen.takeError()));
-    *perStep = *chosen;
-    if (!quiet)
-      llvm::errs() << "paxc: --microbatches=auto: " << *perStep
-                   << " microbatch(es) per step\n";
-  }
-  if (trainingStep && *perStep > 1)
-    if (auto err = splitMicrobatches(m, *perStep))
-      return fail(inputPath + ": " + llvm::toString(std::move(err)));
-  llvm::DenseMap<const Global *, unsigned> zeroChosen;
-  llvm::DenseSet<const Op *> recomputeChosen;
+  if (trainingStep)
+    if (auto err = splitStep(m, *perStep, twoPhase, planning))
+      return fail(llvm::toString(std::move(err)));
+  ForwardChoices chosen;
   if (twoPhase) {
-    trainingStep = false; // price the forward program as a training step
-    auto first = shardModel(m, /*forPlan=*/planning);
-    trainingStep = true;
+    auto first = searchForward(m, planning);
     if (!first)
       return fail(llvm::toString(first.takeError()));
-    for (size_t i = 0; i < m.main.ops.size(); ++i)
-      m.main.ops[i]->attrs["config"] = std::vector<int64_t>(
-          first->strategy.configs[i].begin(), first->strategy.configs[i].end());
-    zeroChosen = chosenZeroStages(m, first->strategy);
-    for (size_t i = 0; i < first->strategy.choices.size(); ++i)
-      if (first->strategy.choices[i].recompute)
-        recomputeChosen.insert(m.main.ops[i].get());
+    chosen = std::move(*first);
   }
   // Partitioned, a lookup's gradient and the updates may run whole on
   // every device (replica dims of the plan's device count).
@@ -972,13 +1012,13 @@ int main(int argc, char **argv) {
     }
     replicas = theCluster->gpus;
   }
-  if (auto err = buildBackward(m, replicas, *recomputing, recomputeChosen))
+  if (auto err = buildBackward(m, replicas, *recomputing, chosen.recompute))
     return fail(llvm::toString(std::move(err)));
   if (trainingStep && replicas > 1)
     if (auto err = applyZero(m, replicas, [&](const Global &g) {
           auto fixed = parseZeroStage(zeroStage);
           return fixed && *fixed >= 0 ? unsigned(*fixed)
-                                      : zeroChosen.lookup(&g);
+                                      : chosen.zero.lookup(&g);
         }))
       return fail(llvm::toString(std::move(err)));
 
