@@ -15,6 +15,11 @@
 //   halo       per tensor dim, the rows read before and after the block
 //   bytes      what the cost model counts per device for the step
 //
+// A training step's updated globals are kept between steps in one layout
+// (the first reader's, or at ZeRO-3 the update's own): each update moves
+// there at the step's end, and a reader the kept blocks do not cover reads
+// a `local_slice` of the global in the kept layout, moved to its own.
+//
 // Ops that compute only on constants get `everywhere = 1`: every device
 // computes them whole, and their readers need no move. The module records
 // `devices` and `devices_per_node`. Codegen turns this IR into one program
