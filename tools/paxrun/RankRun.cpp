@@ -217,10 +217,14 @@ llvm::Expected<bool> runRank(const plan::Plan &plan, runtime::MpiWorld &world,
   }
   if (world.rank() != 0)
     return true;
+  // The outputs left on the devices stay empty here.
   outputs.clear();
-  for (const plan::TensorInfo &info : plan.outputs())
+  for (int i = 0; i < plan.outputs_size(); ++i)
     outputs.push_back(
-        runtime::Tensor::zeros(info.dtype(), shapeOf(info.shape())));
+        options.gathers(uint32_t(i))
+            ? runtime::Tensor::zeros(plan.outputs(i).dtype(),
+                                     shapeOf(plan.outputs(i).shape()))
+            : runtime::Tensor());
   stats.assign(plan.devices(), {});
   for (const plan::DeviceProgram &p : plan.programs()) {
     if (p.device() >= all->size())

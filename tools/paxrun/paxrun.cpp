@@ -734,7 +734,19 @@ trainSession(const plan::Plan &plan,
   std::vector<ResidentFeed> resident(progs.size(), ResidentFeed(feed));
   std::vector<runtime::DeviceStats> stats;
   std::vector<runtime::Tensor> outputs;
-  StepRunner step = stepRunner(plan, progs, feed, resident, stats, world);
+  StepRunner run = stepRunner(plan, progs, feed, resident, stats, world);
+  // What reaches the host from the devices, in the steps that gather no
+  // updates: the loss alone, whatever the model's size.
+  int64_t hostBytes = 0, lossSteps = 0;
+  StepRunner step = [&](std::vector<runtime::Tensor> &out, bool updates) {
+    llvm::Error err = run(out, updates);
+    if (!err && !updates) {
+      ++lossSteps;
+      for (const runtime::Tensor &t : out)
+        hostBytes += int64_t(t.data.size());
+    }
+    return err;
+  };
   bool reports = true;
 #ifdef PAX_HAVE_MPI
   reports = !world || world->rank() == 0;
@@ -759,6 +771,11 @@ trainSession(const plan::Plan &plan,
   clock.finish();
   if (int status = reportLoads(resident, world, reports))
     return status;
+  if (reports && lossSteps)
+    llvm::errs() << llvm::formatv(
+        "paxrun: {0} byte(s) per step reached the host from the devices in "
+        "the {1} step(s) that gathered no updates\n",
+        hostBytes / lossSteps, lossSteps);
   if (reports && !outputsDir.empty())
     if (auto err = writeOutputs(plan, outputs))
       return fail(llvm::toString(std::move(err)));
