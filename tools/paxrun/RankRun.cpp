@@ -100,6 +100,45 @@ llvm::Error unpackRankResults(const plan::Plan &plan,
 
 } // namespace
 
+/// On rank 0, every rank's trace (\p mine on this rank), each from its
+/// first instruction; the other ranks send theirs and get nothing.
+static llvm::Expected<std::vector<std::vector<runtime::TraceEvent>>>
+gatherTraces(runtime::MpiWorld &world, const runtime::DeviceStats &mine) {
+  llvm::json::Array events;
+  double first = mine.trace.empty() ? 0 : mine.trace.front().start;
+  for (const runtime::TraceEvent &e : mine.trace)
+    events.push_back(
+        llvm::json::Array{e.name, e.category, e.start - first, e.end - first});
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::json::Value(std::move(events));
+  auto gathered =
+      world.gatherOnRoot(std::vector<uint8_t>(text.begin(), text.end()));
+  if (!gathered)
+    runtime::abortMpiWorld(llvm::toString(gathered.takeError()));
+  std::vector<std::vector<runtime::TraceEvent>> traces;
+  for (const std::vector<uint8_t> &bytes : *gathered) {
+    auto parsed = llvm::json::parse(llvm::StringRef(
+        reinterpret_cast<const char *>(bytes.data()), bytes.size()));
+    if (!parsed)
+      return parsed.takeError();
+    std::vector<runtime::TraceEvent> rankTrace;
+    for (const llvm::json::Value &v : *parsed->getAsArray()) {
+      const llvm::json::Array &a = *v.getAsArray();
+      runtime::TraceEvent e;
+      e.name = a[0].getAsString().value_or("").str();
+      llvm::StringRef cat = a[1].getAsString().value_or("compute");
+      for (const char *known : {"compute", "collective", "load", "slice"})
+        if (cat == known)
+          e.category = known;
+      e.start = a[2].getAsNumber().value_or(0);
+      e.end = a[3].getAsNumber().value_or(0);
+      rankTrace.push_back(std::move(e));
+    }
+    traces.push_back(std::move(rankTrace));
+  }
+  return traces;
+}
+
 /// Under MPI: runs this rank's program on the MPI transport and gathers
 /// every rank's output blocks and statistics on rank 0, which fills
 /// \p outputs and \p stats as runThreads does. False when some rank could
@@ -183,37 +222,10 @@ llvm::Expected<bool> runRank(const plan::Plan &plan, runtime::MpiWorld &world,
   // --trace: every rank's instructions, each rank's times from its first.
   std::vector<std::vector<runtime::TraceEvent>> traces;
   if (options.trace) {
-    llvm::json::Array events;
-    double first = mine.trace.empty() ? 0 : mine.trace.front().start;
-    for (const runtime::TraceEvent &e : mine.trace)
-      events.push_back(llvm::json::Array{e.name, e.category, e.start - first,
-                                         e.end - first});
-    std::string text;
-    llvm::raw_string_ostream(text) << llvm::json::Value(std::move(events));
-    auto gathered =
-        world.gatherOnRoot(std::vector<uint8_t>(text.begin(), text.end()));
+    auto gathered = gatherTraces(world, mine);
     if (!gathered)
-      runtime::abortMpiWorld(llvm::toString(gathered.takeError()));
-    for (const std::vector<uint8_t> &bytes : *gathered) {
-      auto parsed = llvm::json::parse(llvm::StringRef(
-          reinterpret_cast<const char *>(bytes.data()), bytes.size()));
-      if (!parsed)
-        return parsed.takeError();
-      std::vector<runtime::TraceEvent> rankTrace;
-      for (const llvm::json::Value &v : *parsed->getAsArray()) {
-        const llvm::json::Array &a = *v.getAsArray();
-        runtime::TraceEvent e;
-        e.name = a[0].getAsString().value_or("").str();
-        llvm::StringRef cat = a[1].getAsString().value_or("compute");
-        for (const char *known : {"compute", "collective", "load", "slice"})
-          if (cat == known)
-            e.category = known;
-        e.start = a[2].getAsNumber().value_or(0);
-        e.end = a[3].getAsNumber().value_or(0);
-        rankTrace.push_back(std::move(e));
-      }
-      traces.push_back(std::move(rankTrace));
-    }
+      return gathered.takeError();
+    traces = std::move(*gathered);
   }
   if (world.rank() != 0)
     return true;
