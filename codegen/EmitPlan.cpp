@@ -650,6 +650,29 @@ llvm::Error Emitter::emitKept(const Op &op) {
 /// Buffers up to which placeBySize's quadratic packing runs.
 static constexpr size_t kGreedyBuffers = 20000;
 
+/// 0 .. n-1 stably sorted by \p less.
+template <typename Less>
+static std::vector<size_t> orderedBy(size_t n, Less less) {
+  std::vector<size_t> order(n);
+  for (size_t b = 0; b < n; ++b)
+    order[b] = b;
+  std::stable_sort(order.begin(), order.end(), less);
+  return order;
+}
+
+/// The lowest offset where \p size bytes fit between \p taken, the
+/// (offset, end) ranges of the buffers that may not overlap, sorted.
+static int64_t lowestGap(llvm::ArrayRef<std::pair<int64_t, int64_t>> taken,
+                         int64_t size) {
+  int64_t at = 0;
+  for (auto [lo, hi] : taken) {
+    if (lo - at >= size)
+      break;
+    at = std::max(at, hi);
+  }
+  return at;
+}
+
 /// Offsets by size, largest first: each buffer at the lowest offset clear of
 /// the placed buffers whose lifetimes [first, last] meet its own (greedy by
 /// size, as TFLite's arena planner). Returns the arena's bytes.
@@ -658,10 +681,7 @@ static int64_t placeBySize(plan::DeviceProgram &prog,
                            const std::vector<int64_t> &last,
                            const std::vector<int64_t> &size) {
   size_t nb = size.size();
-  std::vector<size_t> order(nb);
-  for (size_t b = 0; b < nb; ++b)
-    order[b] = b;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+  std::vector<size_t> order = orderedBy(nb, [&](size_t a, size_t b) {
     return size[a] != size[b] ? size[a] > size[b] : first[a] < first[b];
   });
   std::vector<int64_t> offset(nb, 0);
@@ -674,12 +694,7 @@ static int64_t placeBySize(plan::DeviceProgram &prog,
       if (first[p] <= last[b] && first[b] <= last[p])
         clash.push_back({offset[p], offset[p] + size[p]});
     llvm::sort(clash);
-    int64_t at = 0;
-    for (auto [lo, hi] : clash) {
-      if (lo - at >= size[b])
-        break;
-      at = std::max(at, hi);
-    }
+    int64_t at = lowestGap(clash, size[b]);
     offset[b] = at;
     placed.push_back(b);
     prog.mutable_buffers(int(b))->set_offset(at);
@@ -694,25 +709,20 @@ static int64_t placeInOrder(plan::DeviceProgram &prog,
                             const std::vector<int64_t> &first,
                             const std::vector<int64_t> &last,
                             const std::vector<int64_t> &size) {
-  size_t nb = size.size();
-  std::vector<size_t> order(nb);
-  for (size_t b = 0; b < nb; ++b)
-    order[b] = b;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return first[a] < first[b]; });
-  // Live buffers by offset: (offset, size, last use).
+  std::vector<size_t> order = orderedBy(
+      size.size(), [&](size_t a, size_t b) { return first[a] < first[b]; });
+  // Live buffers: (offset, end, last use).
   std::vector<std::tuple<int64_t, int64_t, int64_t>> live;
+  std::vector<std::pair<int64_t, int64_t>> clash; // (offset, end)
   int64_t peak = 0;
   for (size_t b : order) {
     llvm::erase_if(live, [&](auto &l) { return std::get<2>(l) < first[b]; });
-    llvm::sort(live);
-    int64_t at = 0;
-    for (auto &[off, sz, lu] : live) {
-      if (off - at >= size[b])
-        break;
-      at = std::max(at, off + sz);
-    }
-    live.push_back({at, size[b], last[b]});
+    clash.clear();
+    for (auto &[off, end, lu] : live)
+      clash.push_back({off, end});
+    llvm::sort(clash);
+    int64_t at = lowestGap(clash, size[b]);
+    live.push_back({at, at + size[b], last[b]});
     prog.mutable_buffers(int(b))->set_offset(at);
     peak = std::max(peak, at + size[b]);
   }

@@ -52,12 +52,12 @@ llvm::SmallVector<bool, 6> splittableDims(const Op &op, bool executable) {
   // independent sequences of a batch, split; whatever produces the weights.
   if (recurrent)
     for (size_t d = 0; d < op.iters.size(); ++d)
-      ok[d] = ok[d] && op.iters[d].kind == IterKind::Parallel &&
-              !op.operands.empty() &&
-              llvm::any_of(op.operands[0].map, [&](const AccessExpr &e) {
-                return e.kind != AccessExpr::Kind::Lookup &&
-                       e.uses(unsigned(d));
-              });
+      ok[d] =
+          ok[d] && op.iters[d].kind == IterKind::Parallel &&
+          !op.operands.empty() &&
+          llvm::any_of(op.operands[0].map, [&](const AccessExpr &e) {
+            return e.kind != AccessExpr::Kind::Lookup && e.uses(unsigned(d));
+          });
   if (executable)
     for (size_t d = 0; d < op.iters.size(); ++d)
       ok[d] = ok[d] && executableSplit(op, unsigned(d));

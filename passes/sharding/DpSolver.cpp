@@ -490,8 +490,8 @@ static std::vector<unsigned> tableClasses(const CostGraph &graph,
       key.push_back(source[child]);
       llvm::append_range(key, childStrides(steps, tables, pos, child));
     }
-    source[pos] = classes.try_emplace(std::move(key), unsigned(pos))
-                      .first->second;
+    source[pos] =
+        classes.try_emplace(std::move(key), unsigned(pos)).first->second;
   }
   return source;
 }
@@ -505,8 +505,8 @@ static std::vector<unsigned> tableClasses(const CostGraph &graph,
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
-static void fillEntries(const StepPlan &plan, Table &table, uint64_t begin,
-                        uint64_t end) {
+static void
+fillEntries(const StepPlan &plan, Table &table, uint64_t begin, uint64_t end) {
   size_t numDigits = plan.radix.size();
   unsigned numConfigs = plan.vertexCost.size();
   llvm::SmallVector<unsigned, 8> digits(numDigits);
@@ -609,8 +609,7 @@ static uint64_t builtStates(const CostGraph &graph, llvm::ArrayRef<Step> steps,
       tableClasses(graph, buildPairCosts(graph), steps, tables);
   uint64_t total = 0;
   for (size_t pos = 0; pos < steps.size(); ++pos)
-    if (source[pos] == pos &&
-        __builtin_add_overflow(total, sizes[pos], &total))
+    if (source[pos] == pos && __builtin_add_overflow(total, sizes[pos], &total))
       return UINT64_MAX;
   return total;
 }
@@ -733,7 +732,8 @@ static Solution exactDp(const CostGraph &graph, llvm::ArrayRef<Step> steps,
 /// Per vertex, the entries of the tables it widens: those whose dependent
 /// set holds it, and with \p own its own table too (breadth-first order
 /// sequences a hub first, with every neighbour in its table).
-static std::vector<uint64_t> tableWeights(unsigned n, llvm::ArrayRef<Step> steps,
+static std::vector<uint64_t> tableWeights(unsigned n,
+                                          llvm::ArrayRef<Step> steps,
                                           llvm::ArrayRef<uint64_t> sizes,
                                           bool own) {
   std::vector<uint64_t> weight(n, 0);
@@ -845,8 +845,8 @@ static void splitVertices(Relaxation &r, const std::vector<bool> &split) {
   auto endpoint = [&](unsigned v, unsigned other) {
     if (!split[v])
       return first[v];
-    return first[v] + unsigned(llvm::lower_bound(adj[v], other) -
-                               adj[v].begin());
+    return first[v] +
+           unsigned(llvm::lower_bound(adj[v], other) - adj[v].begin());
   };
   for (const CostGraph::Edge &e : g.edges)
     out.edges.push_back({endpoint(e.u, e.v), endpoint(e.v, e.u), e.cost});
@@ -918,9 +918,10 @@ static void improveLocally(const CostGraph &graph, const LocalCosts &local,
 /// its neighbours' vertex costs. The best over the classes is the optimum.
 /// Returns nothing when the conditioned tables, times the classes, would
 /// still pass the budget.
-static std::optional<Solution>
-solveConditioned(const CostGraph &graph, llvm::ArrayRef<Step> steps,
-                 llvm::ArrayRef<uint64_t> sizes, const DpOptions &options) {
+static std::optional<Solution> solveConditioned(const CostGraph &graph,
+                                                llvm::ArrayRef<Step> steps,
+                                                llvm::ArrayRef<uint64_t> sizes,
+                                                const DpOptions &options) {
   Adjacency adj = buildAdjacency(graph);
   std::vector<uint64_t> weight =
       tableWeights(graph.size(), steps, sizes, /*own=*/true);
@@ -1129,11 +1130,10 @@ pax::solveDp(const CostGraph &graph, const DpOptions &options,
     }
     return work;
   };
-  VertexOrder chosen =
-      options.order == VertexOrder::Best ? VertexOrder::GenerateSeq
-                                         : options.order;
-  std::vector<Step> steps =
-      analyzeOrder(adj, vertexOrder(graph, chosen));
+  VertexOrder chosen = options.order == VertexOrder::Best
+                           ? VertexOrder::GenerateSeq
+                           : options.order;
+  std::vector<Step> steps = analyzeOrder(adj, vertexOrder(graph, chosen));
   uint64_t total;
   std::vector<uint64_t> sizes = tableSizes(graph, steps, total);
   unsigned seqLargest = largestOf(steps), workLargest = 0;
@@ -1152,9 +1152,8 @@ pax::solveDp(const CostGraph &graph, const DpOptions &options,
   }
   Solution solution;
   // The budget counts the entries held: equal tables are held once.
-  uint64_t held = total <= options.maxStates
-                      ? total
-                      : builtStates(graph, steps, sizes);
+  uint64_t held =
+      total <= options.maxStates ? total : builtStates(graph, steps, sizes);
   bool fits = held <= options.maxStates;
   if (fits)
     solution = exactDp(graph, steps, sizes, options);

@@ -374,8 +374,8 @@ llvm::Expected<Strategy> FitSearch::run() {
   for (const std::vector<Vertex> &set :
        candidateSets(d, o, model.getCluster().gpusPerNode)) {
     auto cand = forMicrobatches(d, set, counts->front());
-    auto empty = llvm::find_if(
-        cand, [](const Vertex &v) { return v.configs.empty(); });
+    auto empty =
+        llvm::find_if(cand, [](const Vertex &v) { return v.configs.empty(); });
     if (empty != cand.end()) {
       blocked = blocked ? blocked : empty->op;
       continue;
@@ -418,9 +418,8 @@ Strategy FitSearch::answer() const {
     s.microbatches = best->microbatches;
     s.choices = best->levers.choices;
   }
-  CostModel at = training
-                     ? leveredModel(space, model, o.levers, s.microbatches)
-                     : model;
+  CostModel at =
+      training ? leveredModel(space, model, o.levers, s.microbatches) : model;
   s.cost = evaluateStrategy(space, at, s.configs, {}, s.choices);
   s.stats = best->stats;
   // The unconstrained optimum bounds the constrained one; a strategy priced

@@ -199,23 +199,17 @@ Value *Inserter::moveTo(Value *v, const TensorLayout &from,
 }
 
 llvm::Error Inserter::findStored() {
-  const Func &f = m.main;
-  for (size_t i = 0; i < f.returns.size(); ++i) {
-    auto readers = nextStepReaders(m, i);
-    if (readers.empty())
-      continue;
-    llvm::StringRef name = f.returnNames[i];
-    name.consume_front("update/");
-    const Value *g = &m.findGlobal(name)->value;
-    const Op *at = storedAtUpdate(m, i) ? f.returns[i]->def : readers[0].first;
-    auto c = configOf(*at);
-    if (!c)
-      return c.takeError();
-    TensorLayout l = at == readers[0].first
-                         ? operandLayout(*at, *c, readers[0].second)
-                         : resultLayout(*at, *c, f.returns[i]->index);
-    stored[g] = {placedAt(l, at->intAttr("offset", 0))};
-  }
+  auto kept = keptLayouts(
+      m, [](const Op &op) -> llvm::Expected<std::pair<Config, int64_t>> {
+        auto c = configOf(op);
+        if (!c)
+          return c.takeError();
+        return std::pair{*c, op.intAttr("offset", 0)};
+      });
+  if (!kept)
+    return kept.takeError();
+  for (auto &[g, l] : *kept)
+    stored[g] = {std::move(l)};
   return llvm::Error::success();
 }
 

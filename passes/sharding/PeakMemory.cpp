@@ -98,23 +98,14 @@ void Peak::findKept() {
   llvm::DenseMap<const Op *, size_t> index;
   for (size_t i = 0; i < f.ops.size(); ++i)
     index[f.ops[i].get()] = i;
-  for (size_t r = 0; r < f.returns.size(); ++r) {
-    auto readers = nextStepReaders(m, r);
-    if (readers.empty())
-      continue;
-    llvm::StringRef name = f.returnNames[r];
-    name.consume_front("update/");
-    const Value *g = &m.findGlobal(name)->value;
-    const Value *v = f.returns[r];
-    if (storedAtUpdate(m, r)) {
-      size_t i = index.lookup(v->def);
-      kept[g] = placed(resultLayout(*v->def, configOf(i), v->index), i);
-    } else {
-      size_t i = index.lookup(readers[0].first);
-      kept[g] = placed(
-          operandLayout(*readers[0].first, configOf(i), readers[0].second), i);
-    }
-  }
+  auto found = keptLayouts(
+      m, [&](const Op &op) -> llvm::Expected<std::pair<Config, int64_t>> {
+        size_t i = index.lookup(&op);
+        return std::pair{configOf(i), placed(TensorLayout(), i).offset};
+      });
+  // The strategy's configurations are checked: nothing here fails.
+  for (auto &[g, l] : llvm::cantFail(std::move(found)))
+    kept[g] = std::move(l);
 }
 
 /// Whether operand \p v, an updated global kept in \p kept, reaches a

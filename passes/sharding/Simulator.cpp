@@ -87,8 +87,8 @@ void Simulator::build(unsigned i) {
   for (unsigned u : usesInto[i])
     if (uses[u].producer < i)
       inputs.push_back(moves(uses[u], {uses[u].producer, kOutput}));
-  OpCost cost = model.opCost(
-      op, configs[i], i < choices.size() ? choices[i] : OpChoice{});
+  OpCost cost = model.opCost(op, configs[i],
+                             i < choices.size() ? choices[i] : OpChoice{});
   int64_t n = constants.count(&op) ? devices : configDevices(configs[i]);
   int64_t at = constants.count(&op) ? 0 : offsets[i];
   SimTask c;

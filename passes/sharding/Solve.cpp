@@ -131,6 +131,31 @@ std::vector<std::pair<const Op *, unsigned>> nextStepReaders(const Module &m,
   return out;
 }
 
+llvm::Expected<std::vector<std::pair<const Value *, TensorLayout>>>
+keptLayouts(const Module &m, OpPlacement where) {
+  const Func &f = m.main;
+  std::vector<std::pair<const Value *, TensorLayout>> out;
+  for (size_t i = 0; i < f.returns.size(); ++i) {
+    auto readers = nextStepReaders(m, i);
+    if (readers.empty())
+      continue;
+    llvm::StringRef name = f.returnNames[i];
+    name.consume_front("update/");
+    const Value *g = &m.findGlobal(name)->value;
+    const Value *v = f.returns[i];
+    bool own = storedAtUpdate(m, i);
+    const Op &at = own ? *v->def : *readers[0].first;
+    auto placement = where(at);
+    if (!placement)
+      return placement.takeError();
+    auto &[c, offset] = *placement;
+    TensorLayout l = own ? resultLayout(at, c, v->index)
+                         : operandLayout(at, c, readers[0].second);
+    out.push_back({g, placedAt(std::move(l), offset)});
+  }
+  return out;
+}
+
 /// Every use of a result by an operand, and each training-step update's use
 /// by its next-step readers (nextStepReaders).
 std::vector<Use> usesOf(const Module &m) {

@@ -166,6 +166,16 @@ std::vector<std::pair<const Op *, unsigned>> nextStepReaders(const Module &m,
 /// Whether result \p index is an update that stays in its own shards.
 bool storedAtUpdate(const Module &m, size_t index);
 
+/// Where an op runs: its configuration and first device.
+using OpPlacement =
+    llvm::function_ref<llvm::Expected<std::pair<Config, int64_t>>(const Op &)>;
+
+/// Each global a training step updates, with the layout it is kept in
+/// between steps: its first reader's operand layout (the update moves
+/// there), or at ZeRO-3 (storedAtUpdate) the update's own result layout.
+llvm::Expected<std::vector<std::pair<const Value *, TensorLayout>>>
+keptLayouts(const Module &m, OpPlacement where);
+
 /// An operand of one op read from a result of another (op indices in
 /// program order).
 struct Use {
