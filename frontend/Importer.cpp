@@ -384,6 +384,9 @@ Value *Importer::materialize(Slot &s, llvm::StringRef name) {
   } else if (!s.initializer.empty()) {
     g->source = DataSource::Initializer;
     g->ref = s.initializer;
+    // A scalar's value (a scale, a fill) is known to passes that fold it.
+    if (s.constant && s.type.numel() == 1)
+      g->bytes = denseBytes(*s.constant);
   } else if (s.constant &&
              (s.constant->isSplat() || s.constant->numel() == 0)) {
     g->source = DataSource::Fill;

@@ -103,8 +103,36 @@ bool Op::reducesAway() const {
   return false;
 }
 
+/// The extent of the dim \p o reads whole (`*`), or 1.
+static int64_t wholeExtent(const Operand &o) {
+  for (size_t i = 0; i < o.map.size(); ++i)
+    if (o.map[i].kind == AccessExpr::Kind::Full)
+      return o.value->type.shape[i];
+  return 1;
+}
+
+/// An attention op's multiply-adds per (q, k) point over the head dims:
+/// Q.K and P.V forward; the gradients recompute Q.K and form dP = dO.V,
+/// then dQ (dK and dV) from them.
+static double attentionHeadFlops(const Op &op) {
+  if (op.operands.size() < 3)
+    return 0;
+  double e = double(wholeExtent(op.operands[0]));
+  double v = double(wholeExtent(op.operands[2]));
+  switch (op.kind) {
+  case OpKind::Attention:
+    return 2 * e + 2 * v;
+  case OpKind::AttentionGradQ:
+    return 4 * e + 2 * v;
+  default:
+    return 4 * e + 4 * v;
+  }
+}
+
 double Op::flops() const {
-  unsigned perPoint = opKindFlopsPerPoint(kind);
+  double perPoint = opKindFlopsPerPoint(kind);
+  if (opKindFamily(kind) == OpFamily::Attention)
+    perPoint += attentionHeadFlops(*this);
   if (perPoint == 0)
     return 0;
   // A dim is a real loop unless every access to it is a lookup.

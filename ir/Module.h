@@ -32,6 +32,7 @@ enum class OpFamily : uint8_t {
   Layout,
   Lookup,
   Recurrent,
+  Attention,
   Scan,
   Collective,
   Opaque,
@@ -100,7 +101,9 @@ struct Global {
   bool isParameter = false;
   DataSource source = DataSource::Fill;
   Value value;
-  /// DataSource::Dense: the elements, little-endian, dtype-sized.
+  /// DataSource::Dense: the elements, little-endian, dtype-sized. An
+  /// Initializer of one element may hold its value here too, as imported
+  /// (not printed): what passes fold (a scale, a mask's fill).
   std::vector<uint8_t> bytes;
   /// DataSource::Fill: the value of every element.
   double fill = 0;

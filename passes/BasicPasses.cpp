@@ -1,6 +1,8 @@
 //===- BasicPasses.cpp - Clean-up and inspection passes -------------------===//
 #include "passes/BasicPasses.h"
 
+#include "passes/FuseAttention.h"
+
 #include "ir/Soap.h"
 #include "ir/Summary.h"
 
@@ -50,6 +52,16 @@ DeadCodePass::create(const PassOptions &o) {
 
 llvm::Error DeadCodePass::run(Module &m, PassContext &) {
   eliminateDeadCode(m);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Pass>>
+FuseAttentionPass::create(const PassOptions &o) {
+  return createWithoutOptions<FuseAttentionPass>("pax-fuse-attention", o);
+}
+
+llvm::Error FuseAttentionPass::run(Module &m, PassContext &) {
+  fuseAttention(m);
   return llvm::Error::success();
 }
 

@@ -16,6 +16,14 @@ public:
   llvm::Error run(Module &m, PassContext &ctx) override;
 };
 
+/// fuseAttention (FuseAttention.h).
+class FuseAttentionPass : public Pass {
+public:
+  static llvm::Expected<std::unique_ptr<Pass>> create(const PassOptions &o);
+  llvm::StringRef argument() const override { return "pax-fuse-attention"; }
+  llvm::Error run(Module &m, PassContext &ctx) override;
+};
+
 class StripNamesPass : public Pass {
 public:
   static llvm::Expected<std::unique_ptr<Pass>> create(const PassOptions &o);

@@ -12,6 +12,7 @@
 #include "runtime/GemmShape.h"
 #include "runtime/HostMemoryDevice.h"
 #include "runtime/PointKernelsHost.h"
+#include "runtime/cpu/Attention.h"
 #include "runtime/cpu/Recurrent.h"
 
 #include <vector>
@@ -43,6 +44,17 @@ public:
                                   work.data())
              : recurrent::forwardRow(*l, db / l->batch, db % l->batch,
                                      work.data());
+      return llvm::Error::success();
+    }
+    if (*id == KernelId::Attention) {
+      // A row at a time, as the CUDA kernel's threads run them.
+      auto a = cpu::prepareAttention(c, inputs, outputs);
+      if (!a)
+        return a.takeError();
+      std::vector<double> work(
+          size_t(std::max<int64_t>(1, attention::rowScratch(*a))));
+      for (int64_t r = 0; r < a->space.outerPoints; ++r)
+        attention::runRows(*a, r, 1, work.data());
       return llvm::Error::success();
     }
     auto p = prepare(c, inputs, outputs);

@@ -46,6 +46,8 @@ std::optional<KernelId> kernelForKind(llvm::StringRef kind) {
       .Cases("softmax", "log_softmax", K::SoftmaxRows)
       .Cases("lstm", "gru", K::Recurrent)
       .Cases("lstm_grad", "gru_grad", K::RecurrentGrad)
+      .Cases("attention", "attention_grad_q", "attention_grad_kv",
+             K::Attention)
       .Case("cum_sum", K::Scan)
       // Elementwise.
       .Cases("add", "sub", "mul", "div", "pow", K::Pointwise)

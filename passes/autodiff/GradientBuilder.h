@@ -128,4 +128,10 @@ llvm::Error applyGradientRule(GradientBuilder &b, const Op &op,
 llvm::Error recurrentRule(GradientBuilder &b, const Op &op,
                           llvm::ArrayRef<Value *> dys);
 
+/// The rule of attention (AttentionRule.cpp): attention_grad_q and
+/// attention_grad_kv, recomputing the probabilities from the rows'
+/// log-sum-exp.
+llvm::Error attentionRule(GradientBuilder &b, const Op &op,
+                          llvm::ArrayRef<Value *> dys);
+
 } // namespace pax

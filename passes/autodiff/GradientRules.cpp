@@ -385,6 +385,8 @@ llvm::Error applyGradientRule(GradientBuilder &b, const Op &op,
     return splitRule(b, op, dys);
   if (op.kind == OpKind::Lstm || op.kind == OpKind::Gru)
     return recurrentRule(b, op, dys);
+  if (op.kind == OpKind::Attention)
+    return attentionRule(b, op, dys);
   if (dys.size() != 1)
     return llvm::createStringError(
         "autodiff: op '" + op.name().str() + "' (" +

@@ -325,11 +325,20 @@ static llvm::json::Array opsJson(const Module &m, const Strategy &strategy) {
   return ops;
 }
 
+/// How many attention ops \p m holds (pax-fuse-attention's).
+static size_t attentionOps(const Module &m) {
+  return size_t(llvm::count_if(m.main.ops, [](const auto &op) {
+    return op->kind == OpKind::Attention;
+  }));
+}
+
 llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
   llvm::json::Object out = costJson(r.strategy.cost);
   out["model"] = m.name;
   out["cluster"] = clusterToJson(*r.cluster);
   out["gpus"] = int64_t(r.cluster->gpus);
+  if (size_t n = attentionOps(m))
+    out["attention_ops"] = int64_t(n);
   if (r.cluster->measured) {
     auto [measured, all] = measuredOps(m, *r.cluster, r.strategy.configs);
     out["measured_ops"] = int64_t(measured);
@@ -686,6 +695,9 @@ void printReport(const Module &m, const StrategyReport &r,
   if (r.mode == CostMode::Train && !r.trainingProgram)
     os << "fits by:             "
        << describeLevers(r.strategy.microbatches, r.strategy.choices) << "\n";
+  if (size_t n = attentionOps(m))
+    os << "attention:           " << n
+       << " attention ops, their scores never stored\n";
   if (r.cluster->measured) {
     auto [measured, all] = measuredOps(m, *r.cluster, r.strategy.configs);
     os << llvm::formatv("op costs:            measured for {0} of {1} ops "

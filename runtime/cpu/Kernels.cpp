@@ -6,6 +6,7 @@
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/GenericKernel.h"
 #include "runtime/cpu/KernelContext.h"
+#include "runtime/cpu/Attention.h"
 #include "runtime/cpu/Recurrent.h"
 #include "runtime/cpu/Scan.h"
 #include "runtime/cpu/Pointwise.h"
@@ -545,6 +546,8 @@ llvm::Error dispatch(const plan::Compute &c,
   case KernelId::RecurrentGrad:
     return runRecurrentGrad(c, *parseRecurrentGradCell(c.kind()), inputs,
                             outputs);
+  case KernelId::Attention:
+    return runAttention(c, inputs, outputs);
   case KernelId::Scan: {
     auto p = prepare(c, inputs, outputs);
     if (!p)

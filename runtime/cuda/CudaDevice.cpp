@@ -17,6 +17,7 @@
 #include "runtime/PointKernelsHost.h"
 #include "runtime/cpu/KernelContext.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Attention.h"
 #include "runtime/cpu/Recurrent.h"
 #include "runtime/cpu/Reduction.h"
 #include "runtime/cpu/ScalarOps.h"
@@ -176,6 +177,8 @@ public:
     using plan::KernelId;
     if (*id == KernelId::Recurrent || *id == KernelId::RecurrentGrad)
       return runRecurrent(c, inputs, outputs, *id == KernelId::RecurrentGrad);
+    if (*id == KernelId::Attention)
+      return runAttention(c, inputs, outputs);
     auto p = prepare(c, inputs, outputs);
     if (!p)
       return p.takeError();
@@ -223,6 +226,8 @@ public:
     case KernelId::Recurrent:
     case KernelId::RecurrentGrad:
       return runRecurrent(c, inputs, outputs, *id == KernelId::RecurrentGrad);
+    case KernelId::Attention:
+      return runAttention(c, inputs, outputs);
     }
     return computeError(c, "kernel '" + c.kernel() +
                                     "' does not run on the cuda backend");
@@ -354,6 +359,30 @@ private:
                                  static_cast<double *>(work), stream));
     record(cudaFreeAsync(work, stream));
     record(cudaFreeAsync(layer, stream));
+    return pending(c);
+  }
+
+  /// An attention compute (or a gradient): a thread per row, each with its
+  /// scratch in device memory.
+  llvm::Error runAttention(const plan::Compute &c,
+                           llvm::ArrayRef<const Tensor *> inputs,
+                           llvm::ArrayRef<Tensor *> outputs) {
+    auto p = cpu::prepareAttention(c, inputs, outputs);
+    if (!p)
+      return p.takeError();
+    size_t bytes = size_t(std::max<int64_t>(
+                       1, p->space.outerPoints * attention::rowScratch(*p))) *
+                   sizeof(double);
+    void *problem = nullptr, *work = nullptr;
+    record(cudaMallocAsync(&problem, sizeof(attention::Problem), stream));
+    record(cudaMallocAsync(&work, bytes, stream));
+    if (auto err = pending(c))
+      return err;
+    record(cuda::launchAttention(*p,
+                                 static_cast<attention::Problem *>(problem),
+                                 static_cast<double *>(work), stream));
+    record(cudaFreeAsync(work, stream));
+    record(cudaFreeAsync(problem, stream));
     return pending(c);
   }
 

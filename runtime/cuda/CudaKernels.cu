@@ -178,7 +178,27 @@ __global__ void recurrentKernel(const recurrent::Layer *lp, bool grad,
   }
 }
 
+__global__ void attentionKernel(const attention::Problem *pp, double *work) {
+  const attention::Problem &p = *pp;
+  int64_t each = attention::rowScratch(p);
+  for (int64_t r = threadIndex(); r < p.space.outerPoints; r += threadStride())
+    attention::runRows(p, r, 1, work + r * each);
+}
+
 } // namespace
+
+cudaError_t launchAttention(const attention::Problem &p,
+                            attention::Problem *scratch, double *work,
+                            cudaStream_t stream) {
+  if (cudaError_t e = cudaMemcpyAsync(scratch, &p, sizeof p,
+                                      cudaMemcpyHostToDevice, stream))
+    return e;
+  if (p.space.outerPoints <= 0)
+    return cudaSuccess;
+  attentionKernel<<<blocksFor(p.space.outerPoints), kThreads, 0, stream>>>(
+      scratch, work);
+  return cudaGetLastError();
+}
 
 cudaError_t launchRecurrent(const recurrent::Layer &l, bool grad,
                             recurrent::Layer *scratch, double *work,

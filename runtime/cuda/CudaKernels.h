@@ -13,6 +13,7 @@
 #ifndef PAX_RUNTIME_CUDA_CUDAKERNELS_H
 #define PAX_RUNTIME_CUDA_CUDAKERNELS_H
 
+#include "runtime/AttentionMath.h"
 #include "runtime/PointKernels.h"
 #include "runtime/RecurrentMath.h"
 
@@ -59,6 +60,13 @@ cudaError_t launchRows(const Generic &g, cudaStream_t stream);
 /// forwardScratch / gradScratch doubles of \p work (device memory).
 cudaError_t launchRecurrent(const recurrent::Layer &l, bool grad,
                             recurrent::Layer *scratch, double *work,
+                            cudaStream_t stream);
+
+/// Runs every row of attention compute \p p (AttentionMath.h), a thread
+/// each, on \p stream: copies \p p to \p scratch (device memory of
+/// sizeof(Problem)) and gives each row its rowScratch doubles of \p work.
+cudaError_t launchAttention(const attention::Problem &p,
+                            attention::Problem *scratch, double *work,
                             cudaStream_t stream);
 
 } // namespace pax::runtime::cuda

@@ -11,6 +11,7 @@
 #include "ir/Printer.h"
 #include "ir/Summary.h"
 #include "ir/Verifier.h"
+#include "passes/FuseAttention.h"
 #include "passes/autodiff/Autodiff.h"
 #include "passes/autodiff/Microbatches.h"
 #include "passes/autodiff/Optimizer.h"
@@ -190,6 +191,12 @@ static cl::opt<double> clipNorm(
 
 static cl::opt<bool> quiet("quiet", cl::desc("Do not print warnings"),
                            cl::cat(paxcCategory));
+static cl::opt<bool> fuseAttentionOps(
+    "fuse-attention", cl::init(true),
+    cl::desc("Replace each scaled-dot-product attention chain (Q.K^T, "
+             "scales, masks, softmax, P.V) by one attention op whose scores "
+             "are never stored (default true; =false keeps the chain)"),
+    cl::cat(paxcCategory));
 
 static cl::OptionCategory searchCategory("paxc sharding options");
 
@@ -949,6 +956,8 @@ int main(int argc, char **argv) {
     for (const std::string &w : imported->warnings)
       llvm::WithColor::warning(llvm::errs(), "paxc") << w << "\n";
   Module &m = *imported->module;
+  if (fuseAttentionOps)
+    fuseAttention(m);
   if (mode == "train" &&
       llvm::none_of(m.globals, [](const std::unique_ptr<Global> &g) {
         return g->isParameter && isFloat(g->value.type.elem);
