@@ -912,8 +912,10 @@ std::optional<std::vector<Slot>> Importer::tryFold(const Op &op) {
   return out;
 }
 
-llvm::Error NodeContext::finish(std::unique_ptr<Op> op) {
-  if (op->results.size() > unsigned(node.output_size()))
+llvm::Error NodeContext::finish(std::unique_ptr<Op> op,
+                                std::optional<unsigned> bound) {
+  unsigned outputs = bound ? *bound : unsigned(op->results.size());
+  if (outputs > unsigned(node.output_size()))
     return error("internal: more results than outputs");
   // --batch on a static export: integer constants laid out over the
   // exported batch (an index grid, token type ids) that meet computed data
@@ -938,7 +940,7 @@ llvm::Error NodeContext::finish(std::unique_ptr<Op> op) {
   // An empty constant (a shape's tail sliced off) folds; an empty tensor
   // computed at run time is not supported.
   if (auto folded = imp.tryFold(*op)) {
-    for (size_t i = 0; i < folded->size(); ++i)
+    for (size_t i = 0; i < folded->size() && i < outputs; ++i)
       if (!node.output(i).empty())
         imp.slots[node.output(i)] = std::move((*folded)[i]);
     return llvm::Error::success();
@@ -947,7 +949,7 @@ llvm::Error NodeContext::finish(std::unique_ptr<Op> op) {
     if (llvm::is_contained(r.value->type.shape, 0))
       return error("the result has shape " + shapeStr(r.value->type.shape) +
                    "; paxc does not support empty tensors");
-  for (size_t i = 0; i < op->results.size(); ++i) {
+  for (size_t i = 0; i < outputs; ++i) {
     if (node.output(i).empty())
       continue;
     Slot s;

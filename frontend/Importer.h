@@ -103,7 +103,10 @@ public:
   std::unique_ptr<Op> newOp(OpKind kind);
   /// Adds \p op to the function, or folds it when every operand is a known
   /// constant; then binds the node's outputs to the op's results in order.
-  llvm::Error finish(std::unique_ptr<Op> op);
+  /// With \p bound, only the first \p bound results are outputs of the node
+  /// (the others are the op's own, as attention's log-sum-exp).
+  llvm::Error finish(std::unique_ptr<Op> op,
+                     std::optional<unsigned> bound = std::nullopt);
   /// Binds output \p i to known values.
   void setConstant(unsigned i, ConstTensor t);
   /// Binds output \p i to the same data as input \p input (Identity).

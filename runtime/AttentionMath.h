@@ -73,6 +73,9 @@ struct Problem {
   int64_t e = 0, v = 0;       ///< head dims of Q and K, and of V
   double scale = 1;
   bool nanToZero = false;
+  /// Keys after the query (by their indices in the whole, unsplit op)
+  /// masked: ONNX's is_causal.
+  bool causal = false;
   int32_t masks = 0;
   int32_t maskKind[kMaxMasks] = {};
   double fill[kMaxMasks] = {};
@@ -100,6 +103,11 @@ PAX_HD inline int64_t rowScratch(const Problem &p) {
 /// a `where` mask replaced it (no gradient through Q.K there).
 PAX_HD inline double score(const Problem &p, const int64_t *point,
                            bool &flows) {
+  if (p.causal && point[p.kDim] + p.space.globalOffsets[p.kDim] >
+                      point[p.qDim] + p.space.globalOffsets[p.qDim]) {
+    flows = false;
+    return -INFINITY;
+  }
   int64_t qb = p.q.at(point), kb = p.k.at(point);
   double s = 0;
   for (int64_t h = 0; h < p.e; ++h)

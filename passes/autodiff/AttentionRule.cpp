@@ -53,7 +53,7 @@ void readForward(Op &g, const Op &op, Value *dO, Value *delta, bool swap) {
   g.operands.push_back({delta, at(op.results[1].map)});
   for (size_t k = 3; k < op.operands.size(); ++k)
     g.operands.push_back({op.operands[k].value, at(op.operands[k].map)});
-  for (const char *key : {"scale", "masks", "fills", "nan_to_zero"})
+  for (const char *key : {"scale", "masks", "fills", "nan_to_zero", "causal"})
     if (auto it = op.attrs.find(key); it != op.attrs.end())
       g.attrs[key] = it->second;
 }

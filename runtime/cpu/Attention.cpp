@@ -166,6 +166,7 @@ llvm::Expected<Problem> prepareAttention(const plan::Compute &c,
   p.kDim = *pass == Pass::GradKV ? rank - 2 : rank - 1;
   p.scale = attrReal(c, "scale", 1.0);
   p.nanToZero = attrInt(c, "nan_to_zero", 0) != 0;
+  p.causal = attrInt(c, "causal", 0) != 0;
   if (auto err = readInputs(c, ins, space, p))
     return err;
   if (auto err = readOutputs(c, outs, space, p))
