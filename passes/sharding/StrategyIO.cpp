@@ -661,6 +661,26 @@ static void printChosen(const StrategyReport &r, llvm::raw_ostream &os) {
       s.simulatedSeconds / std::max(c.simulatedSeconds, 1e-30));
 }
 
+/// The peak per device against the limit, and what makes it fit: the
+/// training levers and the attention ops.
+static void printMemory(const Module &m, const StrategyReport &r,
+                        llvm::raw_ostream &os) {
+  const StrategyCost &c = r.strategy.cost;
+  os << "memory per device:   " << gib(c.memoryBytes)
+     << (r.mode == CostMode::Train ? " at its peak" : "")
+     << (r.memoryLimit <= 0 ? ""
+         : c.memoryBytes > r.memoryLimit
+             ? " (over the limit of " + gib(r.memoryLimit) + ": does not fit)"
+             : " (limit " + gib(r.memoryLimit) + ")")
+     << "\n";
+  if (r.mode == CostMode::Train && !r.trainingProgram)
+    os << "fits by:             "
+       << describeLevers(r.strategy.microbatches, r.strategy.choices) << "\n";
+  if (size_t n = attentionOps(m))
+    os << "attention:           " << n
+       << " attention ops, their scores never stored\n";
+}
+
 void printReport(const Module &m, const StrategyReport &r,
                  llvm::raw_ostream &os) {
   const StrategyCost &c = r.strategy.cost;
@@ -685,19 +705,7 @@ void printReport(const Module &m, const StrategyReport &r,
     os << "refined by MCMC:     " << seconds(r.refinedFrom) << " -> "
        << seconds(c.simulatedSeconds) << " simulated (" << r.refineProposals
        << " proposals from the chosen strategy)\n";
-  os << "memory per device:   " << gib(c.memoryBytes)
-     << (r.mode == CostMode::Train ? " at its peak" : "")
-     << (r.memoryLimit <= 0 ? ""
-         : c.memoryBytes > r.memoryLimit
-             ? " (over the limit of " + gib(r.memoryLimit) + ": does not fit)"
-             : " (limit " + gib(r.memoryLimit) + ")")
-     << "\n";
-  if (r.mode == CostMode::Train && !r.trainingProgram)
-    os << "fits by:             "
-       << describeLevers(r.strategy.microbatches, r.strategy.choices) << "\n";
-  if (size_t n = attentionOps(m))
-    os << "attention:           " << n
-       << " attention ops, their scores never stored\n";
+  printMemory(m, r, os);
   if (r.cluster->measured) {
     auto [measured, all] = measuredOps(m, *r.cluster, r.strategy.configs);
     os << llvm::formatv("op costs:            measured for {0} of {1} ops "
