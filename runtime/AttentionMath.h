@@ -99,20 +99,22 @@ PAX_HD inline int64_t rowScratch(const Problem &p) {
   }
 }
 
-/// The score at \p point (its query and key set); \p flows is false where
-/// a `where` mask replaced it (no gradient through Q.K there).
-PAX_HD inline double score(const Problem &p, const int64_t *point,
-                           bool &flows) {
-  if (p.causal && point[p.kDim] + p.space.globalOffsets[p.kDim] >
-                      point[p.qDim] + p.space.globalOffsets[p.qDim]) {
+/// True where the causal mask hides the key from the query at \p point.
+PAX_HD inline bool causalMasked(const Problem &p, const int64_t *point) {
+  return p.causal && point[p.kDim] + p.space.globalOffsets[p.kDim] >
+                         point[p.qDim] + p.space.globalOffsets[p.qDim];
+}
+
+/// \p qk (Q.K at \p point) scaled and edited by the masks in order;
+/// \p flows is false where a `where` mask or the causal mask replaced it
+/// (no gradient through Q.K there).
+PAX_HD inline double editScore(const Problem &p, const int64_t *point,
+                               double qk, bool &flows) {
+  if (causalMasked(p, point)) {
     flows = false;
     return -INFINITY;
   }
-  int64_t qb = p.q.at(point), kb = p.k.at(point);
-  double s = 0;
-  for (int64_t h = 0; h < p.e; ++h)
-    s += p.q.read(qb, h) * p.k.read(kb, h);
-  s *= p.scale;
+  double s = qk * p.scale;
   flows = true;
   for (int32_t i = 0; i < p.masks; ++i) {
     double m = p.mask[i].read(p.mask[i].at(point), 0);
@@ -126,12 +128,25 @@ PAX_HD inline double score(const Problem &p, const int64_t *point,
   return s;
 }
 
-/// Forward: one key's score folded into a row's online softmax
-/// (scratch: acc[v], m, l, bad).
-PAX_HD inline void forwardStep(const Problem &p, const int64_t *point,
-                               double *row) {
-  bool flows;
-  double s = score(p, point, flows);
+/// The score at \p point (its query and key set), as editScore says.
+PAX_HD inline double score(const Problem &p, const int64_t *point,
+                           bool &flows) {
+  if (causalMasked(p, point)) {
+    flows = false;
+    return -INFINITY;
+  }
+  int64_t qb = p.q.at(point), kb = p.k.at(point);
+  double qk = 0;
+  for (int64_t h = 0; h < p.e; ++h)
+    qk += p.q.read(qb, h) * p.k.read(kb, h);
+  return editScore(p, point, qk, flows);
+}
+
+/// Forward: score \p s of a key folded into a row's online softmax
+/// (scratch: acc[v], m, l, bad), \p val(h) the key's V row.
+template <typename ValueRow>
+PAX_HD inline void foldScore(const Problem &p, double s, double *row,
+                             ValueRow val) {
   double *acc = row, &m = row[p.v], &l = row[p.v + 1], &bad = row[p.v + 2];
   if (std::isnan(s) || s == INFINITY) {
     bad = 1;
@@ -148,9 +163,87 @@ PAX_HD inline void forwardStep(const Problem &p, const int64_t *point,
   }
   double w = exp(s - m);
   l += w;
-  int64_t vb = p.val.at(point);
   for (int64_t h = 0; h < p.v; ++h)
-    acc[h] += w * p.val.read(vb, h);
+    acc[h] += w * val(h);
+}
+
+/// dQ: a key's contribution to a query's row \p dq, from the score \p s,
+/// the row's log-sum-exp and D, and the rows dO (\p dout), V and K.
+template <typename Dout, typename ValueRow, typename KeyRow>
+PAX_HD inline void foldGradQ(const Problem &p, double s, bool flows, double lse,
+                             double delta, double *dq, Dout dout, ValueRow val,
+                             KeyRow key) {
+  if (!flows)
+    return;
+  double pr = exp(s - lse);
+  if (pr == 0)
+    return;
+  double dp = 0;
+  for (int64_t h = 0; h < p.v; ++h)
+    dp += dout(h) * val(h);
+  double ds = pr * (dp - delta) * p.scale;
+  for (int64_t h = 0; h < p.e; ++h)
+    dq[h] += ds * key(h);
+}
+
+/// dK and dV: a query's contribution to a key's rows \p dk and \p dv,
+/// from the score \p s, the query's log-sum-exp and D, and the rows Q,
+/// dO and (the key's) V.
+template <typename QueryRow, typename Dout, typename ValueRow>
+PAX_HD inline void foldGradKV(const Problem &p, double s, bool flows,
+                              double lse, double delta, double *dk, double *dv,
+                              QueryRow query, Dout dout, ValueRow val) {
+  double pr = exp(s - lse);
+  if (pr == 0)
+    return;
+  double dp = 0;
+  for (int64_t h = 0; h < p.v; ++h) {
+    double g = dout(h);
+    dv[h] += pr * g;
+    dp += g * val(h);
+  }
+  if (!flows)
+    return;
+  double ds = pr * (dp - delta) * p.scale;
+  for (int64_t h = 0; h < p.e; ++h)
+    dk[h] += ds * query(h);
+}
+
+/// Forward: one key's score folded into a row's online softmax.
+PAX_HD inline void forwardStep(const Problem &p, const int64_t *point,
+                               double *row) {
+  bool flows;
+  double s = score(p, point, flows);
+  int64_t vb = p.val.at(point);
+  foldScore(p, s, row, [&](int64_t h) { return p.val.read(vb, h); });
+}
+
+/// dQ: one key's contribution to a row (scratch: dq[e], D, lse).
+PAX_HD inline void gradQStep(const Problem &p, const int64_t *point,
+                             double *row) {
+  bool flows;
+  double s = score(p, point, flows);
+  int64_t db = p.dout.at(point), vb = p.val.at(point), kb = p.k.at(point);
+  foldGradQ(
+      p, s, flows, row[p.e + 1], row[p.e], row,
+      [&](int64_t h) { return p.dout.read(db, h); },
+      [&](int64_t h) { return p.val.read(vb, h); },
+      [&](int64_t h) { return p.k.read(kb, h); });
+}
+
+/// dK and dV: one query's contribution to a key's row (scratch: dk[e],
+/// dv[v]).
+PAX_HD inline void gradKVStep(const Problem &p, const int64_t *point,
+                              double *row) {
+  bool flows;
+  double s = score(p, point, flows);
+  int64_t db = p.dout.at(point), vb = p.val.at(point), qb = p.q.at(point);
+  foldGradKV(
+      p, s, flows, p.lse.read(p.lse.at(point), 0),
+      p.delta.read(p.delta.at(point), 0), row, row + p.e,
+      [&](int64_t h) { return p.q.read(qb, h); },
+      [&](int64_t h) { return p.dout.read(db, h); },
+      [&](int64_t h) { return p.val.read(vb, h); });
 }
 
 /// Forward: a row's output and log-sum-exp from its scratch.
@@ -164,49 +257,6 @@ PAX_HD inline void forwardFinish(const Problem &p, const int64_t *point,
     p.out[0].write(ob, h, none ? invalid : row[h] / l);
   double lse = none ? (p.nanToZero ? INFINITY : NAN) : m + log(l);
   p.out[1].write(p.out[1].at(point), 0, lse);
-}
-
-/// dQ: one key's contribution to a row (scratch: dq[e], D, lse).
-PAX_HD inline void gradQStep(const Problem &p, const int64_t *point,
-                             double *row) {
-  bool flows;
-  double s = score(p, point, flows);
-  if (!flows)
-    return;
-  double pr = exp(s - row[p.e + 1]);
-  if (pr == 0)
-    return;
-  int64_t db = p.dout.at(point), vb = p.val.at(point), kb = p.k.at(point);
-  double dp = 0;
-  for (int64_t h = 0; h < p.v; ++h)
-    dp += p.dout.read(db, h) * p.val.read(vb, h);
-  double ds = pr * (dp - row[p.e]) * p.scale;
-  for (int64_t h = 0; h < p.e; ++h)
-    row[h] += ds * p.k.read(kb, h);
-}
-
-/// dK and dV: one query's contribution to a key's row (scratch: dk[e],
-/// dv[v]).
-PAX_HD inline void gradKVStep(const Problem &p, const int64_t *point,
-                              double *row) {
-  bool flows;
-  double s = score(p, point, flows);
-  double pr = exp(s - p.lse.read(p.lse.at(point), 0));
-  if (pr == 0)
-    return;
-  int64_t db = p.dout.at(point), vb = p.val.at(point);
-  double *dk = row, *dv = row + p.e, dp = 0;
-  for (int64_t h = 0; h < p.v; ++h) {
-    double g = p.dout.read(db, h);
-    dv[h] += pr * g;
-    dp += g * p.val.read(vb, h);
-  }
-  if (!flows)
-    return;
-  double ds = pr * (dp - p.delta.read(p.delta.at(point), 0)) * p.scale;
-  int64_t qb = p.q.at(point);
-  for (int64_t h = 0; h < p.e; ++h)
-    dk[h] += ds * p.q.read(qb, h);
 }
 
 /// A row's scratch before its walk.

@@ -1,12 +1,15 @@
 //===- Attention.cpp - Attention and its gradients ------------------------===//
 #include "runtime/cpu/Attention.h"
 
+#include "runtime/cpu/Gemm.h"
+
 #include "runtime/IterationSpace.h"
 #include "runtime/Prepared.h"
 
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace pax::runtime::cpu {
@@ -176,6 +179,250 @@ llvm::Expected<Problem> prepareAttention(const plan::Compute &c,
   return p;
 }
 
+namespace {
+
+/// Rows a CPU task takes at once, and the walked side's block: scores and
+/// products are f32 matrix products of packed tiles (gemmTileF32: oneDNN
+/// where built with it), each walked row read once per tile.
+constexpr int64_t kCpuTile = 128, kBlock = 128;
+
+/// \p n rows of \p a along iteration dim \p dim from \p first, \p width
+/// head values each, as contiguous floats [n][width].
+void pack(const Access &a, int64_t *point, int32_t dim, int64_t first,
+          int64_t n, int64_t width, std::vector<float> &out) {
+  out.resize(size_t(n * width));
+  bool f32 = a.type == int32_t(plan::F32);
+  for (int64_t i = 0; i < n; ++i) {
+    point[dim] = first + i;
+    int64_t base = a.at(point);
+    float *to = &out[size_t(i * width)];
+    if (f32) {
+      const float *from = reinterpret_cast<const float *>(a.data) + base;
+      for (int64_t h = 0; h < width; ++h)
+        to[h] = from[h * a.inner];
+    } else {
+      for (int64_t h = 0; h < width; ++h)
+        to[h] = float(a.read(base, h));
+    }
+  }
+}
+
+/// exp(d), 0 below where a double underflows (the masked scores' fills
+/// would otherwise take libm's slow path).
+double expOrZero(double d) { return d < -745.0 ? 0.0 : std::exp(d); }
+
+/// S[r][jj] = sum_h A[r][h] * B[j0 + jj][h]: \p rows rows of A
+/// ([rows][w]) against \p nb rows of B ([n][w]) from j0.
+void product(const float *a, const float *b, int64_t rows, int64_t w,
+             int64_t j0, int64_t nb, float *s) {
+  gemmTileF32({a, rows, w, w, 1}, {b + j0 * w, w, nb, 1, w},
+              {s, rows, nb, nb, 1}, 1.0f);
+}
+
+/// acc[r][h] += sum_jj W[r][jj] * B[j0 + jj][h] for \p rows rows (acc's
+/// rows \p stride apart), B [n][w].
+void accumulate(const float *wts, const float *b, int64_t rows, int64_t nb,
+                int64_t j0, int64_t w, double *acc, int64_t stride,
+                std::vector<float> &tmp) {
+  tmp.resize(size_t(rows * w));
+  gemmTileF32({wts, rows, nb, nb, 1}, {b + j0 * w, nb, w, w, 1},
+              {tmp.data(), rows, w, w, 1}, 1.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < w; ++h)
+      acc[r * stride + h] += tmp[size_t(r * w + h)];
+}
+
+/// One task: rows [first, first + count) of one batch point (queries;
+/// keys for dK, dV) against every row of the walked side (keys; queries),
+/// block by block. Each row's scratch has attention::rowScratch's layout.
+struct Tile {
+  const Problem &p;
+  bool kv;
+  int32_t rowDim, walkDim;
+  int64_t first = 0, count, walked, each;
+  int64_t point[flat::kMaxDims] = {};
+  /// Row side: Q (K) and dO (V); walked side: K (Q) and V (dO), and dK/dV's
+  /// queries' log-sum-exp and D.
+  std::vector<float> rowA, rowB, walkA, walkB, walkLse, walkDelta, s, s2, tmp;
+  std::vector<double> scratch;
+
+  Tile(const Problem &p, int64_t outer, int64_t count)
+      : p(p), kv(p.pass == Pass::GradKV), rowDim(kv ? p.kDim : p.qDim),
+        walkDim(kv ? p.qDim : p.kDim), count(count),
+        walked(p.space.extents[walkDim]), each(attention::rowScratch(p)) {
+    flat::setOuter(p.space, outer, point);
+    first = point[rowDim];
+  }
+
+  void packSides();
+  /// s[r][jj]: the scores of the block from j0 (scaled, masked); with
+  /// \p flows, false where a mask replaced them (no gradient).
+  void scores(int64_t j0, int64_t nb, std::vector<bool> *flows);
+  void editRow(int64_t r, int64_t j0, int64_t nb, float *x,
+               std::vector<bool> *flows);
+  void forwardBlock(int64_t j0, int64_t nb);
+  void gradQBlock(int64_t j0, int64_t nb);
+  void gradKVBlock(int64_t j0, int64_t nb);
+  void walk();
+};
+
+void Tile::packSides() {
+  pack(kv ? p.k : p.q, point, rowDim, first, count, p.e, rowA);
+  pack(kv ? p.q : p.k, point, walkDim, 0, walked, p.e, walkA);
+  pack(kv ? p.dout : p.val, point, walkDim, 0, walked, p.v, walkB);
+  if (p.pass != Pass::Forward)
+    pack(kv ? p.val : p.dout, point, rowDim, first, count, p.v, rowB);
+  if (kv) {
+    pack(p.lse, point, walkDim, 0, walked, 1, walkLse);
+    pack(p.delta, point, walkDim, 0, walked, 1, walkDelta);
+  }
+}
+
+/// A row's scores of the block from j0, scaled and edited as
+/// attention::editScore edits one: the causal mask first, then each mask
+/// in order, read along the walked dim by its map's step where the map is
+/// linear.
+void Tile::editRow(int64_t r, int64_t j0, int64_t nb, float *x,
+                   std::vector<bool> *flows) {
+  point[rowDim] = first + r;
+  point[walkDim] = j0;
+  int64_t gRow = point[rowDim] + p.space.globalOffsets[rowDim];
+  int64_t gWalk = j0 + p.space.globalOffsets[walkDim];
+  auto hidden = [&](int64_t jj) {
+    int64_t q = kv ? gWalk + jj : gRow, k = kv ? gRow : gWalk + jj;
+    return p.causal && k > q;
+  };
+  for (int64_t jj = 0; jj < nb; ++jj)
+    x[jj] = hidden(jj) ? -INFINITY : float(x[jj] * p.scale);
+  for (int32_t i = 0; i < p.masks; ++i) {
+    const Access &m = p.mask[i];
+    point[walkDim] = j0;
+    int64_t base = m.at(point), step = m.map.coef[walkDim];
+    for (int64_t jj = 0; jj < nb; ++jj) {
+      if (hidden(jj))
+        continue;
+      point[walkDim] = j0 + jj;
+      double v = m.read(m.map.linear ? base + jj * step : m.at(point), 0);
+      if (p.maskKind[i] == attention::AddMask) {
+        x[jj] = float(x[jj] + v);
+      } else if ((v != 0) != (p.maskKind[i] == attention::KeepIfTrue)) {
+        x[jj] = float(p.fill[i]);
+        if (flows)
+          (*flows)[size_t(r * nb + jj)] = false;
+      }
+    }
+  }
+  if (flows && p.causal)
+    for (int64_t jj = 0; jj < nb; ++jj)
+      if (hidden(jj))
+        (*flows)[size_t(r * nb + jj)] = false;
+}
+
+void Tile::scores(int64_t j0, int64_t nb, std::vector<bool> *flows) {
+  s.resize(size_t(count * nb));
+  product(rowA.data(), walkA.data(), count, p.e, j0, nb, s.data());
+  if (flows)
+    flows->assign(size_t(count * nb), true);
+  for (int64_t r = 0; r < count; ++r)
+    editRow(r, j0, nb, &s[size_t(r * nb)], flows);
+}
+
+/// The online softmax over a block: each row's maximum, its rescale, and
+/// the block's weights exp(s - m) left in s for P.V.
+void Tile::forwardBlock(int64_t j0, int64_t nb) {
+  scores(j0, nb, nullptr);
+  for (int64_t r = 0; r < count; ++r) {
+    double *row = &scratch[size_t(r * each)];
+    float *x = &s[size_t(r * nb)];
+    double &m = row[p.v], &l = row[p.v + 1], &bad = row[p.v + 2], top = m;
+    for (int64_t jj = 0; jj < nb; ++jj) {
+      if (std::isnan(x[jj]) || x[jj] == INFINITY)
+        bad = 1;
+      else
+        top = std::max(top, double(x[jj]));
+    }
+    if (top > m) {
+      double c = std::exp(m - top);
+      l *= c;
+      for (int64_t h = 0; h < p.v; ++h)
+        row[h] *= c;
+      m = top;
+    }
+    for (int64_t jj = 0; jj < nb; ++jj) {
+      bool skip = std::isnan(x[jj]) || x[jj] == INFINITY || m == -INFINITY;
+      double w = skip ? 0.0 : expOrZero(double(x[jj]) - m);
+      l += w;
+      x[jj] = float(w);
+    }
+  }
+  accumulate(s.data(), walkB.data(), count, nb, j0, p.v, scratch.data(), each,
+             tmp);
+}
+
+/// dS = P (dP - D) scale with P = exp(s - lse), dP = dO.V; dQ += dS.K.
+void Tile::gradQBlock(int64_t j0, int64_t nb) {
+  std::vector<bool> flows;
+  scores(j0, nb, &flows);
+  s2.resize(size_t(count * nb));
+  product(rowB.data(), walkB.data(), count, p.v, j0, nb, s2.data());
+  for (int64_t r = 0; r < count; ++r) {
+    const double *row = &scratch[size_t(r * each)];
+    for (int64_t jj = 0; jj < nb; ++jj) {
+      size_t i = size_t(r * nb + jj);
+      double pr = flows[i] ? expOrZero(double(s[i]) - row[p.e + 1]) : 0.0;
+      s[i] = pr == 0 ? 0.0f : float(pr * (s2[i] - row[p.e]) * p.scale);
+    }
+  }
+  accumulate(s.data(), walkA.data(), count, nb, j0, p.e, scratch.data(), each,
+             tmp);
+}
+
+/// For keys: dV += P^T.dO, dK += dS^T.Q, the queries walked.
+void Tile::gradKVBlock(int64_t j0, int64_t nb) {
+  std::vector<bool> flows;
+  scores(j0, nb, &flows);
+  s2.resize(size_t(count * nb));
+  product(rowB.data(), walkB.data(), count, p.v, j0, nb, s2.data());
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t jj = 0; jj < nb; ++jj) {
+      size_t i = size_t(r * nb + jj), q = size_t(j0 + jj);
+      double pr = expOrZero(double(s[i]) - walkLse[q]);
+      s[i] = float(pr);
+      s2[i] = pr == 0 || !flows[i]
+                  ? 0.0f
+                  : float(pr * (s2[i] - walkDelta[q]) * p.scale);
+    }
+  accumulate(s.data(), walkB.data(), count, nb, j0, p.v, scratch.data() + p.e,
+             each, tmp);
+  accumulate(s2.data(), walkA.data(), count, nb, j0, p.e, scratch.data(), each,
+             tmp);
+}
+
+void Tile::walk() {
+  packSides();
+  scratch.assign(size_t(count * each), 0.0);
+  for (int64_t r = 0; r < count; ++r) {
+    point[rowDim] = first + r;
+    attention::startRow(p, point, &scratch[size_t(r * each)]);
+  }
+  for (int64_t j0 = 0; j0 < walked; j0 += kBlock) {
+    int64_t nb = std::min(kBlock, walked - j0);
+    if (p.pass == Pass::Forward)
+      forwardBlock(j0, nb);
+    else if (p.pass == Pass::GradQ)
+      gradQBlock(j0, nb);
+    else
+      gradKVBlock(j0, nb);
+  }
+  point[walkDim] = 0;
+  for (int64_t r = 0; r < count; ++r) {
+    point[rowDim] = first + r;
+    attention::finishRow(p, point, &scratch[size_t(r * each)]);
+  }
+}
+
+} // namespace
+
 llvm::Error runAttention(const plan::Compute &c,
                          llvm::ArrayRef<const Tensor *> ins,
                          llvm::ArrayRef<Tensor *> outs) {
@@ -183,12 +430,15 @@ llvm::Error runAttention(const plan::Compute &c,
   if (!p)
     return p.takeError();
   const Problem &pr = *p;
-  int64_t rows = pr.space.outerPoints, tile = attention::kTile;
-  int64_t each = attention::rowScratch(pr);
-  tbb::parallel_for(int64_t(0), (rows + tile - 1) / tile, [&](int64_t t) {
-    std::vector<double> scratch(size_t(tile * each));
-    int64_t first = t * tile;
-    attention::runRows(pr, first, std::min(tile, rows - first), scratch.data());
+  // The row dim is the last outer dim: tiles of it within one batch point.
+  int32_t rowDim = pr.pass == Pass::GradKV ? pr.kDim : pr.qDim;
+  int64_t rows = pr.space.extents[rowDim];
+  int64_t tiles = (rows + kCpuTile - 1) / kCpuTile;
+  int64_t batches = rows ? pr.space.outerPoints / rows : 0;
+  tbb::parallel_for(int64_t(0), batches * tiles, [&](int64_t t) {
+    int64_t r0 = (t % tiles) * kCpuTile;
+    Tile tile(pr, (t / tiles) * rows + r0, std::min(kCpuTile, rows - r0));
+    tile.walk();
   });
   return llvm::Error::success();
 }
