@@ -15,7 +15,8 @@ For each, paxc compiles `--loss=mse --gradients` plans with the attention
 op (the default) and without it (--fuse-attention=false), on one device
 and on four with forced strategies (the heads split; seeded random splits
 of every op, the gradients' reduction dims included), and paxrun runs them
-on the same inputs. Every output (the block's output, the loss, every
+on the same inputs (one also on the CUDA backend's row kernels, run on the
+host: --backend=cuda-emulated). Every output (the block's output, the loss, every
 weight's gradient) of every fused plan must equal the unfused one-device
 run within 1e-6 of the tensor's largest magnitude; rows that are fully
 masked are left out of the gradient check of `sdpa` (the unfused softmax's
@@ -205,6 +206,11 @@ def plans(out, name):
                  f"--seed={seed}", "-o", forced])
             result.append((f"4 devices, {pattern} {seed}",
                            ["--gpus=4", f"--strategy={forced}"], fuse))
+    # The CUDA backend's row kernels (forward and both gradients), run on
+    # the host.
+    result.append(("4 devices, random 1, cuda-emulated",
+                   ["--gpus=4", f"--strategy={out}/{name}_true_random1.json"],
+                   "true", ["--backend=cuda-emulated"]))
     return base, result
 
 
@@ -239,10 +245,11 @@ def check(out):
         for v in variants:
             label, flags = v[0], v[1]
             fuse = v[2] if len(v) > 2 else "true"
-            plan = f"{out}/{name}_{len(label)}_{fuse}.paxplan"
+            plan = f"{out}/{name}_{label.replace(' ', '_').replace(',', '')}_{fuse}.paxplan"
             run(["paxc", *base, *flags, f"--fuse-attention={fuse}", "-o", plan])
             dst = f"{out}/{name}_{label.replace(' ', '_').replace(',', '')}_{fuse}"
-            run(["paxrun", plan, "--inputs", data, "--outputs", dst])
+            run(["paxrun", plan, "--inputs", data, "--outputs", dst,
+                 *(v[3] if len(v) > 3 else [])])
             worst = max(worst, compare(name, f"{label} fuse={fuse}",
                                        outputs(dst), want, name == "sdpa"))
         print(f"{name}: {len(variants)} plans equal the unfused one-device "
