@@ -40,6 +40,11 @@ llvm::Error compileAccess(const plan::Compute &c, const plan::Access &access,
                                   /*fullFromZero=*/true);
   if (!m)
     return m.takeError();
+  // Rows are read at one index plus head steps: the map must stay inside
+  // the tensor everywhere.
+  if (!m->isLinear())
+    return computeError(c, what + " is not read through plain dims inside "
+                                  "the tensor");
   a.data = const_cast<uint8_t *>(t->data.data());
   a.type = int32_t(t->dtype);
   a.map = m->flatMap();
