@@ -66,6 +66,10 @@ def refused(r):
 
 def peak_ratio(text):
     """The cost model's peak over the peak paxrun measured (its run line)."""
+    exact = re.search(r"the cost model's peak [0-9.]+ MiB \(([0-9.]+)x the "
+                      r"measured\)", text)
+    if exact:
+        return float(exact.group(1))
     m = re.search(r"peak buffers ([0-9.]+) MiB per device.*the cost model's "
                   r"peak ([0-9.]+) MiB", text)
     return float(m.group(2)) / float(m.group(1)) if m and float(m.group(1)) else 0.0

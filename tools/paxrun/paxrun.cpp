@@ -1024,8 +1024,10 @@ int main(int argc, char **argv) {
       instructions, plan->devices(), double(peak) / (1 << 20),
       double(arena) / (1 << 20));
   if (predictedPeak > 0)
-    llvm::outs() << llvm::formatv("; the cost model's peak {0:F2} MiB",
-                                  double(predictedPeak) / (1 << 20));
+    llvm::outs() << llvm::formatv(
+        "; the cost model's peak {0:F2} MiB ({1:F3}x the measured)",
+        double(predictedPeak) / (1 << 20),
+        double(predictedPeak) / double(std::max<int64_t>(peak, 1)));
   llvm::outs() << "\n";
   int status = 0;
   if (commStats) {
