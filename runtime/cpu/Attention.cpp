@@ -265,6 +265,7 @@ struct Tile {
   void scores(int64_t j0, int64_t nb, std::vector<bool> *flows);
   void editRow(int64_t r, int64_t j0, int64_t nb, float *x,
                std::vector<bool> *flows);
+  void gradientScores(int64_t j0, int64_t nb, std::vector<bool> &flows);
   void forwardBlock(int64_t j0, int64_t nb);
   void gradQBlock(int64_t j0, int64_t nb);
   void gradKVBlock(int64_t j0, int64_t nb);
@@ -364,12 +365,18 @@ void Tile::forwardBlock(int64_t j0, int64_t nb) {
              tmp);
 }
 
-/// dS = P (dP - D) scale with P = exp(s - lse), dP = dO.V; dQ += dS.K.
-void Tile::gradQBlock(int64_t j0, int64_t nb) {
-  std::vector<bool> flows;
+/// The gradients' scores of the block (s, with where they flow) and
+/// dP = dO.V (s2): row side against walked side either way.
+void Tile::gradientScores(int64_t j0, int64_t nb, std::vector<bool> &flows) {
   scores(j0, nb, &flows);
   s2.resize(size_t(count * nb));
   product(rowB.data(), walkB.data(), count, p.v, j0, nb, s2.data());
+}
+
+/// dS = P (dP - D) scale with P = exp(s - lse), dP = dO.V; dQ += dS.K.
+void Tile::gradQBlock(int64_t j0, int64_t nb) {
+  std::vector<bool> flows;
+  gradientScores(j0, nb, flows);
   for (int64_t r = 0; r < count; ++r) {
     const double *row = &scratch[size_t(r * each)];
     for (int64_t jj = 0; jj < nb; ++jj) {
@@ -385,9 +392,7 @@ void Tile::gradQBlock(int64_t j0, int64_t nb) {
 /// For keys: dV += P^T.dO, dK += dS^T.Q, the queries walked.
 void Tile::gradKVBlock(int64_t j0, int64_t nb) {
   std::vector<bool> flows;
-  scores(j0, nb, &flows);
-  s2.resize(size_t(count * nb));
-  product(rowB.data(), walkB.data(), count, p.v, j0, nb, s2.data());
+  gradientScores(j0, nb, flows);
   for (int64_t r = 0; r < count; ++r)
     for (int64_t jj = 0; jj < nb; ++jj) {
       size_t i = size_t(r * nb + jj), q = size_t(j0 + jj);
