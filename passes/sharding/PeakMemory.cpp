@@ -76,7 +76,11 @@ private:
   /// The step's end: each update moved in turn to where it is kept (its
   /// computed block freed after the move), partial sums returned reduced.
   void leaveReturns();
-  void readOperand(size_t i, unsigned k, const TensorLayout &to, bool all);
+  bool readOperand(size_t i, unsigned k, const TensorLayout &to, bool all);
+  /// The blocks of op \p i's operands that only moved copies read and that
+  /// die at \p i: freed once the moves are done, before \p i's results.
+  std::vector<double> movedAway(size_t i, llvm::ArrayRef<bool> copied,
+                                const llvm::DenseMap<const Value *, size_t> &lastUse);
 
   const Module &m;
   llvm::ArrayRef<Config> configs;
@@ -120,8 +124,9 @@ bool Peak::gathers(const Value *v, const TensorLayout &to) const {
 }
 
 /// Operand \p k of op \p i, read in layout \p to (\p all: the op runs
-/// on every device): a moved copy while the op runs, where it needs one.
-void Peak::readOperand(size_t i, unsigned k, const TensorLayout &to, bool all) {
+/// on every device): a moved copy while the op runs, where it needs one;
+/// whether it made one.
+bool Peak::readOperand(size_t i, unsigned k, const TensorLayout &to, bool all) {
   const Value *v = m.main.ops[i]->operands[k].value;
   bool copy = false;
   if (v->kind == Value::Kind::Result) {
@@ -133,6 +138,26 @@ void Peak::readOperand(size_t i, unsigned k, const TensorLayout &to, bool all) {
   }
   if (copy)
     add(extra, {to, all, bytesOf(to, v->type)}, 1);
+  return copy;
+}
+
+std::vector<double>
+Peak::movedAway(size_t i, llvm::ArrayRef<bool> copied,
+                const llvm::DenseMap<const Value *, size_t> &lastUse) {
+  std::vector<double> freed(size_t(n), 0);
+  const Op &op = *m.main.ops[i];
+  llvm::DenseSet<const Value *> direct, done;
+  for (unsigned k = 0; k < op.operands.size(); ++k)
+    if (!copied[k])
+      direct.insert(op.operands[k].value);
+  for (unsigned k = 0; k < op.operands.size(); ++k) {
+    const Value *v = op.operands[k].value;
+    auto it = results.find(v);
+    if (copied[k] && !direct.count(v) && it != results.end() &&
+        lastUse.lookup(v) == i && done.insert(v).second)
+      add(freed, it->second, 1);
+  }
+  return freed;
 }
 
 void Peak::planLoads() {
@@ -220,8 +245,15 @@ double Peak::run() {
     std::fill(extra.begin(), extra.end(), 0);
     for (const Held *h : starts[i])
       add(live, *h, 1);
+    llvm::SmallVector<bool, 8> copied;
     for (unsigned k = 0; k < op.operands.size(); ++k)
-      readOperand(i, k, placed(operandLayout(op, c, k), i), all);
+      copied.push_back(
+          readOperand(i, k, placed(operandLayout(op, c, k), i), all));
+    // The moves run first, sources and copies both held; a source that
+    // only moves read is freed before the op's results are made.
+    for (size_t d = 0; d < size_t(n); ++d)
+      peak[d] = std::max(peak[d], live[d] + extra[d]);
+    std::vector<double> freed = movedAway(i, copied, lastUse);
     for (unsigned r = 0; r < op.results.size(); ++r) {
       const Value *v = op.results[r].value.get();
       TensorLayout l = placed(resultLayout(op, c, r), i);
@@ -230,7 +262,7 @@ double Peak::run() {
       results[v] = h;
     }
     for (size_t d = 0; d < size_t(n); ++d)
-      peak[d] = std::max(peak[d], live[d] + extra[d]);
+      peak[d] = std::max(peak[d], live[d] - freed[d] + extra[d]);
     // Values whose last reader this was, and results no one reads, die.
     for (const Operand &o : op.operands)
       if (auto it = results.find(o.value);
