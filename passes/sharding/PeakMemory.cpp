@@ -79,8 +79,11 @@ private:
   bool readOperand(size_t i, unsigned k, const TensorLayout &to, bool all);
   /// The blocks of op \p i's operands that only moved copies read and that
   /// die at \p i: freed once the moves are done, before \p i's results.
-  std::vector<double> movedAway(size_t i, llvm::ArrayRef<bool> copied,
-                                const llvm::DenseMap<const Value *, size_t> &lastUse);
+  void release(const Op &op, size_t i,
+               const llvm::DenseMap<const Value *, size_t> &lastUse);
+  std::vector<double>
+  movedAway(size_t i, llvm::ArrayRef<bool> copied,
+            const llvm::DenseMap<const Value *, size_t> &lastUse);
 
   const Module &m;
   llvm::ArrayRef<Config> configs;
@@ -221,6 +224,23 @@ void Peak::leaveReturns() {
     peak[d] = std::max(peak[d], live[d] + extra[d] + turn[d]);
 }
 
+/// After op \p i: values whose last reader it was, and its results no one
+/// reads, die.
+void Peak::release(const Op &op, size_t i,
+                   const llvm::DenseMap<const Value *, size_t> &lastUse) {
+  for (const Operand &o : op.operands)
+    if (auto it = results.find(o.value);
+        it != results.end() && lastUse.lookup(o.value) == i) {
+      add(live, it->second, -1);
+      results.erase(it);
+    }
+  for (const Result &r : op.results)
+    if (!lastUse.count(r.value.get())) {
+      add(live, results[r.value.get()], -1);
+      results.erase(r.value.get());
+    }
+}
+
 double Peak::run() {
   const Func &f = m.main;
   findKept();
@@ -263,20 +283,9 @@ double Peak::run() {
     }
     for (size_t d = 0; d < size_t(n); ++d)
       peak[d] = std::max(peak[d], live[d] - freed[d] + extra[d]);
-    // Values whose last reader this was, and results no one reads, die.
-    for (const Operand &o : op.operands)
-      if (auto it = results.find(o.value);
-          it != results.end() && lastUse.lookup(o.value) == i) {
-        add(live, it->second, -1);
-        results.erase(it);
-      }
+    release(op, i, lastUse);
     for (const Held *h : ends[i])
       add(live, *h, -1);
-    for (const Result &r : op.results)
-      if (!lastUse.count(r.value.get())) {
-        add(live, results[r.value.get()], -1);
-        results.erase(r.value.get());
-      }
   }
   leaveReturns();
   return *std::max_element(peak.begin(), peak.end());
