@@ -982,6 +982,12 @@ void NodeContext::setConstant(unsigned i, ConstTensor t) {
   imp.slots[node.output(i)] = std::move(s);
 }
 
+Value *NodeContext::emit(std::unique_ptr<Op> op) {
+  Value *first = op->results.empty() ? nullptr : op->results[0].value.get();
+  imp.module->main.ops.push_back(std::move(op));
+  return first;
+}
+
 void NodeContext::forward(unsigned i, unsigned input) {
   Slot copy = *imp.slot(node.input(input));
   // The same data under another name: share the IR value if there is one.

@@ -107,6 +107,9 @@ public:
   /// (the others are the op's own, as attention's log-sum-exp).
   llvm::Error finish(std::unique_ptr<Op> op,
                      std::optional<unsigned> bound = std::nullopt);
+  /// Adds \p op, an intermediate step of the node (bound to no output),
+  /// to the function; returns its first result.
+  Value *emit(std::unique_ptr<Op> op);
   /// Binds output \p i to known values.
   void setConstant(unsigned i, ConstTensor t);
   /// Binds output \p i to the same data as input \p input (Identity).
