@@ -414,6 +414,9 @@ void Fuser::replace(Chain &c, Op &softmax) {
                                                          c.scores.end() - 1)},
                 rows);
   op->attrs["name"] = attentionName(softmax.name());
+  // The source node whose output the op writes (--emit=onnx-sharded).
+  if (!c.pv->name().empty())
+    op->attrs["onnx_node"] = c.pv->name().str();
   op->attrs["scale"] = float(c.scale);
   if (!c.kinds.empty())
     op->attrs["masks"] = c.kinds;

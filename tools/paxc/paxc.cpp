@@ -619,6 +619,22 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
   return llvm::Error::success();
 }
 
+/// The last op each source node became, by the node's name: an op fused
+/// from several nodes (attention) stands for the node named by its
+/// `onnx_node`, whose output it writes.
+static llvm::StringMap<size_t> lastOpOfNodes(const Module &m) {
+  llvm::StringMap<size_t> last;
+  for (size_t i = 0; i < m.main.ops.size(); ++i) {
+    const Op &op = *m.main.ops[i];
+    auto node = op.attrs.find("onnx_node");
+    const auto *s = node == op.attrs.end()
+                        ? nullptr
+                        : std::get_if<std::string>(&node->second);
+    last[s ? llvm::StringRef(*s) : op.name()] = i;
+  }
+  return last;
+}
+
 /// --emit=onnx-sharded: the source model, each node that became ops of the
 /// IR annotated with the sharding of its outputs: those of the node's last
 /// op, reduced (the layout the consumers read it in).
@@ -631,19 +647,18 @@ static llvm::Error writeOnnxSharded(const Module &m, const StrategyReport &r,
   for (const onnx::NodeProto &n : model->graph().node())
     outputsOf[n.name().empty() && n.output_size() ? n.output(0) : n.name()] =
         n.output_size();
-  llvm::StringMap<size_t> last;
-  for (size_t i = 0; i < m.main.ops.size(); ++i)
-    last[m.main.ops[i]->name()] = i;
+  llvm::StringMap<size_t> last = lastOpOfNodes(m);
   llvm::DenseSet<const Op *> everywhere = constantOps(m);
   std::vector<OutputSharding> outputs;
   size_t nodes = 0;
   for (const auto &entry : last) {
     auto it = outputsOf.find(entry.getKey());
     const Op &op = *m.main.ops[entry.getValue()];
-    if (it == outputsOf.end() || int(op.results.size()) != it->second)
+    if (it == outputsOf.end() || int(op.results.size()) < it->second ||
+        (int(op.results.size()) > it->second && !op.attrs.count("onnx_node")))
       continue;
     ++nodes;
-    for (unsigned k = 0; k < op.results.size(); ++k) {
+    for (unsigned k = 0; k < unsigned(it->second); ++k) {
       const TensorType &t = op.results[k].value->type;
       TensorSharding s;
       if (everywhere.contains(&op)) {

@@ -6,7 +6,7 @@
 // CHECK-LABEL: module @fused
 // CHECK:      %0, %1 = compute "attention" iter [b0: 2 par, q: 4 par, k: 4 red]
 // CHECK-NEXT:     ins(%q[b0, q, *], %k[b0, k, *], %v[b0, k, *], @causal[q, k])
-// CHECK-NEXT:     outs([b0, q, *] : tensor<2x4x8xf32>, [b0, q] : tensor<2x4xf32>) {fills = [-1e+09], masks = [2], name = "attn/Attention", scale = 0.25}
+// CHECK-NEXT:     outs([b0, q, *] : tensor<2x4x8xf32>, [b0, q] : tensor<2x4xf32>) {fills = [-1e+09], masks = [2], name = "attn/Attention", onnx_node = "attn/MatMul_1", scale = 0.25}
 // CHECK-NEXT: return %0
 module @fused {
   const @causal : tensor<4x4xi1> = dense<[1, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1]>
