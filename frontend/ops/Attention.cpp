@@ -12,6 +12,11 @@ using Shape4 = llvm::SmallVector<int64_t, 4>;
 /// What of ONNX's Attention (opset 23) the attention op does not cover:
 /// an error naming it, or success.
 llvm::Error unsupportedAttention(NodeContext &ctx) {
+  // The ONNX library paxc links may predate Attention (opset 23), so its
+  // schema's arity is checked here.
+  if (!ctx.hasInput(0) || !ctx.hasInput(1) || !ctx.hasInput(2) ||
+      ctx.numOutputs() < 1 || ctx.proto().output(0).empty())
+    return ctx.error("needs inputs Q, K and V and output Y");
   for (unsigned i = 0; i < 3; ++i)
     if (ctx.rank(i) != 3 && ctx.rank(i) != 4)
       return ctx.error("Q, K and V must have rank 4 [batch, heads, sequence, "
