@@ -44,6 +44,33 @@ if "--gqa-grad" in sys.argv:
     onnx.save(model, sys.argv[1])
     sys.exit(0)
 
+if "--bad" in sys.argv:
+    # One Attention node paxc refuses (argv[3] says why), written to argv[1].
+    kind = sys.argv[sys.argv.index("--bad") + 1]
+    f = TensorProto.FLOAT
+    shapes = {"q": [1, 2, 4, 4], "k": [1, 2, 4, 4], "v": [1, 2, 4, 4],
+              "p": [1, 2, 2, 4]}
+    ins, attrs, outs = ["q", "k", "v"], {}, ["y"]
+    if kind == "past":
+        ins += ["", "p", "p"]
+    elif kind == "qk":
+        outs += ["", "", "qk"]
+    elif kind == "heads":
+        shapes["q"] = [1, 8, 4]
+    elif kind == "mask":
+        shapes["m"] = [3, 4]
+        ins.append("m")
+    node = helper.make_node("Attention", ins, outs, name="bad", **attrs)
+    graph = helper.make_graph(
+        [node], "bad",
+        [helper.make_tensor_value_info(n, f, shapes[n])
+         for n in dict.fromkeys(i for i in ins if i)],
+        [helper.make_tensor_value_info(o, f, None) for o in outs if o])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10
+    onnx.save(model, sys.argv[1])
+    sys.exit(0)
+
 out = ort_case.output_dir()
 rng = np.random.default_rng(3)
 B, H, S, L, D = 2, 4, 8, 6, 4
