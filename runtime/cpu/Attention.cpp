@@ -237,6 +237,28 @@ void accumulate(const float *wts, const float *b, int64_t rows, int64_t nb,
       acc[r * stride + h] += tmp[size_t(r * w + h)];
 }
 
+/// The walked side of one batch point (keys; queries for dK, dV), packed
+/// once for all its tiles: K (Q), V (dO), and dK/dV's queries' log-sum-exp
+/// and D.
+struct Walked {
+  std::vector<float> a, b, lse, delta;
+
+  /// Packs the walked side of the batch point of outer point \p outer.
+  Walked(const Problem &p, int64_t outer) {
+    bool kv = p.pass == Pass::GradKV;
+    int32_t walkDim = kv ? p.qDim : p.kDim;
+    int64_t walked = p.space.extents[walkDim];
+    int64_t point[flat::kMaxDims] = {};
+    flat::setOuter(p.space, outer, point);
+    pack(kv ? p.q : p.k, point, walkDim, 0, walked, p.e, a);
+    pack(kv ? p.dout : p.val, point, walkDim, 0, walked, p.v, b);
+    if (kv) {
+      pack(p.lse, point, walkDim, 0, walked, 1, lse);
+      pack(p.delta, point, walkDim, 0, walked, 1, delta);
+    }
+  }
+};
+
 /// One task: rows [first, first + count) of one batch point (queries;
 /// keys for dK, dV) against every row of the walked side (keys; queries),
 /// block by block. Each row's scratch has attention::rowScratch's layout.
@@ -246,15 +268,16 @@ struct Tile {
   int32_t rowDim, walkDim;
   int64_t first = 0, count, walked, each;
   int64_t point[flat::kMaxDims] = {};
-  /// Row side: Q (K) and dO (V); walked side: K (Q) and V (dO), and dK/dV's
-  /// queries' log-sum-exp and D.
-  std::vector<float> rowA, rowB, walkA, walkB, walkLse, walkDelta, s, s2, tmp;
+  /// Row side: Q (K) and dO (V); the walked side, shared.
+  std::vector<float> rowA, rowB, s, s2, tmp;
+  const std::vector<float> &walkA, &walkB, &walkLse, &walkDelta;
   std::vector<double> scratch;
 
-  Tile(const Problem &p, int64_t outer, int64_t count)
+  Tile(const Problem &p, const Walked &w, int64_t outer, int64_t count)
       : p(p), kv(p.pass == Pass::GradKV), rowDim(kv ? p.kDim : p.qDim),
         walkDim(kv ? p.qDim : p.kDim), count(count),
-        walked(p.space.extents[walkDim]), each(attention::rowScratch(p)) {
+        walked(p.space.extents[walkDim]), each(attention::rowScratch(p)),
+        walkA(w.a), walkB(w.b), walkLse(w.lse), walkDelta(w.delta) {
     flat::setOuter(p.space, outer, point);
     first = point[rowDim];
   }
@@ -274,14 +297,8 @@ struct Tile {
 
 void Tile::packSides() {
   pack(kv ? p.k : p.q, point, rowDim, first, count, p.e, rowA);
-  pack(kv ? p.q : p.k, point, walkDim, 0, walked, p.e, walkA);
-  pack(kv ? p.dout : p.val, point, walkDim, 0, walked, p.v, walkB);
   if (p.pass != Pass::Forward)
     pack(kv ? p.val : p.dout, point, rowDim, first, count, p.v, rowB);
-  if (kv) {
-    pack(p.lse, point, walkDim, 0, walked, 1, walkLse);
-    pack(p.delta, point, walkDim, 0, walked, 1, walkDelta);
-  }
 }
 
 /// A row's scores of the block from j0, scaled and edited as
@@ -445,10 +462,14 @@ llvm::Error runAttention(const plan::Compute &c,
   int64_t rows = pr.space.extents[rowDim];
   int64_t tiles = (rows + kCpuTile - 1) / kCpuTile;
   int64_t batches = rows ? pr.space.outerPoints / rows : 0;
-  tbb::parallel_for(int64_t(0), batches * tiles, [&](int64_t t) {
-    int64_t r0 = (t % tiles) * kCpuTile;
-    Tile tile(pr, (t / tiles) * rows + r0, std::min(kCpuTile, rows - r0));
-    tile.walk();
+  // Each batch point's walked side is packed once, its tiles in parallel.
+  tbb::parallel_for(int64_t(0), batches, [&](int64_t b) {
+    Walked w(pr, b * rows);
+    tbb::parallel_for(int64_t(0), tiles, [&](int64_t t) {
+      int64_t r0 = t * kCpuTile;
+      Tile tile(pr, w, b * rows + r0, std::min(kCpuTile, rows - r0));
+      tile.walk();
+    });
   });
   return llvm::Error::success();
 }
