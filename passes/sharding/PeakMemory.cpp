@@ -5,6 +5,9 @@
 #include "passes/sharding/Reshard.h"
 #include "passes/sharding/Solve.h"
 
+#include "ir/Layout.h"
+#include "ir/Reach.h"
+
 #include "llvm/ADT/DenseMap.h"
 
 #include <map>
@@ -41,19 +44,31 @@ private:
                                       : offsetOf(offsets, i));
   }
   /// A block's bytes as the plan's arena holds them (64-byte aligned).
-  static double bytesOf(const TensorLayout &l, const TensorType &t) {
-    int64_t bytes = l.blockElements(t) * int64_t(dtypeBytes(t.elem));
+  static double bytesOf(int64_t elements, const TensorType &t) {
+    int64_t bytes = elements * int64_t(dtypeBytes(t.elem));
     return double((bytes + 63) / 64 * 64);
   }
+  static double bytesOf(const TensorLayout &l, const TensorType &t) {
+    return bytesOf(l.blockElements(t), t);
+  }
+  static double bytesOf(const Box &b, const TensorType &t) {
+    return bytesOf(b.elements(), t);
+  }
+  /// One device's load of a box (the same box, the same buffer).
+  static std::string boxKey(int64_t device, const Box &b) {
+    std::string key = std::to_string(device) + ":";
+    for (size_t i = 0; i < b.lo.size(); ++i)
+      key += std::to_string(b.lo[i]) + "+" + std::to_string(b.size[i]) + ",";
+    return key;
+  }
+  /// The boxes of operand \p k of op \p i that its devices read (the
+  /// plan's buffers of a weight or an input), by device.
+  std::vector<std::pair<int64_t, Box>> readBoxes(size_t i, unsigned k) const;
   void add(std::vector<double> &to, const Held &h, double sign) {
     int64_t lo = h.everywhere ? 0 : h.layout.offset;
     int64_t hi = h.everywhere ? n : lo + h.layout.devices();
     for (int64_t d = std::max<int64_t>(0, lo); d < std::min(hi, n); ++d)
       to[size_t(d)] += sign * h.bytes;
-  }
-  /// One load of a weight: its layout (the same blocks, the same buffer).
-  static std::string keyOf(const TensorLayout &l, bool all) {
-    return l.str() + "@" + std::to_string(l.offset) + (all ? "*" : "");
   }
   /// Whether moving \p from to \p to makes a new buffer.
   bool moves(const TensorLayout &from, const TensorLayout &to,
@@ -76,14 +91,41 @@ private:
   /// The step's end: each update moved in turn to where it is kept (its
   /// computed block freed after the move), partial sums returned reduced.
   void leaveReturns();
-  bool readOperand(size_t i, unsigned k, const TensorLayout &to, bool all);
-  /// The blocks of op \p i's operands that only moved copies read and that
-  /// die at \p i: freed once the moves are done, before \p i's results.
+  /// Per device, the bytes of each buffer moving operand \p k of op \p i
+  /// to \p to makes, in order; none where it reads the block it has.
+  using Buffers = std::vector<std::vector<double>>;
+  Buffers operandMoves(size_t i, unsigned k, const TensorLayout &to,
+                       bool all) const;
+  /// The buffers of planReshard's moves from \p from to \p to, as
+  /// insert-collectives makes them: one per step, in the layout the plan
+  /// passes through.
+  Buffers moveBuffers(const TensorLayout &from, const TensorLayout &to,
+                      const TensorType &t) const;
+  /// Per device, the bytes of the block of \p digits (numbered from
+  /// \p offset) with \p halo around it.
+  std::vector<double> blockBytes(llvm::ArrayRef<Digit> digits, int64_t offset,
+                                 const TensorType &t,
+                                 llvm::ArrayRef<int64_t> halo) const;
+  /// Op \p i's operand moves, one after the other: each step's buffer
+  /// and the one before it held at once, each operand's last buffer kept
+  /// for the op; a source that dies at \p i and that only moves read is
+  /// freed after the first step of the last. Returns the sources freed.
+  std::vector<double>
+  readOperands(size_t i, const Config &c, bool all,
+               const llvm::DenseMap<const Value *, size_t> &lastUse);
+  /// Per device, the bytes operand \p v of op \p i moves from where op \p i
+  /// is their last reader: a result's, or an updated global's kept blocks.
+  std::vector<double>
+  dyingSource(size_t i, const Value *v,
+              const llvm::DenseMap<const Value *, size_t> &lastUse);
+  /// Per device, the blocks of updated global \p v as it is kept.
+  std::vector<std::pair<int64_t, Box>> keptBoxes(const Value *v) const;
+  /// After op \p i: values whose last reader it was, and its results no
+  /// one reads, die.
   void release(const Op &op, size_t i,
                const llvm::DenseMap<const Value *, size_t> &lastUse);
-  std::vector<double>
-  movedAway(size_t i, llvm::ArrayRef<bool> copied,
-            const llvm::DenseMap<const Value *, size_t> &lastUse);
+  /// The peak so far against live + extra + \p more - \p less.
+  void raisePeak(llvm::ArrayRef<double> more, llvm::ArrayRef<double> less);
 
   const Module &m;
   llvm::ArrayRef<Config> configs;
@@ -126,40 +168,160 @@ bool Peak::gathers(const Value *v, const TensorLayout &to) const {
                       });
 }
 
-/// Operand \p k of op \p i, read in layout \p to (\p all: the op runs
-/// on every device): a moved copy while the op runs, where it needs one;
-/// whether it made one.
-bool Peak::readOperand(size_t i, unsigned k, const TensorLayout &to, bool all) {
+Peak::Buffers Peak::operandMoves(size_t i, unsigned k, const TensorLayout &to,
+                                 bool all) const {
   const Value *v = m.main.ops[i]->operands[k].value;
-  bool copy = false;
+  const TensorLayout *from = nullptr;
   if (v->kind == Value::Kind::Result) {
     auto it = results.find(v);
-    copy = it != results.end() && !it->second.everywhere &&
-           moves(it->second.layout, to, v->type);
-  } else if (v->kind == Value::Kind::Global) {
-    copy = gathers(v, to);
+    if (it != results.end() && !it->second.everywhere)
+      from = &it->second.layout;
+  } else if (v->kind == Value::Kind::Global && gathers(v, to)) {
+    from = &kept.find(v)->second;
   }
-  if (copy)
-    add(extra, {to, all, bytesOf(to, v->type)}, 1);
-  return copy;
+  if (!from || !moves(*from, to, v->type))
+    return {};
+  if (!all)
+    return moveBuffers(*from, to, v->type);
+  // An op computed everywhere reads its copy on every device.
+  return {std::vector<double>(size_t(n), bytesOf(to, v->type))};
+}
+
+Peak::Buffers Peak::moveBuffers(const TensorLayout &from,
+                                const TensorLayout &to,
+                                const TensorType &t) const {
+  ReshardTrace trace;
+  auto steps = planReshard(from, to, t, perNode, false, &trace);
+  Buffers out;
+  std::vector<int64_t> halo(2 * t.rank(), 0);
+  if (trace.pointToPoint) {
+    if (steps.size() == 2) // the partial sums reduced first
+      out.push_back(
+          blockBytes(reducedLayout(from).digits, from.offset, t, halo));
+    llvm::SmallVector<Digit, 8> target = to.digits;
+    for (Digit &d : target)
+      if (to.irregular && d.role == Digit::Role::Split)
+        d = Digit{d.size, Digit::Role::Replicated, -1, 0};
+    if (!to.irregular)
+      for (size_t d = 0; d < t.rank(); ++d)
+        halo[2 * d] = to.haloLo[d], halo[2 * d + 1] = to.haloHi[d];
+    out.push_back(blockBytes(target, to.offset, t, halo));
+    return out;
+  }
+  for (size_t s = 0; s < steps.size(); ++s) {
+    if (steps[s].kind == ReshardStep::Kind::Halo) {
+      int dim = to.digits[steps[s].digits[0]].tensorDim;
+      halo[2 * dim] = to.haloLo[dim];
+      halo[2 * dim + 1] = to.haloHi[dim];
+    }
+    out.push_back(blockBytes(trace.after[s], from.offset, t, halo));
+  }
+  return out;
+}
+
+std::vector<double> Peak::blockBytes(llvm::ArrayRef<Digit> digits,
+                                     int64_t offset, const TensorType &t,
+                                     llvm::ArrayRef<int64_t> halo) const {
+  std::vector<double> out(size_t(n), 0);
+  LayoutAttr l{std::vector<Digit>(digits.begin(), digits.end())};
+  for (int64_t d = 0; d < l.devices() && offset + d < n; ++d) {
+    auto b = l.block(t.shape, d);
+    int64_t elements = 1;
+    if (!b) { // blocks that do not divide: count the whole tensor
+      llvm::consumeError(b.takeError());
+      elements = t.numel();
+    } else if (!b->held) {
+      continue;
+    } else {
+      for (size_t i = 0; i < t.rank(); ++i)
+        elements *=
+            std::min(t.shape[i], b->lo[i] + b->size[i] + halo[2 * i + 1]) -
+            std::max<int64_t>(0, b->lo[i] - halo[2 * i]);
+    }
+    int64_t bytes = elements * int64_t(dtypeBytes(t.elem));
+    out[size_t(offset + d)] = double((bytes + 63) / 64 * 64);
+  }
+  return out;
+}
+
+void Peak::raisePeak(llvm::ArrayRef<double> more, llvm::ArrayRef<double> less) {
+  for (size_t d = 0; d < size_t(n); ++d)
+    peak[d] = std::max(peak[d], live[d] + extra[d] + more[d] - less[d]);
 }
 
 std::vector<double>
-Peak::movedAway(size_t i, llvm::ArrayRef<bool> copied,
-                const llvm::DenseMap<const Value *, size_t> &lastUse) {
-  std::vector<double> freed(size_t(n), 0);
+Peak::dyingSource(size_t i, const Value *v,
+                  const llvm::DenseMap<const Value *, size_t> &lastUse) {
+  std::vector<double> out(size_t(n), 0);
+  if (auto it = results.find(v); it != results.end()) {
+    if (lastUse.lookup(v) == i)
+      add(out, it->second, 1);
+    return out;
+  }
+  if (v->kind != Value::Kind::Global || !kept.count(v))
+    return out;
+  for (auto &[device, box] : keptBoxes(v)) {
+    auto load = loads.find({v, boxKey(device, box)});
+    if (load != loads.end() && load->second.last == i)
+      out[size_t(device)] += load->second.held.bytes;
+  }
+  return out;
+}
+
+std::vector<std::pair<int64_t, Box>> Peak::keptBoxes(const Value *v) const {
+  const TensorLayout &l = kept.find(v)->second;
+  LayoutAttr attr{std::vector<Digit>(l.digits.begin(), l.digits.end())};
+  std::vector<std::pair<int64_t, Box>> out;
+  for (int64_t d = 0; d < l.devices() && l.offset + d < n; ++d) {
+    auto block = attr.block(v->type.shape, d);
+    if (!block) { // checked when the plan is made
+      llvm::consumeError(block.takeError());
+      continue;
+    }
+    Box box{{block->lo.begin(), block->lo.end()},
+            {block->size.begin(), block->size.end()},
+            !block->held};
+    if (box.elements() > 0)
+      out.push_back({l.offset + d, std::move(box)});
+  }
+  return out;
+}
+
+std::vector<double>
+Peak::readOperands(size_t i, const Config &c, bool all,
+                   const llvm::DenseMap<const Value *, size_t> &lastUse) {
   const Op &op = *m.main.ops[i];
-  llvm::DenseSet<const Value *> direct, done;
-  for (unsigned k = 0; k < op.operands.size(); ++k)
-    if (!copied[k])
+  std::vector<Buffers> moved;
+  llvm::DenseSet<const Value *> direct;
+  llvm::DenseMap<const Value *, unsigned> lastMove;
+  for (unsigned k = 0; k < op.operands.size(); ++k) {
+    moved.push_back(
+        operandMoves(i, k, placed(operandLayout(op, c, k), i), all));
+    if (moved.back().empty())
       direct.insert(op.operands[k].value);
+    else
+      lastMove[op.operands[k].value] = k;
+  }
+  std::vector<double> freed(size_t(n), 0), none(size_t(n), 0);
   for (unsigned k = 0; k < op.operands.size(); ++k) {
     const Value *v = op.operands[k].value;
-    auto it = results.find(v);
-    if (copied[k] && !direct.count(v) && it != results.end() &&
-        lastUse.lookup(v) == i && done.insert(v).second)
-      add(freed, it->second, 1);
+    std::vector<double> dies = lastMove.lookup(v) == k && !direct.count(v)
+                                   ? dyingSource(i, v, lastUse)
+                                   : none;
+    const std::vector<double> *before = &none;
+    for (const std::vector<double> &buffer : moved[k]) {
+      std::vector<double> both = buffer;
+      for (size_t d = 0; d < size_t(n); ++d)
+        both[d] += (*before)[d];
+      raisePeak(both, freed);
+      for (size_t d = 0; d < size_t(n) && before == &none; ++d)
+        freed[d] += dies[d]; // its last reader has read it
+      before = &buffer;
+    }
+    for (size_t d = 0; d < size_t(n) && before != &none; ++d)
+      extra[d] += (*before)[d];
   }
+  raisePeak(none, freed);
   return freed;
 }
 
@@ -168,27 +330,49 @@ void Peak::planLoads() {
   // A repeated inference run keeps its weights; a training step's load
   // from its first reader to its last.
   bool persistent = !m.isTrainingStep();
+  auto load = [&](const Value *v, std::string key, Held held, size_t i) {
+    bool input = v->kind == Value::Kind::Argument;
+    auto [it, fresh] = loads.try_emplace(
+        {v, std::move(key)}, Load{std::move(held), input ? 0 : i, i});
+    it->second.last = i;
+    if (persistent && !input)
+      it->second.first = 0, it->second.last = f.ops.size();
+  };
   for (size_t i = 0; i < f.ops.size(); ++i) {
     const Op &op = *f.ops[i];
     Config c = configOf(i);
-    bool all = constants.count(&op) > 0;
     for (unsigned k = 0; k < op.operands.size(); ++k) {
       const Value *v = op.operands[k].value;
       if (v->kind == Value::Kind::Result)
         continue;
       TensorLayout l = placed(operandLayout(op, c, k), i);
-      bool whole = all;
-      if (v->kind == Value::Kind::Global && gathers(v, l))
-        l = kept.find(v)->second, whole = false; // the kept block
-      bool input = v->kind == Value::Kind::Argument;
-      auto [it, fresh] = loads.try_emplace(
-          {v, keyOf(l, whole)},
-          Load{{l, whole, bytesOf(l, v->type)}, input ? 0 : i, i});
-      it->second.last = i;
-      if (persistent && !input)
-        it->second.first = 0, it->second.last = f.ops.size();
+      bool gathered = v->kind == Value::Kind::Global && gathers(v, l);
+      for (auto &[device, box] : gathered ? keptBoxes(v) : readBoxes(i, k))
+        load(v, boxKey(device, box),
+             {placedAt(TensorLayout(), device), false, bytesOf(box, v->type)},
+             i);
     }
   }
+}
+
+std::vector<std::pair<int64_t, Box>> Peak::readBoxes(size_t i,
+                                                     unsigned k) const {
+  const Op &op = *m.main.ops[i];
+  bool all = constants.count(&op) > 0;
+  Config c = configOf(i);
+  int64_t at = placed(TensorLayout(), i).offset, devs = 1;
+  for (int64_t f : c)
+    devs *= f;
+  if (all)
+    devs = n;
+  std::vector<std::pair<int64_t, Box>> out;
+  const Operand &o = op.operands[k];
+  for (int64_t d = 0; d < devs && at + d < n; ++d) {
+    Box box = reachedBox(op, o.map, o.value->type, iterBlock(op, c, d));
+    if (box.elements() > 0)
+      out.push_back({at + d, std::move(box)});
+  }
+  return out;
 }
 
 void Peak::leaveReturns() {
@@ -265,15 +449,9 @@ double Peak::run() {
     std::fill(extra.begin(), extra.end(), 0);
     for (const Held *h : starts[i])
       add(live, *h, 1);
-    llvm::SmallVector<bool, 8> copied;
-    for (unsigned k = 0; k < op.operands.size(); ++k)
-      copied.push_back(
-          readOperand(i, k, placed(operandLayout(op, c, k), i), all));
-    // The moves run first, sources and copies both held; a source that
-    // only moves read is freed before the op's results are made.
-    for (size_t d = 0; d < size_t(n); ++d)
-      peak[d] = std::max(peak[d], live[d] + extra[d]);
-    std::vector<double> freed = movedAway(i, copied, lastUse);
+    // The moves run first; a source that only moves read is freed before
+    // the op's results are made.
+    std::vector<double> freed = readOperands(i, c, all, lastUse);
     for (unsigned r = 0; r < op.results.size(); ++r) {
       const Value *v = op.results[r].value.get();
       TensorLayout l = placed(resultLayout(op, c, r), i);
@@ -281,8 +459,7 @@ double Peak::run() {
       add(live, h, 1);
       results[v] = h;
     }
-    for (size_t d = 0; d < size_t(n); ++d)
-      peak[d] = std::max(peak[d], live[d] - freed[d] + extra[d]);
+    raisePeak(std::vector<double>(size_t(n), 0), freed);
     release(op, i, lastUse);
     for (const Held *h : ends[i])
       add(live, *h, -1);
