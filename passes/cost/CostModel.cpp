@@ -88,7 +88,8 @@ double CostModel::edgeSeconds(const TensorLayout &from,
                               const TensorLayout &reducedFrom,
                               const TensorLayout &to, const TensorType &t,
                               int64_t repeats) const {
-  double s = planSeconds(planReshard(from, to, t, cluster.gpusPerNode), repeats);
+  double s =
+      planSeconds(planReshard(from, to, t, cluster.gpusPerNode), repeats);
   if (mode == CostMode::Train && isFloat(t.elem))
     s += planSeconds(planReshard(to, reducedFrom, t, cluster.gpusPerNode,
                                  /*fromReplicatedIsPartial=*/true),
@@ -270,9 +271,9 @@ OpCost CostModel::costOf(const OpParts &p, OpChoice choice) const {
 OpMemory CostModel::memoryOf(const OpParts &p, OpChoice choice) const {
   OpMemory m;
   for (const WeightBlock &w : p.weights)
-    m.persistent += training() ? weightState(w.bytes, w.replicas, choice.zero,
-                                             &m.gathered)
-                               : w.bytes;
+    m.persistent +=
+        training() ? weightState(w.bytes, w.replicas, choice.zero, &m.gathered)
+                   : w.bytes;
   for (double bytes : p.results) {
     if (training())
       m.activation = std::max(m.activation, bytes);
@@ -281,8 +282,7 @@ OpMemory CostModel::memoryOf(const OpParts &p, OpChoice choice) const {
   return m;
 }
 
-OpCost CostModel::opCost(const Op &op, const Config &c,
-                         OpChoice choice) const {
+OpCost CostModel::opCost(const Op &op, const Config &c, OpChoice choice) const {
   return costOf(parts(op, c), choice);
 }
 
@@ -347,10 +347,20 @@ CostModel::pricedChoices(const Op &op, const Config &c) const {
   return out;
 }
 
-OpChoice CostModel::choose(const Op &op, const Config &c,
-                           double lambda) const {
+OpChoice CostModel::choose(const Op &op, const Config &c, double lambda) const {
   auto all = pricedChoices(op, c);
   return all[cheapestChoice(all, lambda)].choice;
+}
+
+double workFloorSeconds(const Func &f, const Cluster &cluster,
+                        bool withBackward) {
+  if (cluster.measured || cluster.gpus <= 0)
+    return 0;
+  double flops = 0;
+  for (const auto &op : f.ops)
+    flops += op->flops();
+  double passes = withBackward ? 1 + kBackwardFactor : 1;
+  return passes * computeSeconds(cluster, flops / double(cluster.gpus));
 }
 
 } // namespace pax

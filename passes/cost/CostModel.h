@@ -138,8 +138,7 @@ private:
   double collective(ReshardStep::Kind kind, int64_t groupSize,
                     int64_t groupPerNode, double bytes) const;
   double reduceInside(const Op &op, const Config &c) const;
-  double gradientSync(llvm::ArrayRef<WeightBlock> weights,
-                      unsigned zero) const;
+  double gradientSync(llvm::ArrayRef<WeightBlock> weights, unsigned zero) const;
   double weightState(double block, int64_t replicas, unsigned zero,
                      double *gathered) const;
   bool training() const { return mode == CostMode::Train; }
@@ -150,5 +149,13 @@ private:
   int64_t micro = 1;
   std::shared_ptr<const SampleInfo> samples;
 };
+
+/// The least a step of \p f can take on \p cluster: every op's arithmetic
+/// spread evenly over all of its devices at their peak rate, nothing
+/// recomputed and nothing communicated (\p withBackward: a training step
+/// priced per op, its backward twice the forward). No strategy's predicted
+/// or simulated step is shorter. 0 where a cost database prices the ops.
+double workFloorSeconds(const Func &f, const Cluster &cluster,
+                        bool withBackward);
 
 } // namespace pax

@@ -332,9 +332,17 @@ static size_t attentionOps(const Module &m) {
   }));
 }
 
+/// The report's work floor (workFloorSeconds).
+static double workFloor(const Module &m, const StrategyReport &r) {
+  return workFloorSeconds(m.main, *r.cluster,
+                          r.mode == CostMode::Train && !r.trainingProgram);
+}
+
 llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
   llvm::json::Object out = costJson(r.strategy.cost);
   out["model"] = m.name;
+  if (double floor = workFloor(m, r))
+    out["work_floor_s"] = floor;
   out["cluster"] = clusterToJson(*r.cluster);
   out["gpus"] = int64_t(r.cluster->gpus);
   if (size_t n = attentionOps(m))
@@ -697,6 +705,12 @@ void printReport(const Module &m, const StrategyReport &r,
      << seconds(c.commSeconds) << ")\n";
   os << "simulated step time: " << seconds(c.simulatedSeconds)
      << " (compute and communication overlapped)\n";
+  if (double floor = workFloor(m, r))
+    os << llvm::formatv("work floor:          {0} (the step's arithmetic over "
+                        "all {1} GPUs at their peak; this step is {2:F2}x of "
+                        "it)\n",
+                        seconds(floor), r.cluster->gpus,
+                        c.simulatedSeconds / floor);
   if (!r.chosenFrom.empty())
     os << "chosen by simulation: the " << r.chosenFrom
        << " baseline's strategy, which simulates faster than the "

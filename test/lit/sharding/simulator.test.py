@@ -8,6 +8,9 @@ sim = strategy["simulated_s"]
 assert sim > 0, sim
 assert all(b["simulated_s"] > 0 for b in strategy["baselines"].values()), strategy["baselines"]
 print("simulated_s in the strategy and every baseline")
+floor = strategy["work_floor_s"]
+assert 0 < floor <= min([sim] + [b["simulated_s"] for b in strategy["baselines"].values()]), floor
+print("no strategy simulates below the work floor")
 end = max(e["ts"] + e["dur"] for e in trace if e["ph"] == "X") * 1e-6
 assert abs(end - sim) <= 1e-9 + 1e-6 * sim, (end, sim)
 print("the trace ends at simulated_s")
