@@ -10,7 +10,6 @@
 
 #include "llvm/ADT/DenseMap.h"
 
-#include <map>
 
 namespace pax {
 
@@ -54,13 +53,6 @@ private:
   static double bytesOf(const Box &b, const TensorType &t) {
     return bytesOf(b.elements(), t);
   }
-  /// One device's load of a box (the same box, the same buffer).
-  static std::string boxKey(int64_t device, const Box &b) {
-    std::string key = std::to_string(device) + ":";
-    for (size_t i = 0; i < b.lo.size(); ++i)
-      key += std::to_string(b.lo[i]) + "+" + std::to_string(b.size[i]) + ",";
-    return key;
-  }
   /// The boxes of operand \p k of op \p i that its devices read (the
   /// plan's buffers of a weight or an input), by device.
   std::vector<std::pair<int64_t, Box>> readBoxes(size_t i, unsigned k) const;
@@ -77,17 +69,27 @@ private:
   }
   void findKept();
   bool gathers(const Value *v, const TensorLayout &to) const;
-  /// Every block of a graph input or a weight a reader loads: inputs bound
+  /// Every box of a graph input or a weight a device loads: inputs bound
   /// before the first op, weights loaded for the whole program (a training
   /// step's from their first reader), each held to its last reader (each
-  /// distinct layout once; an updated global that a reader must gather, in
-  /// its kept layout).
+  /// distinct box of a device once; an updated global that a reader must
+  /// gather, in the blocks it is kept in).
   void planLoads();
+  /// One device's buffer of a weight or an input.
   struct Load {
-    Held held;
+    int64_t device;
+    double bytes;
     size_t first, last;
   };
-  std::map<std::pair<const Value *, std::string>, Load> loads;
+  std::vector<Load> loads;
+  /// Of the values that several operands read (or that are gathered), each
+  /// device's loads by box: readers of the same box share its buffer.
+  llvm::DenseMap<std::pair<const Value *, int64_t>,
+                 llvm::SmallVector<std::pair<Box, size_t>, 2>>
+      shared;
+  /// Where a load of \p v's \p box on \p device is in `loads`, if any.
+  std::optional<size_t> sharedLoad(const Value *v, int64_t device,
+                                   const Box &box) const;
   /// The step's end: each update moved in turn to where it is kept (its
   /// computed block freed after the move), partial sums returned reduced.
   void leaveReturns();
@@ -260,12 +262,20 @@ Peak::dyingSource(size_t i, const Value *v,
   }
   if (v->kind != Value::Kind::Global || !kept.count(v))
     return out;
-  for (auto &[device, box] : keptBoxes(v)) {
-    auto load = loads.find({v, boxKey(device, box)});
-    if (load != loads.end() && load->second.last == i)
-      out[size_t(device)] += load->second.held.bytes;
-  }
+  for (auto &[device, box] : keptBoxes(v))
+    if (auto at = sharedLoad(v, device, box); at && loads[*at].last == i)
+      out[size_t(device)] += loads[*at].bytes;
   return out;
+}
+
+std::optional<size_t> Peak::sharedLoad(const Value *v, int64_t device,
+                                       const Box &box) const {
+  auto it = shared.find({v, device});
+  if (it != shared.end())
+    for (const auto &[b, at] : it->second)
+      if (b == box)
+        return at;
+  return std::nullopt;
 }
 
 std::vector<std::pair<int64_t, Box>> Peak::keptBoxes(const Value *v) const {
@@ -330,13 +340,26 @@ void Peak::planLoads() {
   // A repeated inference run keeps its weights; a training step's load
   // from its first reader to its last.
   bool persistent = !m.isTrainingStep();
-  auto load = [&](const Value *v, std::string key, Held held, size_t i) {
-    bool input = v->kind == Value::Kind::Argument;
-    auto [it, fresh] = loads.try_emplace(
-        {v, std::move(key)}, Load{std::move(held), input ? 0 : i, i});
-    it->second.last = i;
-    if (persistent && !input)
-      it->second.first = 0, it->second.last = f.ops.size();
+  llvm::DenseMap<const Value *, unsigned> readers;
+  for (const auto &op : f.ops)
+    for (const Operand &o : op->operands)
+      if (o.value->kind != Value::Kind::Result)
+        ++readers[o.value];
+  auto load = [&](const Value *v, int64_t device, const Box &box, size_t i,
+                  bool share) {
+    std::optional<size_t> at =
+        share ? sharedLoad(v, device, box) : std::nullopt;
+    if (!at) {
+      bool input = v->kind == Value::Kind::Argument;
+      at = loads.size();
+      loads.push_back({device, bytesOf(box, v->type), input ? 0 : i, i});
+      if (persistent && !input)
+        loads.back().first = 0;
+      if (share)
+        shared[{v, device}].push_back({box, *at});
+    }
+    loads[*at].last =
+        persistent && v->kind != Value::Kind::Argument ? f.ops.size() : i;
   };
   for (size_t i = 0; i < f.ops.size(); ++i) {
     const Op &op = *f.ops[i];
@@ -348,9 +371,7 @@ void Peak::planLoads() {
       TensorLayout l = placed(operandLayout(op, c, k), i);
       bool gathered = v->kind == Value::Kind::Global && gathers(v, l);
       for (auto &[device, box] : gathered ? keptBoxes(v) : readBoxes(i, k))
-        load(v, boxKey(device, box),
-             {placedAt(TensorLayout(), device), false, bytesOf(box, v->type)},
-             i);
+        load(v, device, box, i, gathered || readers.lookup(v) > 1);
     }
   }
 }
@@ -430,11 +451,11 @@ double Peak::run() {
   findKept();
   planLoads();
   // Loads by the op before which they start and after which they end.
-  std::vector<std::vector<const Held *>> starts(f.ops.size() + 1),
+  std::vector<std::vector<const Load *>> starts(f.ops.size() + 1),
       ends(f.ops.size() + 1);
-  for (auto &[key, load] : loads) {
-    starts[load.first].push_back(&load.held);
-    ends[load.last].push_back(&load.held);
+  for (const Load &load : loads) {
+    starts[load.first].push_back(&load);
+    ends[load.last].push_back(&load);
   }
   llvm::DenseMap<const Value *, size_t> lastUse;
   for (size_t i = 0; i < f.ops.size(); ++i)
@@ -447,8 +468,8 @@ double Peak::run() {
     Config c = configOf(i);
     bool all = constants.count(&op) > 0;
     std::fill(extra.begin(), extra.end(), 0);
-    for (const Held *h : starts[i])
-      add(live, *h, 1);
+    for (const Load *l : starts[i])
+      live[size_t(l->device)] += l->bytes;
     // The moves run first; a source that only moves read is freed before
     // the op's results are made.
     std::vector<double> freed = readOperands(i, c, all, lastUse);
@@ -461,8 +482,8 @@ double Peak::run() {
     }
     raisePeak(std::vector<double>(size_t(n), 0), freed);
     release(op, i, lastUse);
-    for (const Held *h : ends[i])
-      add(live, *h, -1);
+    for (const Load *l : ends[i])
+      live[size_t(l->device)] -= l->bytes;
   }
   leaveReturns();
   return *std::max_element(peak.begin(), peak.end());
