@@ -37,8 +37,7 @@ Uses usesOf(const plan::Instruction &inst) {
 /// Seconds on the trace's clock (the process's first call is 0).
 double traceClock() {
   static const auto epoch = std::chrono::steady_clock::now();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                       epoch)
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch)
       .count();
 }
 
@@ -59,24 +58,81 @@ std::string traceName(const plan::Instruction &inst, const plan::Plan &plan) {
 }
 } // namespace
 
-llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
-                      DataFeed &feed, Communicator *comm, Device &device,
-                      std::vector<Tensor> &buffers, DeviceStats &stats,
-                      const RunOptions &options) {
-  uint32_t id = prog.device();
-  auto fail = [&](const llvm::Twine &msg) {
-    return llvm::createStringError("device " + llvm::Twine(id) + ": " +
-                                   msg);
-  };
-  size_t nb = size_t(prog.buffers_size());
+/// Bytes of \p buf's elements.
+static int64_t bufferBytes(const plan::Buffer &buf) {
+  int64_t bytes = dtypeBytes(buf.dtype());
+  for (int64_t d : buf.shape())
+    bytes *= d;
+  return bytes;
+}
+
+namespace {
+/// One run of a device's program: its buffers' lifetimes and the
+/// instructions in order.
+class DeviceRun {
+public:
+  DeviceRun(const plan::Plan &plan, const plan::DeviceProgram &prog,
+            DataFeed &feed, Communicator *comm, Device &device,
+            std::vector<Tensor> &buffers, DeviceStats &stats,
+            const RunOptions &options)
+      : plan(plan), prog(prog), feed(feed), comm(comm), device(device),
+        buffers(buffers), stats(stats), options(options), id(prog.device()),
+        nb(size_t(prog.buffers_size())), n(prog.instructions_size()) {}
+
+  llvm::Error run();
+
+private:
+  llvm::Error fail(const llvm::Twine &msg) const {
+    return llvm::createStringError("device " + llvm::Twine(id) + ": " + msg);
+  }
+  /// Buffer ids, each buffer's last use and the kept outputs.
+  llvm::Error findLifetimes();
+  /// Every buffer inside the arena (the plan's offsets are checked, not
+  /// trusted); the arena reserved, the persistent buffers counted live.
+  llvm::Error reserveArena();
+  /// The persistent buffers that hold a constant weight from the previous
+  /// run (RunOptions::weightsResident).
+  void findResident();
+  void allocate(uint32_t b);
+  /// Fills a buffer from the host: in place where the device's memory is
+  /// the host's, else through a host tensor uploaded after.
+  llvm::Error staged(Tensor &buffer,
+                     llvm::function_ref<llvm::Error(Tensor &)> fill);
+  llvm::Error bindInputs();
+  /// Instruction \p i: its buffers made, run, its dead buffers freed.
+  llvm::Error step(int64_t i);
+  llvm::Error execute(int64_t i, const plan::Instruction &inst, const Uses &u);
+  llvm::Error launch(const plan::Compute &c, const Uses &u);
+  llvm::Error slice(int64_t i, const plan::Slice &s);
+  llvm::Error trace(const plan::Instruction &inst, double start);
+
+  const plan::Plan &plan;
+  const plan::DeviceProgram &prog;
+  DataFeed &feed;
+  Communicator *comm;
+  Device &device;
+  std::vector<Tensor> &buffers;
+  DeviceStats &stats;
+  const RunOptions &options;
+  uint32_t id;
+  size_t nb;
+  int64_t n;
+  std::vector<int64_t> last;
+  std::vector<bool> allocated, keep, resident;
+  /// Live bytes: the persistent buffers (weights kept between runs) from
+  /// the start, as the arena holds them; the rest from their first write.
+  int64_t live = 0;
+};
+} // namespace
+
+llvm::Error DeviceRun::findLifetimes() {
   for (size_t b = 0; b < nb; ++b)
     if (prog.buffers(int(b)).id() != b)
       return fail("buffer " + llvm::Twine(b) + " has id " +
                   llvm::Twine(prog.buffers(int(b)).id()));
-  // Last use of every buffer; outputs are kept.
-  int64_t n = prog.instructions_size();
-  std::vector<int64_t> last(nb, -1);
-  std::vector<bool> allocated(nb, false), keep(nb, false);
+  last.assign(nb, -1);
+  allocated.assign(nb, false);
+  keep.assign(nb, false);
   for (int64_t i = 0; i < n; ++i) {
     Uses u = usesOf(prog.instructions(int(i)));
     for (uint32_t b : llvm::concat<uint32_t>(u.reads, u.writes)) {
@@ -91,14 +147,16 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
       return fail("an output binding names buffer " + llvm::Twine(b.buffer()));
     keep[b.buffer()] = true;
   }
-  // Every buffer inside the arena (the plan's offsets are checked, not
-  // trusted).
+  return llvm::Error::success();
+}
+
+llvm::Error DeviceRun::reserveArena() {
   int64_t arenaBytes = prog.arena_bytes();
   for (size_t b = 0; b < nb; ++b) {
     const plan::Buffer &buf = prog.buffers(int(b));
-    int64_t bytes = dtypeBytes(buf.dtype());
-    for (int64_t d : buf.shape())
-      bytes *= d;
+    int64_t bytes = bufferBytes(buf);
+    if (buf.persistent())
+      live += bytes;
     if (buf.offset() < 0 || bytes < 0 || buf.offset() + bytes > arenaBytes)
       return fail("buffer " + llvm::Twine(b) + " (" + llvm::Twine(bytes) +
                   " bytes at " + llvm::Twine(buf.offset()) +
@@ -109,38 +167,44 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
   if (auto err = device.reserve(arenaBytes))
     return fail(llvm::toString(std::move(err)));
   stats.arenaBytes = arenaBytes;
-  // Fills a buffer from the host: in place where the device's memory is
-  // the host's, else through a host tensor uploaded after.
-  auto staged = [&](Tensor &buffer,
-                    llvm::function_ref<llvm::Error(Tensor &)> fill) {
-    if (device.hostAccessible())
-      return fill(buffer);
-    Tensor host = Tensor::zeros(buffer.dtype, buffer.shape);
-    if (auto err = fill(host))
-      return err;
-    return device.upload(host, buffer);
-  };
-  // The persistent buffers that hold a constant weight from the previous
-  // run (RunOptions::weightsResident).
-  std::vector<bool> resident(nb, false);
+  stats.peakBytes = std::max(stats.peakBytes, live);
+  return llvm::Error::success();
+}
+
+void DeviceRun::findResident() {
+  resident.assign(nb, false);
   if (options.weightsResident)
     for (const plan::Instruction &inst : prog.instructions())
       if (inst.has_load() && inst.load().source() != plan::LoadWeight::INPUT &&
           inst.load().buffer() < nb &&
           prog.buffers(int(inst.load().buffer())).persistent())
         resident[inst.load().buffer()] = true;
-  int64_t live = 0;
-  auto allocate = [&](uint32_t b) {
-    if (allocated[b])
-      return;
-    const plan::Buffer &buf = prog.buffers(int(b));
-    buffers[b] = device.allocate(
-        buf.dtype(), std::vector<int64_t>(buf.shape().begin(), buf.shape().end()),
-        buf.offset(), !resident[b]);
-    allocated[b] = true;
+}
+
+void DeviceRun::allocate(uint32_t b) {
+  if (allocated[b])
+    return;
+  const plan::Buffer &buf = prog.buffers(int(b));
+  buffers[b] = device.allocate(
+      buf.dtype(), std::vector<int64_t>(buf.shape().begin(), buf.shape().end()),
+      buf.offset(), !resident[b]);
+  allocated[b] = true;
+  if (!buf.persistent())
     live += buffers[b].bytes();
-    stats.peakBytes = std::max(stats.peakBytes, live);
-  };
+  stats.peakBytes = std::max(stats.peakBytes, live);
+}
+
+llvm::Error DeviceRun::staged(Tensor &buffer,
+                              llvm::function_ref<llvm::Error(Tensor &)> fill) {
+  if (device.hostAccessible())
+    return fill(buffer);
+  Tensor host = Tensor::zeros(buffer.dtype, buffer.shape);
+  if (auto err = fill(host))
+    return err;
+  return device.upload(host, buffer);
+}
+
+llvm::Error DeviceRun::bindInputs() {
   for (const plan::Binding &b : prog.inputs()) {
     if (b.buffer() >= nb)
       return fail("an input binding names buffer " + llvm::Twine(b.buffer()));
@@ -149,102 +213,141 @@ llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
                           [&](Tensor &t) { return feed.input(b, t); }))
       return err;
   }
+  return llvm::Error::success();
+}
+
+llvm::Error DeviceRun::launch(const plan::Compute &c, const Uses &u) {
+  llvm::SmallVector<const Tensor *, 4> ins;
+  llvm::SmallVector<Tensor *, 2> outs;
+  for (uint32_t b : u.reads)
+    ins.push_back(&buffers[b]);
+  for (uint32_t b : u.writes)
+    outs.push_back(&buffers[b]);
+  if (!kernelTimingOn()) {
+    if (auto err = device.launch(c, ins, outs))
+      return fail(llvm::toString(std::move(err)));
+    return llvm::Error::success();
+  }
+  // A device whose work is asynchronous is waited for, so each kernel's
+  // time is its own.
+  auto start = std::chrono::steady_clock::now();
+  llvm::Error err = device.launch(c, ins, outs);
+  if (!err && !device.hostAccessible())
+    err = device.synchronize();
+  recordKernelTime(c, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
+  if (err)
+    return fail(llvm::toString(std::move(err)));
+  return llvm::Error::success();
+}
+
+llvm::Error DeviceRun::slice(int64_t i, const plan::Slice &s) {
+  const Tensor &in = buffers[s.input()];
+  Tensor &out = buffers[s.output()];
+  if (size_t(s.offset_size()) != out.shape.size() ||
+      in.shape.size() != out.shape.size())
+    return fail("slice " + llvm::Twine(i) + " does not match its buffers");
+  std::vector<int64_t> inLo(in.shape.size(), 0),
+      outLo(s.offset().begin(), s.offset().end());
+  for (size_t d = 0; d < out.shape.size(); ++d)
+    if (outLo[d] < 0 || outLo[d] + out.shape[d] > in.shape[d])
+      return fail("slice " + llvm::Twine(i) + " reaches past its input");
+  if (auto err = device.copyOverlap(in, inLo, out, outLo, false))
+    return fail(llvm::toString(std::move(err)));
+  return llvm::Error::success();
+}
+
+llvm::Error DeviceRun::execute(int64_t i, const plan::Instruction &inst,
+                               const Uses &u) {
+  if (inst.has_load())
+    return staged(buffers[inst.load().buffer()],
+                  [&](Tensor &t) { return feed.loadWeight(inst.load(), t); });
+  if (inst.has_compute())
+    return launch(inst.compute(), u);
+  if (inst.has_collective()) {
+    const plan::Collective &c = inst.collective();
+    if (!comm)
+      return fail("a collective, but no communicator");
+    const Tensor &in = buffers[c.input()];
+    Tensor &out = buffers[c.output()];
+    if (auto err = comm->exchange(plan, id, c, in, out, device))
+      return err;
+    stats.exchangeBytes[c.exchange()] +=
+        countedBytes(plan.exchanges(int(c.exchange())), id, in, out);
+    return llvm::Error::success();
+  }
+  if (inst.has_slice())
+    return slice(i, inst.slice());
+  return fail("instruction " + llvm::Twine(i) + " is empty");
+}
+
+llvm::Error DeviceRun::trace(const plan::Instruction &inst, double start) {
+  if (!device.hostAccessible())
+    if (auto err = device.synchronize())
+      return fail(llvm::toString(std::move(err)));
+  stats.trace.push_back({traceName(inst, plan),
+                         inst.has_compute()      ? "compute"
+                         : inst.has_collective() ? "collective"
+                         : inst.has_load()       ? "load"
+                                                 : "slice",
+                         start, traceClock()});
+  return llvm::Error::success();
+}
+
+llvm::Error DeviceRun::step(int64_t i) {
+  const plan::Instruction &inst = prog.instructions(int(i));
+  Uses u = usesOf(inst);
+  double traceStart = options.trace ? traceClock() : 0;
+  for (uint32_t b : u.reads) {
+    const auto &shape = prog.buffers(int(b)).shape();
+    if (!allocated[b] && llvm::is_contained(shape, 0))
+      allocate(b); // holds nothing (a device outside a broadcast's root)
+    if (!allocated[b])
+      return fail("instruction " + llvm::Twine(i) + " reads buffer " +
+                  llvm::Twine(b) + " before anything writes it");
+  }
+  for (uint32_t b : u.writes)
+    allocate(b);
+  ++stats.instructions;
+  if (inst.has_load() && resident[inst.load().buffer()])
+    return llvm::Error::success(); // still there from the previous run
+  if (auto err = execute(i, inst, u))
+    return err;
+  if (options.trace)
+    if (auto err = trace(inst, traceStart))
+      return err;
+  for (uint32_t b : llvm::concat<uint32_t>(u.reads, u.writes))
+    if (last[b] == i && !keep[b] && !prog.buffers(int(b)).persistent() &&
+        allocated[b]) {
+      live -= buffers[b].bytes();
+      buffers[b] = Tensor();
+    }
+  return llvm::Error::success();
+}
+
+llvm::Error DeviceRun::run() {
+  if (auto err = findLifetimes())
+    return err;
+  if (auto err = reserveArena())
+    return err;
+  findResident();
+  if (auto err = bindInputs())
+    return err;
   if (options.trace)
     traceClock(); // the epoch, before the first instruction
-  for (int64_t i = 0; i < n; ++i) {
-    const plan::Instruction &inst = prog.instructions(int(i));
-    Uses u = usesOf(inst);
-    double traceStart = options.trace ? traceClock() : 0;
-    for (uint32_t b : u.reads) {
-      const auto &shape = prog.buffers(int(b)).shape();
-      if (!allocated[b] && llvm::is_contained(shape, 0))
-        allocate(b); // holds nothing (a device outside a broadcast's root)
-      if (!allocated[b])
-        return fail("instruction " + llvm::Twine(i) + " reads buffer " +
-                    llvm::Twine(b) + " before anything writes it");
-    }
-    for (uint32_t b : u.writes)
-      allocate(b);
-    if (inst.has_load()) {
-      if (resident[inst.load().buffer()]) {
-        ++stats.instructions;
-        continue; // still there from the previous run
-      }
-      if (auto err = staged(buffers[inst.load().buffer()], [&](Tensor &t) {
-            return feed.loadWeight(inst.load(), t);
-          }))
-        return err;
-    } else if (inst.has_compute()) {
-      const plan::Compute &c = inst.compute();
-      llvm::SmallVector<const Tensor *, 4> ins;
-      llvm::SmallVector<Tensor *, 2> outs;
-      for (uint32_t b : u.reads)
-        ins.push_back(&buffers[b]);
-      for (uint32_t b : u.writes)
-        outs.push_back(&buffers[b]);
-      if (!kernelTimingOn()) {
-        if (auto err = device.launch(c, ins, outs))
-          return fail(llvm::toString(std::move(err)));
-      } else {
-        // A device whose work is asynchronous is waited for, so each
-        // kernel's time is its own.
-        auto start = std::chrono::steady_clock::now();
-        llvm::Error err = device.launch(c, ins, outs);
-        if (!err && !device.hostAccessible())
-          err = device.synchronize();
-        recordKernelTime(c, std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::steady_clock::now() - start)
-                                .count());
-        if (err)
-          return fail(llvm::toString(std::move(err)));
-      }
-    } else if (inst.has_collective()) {
-      const plan::Collective &c = inst.collective();
-      if (!comm)
-        return fail("a collective, but no communicator");
-      const Tensor &in = buffers[c.input()];
-      Tensor &out = buffers[c.output()];
-      if (auto err = comm->exchange(plan, id, c, in, out, device))
-        return err;
-      stats.exchangeBytes[c.exchange()] += countedBytes(
-          plan.exchanges(int(c.exchange())), id, in, out);
-    } else if (inst.has_slice()) {
-      const plan::Slice &s = inst.slice();
-      const Tensor &in = buffers[s.input()];
-      Tensor &out = buffers[s.output()];
-      if (size_t(s.offset_size()) != out.shape.size() ||
-          in.shape.size() != out.shape.size())
-        return fail("slice " + llvm::Twine(i) + " does not match its buffers");
-      std::vector<int64_t> inLo(in.shape.size(), 0),
-          outLo(s.offset().begin(), s.offset().end());
-      for (size_t d = 0; d < out.shape.size(); ++d)
-        if (outLo[d] < 0 || outLo[d] + out.shape[d] > in.shape[d])
-          return fail("slice " + llvm::Twine(i) + " reaches past its input");
-      if (auto err = device.copyOverlap(in, inLo, out, outLo, false))
-        return fail(llvm::toString(std::move(err)));
-    } else {
-      return fail("instruction " + llvm::Twine(i) + " is empty");
-    }
-    ++stats.instructions;
-    if (options.trace) {
-      if (!device.hostAccessible())
-        if (auto err = device.synchronize())
-          return fail(llvm::toString(std::move(err)));
-      stats.trace.push_back({traceName(inst, plan),
-                             inst.has_compute()      ? "compute"
-                             : inst.has_collective() ? "collective"
-                             : inst.has_load()       ? "load"
-                                                     : "slice",
-                             traceStart, traceClock()});
-    }
-    for (uint32_t b : llvm::concat<uint32_t>(u.reads, u.writes))
-      if (last[b] == i && !keep[b] && !prog.buffers(int(b)).persistent() &&
-          allocated[b]) {
-        live -= buffers[b].bytes();
-        buffers[b] = Tensor();
-      }
-  }
+  for (int64_t i = 0; i < n; ++i)
+    if (auto err = step(i))
+      return err;
   return device.synchronize();
+}
+
+llvm::Error runDevice(const plan::Plan &plan, const plan::DeviceProgram &prog,
+                      DataFeed &feed, Communicator *comm, Device &device,
+                      std::vector<Tensor> &buffers, DeviceStats &stats,
+                      const RunOptions &options) {
+  return DeviceRun(plan, prog, feed, comm, device, buffers, stats, options)
+      .run();
 }
 
 } // namespace pax::runtime

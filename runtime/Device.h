@@ -34,7 +34,8 @@ struct TraceEvent {
 struct DeviceStats {
   /// Per exchange: the bytes this device counted (Exchange.h).
   std::map<uint32_t, int64_t> exchangeBytes;
-  /// Most bytes of buffers alive at once.
+  /// Most bytes of buffers alive at once (persistent ones, the weights a
+  /// repeated run keeps, from the start).
   int64_t peakBytes = 0;
   /// The arena the buffers lived in (the program's planned peak).
   int64_t arenaBytes = 0;

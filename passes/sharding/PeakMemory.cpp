@@ -10,7 +10,6 @@
 
 #include "llvm/ADT/DenseMap.h"
 
-
 namespace pax {
 
 namespace {
@@ -126,6 +125,11 @@ private:
   /// one reads, die.
   void release(const Op &op, size_t i,
                const llvm::DenseMap<const Value *, size_t> &lastUse);
+  /// Moves through \p steps (moveBuffers'): each step's buffer and the one
+  /// before it held at once, \p dies (a source's bytes, per device) freed
+  /// after the first step, the last buffer kept in `extra`.
+  void moveThrough(const Buffers &steps, llvm::ArrayRef<double> dies,
+                   std::vector<double> &freed);
   /// The peak so far against live + extra + \p more - \p less.
   void raisePeak(llvm::ArrayRef<double> more, llvm::ArrayRef<double> less);
 
@@ -318,21 +322,26 @@ Peak::readOperands(size_t i, const Config &c, bool all,
     std::vector<double> dies = lastMove.lookup(v) == k && !direct.count(v)
                                    ? dyingSource(i, v, lastUse)
                                    : none;
-    const std::vector<double> *before = &none;
-    for (const std::vector<double> &buffer : moved[k]) {
-      std::vector<double> both = buffer;
-      for (size_t d = 0; d < size_t(n); ++d)
-        both[d] += (*before)[d];
-      raisePeak(both, freed);
-      for (size_t d = 0; d < size_t(n) && before == &none; ++d)
-        freed[d] += dies[d]; // its last reader has read it
-      before = &buffer;
-    }
-    for (size_t d = 0; d < size_t(n) && before != &none; ++d)
-      extra[d] += (*before)[d];
+    moveThrough(moved[k], dies, freed);
   }
   raisePeak(none, freed);
   return freed;
+}
+
+void Peak::moveThrough(const Buffers &steps, llvm::ArrayRef<double> dies,
+                       std::vector<double> &freed) {
+  const std::vector<double> *before = nullptr;
+  for (const std::vector<double> &buffer : steps) {
+    std::vector<double> both = buffer;
+    for (size_t d = 0; d < size_t(n) && before; ++d)
+      both[d] += (*before)[d];
+    raisePeak(both, freed);
+    for (size_t d = 0; d < size_t(n) && !before; ++d)
+      freed[d] += dies[d]; // its last reader has read it
+    before = &buffer;
+  }
+  for (size_t d = 0; d < size_t(n) && before; ++d)
+    extra[d] += (*before)[d];
 }
 
 void Peak::planLoads() {
@@ -399,7 +408,7 @@ std::vector<std::pair<int64_t, Box>> Peak::readBoxes(size_t i,
 void Peak::leaveReturns() {
   const Func &f = m.main;
   std::fill(extra.begin(), extra.end(), 0);
-  std::vector<double> turn(size_t(n), 0); // the largest one move holds
+  std::vector<double> freed(size_t(n), 0), none(size_t(n), 0);
   for (size_t r = 0; r < f.returns.size(); ++r) {
     const Value *v = f.returns[r];
     auto it = results.find(v);
@@ -411,22 +420,18 @@ void Peak::leaveReturns() {
         name.consume_front("update/") ? m.findGlobal(name) : nullptr;
     auto k = g ? kept.find(&g->value) : kept.end();
     if (k != kept.end()) {
-      if (moves(h.layout, k->second, v->type)) {
-        add(extra, {k->second, false, bytesOf(k->second, v->type)}, 1);
-        add(extra, h, -1);
-        std::vector<double> one(size_t(n), 0);
-        add(one, h, 1);
-        for (size_t d = 0; d < size_t(n); ++d)
-          turn[d] = std::max(turn[d], one[d]);
-      }
+      if (!moves(h.layout, k->second, v->type))
+        continue;
+      std::vector<double> computed(size_t(n), 0);
+      add(computed, h, 1); // freed once moved
+      moveThrough(moveBuffers(h.layout, k->second, v->type), computed, freed);
     } else if (llvm::any_of(h.layout.digits, [](const Digit &d) {
                  return d.role == Digit::Role::Partial;
                })) {
-      add(extra, h, 1);
+      add(extra, h, 1); // reduced into a buffer of its own
+      raisePeak(none, freed);
     }
   }
-  for (size_t d = 0; d < size_t(n); ++d)
-    peak[d] = std::max(peak[d], live[d] + extra[d] + turn[d]);
 }
 
 /// After op \p i: values whose last reader it was, and its results no one
