@@ -689,17 +689,11 @@ static void printMemory(const Module &m, const StrategyReport &r,
        << " attention ops, their scores never stored\n";
 }
 
-void printReport(const Module &m, const StrategyReport &r,
-                 llvm::raw_ostream &os) {
+/// The step: predicted, simulated, against the work floor, and which
+/// search or baseline chose it.
+static void printSteps(const Module &m, const StrategyReport &r,
+                       llvm::raw_ostream &os) {
   const StrategyCost &c = r.strategy.cost;
-  os << "strategy for " << m.name << " on " << r.cluster->gpus << " GPUs ("
-     << r.cluster->name << ", " << r.cluster->gpusPerNode << " per node), "
-     << (r.trainingProgram ? "training step (backward and updates in the "
-                             "program)"
-         : r.mode == CostMode::Train ? "training"
-                                     : "inference")
-     << ", solver " << solverName(r.solver) << "\n\n";
-  printConfigs(m, r.strategy, os);
   os << "\npredicted step time: " << seconds(c.seconds) << " (compute "
      << seconds(c.computeSeconds) << ", communication "
      << seconds(c.commSeconds) << ")\n";
@@ -719,6 +713,20 @@ void printReport(const Module &m, const StrategyReport &r,
     os << "refined by MCMC:     " << seconds(r.refinedFrom) << " -> "
        << seconds(c.simulatedSeconds) << " simulated (" << r.refineProposals
        << " proposals from the chosen strategy)\n";
+}
+
+void printReport(const Module &m, const StrategyReport &r,
+                 llvm::raw_ostream &os) {
+  const StrategyCost &c = r.strategy.cost;
+  os << "strategy for " << m.name << " on " << r.cluster->gpus << " GPUs ("
+     << r.cluster->name << ", " << r.cluster->gpusPerNode << " per node), "
+     << (r.trainingProgram ? "training step (backward and updates in the "
+                             "program)"
+         : r.mode == CostMode::Train ? "training"
+                                     : "inference")
+     << ", solver " << solverName(r.solver) << "\n\n";
+  printConfigs(m, r.strategy, os);
+  printSteps(m, r, os);
   printMemory(m, r, os);
   if (r.cluster->measured) {
     auto [measured, all] = measuredOps(m, *r.cluster, r.strategy.configs);
