@@ -17,8 +17,9 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
+
+from train_matrix import last_line, run
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -28,15 +29,6 @@ MODES = {"infer": [],
                    "--momentum=0.9"]}
 DEFAULT_MODELS = ("gpt2_eager_ts,bert_eager_ts,llama_eager_ts,t5_ts,"
                   "resnet_ts,mobilenet_v2_ts,swin_ts")
-
-
-def run(cmd):
-    return subprocess.run(cmd, capture_output=True, text=True)
-
-
-def last_line(text):
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1] if lines else ""
 
 
 def ratio(text):
