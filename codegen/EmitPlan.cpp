@@ -139,6 +139,29 @@ private:
   llvm::Error
   emitCompute(const Op &op,
               const llvm::SmallVectorImpl<int64_t> *probe = nullptr);
+  /// Where a compute op runs: its configuration (unsplit when it runs
+  /// everywhere), its devices from device `at`, its split reduction dims.
+  struct Placement {
+    std::vector<int64_t> config;
+    bool everywhere = false;
+    int64_t devices = 1, at = 0;
+    llvm::SmallVector<unsigned, 2> splitReductions;
+  };
+  llvm::Expected<Placement>
+  placementOf(const Op &op, const llvm::SmallVectorImpl<int64_t> *probe) const;
+  /// Device \p d's block \p b of \p op (the shared cost key and flops in
+  /// \p proto) as a compute instruction.
+  llvm::Error emitBlock(const Op &op, const Placement &pl, int64_t d,
+                        bool probe, plan::Compute proto);
+  /// The buffer and box operand \p o of block \p b reads on device \p d:
+  /// zeros for a bias on a later block of a split reduction, a fill in a
+  /// probe, a weight's or input's load, or the block the device holds.
+  llvm::Expected<std::pair<uint32_t, Box>>
+  operandBuffer(const Op &op, const Operand &o, int64_t d, const IterBlock &b,
+                bool laterBlock, bool probe,
+                llvm::ArrayRef<unsigned> splitReductions);
+  Box resultBox(const Op &op, const Result &r, const IterBlock &b,
+                llvm::ArrayRef<int64_t> config) const;
   uint32_t fillBuffer(int64_t d, const Value *v, const Box &box, double value);
   llvm::Error emitCollective(const Op &op);
   llvm::Error emitKept(const Op &op);
@@ -266,141 +289,170 @@ uint32_t Emitter::fillBuffer(int64_t d, const Value *v, const Box &box,
   return buf;
 }
 
-llvm::Error Emitter::emitCompute(const Op &op,
-                                 const llvm::SmallVectorImpl<int64_t> *probe) {
-  std::vector<int64_t> config(op.iters.size(), 1);
-  bool everywhere =
-      !probe && (reference || !intsAttr(op, "everywhere").empty());
+/// The devices that each compute a part of \p op in \p config (a replica
+/// dim's devices compute it whole; an op computed everywhere, whole).
+static int64_t splitDevices(const Op &op, llvm::ArrayRef<int64_t> config,
+                            bool everywhere) {
+  int64_t devs = 1;
+  for (size_t d = 0; d < config.size() && !everywhere; ++d)
+    if (!op.isReplicaDim(unsigned(d)))
+      devs *= config[d];
+  return devs;
+}
+
+llvm::Expected<Emitter::Placement>
+Emitter::placementOf(const Op &op,
+                     const llvm::SmallVectorImpl<int64_t> *probe) const {
+  Placement pl;
+  pl.config.assign(op.iters.size(), 1);
+  pl.everywhere = !probe && (reference || !intsAttr(op, "everywhere").empty());
   if (probe) {
-    config.assign(probe->begin(), probe->end());
-  } else if (!everywhere) {
+    pl.config.assign(probe->begin(), probe->end());
+  } else if (!pl.everywhere) {
     auto c = intsAttr(op, "config");
     if (!c.empty())
-      config = c;
+      pl.config = c;
   }
-  int64_t devs = 1;
-  for (int64_t f : config)
-    devs *= f;
-  if (everywhere)
-    devs = n;
+  for (int64_t f : pl.config)
+    pl.devices *= f;
+  if (pl.everywhere) {
+    pl.devices = n;
+    pl.config.assign(op.iters.size(), 1); // each device's block is whole
+  }
   // A probe times device 0's block.
   if (probe)
-    devs = 1;
+    pl.devices = 1;
   // An op placed at a device offset runs on devices at .. at + devs - 1.
-  int64_t at = probe || everywhere ? 0 : op.intAttr("offset", 0);
-  if (at < 0 || at + devs > n)
+  pl.at = probe || pl.everywhere ? 0 : op.intAttr("offset", 0);
+  if (pl.at < 0 || pl.at + pl.devices > n)
     return llvm::createStringError(
-        "op '" + op.name() + "': placed at device " + std::to_string(at) +
-        " it needs " + std::to_string(devs) + " device(s) of the plan's " +
-        std::to_string(n));
-  std::string costKey = opBlockKey(
-      op, localExtents(op, everywhere ? std::vector<int64_t>(op.iters.size(), 1)
-                                      : config));
-  for (int64_t d = at; d < at + devs; ++d) {
-    IterBlock b = iterBlock(
-        op, everywhere ? std::vector<int64_t>(op.iters.size(), 1) : config,
-        d - at);
-    llvm::SmallVector<uint32_t, 4> ins, outs;
-    llvm::SmallVector<Box, 4> inBoxes, outBoxes;
-    // A contraction split along a reduction leaves partial sums that are
-    // added up afterwards: a bias (an operand no split reduction indexes)
-    // is added on the first block of the reduction only.
-    llvm::SmallVector<unsigned, 2> splitRed;
-    for (size_t j = 0; j < op.iters.size(); ++j)
-      if (!everywhere && config[j] > 1 &&
-          op.iters[j].kind == IterKind::Reduction)
-        splitRed.push_back(unsigned(j));
-    bool laterBlock =
-        opKindFamily(op.kind) == OpFamily::Contraction &&
-        llvm::any_of(splitRed, [&](unsigned j) { return b.offset[j] != 0; });
-    for (const Operand &o : op.operands) {
-      if (laterBlock && llvm::none_of(o.map, [&](const AccessExpr &e) {
-            return llvm::any_of(splitRed,
-                                [&](unsigned j) { return e.uses(j); });
-          })) {
-        Box box = reachedBox(op, o.map, o.value->type, b);
-        ins.push_back(fillBuffer(d, o.value, box, 0));
-        inBoxes.push_back(box);
-        continue;
-      }
-      bool constant = o.value->kind == Value::Kind::Global &&
-                      !o.value->global->isParameter &&
-                      o.value->global->source != DataSource::Input;
-      if (probe && !constant) {
-        // Activations, weights and inputs: floats an unremarkable value
-        // (no fast path of pow or exp takes it), integers zero (a valid
-        // index into any table). Constants (exponents, scales, masks) are
-        // the model's own.
-        Box box = reachedBox(op, o.map, o.value->type, b);
-        ins.push_back(fillBuffer(d, o.value, box,
-                                 isFloat(o.value->type.elem) ? 0.731 : 0));
-        inBoxes.push_back(box);
-        continue;
-      }
-      if (o.value->kind == Value::Kind::Result) {
-        auto it = held[d].find(o.value);
-        if (it == held[d].end())
-          return llvm::createStringError(
-              "internal: op '" + op.name() + "' on device " +
-              std::to_string(d) + " reads a value the device does not hold");
-        // What the op reads must be what the moves left on the device.
-        Box need = reachedBox(op, o.map, o.value->type, b);
-        bool reads = llvm::all_of(need.size, [](int64_t s) { return s > 0; });
-        if (reads && !it->second.box.contains(need))
-          return llvm::createStringError("internal: op '" + op.name() +
-                                         "' on device " + std::to_string(d) +
-                                         " reads past the block it holds");
-        ins.push_back(it->second.buffer);
-        inBoxes.push_back(it->second.box);
-        continue;
-      }
-      Box box = reachedBox(op, o.map, o.value->type, b);
-      auto buf = leaf(d, o.value, box);
-      if (!buf)
-        return buf.takeError();
-      ins.push_back(*buf);
-      inBoxes.push_back(box);
-    }
-    for (const Result &r : op.results) {
-      Box box = reachedBox(op, r.map, r.value->type, b);
-      // scatter_add zeroes its whole result: a dim written through a
-      // window its points never finish (a strided convolution's input
-      // gradient, whose last rows no window reads) is still held whole.
-      if (op.kind == OpKind::ScatterAdd && !box.empty)
-        for (size_t i = 0; i < r.map.size(); ++i) {
-          const AccessExpr &e = r.map[i];
-          bool unsplit = llvm::all_of(
-              e.dims, [&](unsigned j) { return everywhere || config[j] == 1; });
-          if (e.kind == AccessExpr::Kind::Affine && !e.isPlainDim() &&
-              unsplit) {
-            box.lo[i] = 0;
-            box.size[i] = r.value->type.shape[i];
-          }
-        }
-      outs.push_back(newBuffer(d, r.value.get(), box));
-      outBoxes.push_back(box);
-    }
-    plan::Compute c = pax::emitCompute(op, ins, outs);
-    c.set_cost_key(costKey);
-    for (size_t j = 0; j < op.iters.size(); ++j) {
-      plan::IterDim &it = *c.mutable_iters(int(j));
-      it.set_extent(b.extent[j]);
-      it.set_global_offset(b.offset[j]);
-      it.set_global_extent(op.iters[j].extent);
-    }
-    for (size_t k = 0; k < op.operands.size(); ++k)
-      if (auto err = rebase(op, b, inBoxes[k], op.operands[k].value->type,
-                            *c.mutable_inputs(int(k))))
-        return err;
-    for (size_t k = 0; k < op.results.size(); ++k) {
-      if (auto err = rebase(op, b, outBoxes[k], op.results[k].value->type,
-                            *c.mutable_outputs(int(k))))
-        return err;
-      if (!probe)
-        held[d][op.results[k].value.get()] = {outs[k], outBoxes[k]};
-    }
-    *(*progs)[d].add_instructions()->mutable_compute() = std::move(c);
+        "op '" + op.name() + "': placed at device " + std::to_string(pl.at) +
+        " it needs " + std::to_string(pl.devices) +
+        " device(s) of the plan's " + std::to_string(n));
+  // A contraction split along a reduction leaves partial sums that are
+  // added up afterwards: a bias (an operand no split reduction indexes)
+  // is added on the first block of the reduction only.
+  for (size_t j = 0; j < op.iters.size(); ++j)
+    if (pl.config[j] > 1 && op.iters[j].kind == IterKind::Reduction)
+      pl.splitReductions.push_back(unsigned(j));
+  return pl;
+}
+
+llvm::Expected<std::pair<uint32_t, Box>>
+Emitter::operandBuffer(const Op &op, const Operand &o, int64_t d,
+                       const IterBlock &b, bool laterBlock, bool probe,
+                       llvm::ArrayRef<unsigned> splitReductions) {
+  Box box = reachedBox(op, o.map, o.value->type, b);
+  if (laterBlock && llvm::none_of(o.map, [&](const AccessExpr &e) {
+        return llvm::any_of(splitReductions,
+                            [&](unsigned j) { return e.uses(j); });
+      }))
+    return std::pair{fillBuffer(d, o.value, box, 0), box};
+  bool constant = o.value->kind == Value::Kind::Global &&
+                  !o.value->global->isParameter &&
+                  o.value->global->source != DataSource::Input;
+  if (probe && !constant)
+    // Activations, weights and inputs: floats an unremarkable value (no
+    // fast path of pow or exp takes it), integers zero (a valid index into
+    // any table). Constants (exponents, scales, masks) are the model's own.
+    return std::pair{
+        fillBuffer(d, o.value, box, isFloat(o.value->type.elem) ? 0.731 : 0),
+        box};
+  if (o.value->kind != Value::Kind::Result) {
+    auto buf = leaf(d, o.value, box);
+    if (!buf)
+      return buf.takeError();
+    return std::pair{*buf, box};
   }
+  auto it = held[d].find(o.value);
+  if (it == held[d].end())
+    return llvm::createStringError("internal: op '" + op.name() +
+                                   "' on device " + std::to_string(d) +
+                                   " reads a value the device does not hold");
+  // What the op reads must be what the moves left on the device.
+  bool reads = llvm::all_of(box.size, [](int64_t s) { return s > 0; });
+  if (reads && !it->second.box.contains(box))
+    return llvm::createStringError("internal: op '" + op.name() +
+                                   "' on device " + std::to_string(d) +
+                                   " reads past the block it holds");
+  return std::pair{it->second.buffer, it->second.box};
+}
+
+Box Emitter::resultBox(const Op &op, const Result &r, const IterBlock &b,
+                       llvm::ArrayRef<int64_t> config) const {
+  Box box = reachedBox(op, r.map, r.value->type, b);
+  // scatter_add zeroes its whole result: a dim written through a window
+  // its points never finish (a strided convolution's input gradient, whose
+  // last rows no window reads) is still held whole.
+  if (op.kind == OpKind::ScatterAdd && !box.empty)
+    for (size_t i = 0; i < r.map.size(); ++i) {
+      const AccessExpr &e = r.map[i];
+      bool unsplit =
+          llvm::all_of(e.dims, [&](unsigned j) { return config[j] == 1; });
+      if (e.kind == AccessExpr::Kind::Affine && !e.isPlainDim() && unsplit) {
+        box.lo[i] = 0;
+        box.size[i] = r.value->type.shape[i];
+      }
+    }
+  return box;
+}
+
+llvm::Error Emitter::emitBlock(const Op &op, const Placement &pl, int64_t d,
+                               bool probe, plan::Compute proto) {
+  IterBlock b = iterBlock(op, pl.config, d - pl.at);
+  llvm::SmallVector<uint32_t, 4> ins, outs;
+  llvm::SmallVector<Box, 4> inBoxes, outBoxes;
+  bool laterBlock = opKindFamily(op.kind) == OpFamily::Contraction &&
+                    llvm::any_of(pl.splitReductions,
+                                 [&](unsigned j) { return b.offset[j] != 0; });
+  for (const Operand &o : op.operands) {
+    auto in = operandBuffer(op, o, d, b, laterBlock, probe, pl.splitReductions);
+    if (!in)
+      return in.takeError();
+    ins.push_back(in->first);
+    inBoxes.push_back(in->second);
+  }
+  for (const Result &r : op.results) {
+    outBoxes.push_back(resultBox(op, r, b, pl.config));
+    outs.push_back(newBuffer(d, r.value.get(), outBoxes.back()));
+  }
+  plan::Compute c = pax::emitCompute(op, ins, outs);
+  c.set_cost_key(proto.cost_key());
+  c.set_flops(proto.flops());
+  for (size_t j = 0; j < op.iters.size(); ++j) {
+    plan::IterDim &it = *c.mutable_iters(int(j));
+    it.set_extent(b.extent[j]);
+    it.set_global_offset(b.offset[j]);
+    it.set_global_extent(op.iters[j].extent);
+  }
+  for (size_t k = 0; k < op.operands.size(); ++k)
+    if (auto err = rebase(op, b, inBoxes[k], op.operands[k].value->type,
+                          *c.mutable_inputs(int(k))))
+      return err;
+  for (size_t k = 0; k < op.results.size(); ++k) {
+    if (auto err = rebase(op, b, outBoxes[k], op.results[k].value->type,
+                          *c.mutable_outputs(int(k))))
+      return err;
+    if (!probe)
+      held[d][op.results[k].value.get()] = {outs[k], outBoxes[k]};
+  }
+  *(*progs)[d].add_instructions()->mutable_compute() = std::move(c);
+  return llvm::Error::success();
+}
+
+llvm::Error Emitter::emitCompute(const Op &op,
+                                 const llvm::SmallVectorImpl<int64_t> *probe) {
+  auto pl = placementOf(op, probe);
+  if (!pl)
+    return pl.takeError();
+  // What every block shares: its measured-cost key and its flops.
+  plan::Compute shared;
+  shared.set_cost_key(opBlockKey(op, localExtents(op, pl->config)));
+  shared.set_flops(op.flops() /
+                   double(splitDevices(op, pl->config, pl->everywhere)));
+  for (int64_t d = pl->at; d < pl->at + pl->devices; ++d)
+    if (auto err = emitBlock(op, *pl, d, probe != nullptr, shared))
+      return err;
   return llvm::Error::success();
 }
 

@@ -45,7 +45,7 @@ const std::vector<Preset> &presets() {
       // levels. 11 GiB: the 1080 Ti's memory.
       {"GTX 1080 Ti nodes on PCIe, PaSE's experiments and cost constants",
        {"pase", 32, 8, 10 * kTera, 11 * kGiB, link(16, 5), link(16, 10),
-        0, nullptr}},
+        0, nullptr, 484 * kGB}},
       // FlexFlow (Jia, SysML'19), sec. 8, fig. 6: 4 nodes of 4 Tesla P100
       // (SXM2, 16 GB HBM2), NVLink inside a node, one 100 Gb/s EDR
       // InfiniBand HCA per node. 10.6 TFLOP/s is the P100's fp32 peak (21.2
@@ -56,7 +56,7 @@ const std::vector<Preset> &presets() {
       // per device.
       {"4x Tesla P100 per node on NVLink, EDR InfiniBand: FlexFlow's cluster",
        {"p100-nvlink", 16, 4, 10.6 * kTera, 16 * kGiB, link(40, 3),
-        link(12.5 / 4, 10), 0, nullptr}},
+        link(12.5 / 4, 10), 0, nullptr, 732 * kGB}},
       // NVIDIA DGX-1 (P100): 8 Tesla P100 SXM2 16GB in a hybrid cube mesh of
       // NVLink 1 (4 links of 20 GB/s per direction per GPU; a ring through
       // the mesh sustains about two links: 40 GB/s), 4 EDR InfiniBand NICs
@@ -64,7 +64,7 @@ const std::vector<Preset> &presets() {
       // 10.6 TFLOP/s fp32, as for p100-nvlink.
       {"8x Tesla P100 per node on NVLink (DGX-1), 4x EDR InfiniBand",
        {"dgx1-p100", 16, 8, 10.6 * kTera, 16 * kGiB, link(40, 3),
-        link(12.5 / 2, 10), 0, nullptr}},
+        link(12.5 / 2, 10), 0, nullptr, 732 * kGB}},
       // NVIDIA DGX A100 datasheet: 8 A100 SXM4 80GB, NVLink3 through
       // NVSwitch at 600 GB/s per GPU (300 per direction), 8 ConnectX-6
       // 200 Gb/s HDR InfiniBand NICs (one per GPU: 25 GB/s). 156 TFLOP/s is
@@ -72,7 +72,7 @@ const std::vector<Preset> &presets() {
       // default for convolutions (19.5 TFLOP/s without tensor cores).
       {"8x A100 80GB per node on NVSwitch, 8x 200 Gb/s HDR InfiniBand",
        {"dgx-a100", 8, 8, 156 * kTera, 80 * kGiB, link(300, 3), link(25, 5),
-        0, nullptr}},
+        0, nullptr, 2039 * kGB}},
       // NVIDIA DGX H100 datasheet: 8 H100 SXM5 80GB, NVLink4 through NVSwitch
       // at 900 GB/s per GPU (450 per direction), 8 ConnectX-7 400 Gb/s NDR
       // InfiniBand NICs (one per GPU: 50 GB/s). 495 TFLOP/s is the dense TF32
@@ -80,7 +80,7 @@ const std::vector<Preset> &presets() {
       // tensor cores).
       {"8x H100 80GB per node on NVSwitch, 8x 400 Gb/s NDR InfiniBand",
        {"dgx-h100", 8, 8, 495 * kTera, 80 * kGiB, link(450, 3), link(50, 5),
-        0, nullptr}},
+        0, nullptr, 3350 * kGB}},
   };
   return table;
 }
@@ -146,6 +146,10 @@ llvm::Error validate(const Cluster &c, llvm::StringRef where) {
     return llvm::createStringError(
         where + ": the reduce bandwidth must not be negative, got " +
         num(c.reduceBandwidth / kGB) + " GB/s");
+  if (c.memoryBandwidth < 0 || !std::isfinite(c.memoryBandwidth))
+    return llvm::createStringError(
+        where + ": the memory bandwidth must not be negative, got " +
+        num(c.memoryBandwidth / kGB) + " GB/s");
   return llvm::Error::success();
 }
 
@@ -301,7 +305,7 @@ llvm::Expected<Cluster> pax::parseClusterJson(llvm::StringRef text,
   FieldReader r(*obj, origin, "");
   if (auto err = r.checkKnown({"name", "gpus", "gpus_per_node", "peak_tflops",
                                "memory_gib", "intra_node", "inter_node",
-                               "reduce_gbps"}))
+                               "reduce_gbps", "memory_gbps"}))
     return err;
   Cluster c;
   auto name = r.string("name");
@@ -337,6 +341,12 @@ llvm::Expected<Cluster> pax::parseClusterJson(llvm::StringRef text,
     if (!reduce)
       return reduce.takeError();
     c.reduceBandwidth = *reduce * kGB;
+  }
+  if (obj->get("memory_gbps")) {
+    auto hbm = r.number("memory_gbps");
+    if (!hbm)
+      return hbm.takeError();
+    c.memoryBandwidth = *hbm * kGB;
   }
   return c;
 }
@@ -390,6 +400,8 @@ llvm::json::Value pax::clusterToJson(const Cluster &c) {
                        {"inter_node", linkJson(c.interNode)}};
   if (c.reduceBandwidth > 0)
     o["reduce_gbps"] = c.reduceBandwidth / kGB;
+  if (c.memoryBandwidth > 0)
+    o["memory_gbps"] = c.memoryBandwidth / kGB;
   return o;
 }
 

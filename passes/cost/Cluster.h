@@ -43,6 +43,9 @@ struct Cluster {
   /// Measured op blocks (`--cost-db`): a block measured here is priced by
   /// its measurement, any other at peakFlops.
   std::shared_ptr<const CostDb> measured;
+  /// Bytes per second one device reads and writes its own memory (HBM): a
+  /// memory-bound kernel's rate, for the plan's roofline; 0: unknown.
+  double memoryBandwidth = 0;
 
   /// Number of nodes; a cluster smaller than one node is one (partial) node.
   unsigned nodes() const;
