@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "codegen/EmitPlan.h"
+#include "codegen/PlanStats.h"
 #include "codegen/plan/PlanFile.h"
 #include "frontend/OnnxImporter.h"
 #include "frontend/OnnxSharding.h"
@@ -322,6 +323,12 @@ static cl::opt<std::string> costDbPath(
     cl::desc("Price each op block measured in this cost database (paxrun "
              "--write-cost-db) by its measurement instead of the peak rate"),
     cl::value_desc("FILE.json"), cl::cat(searchCategory));
+static cl::opt<std::string> planStatsPath(
+    "plan-stats",
+    cl::desc("With a plan: write per device its ops, kernels, memory traffic "
+             "(and the least of it) and a roofline step, as JSON"),
+    cl::value_desc("FILE.json"), cl::cat(searchCategory));
+
 static cl::opt<std::string> strategyPath(
     "strategy",
     cl::desc("Use the strategy in this JSON file instead of searching"),
@@ -358,6 +365,28 @@ static llvm::Expected<Cluster> clusterFromFlags() {
     cluster->measured = std::make_shared<const CostDb>(std::move(*db));
   }
   return cluster;
+}
+
+/// --plan-stats: \p p's per-device stats, its roofline on one device of
+/// the flags' cluster.
+static llvm::Error writePlanStats(const plan::Plan &p) {
+  if (planStatsPath.empty())
+    return llvm::Error::success();
+  if (!theCluster) {
+    auto cluster = clusterFromFlags();
+    if (!cluster)
+      return cluster.takeError();
+    theCluster = *cluster;
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(planStatsPath, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return llvm::createStringError("cannot write '" + planStatsPath +
+                                   "': " + ec.message());
+  os << llvm::formatv("{0:2}", planStatsJson(p, theCluster->peakFlops,
+                                             theCluster->memoryBandwidth))
+     << "\n";
+  return llvm::Error::success();
 }
 
 /// The configuration space of the --config-* flags on \p cluster.
@@ -944,6 +973,37 @@ static llvm::Expected<ImportOptions> importOptionsFromFlags() {
   return options;
 }
 
+/// The plan's options for \p m: its source and, \p partitioned, the
+/// strategy searched (or given) for it, its configs set on the ops and its
+/// collectives inserted, with what the cost model predicts.
+static llvm::Expected<PlanOptions> partitionForPlan(Module &m, bool partitioned,
+                                                    bool twoPhase) {
+  PlanOptions po;
+  // The plan reads its weights from the model, found by absolute path.
+  llvm::SmallString<256> source(inputPath);
+  llvm::sys::fs::make_absolute(source);
+  po.source = source.str().str();
+  if (partitioned) {
+    auto report = shardModel(m, /*forPlan=*/true, /*keepGiven=*/twoPhase);
+    if (!report)
+      return report.takeError();
+    const Strategy &s = report->strategy;
+    for (size_t i = 0; i < m.main.ops.size(); ++i) {
+      m.main.ops[i]->attrs["config"] =
+          std::vector<int64_t>(s.configs[i].begin(), s.configs[i].end());
+      if (int64_t at = offsetOf(s.offsets, i))
+        m.main.ops[i]->attrs["offset"] = at;
+    }
+    if (auto err =
+            insertCollectives(m, theCluster->gpus, theCluster->gpusPerNode))
+      return err;
+    po.predictedBytes = s.cost.memoryBytes;
+    po.predictedStepSeconds = s.cost.seconds;
+    po.simulatedStepSeconds = s.cost.simulatedSeconds;
+  }
+  return po;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions({&paxcCategory, &searchCategory});
@@ -1069,32 +1129,14 @@ int main(int argc, char **argv) {
                   "prices a training step of the model as it is");
     if (auto err = checkRunnable(m))
       return fail(llvm::toString(std::move(err)));
-    PlanOptions po;
-    // The plan reads its weights from the model, found by absolute path.
-    llvm::SmallString<256> source(inputPath);
-    llvm::sys::fs::make_absolute(source);
-    po.source = source.str().str();
-    if (partitioned) {
-      auto report = shardModel(m, /*forPlan=*/true, /*keepGiven=*/twoPhase);
-      if (!report)
-        return fail(llvm::toString(report.takeError()));
-      const Strategy &s = report->strategy;
-      for (size_t i = 0; i < m.main.ops.size(); ++i) {
-        m.main.ops[i]->attrs["config"] =
-            std::vector<int64_t>(s.configs[i].begin(), s.configs[i].end());
-        if (int64_t at = offsetOf(s.offsets, i))
-          m.main.ops[i]->attrs["offset"] = at;
-      }
-      if (auto err =
-              insertCollectives(m, theCluster->gpus, theCluster->gpusPerNode))
-        return fail(llvm::toString(std::move(err)));
-      po.predictedBytes = s.cost.memoryBytes;
-      po.predictedStepSeconds = s.cost.seconds;
-      po.simulatedStepSeconds = s.cost.simulatedSeconds;
-    }
-    auto p = emitPlan(m, po);
+    auto po = partitionForPlan(m, partitioned, twoPhase);
+    if (!po)
+      return fail(llvm::toString(po.takeError()));
+    auto p = emitPlan(m, *po);
     if (!p)
       return fail(llvm::toString(p.takeError()));
+    if (auto err = writePlanStats(*p))
+      return fail(llvm::toString(std::move(err)));
     if (emit == Emit::PlanText) {
       std::string text;
       google::protobuf::TextFormat::PrintToString(*p, &text);
@@ -1104,7 +1146,7 @@ int main(int argc, char **argv) {
     }
     out.keep();
     if (!quiet && emit != Emit::PlanText && outputPath != "-")
-      printPlanSummary(m, *p, po, partitioned);
+      printPlanSummary(m, *p, *po, partitioned);
     return 0;
   }
   if (!sharding) {

@@ -1,0 +1,141 @@
+//===- PlanStats.cpp - What a device's program costs per step -------------===//
+#include "codegen/PlanStats.h"
+
+#include "codegen/plan/PlanFile.h"
+#include "ir/Module.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+#include <algorithm>
+
+namespace pax {
+
+namespace {
+/// Bytes of buffer \p b of \p prog.
+double bufferBytes(const plan::DeviceProgram &prog, uint32_t b) {
+  if (b >= uint32_t(prog.buffers_size()))
+    return 0;
+  const plan::Buffer &buf = prog.buffers(int(b));
+  double bytes = double(planDTypeBytes(buf.dtype()));
+  for (int64_t d : buf.shape())
+    bytes *= double(d);
+  return bytes;
+}
+
+/// Whether a compute of \p kind runs as a library kernel that reads its
+/// operands from memory and writes its results there, whatever is fused
+/// around it.
+bool materializes(const std::string &kind) {
+  std::optional<OpKind> k = parseOpKind(kind);
+  if (!k)
+    return false;
+  OpFamily f = opKindFamily(*k);
+  return f == OpFamily::Contraction || f == OpFamily::Attention ||
+         f == OpFamily::Recurrent;
+}
+
+/// Accumulates one program's stats, instruction by instruction.
+class Counter {
+public:
+  explicit Counter(const plan::DeviceProgram &prog) : prog(prog) {}
+
+  ProgramStats run() {
+    for (const plan::Instruction &inst : prog.instructions()) {
+      if (inst.has_compute())
+        compute(inst.compute());
+      else if (inst.has_collective())
+        collective(inst.collective());
+      else if (inst.has_slice())
+        stats.trafficBytes += 2 * bufferBytes(prog, inst.slice().output());
+      else if (inst.has_load())
+        loaded.insert(inst.load().buffer());
+    }
+    // Weights and inputs no library kernel read, and outputs none wrote:
+    // once each.
+    for (uint32_t b : loaded)
+      if (!counted.count(b))
+        stats.minTrafficBytes += bufferBytes(prog, b);
+    for (const plan::Binding &in : prog.inputs())
+      if (!counted.count(in.buffer()))
+        stats.minTrafficBytes += bufferBytes(prog, in.buffer());
+    for (const plan::Binding &out : prog.outputs())
+      if (!counted.count(out.buffer()))
+        stats.minTrafficBytes += bufferBytes(prog, out.buffer());
+    return std::move(stats);
+  }
+
+private:
+  void compute(const plan::Compute &c) {
+    KernelWork w;
+    w.flops = c.flops();
+    for (const plan::Access &a : c.inputs())
+      w.bytes += bufferBytes(prog, a.buffer());
+    for (const plan::Access &a : c.outputs())
+      w.bytes += bufferBytes(prog, a.buffer());
+    ++stats.ops;
+    ++stats.kernels;
+    stats.trafficBytes += w.bytes;
+    stats.work.push_back(w);
+    if (!materializes(c.kind()))
+      return;
+    stats.minTrafficBytes += w.bytes;
+    for (const plan::Access &a : c.inputs())
+      counted.insert(a.buffer());
+    for (const plan::Access &a : c.outputs())
+      counted.insert(a.buffer());
+  }
+  void collective(const plan::Collective &c) {
+    double bytes = bufferBytes(prog, c.input()) + bufferBytes(prog, c.output());
+    stats.trafficBytes += bytes;
+    stats.minTrafficBytes += bytes;
+    counted.insert(c.input());
+    counted.insert(c.output());
+  }
+
+  const plan::DeviceProgram &prog;
+  ProgramStats stats;
+  llvm::DenseSet<uint32_t> loaded, counted;
+};
+} // namespace
+
+double ProgramStats::flops() const {
+  double f = 0;
+  for (const KernelWork &w : work)
+    f += w.flops;
+  return f;
+}
+
+double ProgramStats::rooflineSeconds(double peakFlops,
+                                     double memoryBandwidth) const {
+  if (peakFlops <= 0 || memoryBandwidth <= 0)
+    return 0;
+  double t = 0;
+  for (const KernelWork &w : work)
+    t += std::max(w.flops / peakFlops, w.bytes / memoryBandwidth);
+  return t;
+}
+
+ProgramStats programStats(const plan::DeviceProgram &prog) {
+  return Counter(prog).run();
+}
+
+llvm::json::Value planStatsJson(const plan::Plan &plan, double peakFlops,
+                                double memoryBandwidth) {
+  llvm::json::Array devices;
+  for (const plan::DeviceProgram &prog : plan.programs()) {
+    ProgramStats s = programStats(prog);
+    llvm::json::Object d{{"device", int64_t(prog.device())},
+                         {"ops", s.ops},
+                         {"kernels", s.kernels},
+                         {"fused_kernels", s.fusedKernels},
+                         {"flops", s.flops()},
+                         {"traffic_bytes", s.trafficBytes},
+                         {"min_traffic_bytes", s.minTrafficBytes}};
+    if (double t = s.rooflineSeconds(peakFlops, memoryBandwidth))
+      d["roofline_s"] = t;
+    devices.push_back(std::move(d));
+  }
+  return llvm::json::Object{{"devices", std::move(devices)}};
+}
+
+} // namespace pax

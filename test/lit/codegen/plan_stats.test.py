@@ -1,0 +1,32 @@
+"""Checks a --plan-stats JSON against the rules the test states."""
+import argparse
+import json
+
+ap = argparse.ArgumentParser()
+ap.add_argument("stats")
+ap.add_argument("--devices", type=int, required=True)
+ap.add_argument("--peak-tflops", type=float)
+ap.add_argument("--memory-gbps", type=float)
+ap.add_argument("--no-roofline", action="store_true")
+a = ap.parse_args()
+devices = json.load(open(a.stats))["devices"]
+assert len(devices) == a.devices, devices
+for d in devices:
+    assert d["ops"] > 0 and d["kernels"] == d["ops"], d
+    assert d["fused_kernels"] == 0, d
+    assert d["traffic_bytes"] >= d["min_traffic_bytes"] > 0, d
+print(f"{len(devices)} device(s): kernels = ops, traffic >= the least, fused 0")
+if a.no_roofline:
+    assert all("roofline_s" not in d for d in devices), devices
+    print("no roofline: the cluster has no memory bandwidth")
+else:
+    peak, bw = a.peak_tflops * 1e12, a.memory_gbps * 1e9
+    for d in devices:
+        # Each kernel takes the slower of its flops and its bytes: at least
+        # all the flops at the peak, at most that plus all the bytes.
+        low = d["flops"] / peak
+        high = d["flops"] / peak + d["traffic_bytes"] / bw
+        assert low * (1 - 1e-9) <= d["roofline_s"] <= high * (1 + 1e-9), d
+        assert d["roofline_s"] > 0, d
+    print("roofline between the flops at the peak and that plus the traffic "
+          "at the memory bandwidth")
