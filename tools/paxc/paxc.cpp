@@ -1054,6 +1054,9 @@ int main(int argc, char **argv) {
   bool planning = emit == Emit::Plan || emit == Emit::PlanText ||
                   (!emit.getNumOccurrences() &&
                    llvm::StringRef(outputPath).ends_with(".paxplan"));
+  if (!planStatsPath.empty() && !planning)
+    return fail("--plan-stats describes a plan: write one (-o FILE.paxplan "
+                "or --emit=plan)");
   bool partitioned = (gpus.getNumOccurrences() && gpus > 1) ||
                      strategyPath.getNumOccurrences() ||
                      clusterName.getNumOccurrences();
