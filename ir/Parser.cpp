@@ -8,6 +8,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cmath>
 #include <cstring>
@@ -268,7 +269,16 @@ private:
   bool parseGlobal(Module &m, bool isParam);
   bool parseDense(Global &g);
   bool parseFunc(Module &m);
+  /// `(%a: type, ...)`, the function's arguments.
+  bool parseArgs(Func &f);
+  /// `-> (name: type, ...)`, the function's results' names and types.
+  bool parseResults(Func &f, llvm::SmallVectorImpl<TensorType> &resultTypes);
+  /// `return v, ...`, checked against the declared result types.
+  bool parseReturn(Func &f, llvm::ArrayRef<TensorType> resultTypes);
   bool parseOp(Func &f);
+  /// `fused "NAME" { op... }`: the ops of one fused kernel.
+  bool parseFused(Func &f);
+  llvm::StringSet<> kernels; ///< the fused kernels' names so far
   bool parseMap(const Op &op, AccessMap &map);
   bool parseExpr(const Op &op, AccessExpr &e);
   bool parseDimName(const Op &op, unsigned &dim);
@@ -745,6 +755,33 @@ bool Parser::parseMap(const Op &op, AccessMap &map) {
   return true;
 }
 
+bool Parser::parseFused(Func &f) {
+  advance();
+  if (tok.kind != Token::String)
+    return fail("expected the fused kernel's name as a string");
+  std::string name = tok.str;
+  if (name.empty())
+    return fail("a fused kernel needs a name");
+  if (!kernels.insert(name).second)
+    return fail("fused kernel '" + name + "' appears twice");
+  advance();
+  if (!expect('{', "to start the fused kernel's ops"))
+    return false;
+  size_t first = f.ops.size();
+  while (!consumeIf('}')) {
+    if (tok.kind == Token::Eof || tok.isKeyword("return"))
+      return fail("expected '}' to close fused kernel '" + name + "'");
+    if (tok.isKeyword("fused"))
+      return fail("fused kernels do not nest");
+    if (!parseOp(f))
+      return false;
+    f.ops.back()->attrs["kernel"] = name;
+  }
+  if (f.ops.size() == first)
+    return fail("fused kernel '" + name + "' has no ops");
+  return true;
+}
+
 bool Parser::parseOp(Func &f) {
   llvm::SMLoc loc = tok.loc();
   llvm::SmallVector<Token, 2> defs;
@@ -831,14 +868,7 @@ bool Parser::parseOp(Func &f) {
   return parseAttrs(op->attrs);
 }
 
-bool Parser::parseFunc(Module &m) {
-  if (!expectKeyword("func"))
-    return false;
-  if (tok.kind != Token::GlobalRef)
-    return fail("expected the function name '@...'");
-  Func &f = m.main;
-  f.name = tok.str;
-  advance();
+bool Parser::parseArgs(Func &f) {
   if (!expect('(', "to start the arguments"))
     return false;
   while (!tok.is(')')) {
@@ -856,7 +886,11 @@ bool Parser::parseFunc(Module &m) {
       return false;
   }
   advance();
-  llvm::SmallVector<TensorType, 2> resultTypes;
+  return true;
+}
+
+bool Parser::parseResults(Func &f,
+                          llvm::SmallVectorImpl<TensorType> &resultTypes) {
   if (!tok.is('-') && !(tok.kind == Token::Punct && tok.text == "->"))
     return fail("expected '->' before the results");
   advance();
@@ -874,16 +908,10 @@ bool Parser::parseFunc(Module &m) {
       return false;
   }
   advance();
-  if (!expect('{', "to start the function body"))
-    return false;
-  while (!tok.isKeyword("return")) {
-    if (tok.kind == Token::Eof)
-      return fail("expected 'return' before the end of the file");
-    if (tok.kind == Token::Error)
-      return fail(tok.str);
-    if (!parseOp(f))
-      return false;
-  }
+  return true;
+}
+
+bool Parser::parseReturn(Func &f, llvm::ArrayRef<TensorType> resultTypes) {
   llvm::SMLoc retLoc = tok.loc();
   advance();
   while (tok.kind == Token::LocalRef || tok.kind == Token::GlobalRef) {
@@ -905,7 +933,31 @@ bool Parser::parseFunc(Module &m) {
                               f.returns[i]->type.str() +
                               " but the function declares " +
                               resultTypes[i].str());
-  return expect('}', "to close the function");
+  return true;
+}
+
+bool Parser::parseFunc(Module &m) {
+  if (!expectKeyword("func"))
+    return false;
+  if (tok.kind != Token::GlobalRef)
+    return fail("expected the function name '@...'");
+  Func &f = m.main;
+  f.name = tok.str;
+  advance();
+  llvm::SmallVector<TensorType, 2> resultTypes;
+  if (!parseArgs(f) || !parseResults(f, resultTypes))
+    return false;
+  if (!expect('{', "to start the function body"))
+    return false;
+  while (!tok.isKeyword("return")) {
+    if (tok.kind == Token::Eof)
+      return fail("expected 'return' before the end of the file");
+    if (tok.kind == Token::Error)
+      return fail(tok.str);
+    if (!(tok.isKeyword("fused") ? parseFused(f) : parseOp(f)))
+      return false;
+  }
+  return parseReturn(f, resultTypes) && expect('}', "to close the function");
 }
 
 std::unique_ptr<Module> Parser::parse() {

@@ -195,8 +195,18 @@ private:
 };
 } // namespace
 
-static void printOp(const Op &op, ValueNamer &name, llvm::raw_ostream &os) {
-  os << "    ";
+/// The fused kernel \p op belongs to (pax-fuse-kernels), or "".
+static llvm::StringRef kernelOf(const Op &op) {
+  auto it = op.attrs.find("kernel");
+  if (it == op.attrs.end())
+    return "";
+  const auto *s = std::get_if<std::string>(&it->second);
+  return s ? llvm::StringRef(*s) : "";
+}
+
+static void printOp(const Op &op, ValueNamer &name, llvm::raw_ostream &os,
+                    llvm::StringRef indent = "    ") {
+  os << indent;
   for (size_t i = 0; i < op.results.size(); ++i)
     os << (i ? ", " : "") << name(op.results[i].value.get());
   os << " = compute " << formatString(opKindName(op.kind)) << " iter [";
@@ -205,17 +215,37 @@ static void printOp(const Op &op, ValueNamer &name, llvm::raw_ostream &os) {
     os << (i ? ", " : "") << d.name << ": " << d.extent << " "
        << iterKindName(d.kind);
   }
-  os << "]\n        ins(";
+  os << "]\n" << indent << "    ins(";
   for (size_t i = 0; i < op.operands.size(); ++i)
     os << (i ? ", " : "") << name(op.operands[i].value)
        << accessMapStr(op.operands[i].map, op.iters);
-  os << ")\n        outs(";
+  os << ")\n" << indent << "    outs(";
   for (size_t i = 0; i < op.results.size(); ++i)
     os << (i ? ", " : "") << accessMapStr(op.results[i].map, op.iters) << " : "
        << op.results[i].value->type.str();
   os << ")";
-  printAttrs(op.attrs, os);
+  AttrMap attrs = op.attrs;
+  if (!kernelOf(op).empty())
+    attrs.erase("kernel"); // the region it is printed in says it
+  printAttrs(attrs, os);
   os << "\n";
+}
+
+/// \p f's ops, each run of one fused kernel as a region:
+/// `fused "k0" { ... }`.
+static void printOps(const Func &f, ValueNamer &name, llvm::raw_ostream &os) {
+  llvm::StringRef open;
+  for (const auto &op : f.ops) {
+    llvm::StringRef k = kernelOf(*op);
+    if (k != open && !open.empty())
+      os << "    }\n";
+    if (k != open && !k.empty())
+      os << "    fused " << formatString(k) << " {\n";
+    open = k;
+    printOp(*op, name, os, k.empty() ? "    " : "      ");
+  }
+  if (!open.empty())
+    os << "    }\n";
 }
 
 void printModule(const Module &m, llvm::raw_ostream &os) {
@@ -240,8 +270,7 @@ void printModule(const Module &m, llvm::raw_ostream &os) {
     os << (i ? ", " : "") << formatIdent(f.returnNames[i]) << ": "
        << f.returns[i]->type.str();
   os << ") {\n";
-  for (const auto &op : f.ops)
-    printOp(*op, name, os);
+  printOps(f, name, os);
   os << "    return";
   for (size_t i = 0; i < f.returns.size(); ++i)
     os << (i ? ", " : " ") << name(f.returns[i]);

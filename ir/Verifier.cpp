@@ -25,6 +25,9 @@ private:
   void verifyGlobals();
   void verifyFunc();
   void verifyOp(const Op &op);
+  /// Each fused kernel's ops (attribute `kernel`, a string) are one run of
+  /// consecutive ops.
+  void verifyKernels();
   void verifyMap(const Op &op, const AccessMap &map, const TensorType &type,
                  bool isResult, const llvm::Twine &what);
 
@@ -60,6 +63,7 @@ void Verifier::verifyFunc() {
   }
   for (const auto &op : f.ops)
     verifyOp(*op);
+  verifyKernels();
   if (f.returns.size() != f.returnNames.size())
     error(nullptr, "the function returns " + llvm::Twine(f.returns.size()) +
                        " values but names " +
@@ -67,6 +71,25 @@ void Verifier::verifyFunc() {
   for (const Value *v : f.returns)
     if (!v || !defined.count(v))
       error(nullptr, "the function returns a value that is not defined");
+}
+
+void Verifier::verifyKernels() {
+  llvm::StringSet<> closed;
+  std::string open;
+  for (const auto &op : m.main.ops) {
+    auto it = op->attrs.find("kernel");
+    const std::string *k =
+        it == op->attrs.end() ? nullptr : std::get_if<std::string>(&it->second);
+    if (it != op->attrs.end() && (!k || k->empty()))
+      error(op.get(), "attribute 'kernel' must name a fused kernel");
+    std::string now = k ? *k : "";
+    if (now != open && !open.empty())
+      closed.insert(open);
+    if (now != open && closed.count(now))
+      error(op.get(),
+            "fused kernel '" + now + "' has ops that are not consecutive");
+    open = now;
+  }
 }
 
 void Verifier::verifyOp(const Op &op) {

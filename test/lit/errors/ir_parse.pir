@@ -177,3 +177,67 @@ module @bad_groups {
     return %0
   }
 }
+
+// -----
+
+module @nested_fused {
+  func @main(%x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+    fused "k0" {
+      // CHECK: ir_parse.pir:[[@LINE+1]]:7: error: fused kernels do not nest
+      fused "k1" {
+        %0 = compute "relu" iter [d0: 4 par]
+            ins(%x[d0])
+            outs([d0] : tensor<4xf32>)
+      }
+    }
+    return %0
+  }
+}
+
+// -----
+
+module @empty_fused {
+  func @main(%x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+    fused "k0" {
+    }
+    // CHECK: ir_parse.pir:[[@LINE+1]]:5: error: fused kernel 'k0' has no ops
+    return %x
+  }
+}
+
+// -----
+
+module @fused_twice {
+  func @main(%x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+    fused "k0" {
+      %0 = compute "relu" iter [d0: 4 par]
+          ins(%x[d0])
+          outs([d0] : tensor<4xf32>)
+    }
+    // CHECK: ir_parse.pir:[[@LINE+1]]:11: error: fused kernel 'k0' appears twice
+    fused "k0" {
+      %1 = compute "neg" iter [d0: 4 par]
+          ins(%0[d0])
+          outs([d0] : tensor<4xf32>)
+    }
+    return %1
+  }
+}
+
+// -----
+
+module @fused_apart {
+  func @main(%x: tensor<4xf32>) -> (y: tensor<4xf32>) {
+    %0 = compute "relu" iter [d0: 4 par]
+        ins(%x[d0])
+        outs([d0] : tensor<4xf32>) {kernel = "k0"}
+    %1 = compute "neg" iter [d0: 4 par]
+        ins(%0[d0])
+        outs([d0] : tensor<4xf32>)
+    // CHECK: ir_parse.pir:[[@LINE+1]]:5: error: fused kernel 'k0' has ops that are not consecutive
+    %2 = compute "exp" iter [d0: 4 par]
+        ins(%1[d0])
+        outs([d0] : tensor<4xf32>) {kernel = "k0"}
+    return %2
+  }
+}
