@@ -2,6 +2,7 @@
 #include "passes/BasicPasses.h"
 
 #include "passes/FuseAttention.h"
+#include "passes/FuseKernels.h"
 
 #include "ir/Soap.h"
 #include "ir/Summary.h"
@@ -62,6 +63,16 @@ FuseAttentionPass::create(const PassOptions &o) {
 
 llvm::Error FuseAttentionPass::run(Module &m, PassContext &) {
   fuseAttention(m);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Pass>>
+FuseKernelsPass::create(const PassOptions &o) {
+  return createWithoutOptions<FuseKernelsPass>("pax-fuse-kernels", o);
+}
+
+llvm::Error FuseKernelsPass::run(Module &m, PassContext &) {
+  fuseKernels(m);
   return llvm::Error::success();
 }
 

@@ -1,0 +1,37 @@
+//===- FuseKernels.h - Ops grouped into fused kernels -----------*- C++ -*-===//
+//
+// The first step of fusion as an IR concept: runs of consecutive ops that
+// one kernel can compute point by point, found from the iteration spaces
+// and access maps alone, each marked `kernel = "kN"` (printed as a
+// `fused "kN" { ... }` region, IR.md). An op joins the kernel of the ops
+// before it when
+//
+//   - every op computes each point of its iteration space alone: no
+//     reduction dims, every result written through plain dims that cover
+//     the space (elementwise, broadcast and transpose-like ops);
+//   - each value it reads from the kernel is read at exactly the point
+//     that wrote it: both maps plain over dims of equal extent, split the
+//     same way (`config`) from the same device (`offset`), the reader's
+//     other dims unsplit;
+//   - that value has no other reader and is not returned (it never needs
+//     to be in memory);
+//   - it reads some value of the kernel, or it iterates the same space as
+//     the kernel's first op, split the same way (a sibling, such as GELU's
+//     0.5 * x, that a later op of the kernel reads).
+//
+// A collective, a contraction, a reduction, a reshape (a grouped map) or
+// any other op ends a kernel. Codegen does not run the kernels fused yet:
+// the groups are what it will generate.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "ir/Module.h"
+
+namespace pax {
+
+/// Marks \p m's fused kernels (replacing any marks); returns how many
+/// kernels of two or more ops it found.
+unsigned fuseKernels(Module &m);
+
+} // namespace pax

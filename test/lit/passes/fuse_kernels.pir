@@ -1,0 +1,118 @@
+// RUN: paxc-opt %s --split-input-file -p pax-fuse-kernels | FileCheck %s
+// RUN: paxc-opt %s --split-input-file -p pax-fuse-kernels | paxc-opt - --split-input-file | FileCheck %s
+
+// pax-fuse-kernels: runs of ops one kernel computes point by point become
+// `fused` regions (the second RUN reads them back). GELU's tanh form: 0.5 * x
+// is a sibling (same space, read by the last op), the rest a chain; x comes
+// from a reshape that groups dims, and has three readers: it stays in
+// memory.
+// CHECK-LABEL: module @gelu
+// CHECK:      %0 = compute "reshape"
+// CHECK-NEXT:     ins
+// CHECK-NEXT:     outs
+// CHECK-NEXT: fused "k0" {
+// CHECK-NEXT:   %1 = compute "mul"
+// CHECK-NOT:  {{^ +[}]$|fused}}
+// CHECK:        %8 = compute "mul"
+// CHECK-NEXT:       ins(%1[d0, d1], %7[d0, d1])
+// CHECK-NEXT:       outs([d0, d1] : tensor<4x8xf32>) {name = "out"}
+// CHECK-NEXT: {{^ +[}]$}}
+// CHECK-NEXT: return %8
+module @gelu {
+  const @half : tensor<f32> = fill(0.5)
+  const @three : tensor<f32> = fill(3.0)
+  const @c : tensor<f32> = fill(0.044715)
+  const @s : tensor<f32> = fill(0.7978845608)
+  const @one : tensor<f32> = fill(1.0)
+  func @main(%in: tensor<32xf32>) -> (y: tensor<4x8xf32>) {
+    %0 = compute "reshape" iter [d0: 4 par, d1: 8 par]
+        ins(%in[(d0, d1)])
+        outs([d0, d1] : tensor<4x8xf32>)
+    %1 = compute "mul" iter [d0: 4 par, d1: 8 par]
+        ins(%0[d0, d1], @half[])
+        outs([d0, d1] : tensor<4x8xf32>)
+    %2 = compute "pow" iter [d0: 4 par, d1: 8 par]
+        ins(%0[d0, d1], @three[])
+        outs([d0, d1] : tensor<4x8xf32>)
+    %3 = compute "mul" iter [d0: 4 par, d1: 8 par]
+        ins(%2[d0, d1], @c[])
+        outs([d0, d1] : tensor<4x8xf32>)
+    %4 = compute "add" iter [d0: 4 par, d1: 8 par]
+        ins(%0[d0, d1], %3[d0, d1])
+        outs([d0, d1] : tensor<4x8xf32>)
+    %5 = compute "mul" iter [d0: 4 par, d1: 8 par]
+        ins(%4[d0, d1], @s[])
+        outs([d0, d1] : tensor<4x8xf32>)
+    %6 = compute "tanh" iter [d0: 4 par, d1: 8 par]
+        ins(%5[d0, d1])
+        outs([d0, d1] : tensor<4x8xf32>)
+    %7 = compute "add" iter [d0: 4 par, d1: 8 par]
+        ins(%6[d0, d1], @one[])
+        outs([d0, d1] : tensor<4x8xf32>)
+    %8 = compute "mul" iter [d0: 4 par, d1: 8 par]
+        ins(%1[d0, d1], %7[d0, d1])
+        outs([d0, d1] : tensor<4x8xf32>) {name = "out"}
+    return %8
+  }
+}
+
+// -----
+
+// A transpose and its elementwise reader fuse: the reader's d0 is the
+// transpose's d1, point for point. A matmul ends the kernel; a value with a
+// reader outside (%3, returned) and a read through an offset (a slice) do
+// not fuse.
+// CHECK-LABEL: module @edges
+// CHECK:      fused "k0" {
+// CHECK-NEXT:   %0 = compute "transpose"
+// CHECK:        %1 = compute "relu"
+// CHECK:      {{^ +[}]$}}
+// CHECK-NEXT: %2 = compute "matmul"
+// CHECK:      %3 = compute "relu"
+// CHECK-NOT:  fused
+// CHECK:      return
+module @edges {
+  func @main(%a: tensor<8x4xf32>, %w: tensor<8x8xf32>) -> (y: tensor<4x8xf32>, z: tensor<4x8xf32>, s: tensor<4x4xf32>) {
+    %0 = compute "transpose" iter [d0: 8 par, d1: 4 par]
+        ins(%a[d0, d1])
+        outs([d1, d0] : tensor<4x8xf32>)
+    %1 = compute "relu" iter [d0: 4 par, d1: 8 par]
+        ins(%0[d0, d1])
+        outs([d0, d1] : tensor<4x8xf32>)
+    %2 = compute "matmul" iter [m: 4 par, n: 8 par, k: 8 red]
+        ins(%1[m, k], %w[k, n])
+        outs([m, n] : tensor<4x8xf32>)
+    %3 = compute "relu" iter [d0: 4 par, d1: 8 par]
+        ins(%2[d0, d1])
+        outs([d0, d1] : tensor<4x8xf32>)
+    %4 = compute "neg" iter [d0: 4 par, d1: 4 par]
+        ins(%3[d0, d1 + 4])
+        outs([d0, d1] : tensor<4x4xf32>)
+    return %2, %3, %4
+  }
+}
+
+// -----
+
+// Partitioned: a reader split like its writer fuses; one split another way
+// (the same dims, other devices) does not.
+// CHECK-LABEL: module @splits
+// CHECK:      fused "k0" {
+// CHECK-NEXT:   %0 = compute "exp"
+// CHECK:        %1 = compute "neg"
+// CHECK:      {{^ +[}]$}}
+// CHECK-NEXT: %2 = compute "sqrt"
+module @splits {
+  func @main(%x: tensor<8x8xf32>) -> (y: tensor<8x8xf32>) {
+    %0 = compute "exp" iter [d0: 8 par, d1: 8 par]
+        ins(%x[d0, d1])
+        outs([d0, d1] : tensor<8x8xf32>) {config = [4, 1]}
+    %1 = compute "neg" iter [d0: 8 par, d1: 8 par]
+        ins(%0[d0, d1])
+        outs([d0, d1] : tensor<8x8xf32>) {config = [4, 1]}
+    %2 = compute "sqrt" iter [d0: 8 par, d1: 8 par]
+        ins(%1[d0, d1])
+        outs([d0, d1] : tensor<8x8xf32>) {config = [1, 4]}
+    return %2
+  }
+}
