@@ -296,7 +296,8 @@ std::string opBlockSignature(const Op &op, llvm::ArrayRef<int64_t> local) {
   os << ")";
   AttrMap attrs;
   for (const auto &[key, value] : op.attrs)
-    if (key != "name" && key != "config" && key != "everywhere")
+    if (key != "name" && key != "config" && key != "everywhere" &&
+        key != "kernel")
       attrs.insert({key, value});
   printAttrs(attrs, os);
   return s;
