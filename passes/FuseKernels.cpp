@@ -1,9 +1,6 @@
 //===- FuseKernels.cpp - Ops grouped into fused kernels -------------------===//
 #include "passes/FuseKernels.h"
 
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
-
 #include <string>
 
 namespace pax {
@@ -21,20 +18,46 @@ std::optional<llvm::SmallVector<unsigned, 4>> plainDims(const AccessMap &map) {
   return dims;
 }
 
-/// Whether \p op computes every point of its space alone, writing each
-/// result through plain dims that cover the space.
-bool pointwise(const Op &op) {
-  OpFamily f = opKindFamily(op.kind);
-  if (f != OpFamily::Elementwise && f != OpFamily::Layout)
-    return false;
-  if (op.results.empty() || llvm::any_of(op.iters, [](const IterDim &d) {
-        return d.kind != IterKind::Parallel;
-      }))
-    return false;
-  return llvm::all_of(op.results, [&](const Result &r) {
+/// Whether every result of \p op is written through plain dims that cover
+/// its space.
+bool coversSpace(const Op &op) {
+  return !op.results.empty() && llvm::all_of(op.results, [&](const Result &r) {
     auto dims = plainDims(r.map);
     return dims && dims->size() == op.iters.size();
   });
+}
+
+/// Whether \p op's reduction dims are its results' last dims (a softmax, a
+/// layer or RMS norm over the rows: a kernel finishes a row, then goes on
+/// with it).
+bool rowReduction(const Op &op) {
+  for (const Result &r : op.results) {
+    auto dims = plainDims(r.map);
+    bool tail = true;
+    for (size_t t = dims->size(); t-- > 0;) {
+      bool red = op.iters[(*dims)[t]].kind == IterKind::Reduction;
+      if (red && !tail)
+        return false;
+      tail = tail && red;
+    }
+  }
+  return true;
+}
+
+/// Whether a kernel can compute \p op point by point (elementwise,
+/// broadcast and transpose-like ops: no reduction dims) or row by row (a
+/// normalization over its results' last dims), its results covering its
+/// space.
+bool fusable(const Op &op) {
+  OpFamily f = opKindFamily(op.kind);
+  if (!coversSpace(op))
+    return false;
+  if (f == OpFamily::Normalization)
+    return rowReduction(op);
+  return (f == OpFamily::Elementwise || f == OpFamily::Layout) &&
+         llvm::all_of(op.iters, [](const IterDim &d) {
+           return d.kind == IterKind::Parallel;
+         });
 }
 
 /// The split of iteration dim \p d of \p op (1 where the op has none).
@@ -86,20 +109,14 @@ bool sameSpace(const Op &a, const Op &b) {
 /// Groups the ops of one function.
 class Grouper {
 public:
-  explicit Grouper(Func &f) : f(f) {
-    for (const auto &op : f.ops)
-      for (const Operand &o : op->operands)
-        ++readers[o.value];
-    for (const Value *v : f.returns)
-      returned.insert(v);
-  }
+  explicit Grouper(Func &f) : f(f) {}
 
   unsigned run() {
     for (auto &op : f.ops) {
       op->attrs.erase("kernel");
       if (!joins(*op))
         close();
-      if (pointwise(*op))
+      if (fusable(*op))
         group.push_back(op.get());
     }
     close();
@@ -108,10 +125,10 @@ public:
 
 private:
   /// Whether \p op joins the open group: every value of the group it
-  /// reads at the point that wrote it, its only use; and it reads the
-  /// group or iterates the group's space (a sibling a later op may read).
+  /// reads at the point that wrote it; and it reads the group or iterates
+  /// the group's space (a sibling a later op may read).
   bool joins(const Op &op) const {
-    if (group.empty() || !pointwise(op))
+    if (group.empty() || !fusable(op))
       return false;
     bool reads = false;
     for (unsigned k = 0; k < op.operands.size(); ++k) {
@@ -122,8 +139,7 @@ private:
       unsigned r = 0;
       while (w->results[r].value.get() != v)
         ++r;
-      if (readers.lookup(v) != 1 || returned.count(v) ||
-          !samePoint(*w, r, op, k))
+      if (!samePoint(*w, r, op, k))
         return false;
       reads = true;
     }
@@ -139,8 +155,6 @@ private:
   }
 
   Func &f;
-  llvm::DenseMap<const Value *, unsigned> readers;
-  llvm::DenseSet<const Value *> returned;
   std::vector<Op *> group;
   unsigned kernels = 0;
 };

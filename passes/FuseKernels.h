@@ -1,27 +1,28 @@
 //===- FuseKernels.h - Ops grouped into fused kernels -----------*- C++ -*-===//
 //
 // The first step of fusion as an IR concept: runs of consecutive ops that
-// one kernel can compute point by point, found from the iteration spaces
-// and access maps alone, each marked `kernel = "kN"` (printed as a
-// `fused "kN" { ... }` region, IR.md). An op joins the kernel of the ops
-// before it when
+// one kernel can compute point by point or row by row, found from the
+// iteration spaces and access maps alone, each marked `kernel = "kN"`
+// (printed as a `fused "kN" { ... }` region, IR.md). An op joins the
+// kernel of the ops before it when
 //
-//   - every op computes each point of its iteration space alone: no
-//     reduction dims, every result written through plain dims that cover
-//     the space (elementwise, broadcast and transpose-like ops);
+//   - it computes each point of its space alone (no reduction dims:
+//     elementwise, broadcast and transpose-like ops) or each row (a
+//     normalization whose reduction dims are its results' last dims:
+//     softmax, layer and RMS norm), its results written through plain dims
+//     that cover its space;
 //   - each value it reads from the kernel is read at exactly the point
 //     that wrote it: both maps plain over dims of equal extent, split the
 //     same way (`config`) from the same device (`offset`), the reader's
-//     other dims unsplit;
-//   - that value has no other reader and is not returned (it never needs
-//     to be in memory);
+//     other dims unsplit (a value also read outside the kernel, or
+//     returned, is written out as well);
 //   - it reads some value of the kernel, or it iterates the same space as
 //     the kernel's first op, split the same way (a sibling, such as GELU's
 //     0.5 * x, that a later op of the kernel reads).
 //
-// A collective, a contraction, a reduction, a reshape (a grouped map) or
-// any other op ends a kernel. Codegen does not run the kernels fused yet:
-// the groups are what it will generate.
+// A collective, a contraction, a reduction that drops dims, a reshape that
+// merges dims (a grouped map) or any other op ends a kernel. Codegen does
+// not run the kernels fused yet: the groups are what it will generate.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -1,17 +1,14 @@
 // RUN: paxc-opt %s --split-input-file -p pax-fuse-kernels | FileCheck %s
 // RUN: paxc-opt %s --split-input-file -p pax-fuse-kernels | paxc-opt - --split-input-file | FileCheck %s
 
-// pax-fuse-kernels: runs of ops one kernel computes point by point become
-// `fused` regions (the second RUN reads them back). GELU's tanh form: 0.5 * x
-// is a sibling (same space, read by the last op), the rest a chain; x comes
-// from a reshape that groups dims, and has three readers: it stays in
-// memory.
+// pax-fuse-kernels: runs of ops one kernel computes point by point or row
+// by row become `fused` regions (the second RUN reads them back). GELU's
+// tanh form: x comes from a reshape that reads its input through a grouped
+// map but writes plain dims, so it joins; x's three readers are all in the
+// kernel; 0.5 * x is a sibling (the same space, read by the last op).
 // CHECK-LABEL: module @gelu
-// CHECK:      %0 = compute "reshape"
-// CHECK-NEXT:     ins
-// CHECK-NEXT:     outs
-// CHECK-NEXT: fused "k0" {
-// CHECK-NEXT:   %1 = compute "mul"
+// CHECK:      fused "k0" {
+// CHECK-NEXT:   %0 = compute "reshape"
 // CHECK-NOT:  {{^ +[}]$|fused}}
 // CHECK:        %8 = compute "mul"
 // CHECK-NEXT:       ins(%1[d0, d1], %7[d0, d1])
@@ -59,9 +56,8 @@ module @gelu {
 // -----
 
 // A transpose and its elementwise reader fuse: the reader's d0 is the
-// transpose's d1, point for point. A matmul ends the kernel; a value with a
-// reader outside (%3, returned) and a read through an offset (a slice) do
-// not fuse.
+// transpose's d1, point for point. A matmul ends the kernel; a read through
+// an offset (a slice) does not fuse.
 // CHECK-LABEL: module @edges
 // CHECK:      fused "k0" {
 // CHECK-NEXT:   %0 = compute "transpose"
@@ -114,5 +110,47 @@ module @splits {
         ins(%1[d0, d1])
         outs([d0, d1] : tensor<8x8xf32>) {config = [1, 4]}
     return %2
+  }
+}
+
+// -----
+
+// Row by row: a residual add, the layer norm over its last dim and a scale
+// fuse; the add's sum is also returned (written out as well). A reshape
+// that merges dims (a grouped result) ends the kernel, and a batch norm
+// (its reduction over the batch, not the rows' last dim) is not fused.
+// CHECK-LABEL: module @rows
+// CHECK:      fused "k0" {
+// CHECK-NEXT:   %0 = compute "add"
+// CHECK:        %1 = compute "layer_norm"
+// CHECK:        %2 = compute "mul"
+// CHECK:      {{^ +[}]$}}
+// CHECK-NEXT: %3 = compute "reshape"
+// CHECK-NOT:  fused
+// CHECK:      return
+module @rows {
+  const @g : tensor<8xf32> = fill(1.0)
+  const @b : tensor<8xf32> = fill(0.0)
+  const @two : tensor<f32> = fill(2.0)
+  func @main(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>) -> (y: tensor<32xf32>, s: tensor<4x8xf32>, n: tensor<32xf32>) {
+    %0 = compute "add" iter [d0: 4 par, d1: 8 par]
+        ins(%x[d0, d1], %r[d0, d1])
+        outs([d0, d1] : tensor<4x8xf32>)
+    %1 = compute "layer_norm" iter [d0: 4 par, d1: 8 red]
+        ins(%0[d0, d1], @g[d1], @b[d1])
+        outs([d0, d1] : tensor<4x8xf32>) {axis = 1, epsilon = 1e-05}
+    %2 = compute "mul" iter [d0: 4 par, d1: 8 par]
+        ins(%1[d0, d1], @two[])
+        outs([d0, d1] : tensor<4x8xf32>)
+    %3 = compute "reshape" iter [d0: 4 par, d1: 8 par]
+        ins(%2[d0, d1])
+        outs([(d0, d1)] : tensor<32xf32>)
+    %4 = compute "batch_norm" iter [n: 4 red, c: 8 par]
+        ins(%0[n, c], @g[c], @b[c], @b[c], @g[c])
+        outs([n, c] : tensor<4x8xf32>) {epsilon = 1e-05}
+    %5 = compute "reshape" iter [d0: 4 par, d1: 8 par]
+        ins(%4[d0, d1])
+        outs([(d0, d1)] : tensor<32xf32>)
+    return %3, %0, %5
   }
 }
