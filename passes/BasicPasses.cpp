@@ -68,11 +68,19 @@ llvm::Error FuseAttentionPass::run(Module &m, PassContext &) {
 
 llvm::Expected<std::unique_ptr<Pass>>
 FuseKernelsPass::create(const PassOptions &o) {
-  return createWithoutOptions<FuseKernelsPass>("pax-fuse-kernels", o);
+  if (auto err = o.checkKnown("pax-fuse-kernels", {"remarks"}))
+    return err;
+  std::string remarks = o.get("remarks", "0");
+  if (remarks != "0" && remarks != "1")
+    return llvm::createStringError("pax-fuse-kernels: remarks=" + remarks +
+                                   ": expected 0 or 1");
+  auto p = std::make_unique<FuseKernelsPass>();
+  p->remarks = remarks == "1";
+  return p;
 }
 
-llvm::Error FuseKernelsPass::run(Module &m, PassContext &) {
-  fuseKernels(m);
+llvm::Error FuseKernelsPass::run(Module &m, PassContext &ctx) {
+  fuseKernels(m, remarks ? &ctx.out : nullptr);
   return llvm::Error::success();
 }
 

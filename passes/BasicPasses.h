@@ -30,6 +30,7 @@ public:
   static llvm::Expected<std::unique_ptr<Pass>> create(const PassOptions &o);
   llvm::StringRef argument() const override { return "pax-fuse-kernels"; }
   llvm::Error run(Module &m, PassContext &ctx) override;
+  bool remarks = false; ///< `remarks=1`: say why each kernel ends
 };
 
 class StripNamesPass : public Pass {

@@ -44,21 +44,26 @@ bool rowReduction(const Op &op) {
   return true;
 }
 
-/// Whether a kernel can compute \p op point by point (elementwise,
+/// Why a kernel cannot compute \p op point by point (elementwise,
 /// broadcast and transpose-like ops: no reduction dims) or row by row (a
 /// normalization over its results' last dims), its results covering its
-/// space.
-bool fusable(const Op &op) {
+/// space; "" when it can.
+std::string notFusable(const Op &op) {
   OpFamily f = opKindFamily(op.kind);
+  if (f != OpFamily::Elementwise && f != OpFamily::Layout &&
+      f != OpFamily::Normalization)
+    return "a kernel computes no " + opKindName(op.kind).str() + " op";
   if (!coversSpace(op))
-    return false;
+    return "its results are not plain dims covering its space";
   if (f == OpFamily::Normalization)
-    return rowReduction(op);
-  return (f == OpFamily::Elementwise || f == OpFamily::Layout) &&
-         llvm::all_of(op.iters, [](const IterDim &d) {
-           return d.kind == IterKind::Parallel;
-         });
+    return rowReduction(op) ? ""
+                            : "it reduces dims its results do not end with";
+  bool parallel = llvm::all_of(
+      op.iters, [](const IterDim &d) { return d.kind == IterKind::Parallel; });
+  return parallel ? "" : "it has reduction dims";
 }
+
+bool fusable(const Op &op) { return notFusable(op).empty(); }
 
 /// The split of iteration dim \p d of \p op (1 where the op has none).
 int64_t splitOf(const Op &op, unsigned d) {
@@ -69,28 +74,32 @@ int64_t splitOf(const Op &op, unsigned d) {
   return c && d < c->size() ? (*c)[d] : 1;
 }
 
-/// Whether \p reader's operand \p k reads result \p r of \p writer at
-/// exactly the point that wrote it, on the same devices.
-bool samePoint(const Op &writer, unsigned r, const Op &reader, unsigned k) {
+/// Why \p reader's operand \p k does not read result \p r of \p writer at
+/// exactly the point that wrote it, on the same devices; "" when it does.
+std::string pointMismatch(const Op &writer, unsigned r, const Op &reader,
+                          unsigned k) {
   auto w = plainDims(writer.results[r].map);
   auto rd = plainDims(reader.operands[k].map);
-  if (!w || !rd || w->size() != rd->size() ||
-      writer.intAttr("offset", 0) != reader.intAttr("offset", 0))
-    return false;
+  if (!w || !rd || w->size() != rd->size())
+    return "it reads operand " + std::to_string(k) + " through another map";
+  if (writer.intAttr("offset", 0) != reader.intAttr("offset", 0))
+    return "it runs on other devices";
   llvm::SmallVector<bool, 6> mapped(reader.iters.size(), false);
   for (size_t t = 0; t < w->size(); ++t) {
     unsigned a = (*w)[t], b = (*rd)[t];
-    if (writer.iters[a].extent != reader.iters[b].extent ||
-        splitOf(writer, a) != splitOf(reader, b))
-      return false;
+    if (writer.iters[a].extent != reader.iters[b].extent)
+      return "it reads operand " + std::to_string(k) + " over other extents";
+    if (splitOf(writer, a) != splitOf(reader, b))
+      return "it splits operand " + std::to_string(k) + "'s dims otherwise";
     mapped[b] = true;
   }
   // The reader's dims the value does not have: its points there would
   // each need the writer's whole block.
   for (unsigned d = 0; d < reader.iters.size(); ++d)
     if (!mapped[d] && splitOf(reader, d) != 1)
-      return false;
-  return true;
+      return "it splits dim " + reader.iters[d].name + ", which operand " +
+             std::to_string(k) + " does not have";
+  return "";
 }
 
 /// Whether \p a and \p b iterate the same space split the same way from
@@ -109,12 +118,17 @@ bool sameSpace(const Op &a, const Op &b) {
 /// Groups the ops of one function.
 class Grouper {
 public:
-  explicit Grouper(Func &f) : f(f) {}
+  Grouper(Func &f, llvm::raw_ostream *remarks) : f(f), remarks(remarks) {}
 
   unsigned run() {
     for (auto &op : f.ops) {
       op->attrs.erase("kernel");
-      if (!joins(*op))
+      std::string why = group.empty() ? "" : whyNotJoin(*op);
+      if (!why.empty() && remarks)
+        *remarks << "fuse-kernels: " << describe(*op)
+                 << " does not join the kernel of " << describe(*group.front())
+                 << ": " << why << "\n";
+      if (!why.empty())
         close();
       if (fusable(*op))
         group.push_back(op.get());
@@ -124,12 +138,16 @@ public:
   }
 
 private:
-  /// Whether \p op joins the open group: every value of the group it
-  /// reads at the point that wrote it; and it reads the group or iterates
-  /// the group's space (a sibling a later op may read).
-  bool joins(const Op &op) const {
-    if (group.empty() || !fusable(op))
-      return false;
+  static std::string describe(const Op &op) {
+    std::string s = opKindName(op.kind).str();
+    return op.name().empty() ? s : s + " '" + op.name().str() + "'";
+  }
+  /// Why \p op does not join the open group; "" when it does: every value
+  /// of the group it reads at the point that wrote it, and it reads the
+  /// group or iterates the group's space (a sibling a later op may read).
+  std::string whyNotJoin(const Op &op) const {
+    if (std::string why = notFusable(op); !why.empty())
+      return why;
     bool reads = false;
     for (unsigned k = 0; k < op.operands.size(); ++k) {
       const Value *v = op.operands[k].value;
@@ -139,11 +157,13 @@ private:
       unsigned r = 0;
       while (w->results[r].value.get() != v)
         ++r;
-      if (!samePoint(*w, r, op, k))
-        return false;
+      if (std::string why = pointMismatch(*w, r, op, k); !why.empty())
+        return why;
       reads = true;
     }
-    return reads || sameSpace(*group.front(), op);
+    return reads || sameSpace(*group.front(), op)
+               ? ""
+               : "it reads nothing of the kernel and iterates another space";
   }
   void close() {
     if (group.size() >= 2) {
@@ -155,11 +175,14 @@ private:
   }
 
   Func &f;
+  llvm::raw_ostream *remarks;
   std::vector<Op *> group;
   unsigned kernels = 0;
 };
 } // namespace
 
-unsigned fuseKernels(Module &m) { return Grouper(m.main).run(); }
+unsigned fuseKernels(Module &m, llvm::raw_ostream *remarks) {
+  return Grouper(m.main, remarks).run();
+}
 
 } // namespace pax

@@ -29,10 +29,15 @@
 
 #include "ir/Module.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 namespace pax {
 
 /// Marks \p m's fused kernels (replacing any marks); returns how many
-/// kernels of two or more ops it found.
-unsigned fuseKernels(Module &m);
+/// kernels of two or more ops it found. With \p remarks, says for each op
+/// that ends a kernel why it does not join it (`fuse-kernels: KIND 'NAME'
+/// does not join the kernel of KIND 'NAME': WHY`, the name where the op
+/// has one).
+unsigned fuseKernels(Module &m, llvm::raw_ostream *remarks = nullptr);
 
 } // namespace pax

@@ -1,5 +1,14 @@
 // RUN: paxc-opt %s --split-input-file -p pax-fuse-kernels | FileCheck %s
 // RUN: paxc-opt %s --split-input-file -p pax-fuse-kernels | paxc-opt - --split-input-file | FileCheck %s
+// RUN: paxc-opt %s --split-input-file -p "pax-fuse-kernels{remarks=1}" | FileCheck %s --check-prefix=WHY
+// RUN: not paxc-opt %s --split-input-file -p "pax-fuse-kernels{remarks=2}" 2>&1 | FileCheck %s --check-prefix=BADOPT
+// BADOPT: error: pax-fuse-kernels: remarks=2: expected 0 or 1
+//
+// remarks=1 says why each kernel ends:
+// WHY: fuse-kernels: matmul does not join the kernel of transpose: a kernel computes no matmul op
+// WHY: fuse-kernels: neg does not join the kernel of relu: it reads operand 0 through another map
+// WHY: fuse-kernels: sqrt does not join the kernel of exp: it splits operand 0's dims otherwise
+// WHY: fuse-kernels: reshape does not join the kernel of add: its results are not plain dims covering its space
 
 // pax-fuse-kernels: runs of ops one kernel computes point by point or row
 // by row become `fused` regions (the second RUN reads them back). GELU's
