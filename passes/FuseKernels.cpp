@@ -6,39 +6,64 @@
 namespace pax {
 
 namespace {
-/// The iteration dim each tensor dim of \p map is, or nullopt unless every
-/// tensor dim is a plain, distinct iteration dim.
-std::optional<llvm::SmallVector<unsigned, 4>> plainDims(const AccessMap &map) {
-  llvm::SmallVector<unsigned, 4> dims;
+/// The iteration dim each tensor dim of \p map is (-1 for a size-1 `_`),
+/// or nullopt unless every tensor dim is a plain, distinct iteration dim or
+/// `_`.
+std::optional<llvm::SmallVector<int, 4>> plainDims(const AccessMap &map) {
+  llvm::SmallVector<int, 4> dims;
   for (const AccessExpr &e : map) {
-    if (!e.isPlainDim() || llvm::is_contained(dims, e.dims[0]))
+    if (e.kind == AccessExpr::Kind::Broadcast) {
+      dims.push_back(-1);
+      continue;
+    }
+    if (!e.isPlainDim() || llvm::is_contained(dims, int(e.dims[0])))
       return std::nullopt;
-    dims.push_back(e.dims[0]);
+    dims.push_back(int(e.dims[0]));
   }
   return dims;
 }
 
-/// Whether every result of \p op is written through plain dims that cover
-/// its space.
-bool coversSpace(const Op &op) {
-  return !op.results.empty() && llvm::all_of(op.results, [&](const Result &r) {
-    auto dims = plainDims(r.map);
-    return dims && dims->size() == op.iters.size();
-  });
-}
-
-/// Whether \p op's reduction dims are its results' last dims (a softmax, a
-/// layer or RMS norm over the rows: a kernel finishes a row, then goes on
-/// with it).
-bool rowReduction(const Op &op) {
+/// Why \p op's results do not hold each point or row of its space once:
+/// every parallel dim written plainly, each reduction dim either kept
+/// (a normalization) or dropped, and then only among the results' last
+/// dims (rows); "" when they do.
+std::string notRows(const Op &op) {
+  if (op.results.empty())
+    return "it has no results";
   for (const Result &r : op.results) {
     auto dims = plainDims(r.map);
-    bool tail = true;
+    if (!dims)
+      return "its results are not plain dims";
+    llvm::SmallVector<bool, 6> written(op.iters.size(), false);
+    bool tail = true; // still among the last dims, walking back
     for (size_t t = dims->size(); t-- > 0;) {
-      bool red = op.iters[(*dims)[t]].kind == IterKind::Reduction;
+      int d = (*dims)[t];
+      bool reduced = d < 0 || op.iters[unsigned(d)].kind != IterKind::Parallel;
+      if (reduced && !tail && d >= 0)
+        return "it reduces dims its results do not end with";
+      tail = tail && reduced;
+      if (d >= 0)
+        written[unsigned(d)] = true;
+    }
+    for (unsigned d = 0; d < op.iters.size(); ++d)
+      if (op.iters[d].kind == IterKind::Parallel && !written[d])
+        return "its results do not cover its space";
+  }
+  return "";
+}
+
+/// Whether each operand of \p op reads its reduction dims, where it reads
+/// them plainly, as its last dims (a row).
+bool readsRows(const Op &op) {
+  for (const Operand &o : op.operands) {
+    bool tail = true;
+    for (size_t t = o.map.size(); t-- > 0;) {
+      const AccessExpr &e = o.map[t];
+      bool red =
+          e.isPlainDim() && op.iters[e.dims[0]].kind != IterKind::Parallel;
       if (red && !tail)
         return false;
-      tail = tail && red;
+      tail = tail && (red || e.kind == AccessExpr::Kind::Broadcast);
     }
   }
   return true;
@@ -46,21 +71,20 @@ bool rowReduction(const Op &op) {
 
 /// Why a kernel cannot compute \p op point by point (elementwise,
 /// broadcast and transpose-like ops: no reduction dims) or row by row (a
-/// normalization over its results' last dims), its results covering its
-/// space; "" when it can.
+/// normalization or a reduction over its results' last dims); "" when it
+/// can.
 std::string notFusable(const Op &op) {
   OpFamily f = opKindFamily(op.kind);
   if (f != OpFamily::Elementwise && f != OpFamily::Layout &&
-      f != OpFamily::Normalization)
+      f != OpFamily::Normalization && f != OpFamily::Reduction)
     return "a kernel computes no " + opKindName(op.kind).str() + " op";
-  if (!coversSpace(op))
-    return "its results are not plain dims covering its space";
-  if (f == OpFamily::Normalization)
-    return rowReduction(op) ? ""
-                            : "it reduces dims its results do not end with";
+  if (std::string why = notRows(op); !why.empty())
+    return why;
   bool parallel = llvm::all_of(
       op.iters, [](const IterDim &d) { return d.kind == IterKind::Parallel; });
-  return parallel ? "" : "it has reduction dims";
+  if ((f == OpFamily::Elementwise || f == OpFamily::Layout) && !parallel)
+    return "it has reduction dims";
+  return readsRows(op) ? "" : "it reduces dims its operands do not end with";
 }
 
 bool fusable(const Op &op) { return notFusable(op).empty(); }
@@ -86,15 +110,18 @@ std::string pointMismatch(const Op &writer, unsigned r, const Op &reader,
     return "it runs on other devices";
   llvm::SmallVector<bool, 6> mapped(reader.iters.size(), false);
   for (size_t t = 0; t < w->size(); ++t) {
-    unsigned a = (*w)[t], b = (*rd)[t];
-    if (writer.iters[a].extent != reader.iters[b].extent)
+    int a = (*w)[t], b = (*rd)[t];
+    if (b >= 0)
+      mapped[unsigned(b)] = true;
+    if (a < 0 || b < 0) // a size-1 dim: index 0 on both sides
+      continue;
+    if (writer.iters[unsigned(a)].extent != reader.iters[unsigned(b)].extent)
       return "it reads operand " + std::to_string(k) + " over other extents";
-    if (splitOf(writer, a) != splitOf(reader, b))
+    if (splitOf(writer, unsigned(a)) != splitOf(reader, unsigned(b)))
       return "it splits operand " + std::to_string(k) + "'s dims otherwise";
-    mapped[b] = true;
   }
-  // The reader's dims the value does not have: its points there would
-  // each need the writer's whole block.
+  // The reader's dims the value does not have (a row's statistics read
+  // along the row): its points there each need the writer's whole block.
   for (unsigned d = 0; d < reader.iters.size(); ++d)
     if (!mapped[d] && splitOf(reader, d) != 1)
       return "it splits dim " + reader.iters[d].name + ", which operand " +

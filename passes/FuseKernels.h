@@ -8,9 +8,10 @@
 //
 //   - it computes each point of its space alone (no reduction dims:
 //     elementwise, broadcast and transpose-like ops) or each row (a
-//     normalization whose reduction dims are its results' last dims:
-//     softmax, layer and RMS norm), its results written through plain dims
-//     that cover its space;
+//     normalization or a reduction whose reduction dims are its operands'
+//     and results' last dims, kept or dropped to `_`: softmax, layer and
+//     RMS norm, a mean over the last dim), its results written through
+//     plain dims (or `_`) that cover its parallel dims;
 //   - each value it reads from the kernel is read at exactly the point
 //     that wrote it: both maps plain over dims of equal extent, split the
 //     same way (`config`) from the same device (`offset`), the reader's

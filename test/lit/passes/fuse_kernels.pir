@@ -8,7 +8,8 @@
 // WHY: fuse-kernels: matmul does not join the kernel of transpose: a kernel computes no matmul op
 // WHY: fuse-kernels: neg does not join the kernel of relu: it reads operand 0 through another map
 // WHY: fuse-kernels: sqrt does not join the kernel of exp: it splits operand 0's dims otherwise
-// WHY: fuse-kernels: reshape does not join the kernel of add: its results are not plain dims covering its space
+// WHY: fuse-kernels: reshape does not join the kernel of add: its results are not plain dims
+// WHY: fuse-kernels: reduce_sum does not join the kernel of reduce_mean: it reduces dims its operands do not end with
 
 // pax-fuse-kernels: runs of ops one kernel computes point by point or row
 // by row become `fused` regions (the second RUN reads them back). GELU's
@@ -161,5 +162,31 @@ module @rows {
         ins(%4[d0, d1])
         outs([(d0, d1)] : tensor<32xf32>)
     return %3, %0, %5
+  }
+}
+
+// -----
+
+// A reduction over the rows' last dim joins (a layer norm as exporters
+// decompose it: the mean, read back along the row); one over the first
+// dim (a column) does not.
+// CHECK-LABEL: module @reductions
+// CHECK:      fused "k0" {
+// CHECK-NEXT:   %0 = compute "reduce_mean"
+// CHECK:        %1 = compute "sub"
+// CHECK:      {{^ +[}]$}}
+// CHECK-NEXT: %2 = compute "reduce_sum"
+module @reductions {
+  func @main(%x: tensor<4x8xf32>) -> (y: tensor<4x8xf32>, c: tensor<1x8xf32>) {
+    %0 = compute "reduce_mean" iter [d0: 4 par, d1: 8 red]
+        ins(%x[d0, d1])
+        outs([d0, _] : tensor<4x1xf32>)
+    %1 = compute "sub" iter [d0: 4 par, d1: 8 par]
+        ins(%x[d0, d1], %0[d0, _])
+        outs([d0, d1] : tensor<4x8xf32>)
+    %2 = compute "reduce_sum" iter [d0: 4 red, d1: 8 par]
+        ins(%1[d0, d1])
+        outs([_, d1] : tensor<1x8xf32>)
+    return %1, %2
   }
 }
