@@ -89,6 +89,17 @@ std::string notFusable(const Op &op) {
 
 bool fusable(const Op &op) { return notFusable(op).empty(); }
 
+/// Whether \p op can head a kernel of its elementwise epilogue (a bias, an
+/// activation): a contraction whose results are plain dims, no `_`.
+bool epilogueHead(const Op &op) {
+  if (opKindFamily(op.kind) != OpFamily::Contraction || op.results.empty())
+    return false;
+  return llvm::all_of(op.results, [](const Result &r) {
+    auto dims = plainDims(r.map);
+    return dims && !llvm::is_contained(*dims, -1);
+  });
+}
+
 /// The split of iteration dim \p d of \p op (1 where the op has none).
 int64_t splitOf(const Op &op, unsigned d) {
   auto it = op.attrs.find("config");
@@ -108,6 +119,10 @@ std::string pointMismatch(const Op &writer, unsigned r, const Op &reader,
     return "it reads operand " + std::to_string(k) + " through another map";
   if (writer.intAttr("offset", 0) != reader.intAttr("offset", 0))
     return "it runs on other devices";
+  for (unsigned d = 0; d < writer.iters.size(); ++d)
+    if (!llvm::is_contained(*w, int(d)) && splitOf(writer, d) != 1)
+      return "operand " + std::to_string(k) +
+             " holds partial sums (a split reduction)";
   llvm::SmallVector<bool, 6> mapped(reader.iters.size(), false);
   for (size_t t = 0; t < w->size(); ++t) {
     int a = (*w)[t], b = (*rd)[t];
@@ -157,7 +172,7 @@ public:
                  << ": " << why << "\n";
       if (!why.empty())
         close();
-      if (fusable(*op))
+      if (fusable(*op) || epilogueHead(*op))
         group.push_back(op.get());
     }
     close();
@@ -175,6 +190,10 @@ private:
   std::string whyNotJoin(const Op &op) const {
     if (std::string why = notFusable(op); !why.empty())
       return why;
+    OpFamily f = opKindFamily(op.kind);
+    if (epilogueHead(*group.front()) && f != OpFamily::Elementwise &&
+        f != OpFamily::Layout)
+      return "a contraction's epilogue takes elementwise ops only";
     bool reads = false;
     for (unsigned k = 0; k < op.operands.size(); ++k) {
       const Value *v = op.operands[k].value;
@@ -188,9 +207,10 @@ private:
         return why;
       reads = true;
     }
-    return reads || sameSpace(*group.front(), op)
-               ? ""
-               : "it reads nothing of the kernel and iterates another space";
+    if (reads ||
+        (!epilogueHead(*group.front()) && sameSpace(*group.front(), op)))
+      return "";
+    return "it reads nothing of the kernel and iterates another space";
   }
   void close() {
     if (group.size() >= 2) {

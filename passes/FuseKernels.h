@@ -21,8 +21,13 @@
 //     the kernel's first op, split the same way (a sibling, such as GELU's
 //     0.5 * x, that a later op of the kernel reads).
 //
-// A collective, a contraction, a reduction that drops dims, a reshape that
-// merges dims (a grouped map) or any other op ends a kernel. Codegen does
+// A contraction (matmul, gemm, convolution) joins no kernel but heads one
+// of its elementwise epilogue (a bias, an activation: what cuBLASLt and
+// cuDNN fuse), unless its reduction is split (its result is partial sums,
+// added up first).
+//
+// A collective, a contraction, a reduction over other than the last dims, a
+// reshape that merges dims (a grouped map) or any other op ends a kernel. Codegen does
 // not run the kernels fused yet: the groups are what it will generate.
 //
 //===----------------------------------------------------------------------===//

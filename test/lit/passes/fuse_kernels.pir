@@ -6,7 +6,8 @@
 //
 // remarks=1 says why each kernel ends:
 // WHY: fuse-kernels: matmul does not join the kernel of transpose: a kernel computes no matmul op
-// WHY: fuse-kernels: neg does not join the kernel of relu: it reads operand 0 through another map
+// WHY: fuse-kernels: neg does not join the kernel of matmul: it reads operand 0 through another map
+// WHY: fuse-kernels: relu does not join the kernel of matmul: operand 0 holds partial sums (a split reduction)
 // WHY: fuse-kernels: sqrt does not join the kernel of exp: it splits operand 0's dims otherwise
 // WHY: fuse-kernels: reshape does not join the kernel of add: its results are not plain dims
 // WHY: fuse-kernels: reduce_sum does not join the kernel of reduce_mean: it reduces dims its operands do not end with
@@ -66,17 +67,19 @@ module @gelu {
 // -----
 
 // A transpose and its elementwise reader fuse: the reader's d0 is the
-// transpose's d1, point for point. A matmul ends the kernel; a read through
-// an offset (a slice) does not fuse.
+// transpose's d1, point for point. A matmul cannot join a kernel but heads
+// one of its elementwise epilogue (the relu); a read through an offset (a
+// slice) does not fuse.
 // CHECK-LABEL: module @edges
 // CHECK:      fused "k0" {
 // CHECK-NEXT:   %0 = compute "transpose"
 // CHECK:        %1 = compute "relu"
 // CHECK:      {{^ +[}]$}}
-// CHECK-NEXT: %2 = compute "matmul"
-// CHECK:      %3 = compute "relu"
-// CHECK-NOT:  fused
-// CHECK:      return
+// CHECK-NEXT: fused "k1" {
+// CHECK-NEXT:   %2 = compute "matmul"
+// CHECK:        %3 = compute "relu"
+// CHECK:      {{^ +[}]$}}
+// CHECK-NEXT: %4 = compute "neg"
 module @edges {
   func @main(%a: tensor<8x4xf32>, %w: tensor<8x8xf32>) -> (y: tensor<4x8xf32>, z: tensor<4x8xf32>, s: tensor<4x4xf32>) {
     %0 = compute "transpose" iter [d0: 8 par, d1: 4 par]
@@ -95,6 +98,25 @@ module @edges {
         ins(%3[d0, d1 + 4])
         outs([d0, d1] : tensor<4x4xf32>)
     return %2, %3, %4
+  }
+}
+
+// -----
+
+// A matmul split along its reduction leaves partial sums: its epilogue
+// waits for them to be added up, in another kernel.
+// CHECK-LABEL: module @split_k
+// CHECK-NOT:  fused
+// CHECK:      return
+module @split_k {
+  func @main(%a: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> (y: tensor<4x8xf32>) {
+    %0 = compute "matmul" iter [m: 4 par, n: 8 par, k: 8 red]
+        ins(%a[m, k], %w[k, n])
+        outs([m, n] : tensor<4x8xf32>) {config = [1, 1, 2]}
+    %1 = compute "relu" iter [d0: 4 par, d1: 8 par]
+        ins(%0[d0, d1])
+        outs([d0, d1] : tensor<4x8xf32>) {config = [1, 1]}
+    return %1
   }
 }
 
