@@ -23,6 +23,44 @@ std::optional<llvm::SmallVector<int, 4>> plainDims(const AccessMap &map) {
   return dims;
 }
 
+/// The iteration dims each tensor dim of \p map is (none for `_`, one for a
+/// plain dim, several for a row-major group), or nullopt unless every
+/// tensor dim is one of those and no iteration dim repeats.
+std::optional<llvm::SmallVector<llvm::SmallVector<unsigned, 2>, 4>>
+groupedDims(const AccessMap &map) {
+  llvm::SmallVector<llvm::SmallVector<unsigned, 2>, 4> out;
+  llvm::SmallVector<unsigned, 8> seen;
+  for (const AccessExpr &e : map) {
+    out.emplace_back();
+    if (e.kind == AccessExpr::Kind::Broadcast)
+      continue;
+    if (!e.isPlainDim() && e.kind != AccessExpr::Kind::Group)
+      return std::nullopt;
+    for (unsigned d : e.dims) {
+      if (llvm::is_contained(seen, d))
+        return std::nullopt;
+      seen.push_back(d);
+      out.back().push_back(d);
+    }
+  }
+  return out;
+}
+
+/// Whether \p op, with no reduction dims, writes each result through
+/// plain dims and row-major groups of them that cover its space (a
+/// reshape).
+bool regroups(const Op &op, const Result &r) {
+  auto dims = groupedDims(r.map);
+  if (!dims)
+    return false;
+  size_t n = 0;
+  for (const auto &g : *dims)
+    n += g.size();
+  return n == op.iters.size() && llvm::all_of(op.iters, [](const IterDim &d) {
+           return d.kind == IterKind::Parallel;
+         });
+}
+
 /// Why \p op's results do not hold each point or row of its space once:
 /// every parallel dim written plainly, each reduction dim either kept
 /// (a normalization) or dropped, and then only among the results' last
@@ -32,6 +70,8 @@ std::string notRows(const Op &op) {
     return "it has no results";
   for (const Result &r : op.results) {
     auto dims = plainDims(r.map);
+    if (!dims && regroups(op, r))
+      continue;
     if (!dims)
       return "its results are not plain dims";
     llvm::SmallVector<bool, 6> written(op.iters.size(), false);
@@ -109,13 +149,41 @@ int64_t splitOf(const Op &op, unsigned d) {
   return c && d < c->size() ? (*c)[d] : 1;
 }
 
+/// pointMismatch where a side reads or writes through row-major groups (a
+/// reshape): each point still reads the one element one point wrote, and
+/// every dim either side groups is unsplit.
+std::string groupedMismatch(const Op &writer, unsigned r, const Op &reader,
+                            unsigned k) {
+  auto w = groupedDims(writer.results[r].map);
+  auto rd = groupedDims(reader.operands[k].map);
+  if (!w || !rd || w->size() != rd->size())
+    return "it reads operand " + std::to_string(k) + " through another map";
+  if (writer.intAttr("offset", 0) != reader.intAttr("offset", 0))
+    return "it runs on other devices";
+  size_t written = 0;
+  for (const auto &g : *w)
+    written += g.size();
+  if (written != writer.iters.size())
+    return "operand " + std::to_string(k) + " is not written point by point";
+  for (const auto &g : *w)
+    for (unsigned d : g)
+      if (splitOf(writer, d) != 1)
+        return "it regroups operand " + std::to_string(k) + "'s split dims";
+  for (unsigned d = 0; d < reader.iters.size(); ++d)
+    if (splitOf(reader, d) != 1)
+      return "it regroups operand " + std::to_string(k) + "'s split dims";
+  return "";
+}
+
 /// Why \p reader's operand \p k does not read result \p r of \p writer at
 /// exactly the point that wrote it, on the same devices; "" when it does.
 std::string pointMismatch(const Op &writer, unsigned r, const Op &reader,
                           unsigned k) {
   auto w = plainDims(writer.results[r].map);
   auto rd = plainDims(reader.operands[k].map);
-  if (!w || !rd || w->size() != rd->size())
+  if (!w || !rd)
+    return groupedMismatch(writer, r, reader, k);
+  if (w->size() != rd->size())
     return "it reads operand " + std::to_string(k) + " through another map";
   if (writer.intAttr("offset", 0) != reader.intAttr("offset", 0))
     return "it runs on other devices";

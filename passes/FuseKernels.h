@@ -11,12 +11,14 @@
 //     normalization or a reduction whose reduction dims are its operands'
 //     and results' last dims, kept or dropped to `_`: softmax, layer and
 //     RMS norm, a mean over the last dim), its results written through
-//     plain dims (or `_`) that cover its parallel dims;
+//     plain dims (or `_`) that cover its parallel dims, or (a reshape)
+//     through row-major groups of dims that cover its space;
 //   - each value it reads from the kernel is read at exactly the point
 //     that wrote it: both maps plain over dims of equal extent, split the
 //     same way (`config`) from the same device (`offset`), the reader's
-//     other dims unsplit (a value also read outside the kernel, or
-//     returned, is written out as well);
+//     other dims unsplit; through row-major groups only where the dims
+//     either side groups are unsplit (a value also read outside the
+//     kernel, or returned, is written out as well);
 //   - it reads some value of the kernel, or it iterates the same space as
 //     the kernel's first op, split the same way (a sibling, such as GELU's
 //     0.5 * x, that a later op of the kernel reads).
@@ -27,7 +29,8 @@
 // added up first).
 //
 // A collective, a contraction, a reduction over other than the last dims, a
-// reshape that merges dims (a grouped map) or any other op ends a kernel. Codegen does
+// read through another map (an offset, a window, a lookup) or any other op
+// ends a kernel. Codegen does
 // not run the kernels fused yet: the groups are what it will generate.
 //
 //===----------------------------------------------------------------------===//

@@ -9,8 +9,9 @@
 // WHY: fuse-kernels: neg does not join the kernel of matmul: it reads operand 0 through another map
 // WHY: fuse-kernels: relu does not join the kernel of matmul: operand 0 holds partial sums (a split reduction)
 // WHY: fuse-kernels: sqrt does not join the kernel of exp: it splits operand 0's dims otherwise
-// WHY: fuse-kernels: reshape does not join the kernel of add: its results are not plain dims
+// WHY: fuse-kernels: batch_norm does not join the kernel of add: it reduces dims its results do not end with
 // WHY: fuse-kernels: reduce_sum does not join the kernel of reduce_mean: it reduces dims its operands do not end with
+// WHY: fuse-kernels: neg does not join the kernel of reshape: it regroups operand 0's split dims
 
 // pax-fuse-kernels: runs of ops one kernel computes point by point or row
 // by row become `fused` regions (the second RUN reads them back). GELU's
@@ -147,17 +148,19 @@ module @splits {
 
 // -----
 
-// Row by row: a residual add, the layer norm over its last dim and a scale
-// fuse; the add's sum is also returned (written out as well). A reshape
-// that merges dims (a grouped result) ends the kernel, and a batch norm
-// (its reduction over the batch, not the rows' last dim) is not fused.
+// Row by row: a residual add, the layer norm over its last dim, a scale
+// and a reshape that merges the dims (a row-major group: each element
+// still one point's) fuse; the add's sum is also returned (written out as
+// well). A batch norm (its reduction over the batch, not the rows' last
+// dim) does not join.
 // CHECK-LABEL: module @rows
 // CHECK:      fused "k0" {
 // CHECK-NEXT:   %0 = compute "add"
 // CHECK:        %1 = compute "layer_norm"
 // CHECK:        %2 = compute "mul"
+// CHECK:        %3 = compute "reshape"
 // CHECK:      {{^ +[}]$}}
-// CHECK-NEXT: %3 = compute "reshape"
+// CHECK-NEXT: %4 = compute "batch_norm"
 // CHECK-NOT:  fused
 // CHECK:      return
 module @rows {
@@ -210,5 +213,25 @@ module @reductions {
         ins(%1[d0, d1])
         outs([_, d1] : tensor<1x8xf32>)
     return %1, %2
+  }
+}
+
+// -----
+
+// A value written through row-major groups of split dims (a reshape's
+// flattened result) is not read point by point across devices: its
+// reader starts another kernel.
+// CHECK-LABEL: module @split_reshape
+// CHECK-NOT:  fused
+// CHECK:      return
+module @split_reshape {
+  func @main(%x: tensor<4x8xf32>) -> (y: tensor<32xf32>) {
+    %0 = compute "reshape" iter [d0: 4 par, d1: 8 par]
+        ins(%x[d0, d1])
+        outs([(d0, d1)] : tensor<32xf32>) {config = [2, 1]}
+    %1 = compute "neg" iter [e0: 32 par]
+        ins(%0[e0])
+        outs([e0] : tensor<32xf32>) {config = [2]}
+    return %1
   }
 }
