@@ -722,12 +722,7 @@ static void planBuffers(plan::DeviceProgram &prog) {
       last[b] = first[b];
   }
   auto bytes = [&](size_t b) {
-    const plan::Buffer &buf = prog.buffers(int(b));
-    int64_t elems = 1;
-    for (int64_t s : buf.shape())
-      elems *= s;
-    int64_t eb = planDTypeBytes(buf.dtype());
-    return (elems * eb + 63) / 64 * 64;
+    return (planBufferBytes(prog.buffers(int(b))) + 63) / 64 * 64;
   };
   std::vector<int64_t> size(nb);
   for (size_t b = 0; b < nb; ++b)

@@ -15,11 +15,7 @@ namespace {
 double bufferBytes(const plan::DeviceProgram &prog, uint32_t b) {
   if (b >= uint32_t(prog.buffers_size()))
     return 0;
-  const plan::Buffer &buf = prog.buffers(int(b));
-  double bytes = double(planDTypeBytes(buf.dtype()));
-  for (int64_t d : buf.shape())
-    bytes *= double(d);
-  return bytes;
+  return double(planBufferBytes(prog.buffers(int(b))));
 }
 
 /// Whether a compute of \p kind runs as a library kernel that reads its

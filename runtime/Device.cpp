@@ -1,6 +1,8 @@
 //===- Device.cpp - The interpreter of one device's program ---------------===//
 #include "runtime/Device.h"
 
+#include "codegen/plan/PlanFile.h"
+
 #include "runtime/Exchange.h"
 #include "runtime/Profile.h"
 
@@ -57,14 +59,6 @@ std::string traceName(const plan::Instruction &inst, const plan::Plan &plan) {
   return "slice";
 }
 } // namespace
-
-/// Bytes of \p buf's elements.
-static int64_t bufferBytes(const plan::Buffer &buf) {
-  int64_t bytes = dtypeBytes(buf.dtype());
-  for (int64_t d : buf.shape())
-    bytes *= d;
-  return bytes;
-}
 
 namespace {
 /// One run of a device's program: its buffers' lifetimes and the
@@ -154,7 +148,7 @@ llvm::Error DeviceRun::reserveArena() {
   int64_t arenaBytes = prog.arena_bytes();
   for (size_t b = 0; b < nb; ++b) {
     const plan::Buffer &buf = prog.buffers(int(b));
-    int64_t bytes = bufferBytes(buf);
+    int64_t bytes = planBufferBytes(buf);
     if (buf.persistent())
       live += bytes;
     if (buf.offset() < 0 || bytes < 0 || buf.offset() + bytes > arenaBytes)

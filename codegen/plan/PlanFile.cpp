@@ -19,6 +19,13 @@ static uint64_t checksum(llvm::StringRef payload) {
       reinterpret_cast<const uint8_t *>(payload.data()), payload.size()));
 }
 
+int64_t planBufferBytes(const plan::Buffer &buf) {
+  int64_t bytes = planDTypeBytes(buf.dtype());
+  for (int64_t d : buf.shape())
+    bytes *= d;
+  return bytes;
+}
+
 int64_t planDTypeBytes(plan::DType dtype) {
   switch (dtype) {
   case plan::F64:

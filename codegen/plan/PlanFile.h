@@ -29,6 +29,8 @@ inline constexpr uint32_t kPlanVersion = 3;
 /// The bytes of a plan file for \p plan.
 /// Bytes one element of \p dtype takes in a buffer (I1 takes a byte).
 int64_t planDTypeBytes(plan::DType dtype);
+/// Bytes of \p buf's elements (its shape and element type).
+int64_t planBufferBytes(const plan::Buffer &buf);
 
 std::string encodePlan(const plan::Plan &plan);
 
