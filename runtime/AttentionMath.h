@@ -29,9 +29,6 @@
 #include "runtime/Elements.h"
 #include "runtime/FlatMaps.h"
 
-#include <cmath>
-#include <cstdint>
-
 namespace pax::runtime::attention {
 
 /// Which op: the forward one, dQ, or dK and dV.

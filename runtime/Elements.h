@@ -11,10 +11,6 @@
 
 #include "runtime/HostDevice.h"
 
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-
 namespace pax::runtime::elements {
 
 /// The plan's dtypes (plan::DType, same numbers: Tensor.cpp checks).

@@ -12,8 +12,6 @@
 
 #include "runtime/HostDevice.h"
 
-#include <cstdint>
-
 namespace pax::runtime::flat {
 
 /// The most iteration dims of a compute.

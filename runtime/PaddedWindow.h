@@ -12,8 +12,6 @@
 
 #include "runtime/FlatMaps.h"
 
-#include <cstdint>
-
 namespace pax::runtime {
 
 /// One spatial dim of a pool's padded input.

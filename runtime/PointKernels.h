@@ -21,9 +21,6 @@
 #include "runtime/ReduceMath.h"
 #include "runtime/ScalarMath.h"
 
-#include <cmath>
-#include <cstdint>
-
 namespace pax::runtime {
 
 /// The most inputs and outputs of one generic compute.
@@ -107,7 +104,6 @@ struct GenericStatus {
   int64_t badLookup = 0; // 1 when an index was out of range
   int64_t index = 0, extent = 0;
 };
-
 
 namespace point {
 

@@ -14,8 +14,6 @@
 
 #include "runtime/HostDevice.h"
 
-#include <cstdint>
-
 namespace pax::runtime {
 
 namespace xxh3 {

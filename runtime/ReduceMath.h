@@ -11,9 +11,6 @@
 
 #include "runtime/HostDevice.h"
 
-#include <cmath>
-#include <cstdint>
-
 namespace pax::runtime {
 
 /// The reduction kinds over `red` dims.
