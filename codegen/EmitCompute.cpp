@@ -132,9 +132,15 @@ plan::Compute emitCompute(const Op &op, llvm::ArrayRef<uint32_t> inputs,
     emitAccess(op.operands[i].map, inputs[i], *c.add_inputs());
   for (size_t i = 0; i < op.results.size(); ++i)
     emitAccess(op.results[i].map, outputs[i], *c.add_outputs());
-  for (const auto &[name, value] : op.attrs)
+  for (const auto &[name, value] : op.attrs) {
+    if (name == "kernel") // pax-fuse-kernels' group
+      if (const auto *s = std::get_if<std::string>(&value)) {
+        c.set_fused(*s);
+        continue;
+      }
     if (name != "name")
       emitAttr(name, value, *c.add_attrs());
+  }
   return c;
 }
 

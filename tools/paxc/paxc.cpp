@@ -13,6 +13,7 @@
 #include "ir/Summary.h"
 #include "ir/Verifier.h"
 #include "passes/FuseAttention.h"
+#include "passes/FuseKernels.h"
 #include "passes/autodiff/Autodiff.h"
 #include "passes/autodiff/Microbatches.h"
 #include "passes/autodiff/Optimizer.h"
@@ -21,6 +22,7 @@
 #include "passes/sharding/Simulator.h"
 #include "passes/sharding/StrategyIO.h"
 #include "passes/sharding/Zero.h"
+#include "runtime/GenerateKernels.h"
 #include "tools/common/Printable.h"
 #include "tools/common/Runnable.h"
 
@@ -192,6 +194,14 @@ static cl::opt<double> clipNorm(
 
 static cl::opt<bool> quiet("quiet", cl::desc("Do not print warnings"),
                            cl::cat(paxcCategory));
+static cl::opt<bool> fuseKernelsFlag(
+    "fuse-kernels", cl::init(true),
+    cl::desc("In a plan, group ops into fused kernels (pax-fuse-kernels) and "
+             "generate one kernel per run of a group's pointwise ops, which "
+             "the CUDA and cuda-emulated backends compile and run in place "
+             "of the ops (default true; =false: every op its own kernel)"),
+    cl::cat(paxcCategory));
+
 static cl::opt<bool> fuseAttentionOps(
     "fuse-attention", cl::init(true),
     cl::desc("Replace each scaled-dot-product attention chain (Q.K^T, "
@@ -1001,6 +1011,8 @@ static llvm::Expected<PlanOptions> partitionForPlan(Module &m, bool partitioned,
     po.predictedStepSeconds = s.cost.seconds;
     po.simulatedStepSeconds = s.cost.simulatedSeconds;
   }
+  if (fuseKernelsFlag)
+    fuseKernels(m);
   return po;
 }
 
@@ -1138,6 +1150,9 @@ int main(int argc, char **argv) {
     auto p = emitPlan(m, *po);
     if (!p)
       return fail(llvm::toString(p.takeError()));
+    if (fuseKernelsFlag)
+      for (plan::DeviceProgram &prog : *p->mutable_programs())
+        runtime::generateKernels(prog);
     if (auto err = writePlanStats(*p))
       return fail(llvm::toString(std::move(err)));
     if (emit == Emit::PlanText) {
