@@ -685,6 +685,43 @@ static int64_t placeInOrder(plan::DeviceProgram &prog,
   return peak;
 }
 
+/// Stretches the lifetimes of the buffers a run of consecutive computes of
+/// one fused group reads from before it or leaves for after it over the
+/// whole run: a kernel generated for the run (runtime/GenerateKernels.h)
+/// has them all live at once, so none may take another's bytes. Values
+/// made and used up inside the run keep their lifetimes: such a kernel
+/// keeps them in registers.
+static void spanFusedRuns(const plan::DeviceProgram &prog,
+                          std::vector<int64_t> &first,
+                          std::vector<int64_t> &last) {
+  auto fusedAt = [&](int i) -> llvm::StringRef {
+    const plan::Instruction &inst = prog.instructions(i);
+    return inst.has_compute() ? llvm::StringRef(inst.compute().fused()) : "";
+  };
+  // Before the stretch, a buffer with a lifetime inside [s, e) is the run's
+  // own (outputs and weights have lifetimes past the program's ends).
+  std::vector<int64_t> from = first, to = last;
+  int end = prog.instructions_size();
+  for (int s = 0; s < end;) {
+    llvm::StringRef g = fusedAt(s);
+    int e = s + 1;
+    while (!g.empty() && e < end && fusedAt(e) == g)
+      ++e;
+    for (int i = s; e - s > 1 && i < e; ++i) {
+      const plan::Compute &c = prog.instructions(i).compute();
+      for (const plan::Access &a :
+           llvm::concat<const plan::Access>(c.inputs(), c.outputs())) {
+        uint32_t b = a.buffer();
+        if (from[b] >= s && to[b] < e)
+          continue;
+        first[b] = std::min<int64_t>(first[b], s);
+        last[b] = std::max<int64_t>(last[b], e - 1);
+      }
+    }
+    s = e;
+  }
+}
+
 /// Liveness of every buffer, then offsets in the device's arena; weights
 /// live for the whole program.
 static void planBuffers(plan::DeviceProgram &prog) {
@@ -721,6 +758,7 @@ static void planBuffers(plan::DeviceProgram &prog) {
     if (last[b] < first[b])
       last[b] = first[b];
   }
+  spanFusedRuns(prog, first, last);
   auto bytes = [&](size_t b) {
     return (planBufferBytes(prog.buffers(int(b))) + 63) / 64 * 64;
   };

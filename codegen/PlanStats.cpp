@@ -36,8 +36,15 @@ public:
   explicit Counter(const plan::DeviceProgram &prog) : prog(prog) {}
 
   ProgramStats run() {
-    for (const plan::Instruction &inst : prog.instructions()) {
-      if (inst.has_compute())
+    auto kernel = prog.kernels().begin();
+    for (int i = 0; i < prog.instructions_size(); ++i) {
+      const plan::Instruction &inst = prog.instructions(i);
+      if (kernel != prog.kernels().end() && kernel->first() == uint32_t(i) &&
+          kernel->count() > 0) {
+        generated(*kernel);
+        i += int(kernel->count()) - 1;
+        ++kernel;
+      } else if (inst.has_compute())
         compute(inst.compute());
       else if (inst.has_collective())
         collective(inst.collective());
@@ -80,6 +87,21 @@ private:
     for (const plan::Access &a : c.outputs())
       counted.insert(a.buffer());
   }
+  /// A kernel codegen generated: one launch for its computes, moving the
+  /// bytes it loads and stores.
+  void generated(const plan::GeneratedKernel &k) {
+    KernelWork w;
+    for (uint32_t i = k.first(); i < k.first() + k.count(); ++i)
+      if (i < uint32_t(prog.instructions_size()))
+        w.flops += prog.instructions(int(i)).compute().flops();
+    w.bytes = double(k.traffic_bytes());
+    stats.ops += k.count();
+    ++stats.kernels;
+    stats.fusedKernels += k.count() > 1;
+    stats.trafficBytes += w.bytes;
+    stats.work.push_back(w);
+  }
+
   void collective(const plan::Collective &c) {
     double bytes = bufferBytes(prog, c.input()) + bufferBytes(prog, c.output());
     stats.trafficBytes += bytes;

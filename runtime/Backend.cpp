@@ -5,6 +5,13 @@ namespace pax::runtime {
 
 Device::~Device() = default;
 
+llvm::Error Device::launchKernel(const plan::GeneratedKernel &k,
+                                 llvm::ArrayRef<Tensor *>) {
+  return llvm::createStringError("backend " + backendName(backend()) +
+                                 " runs no generated kernels (" + k.name() +
+                                 ")");
+}
+
 std::optional<Backend> parseBackend(llvm::StringRef name) {
 #define PAX_BACKEND(Id, Name, Description)                                     \
   if (name == Name)                                                            \

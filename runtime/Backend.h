@@ -74,6 +74,18 @@ public:
   virtual bool canRead(const Device &other) const = 0;
   /// Waits until the device's work so far is done.
   virtual llvm::Error synchronize() = 0;
+
+  /// Whether it runs a plan's generated kernels (DeviceProgram.kernels) in
+  /// place of the computes they cover; the CPU backend runs the computes.
+  virtual bool runsGeneratedKernels() const { return false; }
+  /// Compiles (or finds compiled) \p prog's generated kernels, before its
+  /// first run; again for the same program is a no-op.
+  virtual llvm::Error loadKernels(const plan::DeviceProgram &prog) {
+    return llvm::Error::success();
+  }
+  /// Runs loaded kernel \p k over \p params, its buffers in order.
+  virtual llvm::Error launchKernel(const plan::GeneratedKernel &k,
+                                   llvm::ArrayRef<Tensor *> params);
 };
 
 /// A device of backend \p b; \p ordinal picks among the machine's devices

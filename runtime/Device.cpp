@@ -6,6 +6,7 @@
 #include "runtime/Exchange.h"
 #include "runtime/Profile.h"
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <chrono>
@@ -94,7 +95,17 @@ private:
                      llvm::function_ref<llvm::Error(Tensor &)> fill);
   llvm::Error bindInputs();
   /// Instruction \p i: its buffers made, run, its dead buffers freed.
+  /// Allocates what instruction \p i writes, after checking that what it
+  /// reads has been written.
+  llvm::Error ready(int64_t i, const Uses &u);
+  /// Frees what instruction \p i used last.
+  void release(int64_t i, const Uses &u);
   llvm::Error step(int64_t i);
+  /// Runs generated kernel \p k in place of the computes it covers.
+  llvm::Error stepKernel(const plan::GeneratedKernel &k);
+  /// The generated kernel starting at each instruction, where the device
+  /// runs them (else none).
+  llvm::Error findKernels();
   llvm::Error execute(int64_t i, const plan::Instruction &inst, const Uses &u);
   llvm::Error launch(const plan::Compute &c, const Uses &u);
   llvm::Error slice(int64_t i, const plan::Slice &s);
@@ -112,6 +123,7 @@ private:
   size_t nb;
   int64_t n;
   std::vector<int64_t> last;
+  std::vector<const plan::GeneratedKernel *> kernelAt;
   std::vector<bool> allocated, keep, resident;
   /// Live bytes: the persistent buffers (weights kept between runs) from
   /// the start, as the arena holds them; the rest from their first write.
@@ -289,10 +301,7 @@ llvm::Error DeviceRun::trace(const plan::Instruction &inst, double start) {
   return llvm::Error::success();
 }
 
-llvm::Error DeviceRun::step(int64_t i) {
-  const plan::Instruction &inst = prog.instructions(int(i));
-  Uses u = usesOf(inst);
-  double traceStart = options.trace ? traceClock() : 0;
+llvm::Error DeviceRun::ready(int64_t i, const Uses &u) {
   for (uint32_t b : u.reads) {
     const auto &shape = prog.buffers(int(b)).shape();
     if (!allocated[b] && llvm::is_contained(shape, 0))
@@ -304,6 +313,24 @@ llvm::Error DeviceRun::step(int64_t i) {
   for (uint32_t b : u.writes)
     allocate(b);
   ++stats.instructions;
+  return llvm::Error::success();
+}
+
+void DeviceRun::release(int64_t i, const Uses &u) {
+  for (uint32_t b : llvm::concat<const uint32_t>(u.reads, u.writes))
+    if (last[b] == i && !keep[b] && !prog.buffers(int(b)).persistent() &&
+        allocated[b]) {
+      live -= buffers[b].bytes();
+      buffers[b] = Tensor();
+    }
+}
+
+llvm::Error DeviceRun::step(int64_t i) {
+  const plan::Instruction &inst = prog.instructions(int(i));
+  Uses u = usesOf(inst);
+  double traceStart = options.trace ? traceClock() : 0;
+  if (auto err = ready(i, u))
+    return err;
   if (inst.has_load() && resident[inst.load().buffer()])
     return llvm::Error::success(); // still there from the previous run
   if (auto err = execute(i, inst, u))
@@ -311,12 +338,77 @@ llvm::Error DeviceRun::step(int64_t i) {
   if (options.trace)
     if (auto err = trace(inst, traceStart))
       return err;
-  for (uint32_t b : llvm::concat<uint32_t>(u.reads, u.writes))
-    if (last[b] == i && !keep[b] && !prog.buffers(int(b)).persistent() &&
-        allocated[b]) {
-      live -= buffers[b].bytes();
-      buffers[b] = Tensor();
-    }
+  release(i, u);
+  return llvm::Error::success();
+}
+
+llvm::Error DeviceRun::findKernels() {
+  kernelAt.assign(size_t(n), nullptr);
+  if (!device.runsGeneratedKernels() || prog.kernels().empty())
+    return llvm::Error::success();
+  int64_t end = 0;
+  for (const plan::GeneratedKernel &k : prog.kernels()) {
+    int64_t first = k.first(), count = k.count();
+    if (first < end || count < 1 || first + count > n)
+      return fail("generated kernel " + k.name() + " covers instructions " +
+                  llvm::Twine(first) + " to " + llvm::Twine(first + count) +
+                  ", not a run after the last kernel's inside the " +
+                  llvm::Twine(n) + " of the program");
+    for (int64_t i = first; i < first + count; ++i)
+      if (!prog.instructions(int(i)).has_compute())
+        return fail("generated kernel " + k.name() + " covers instruction " +
+                    llvm::Twine(i) + ", which is not a compute");
+    for (uint32_t b : k.params())
+      if (b >= nb)
+        return fail("generated kernel " + k.name() + " names buffer " +
+                    llvm::Twine(b) + " of " + llvm::Twine(nb));
+    kernelAt[size_t(first)] = &k;
+    end = first + count;
+  }
+  if (auto err = device.loadKernels(prog))
+    return fail(llvm::toString(std::move(err)));
+  return llvm::Error::success();
+}
+
+llvm::Error DeviceRun::stepKernel(const plan::GeneratedKernel &k) {
+  double traceStart = options.trace ? traceClock() : 0;
+  int64_t first = k.first(), end = first + int64_t(k.count());
+  // Only the buffers the kernel loads or stores exist for it: a value it
+  // keeps in a register may have bytes the arena gives another buffer.
+  llvm::SmallDenseSet<uint32_t, 16> writes;
+  for (int64_t i = first; i < end; ++i)
+    for (uint32_t b : usesOf(prog.instructions(int(i))).writes)
+      writes.insert(b);
+  for (uint32_t b : k.params())
+    if (writes.count(b))
+      allocate(b);
+    else if (!allocated[b])
+      return fail("generated kernel " + k.name() + " reads buffer " +
+                  llvm::Twine(b) + " before anything writes it");
+  stats.instructions += end - first;
+  llvm::SmallVector<Tensor *, 8> params;
+  for (uint32_t b : k.params())
+    params.push_back(&buffers[b]);
+  auto start = std::chrono::steady_clock::now();
+  llvm::Error err = device.launchKernel(k, params);
+  if (!err && kernelTimingOn() && !device.hostAccessible())
+    err = device.synchronize();
+  if (err)
+    return fail(llvm::toString(std::move(err)));
+  if (kernelTimingOn())
+    recordGeneratedKernelTime(
+        k, std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now() - start)
+               .count());
+  if (options.trace) {
+    if (!device.hostAccessible())
+      if (auto err = device.synchronize())
+        return fail(llvm::toString(std::move(err)));
+    stats.trace.push_back(
+        {"kernel " + k.name(), "compute", traceStart, traceClock()});
+  }
+  for (int64_t i = first; i < end; ++i)
+    release(i, usesOf(prog.instructions(int(i))));
   return llvm::Error::success();
 }
 
@@ -326,13 +418,18 @@ llvm::Error DeviceRun::run() {
   if (auto err = reserveArena())
     return err;
   findResident();
+  if (auto err = findKernels())
+    return err;
   if (auto err = bindInputs())
     return err;
   if (options.trace)
     traceClock(); // the epoch, before the first instruction
-  for (int64_t i = 0; i < n; ++i)
-    if (auto err = step(i))
+  for (int64_t i = 0; i < n;) {
+    const plan::GeneratedKernel *k = kernelAt[size_t(i)];
+    if (auto err = k ? stepKernel(*k) : step(i))
       return err;
+    i += k ? int64_t(k->count()) : 1;
+  }
   return device.synchronize();
 }
 

@@ -1,4 +1,5 @@
-//===- EmulatedCudaDevice.cpp - The CUDA kernels' walk on the host ---------===//
+//===- EmulatedCudaDevice.cpp - The CUDA kernels' walk on the host
+//---------===//
 //
 // The cuda-emulated backend: host memory, and for every compute what the
 // CUDA backend runs, on the host, one point after another: the same
@@ -10,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/GemmShape.h"
+#include "runtime/HostKernels.h"
 #include "runtime/HostMemoryDevice.h"
 #include "runtime/PointKernelsHost.h"
 #include "runtime/cpu/Attention.h"
@@ -40,8 +42,7 @@ public:
       std::vector<double> work(
           size_t(std::max<int64_t>(1, cpu::rowScratch(*l, grad))));
       for (int64_t db = 0; db < l->dirs * l->batch; ++db)
-        grad ? recurrent::gradRow(*l, db / l->batch, db % l->batch,
-                                  work.data())
+        grad ? recurrent::gradRow(*l, db / l->batch, db % l->batch, work.data())
              : recurrent::forwardRow(*l, db / l->batch, db % l->batch,
                                      work.data());
       return llvm::Error::success();
@@ -72,7 +73,40 @@ public:
     return emulateGeneric(c, g);
   }
 
+  bool runsGeneratedKernels() const override { return true; }
+
+  llvm::Error loadKernels(const plan::DeviceProgram &prog) override {
+    if (loadedFor == &prog && kernels)
+      return llvm::Error::success();
+    auto k = HostKernels::load(prog);
+    if (!k)
+      return k.takeError();
+    kernels = std::move(*k);
+    loadedFor = &prog;
+    return llvm::Error::success();
+  }
+
+  /// All the kernel's points on the host, in chunks the way the GPU's
+  /// blocks take them (each point alone: any order computes the same).
+  llvm::Error launchKernel(const plan::GeneratedKernel &k,
+                           llvm::ArrayRef<Tensor *> params) override {
+    HostKernelEntry f = kernels ? kernels->entry(k.name()) : nullptr;
+    if (!f)
+      return llvm::createStringError("generated kernel " + k.name() +
+                                     " is not loaded");
+    gen::Args args{};
+    for (size_t i = 0; i < params.size() && i < size_t(gen::kMaxParams); ++i)
+      args.buf[i] = params[i]->data.data();
+    constexpr int64_t kBlock = 256;
+    for (int64_t b = 0; b < k.points(); b += kBlock)
+      f(args, b, std::min(k.points(), b + kBlock));
+    return llvm::Error::success();
+  }
+
 private:
+  std::unique_ptr<HostKernels> kernels;
+  const plan::DeviceProgram *loadedFor = nullptr;
+
   /// The BLAS calls of \p s, in double; gemm's C copied in first.
   static llvm::Error gemm(const Prepared &p, const GemmShape &s) {
     const plan::Compute &c = p.c;

@@ -2,6 +2,7 @@
 #include "runtime/GenerateKernels.h"
 
 #include "codegen/plan/Kernels.h"
+#include "codegen/plan/PlanFile.h"
 #include "runtime/GeneratedKernel.h"
 #include "runtime/PointKernelsHost.h"
 
@@ -141,6 +142,15 @@ std::vector<int> referenceCounts(const plan::DeviceProgram &prog) {
   return refs;
 }
 
+/// Whether buffers \p a and \p b share bytes of the arena (the arena
+/// planner gives a buffer dead before another is written its bytes; in one
+/// kernel both are live at once).
+bool overlap(const plan::DeviceProgram &prog, uint32_t a, uint32_t b) {
+  const plan::Buffer &x = prog.buffers(int(a)), &y = prog.buffers(int(b));
+  return a != b && x.offset() < y.offset() + planBufferBytes(y) &&
+         y.offset() < x.offset() + planBufferBytes(x);
+}
+
 /// A run being gathered: its members, and the one map through which they
 /// all address each buffer they touch.
 struct Run {
@@ -172,12 +182,53 @@ struct Run {
         return false;
     if (maps.size() + added.size() > size_t(gen::kMaxParams))
       return false;
+
     for (auto &[b, map] : added)
       maps.try_emplace(b, map);
     members.push_back(std::move(m));
     return true;
   }
 };
+
+/// Whether something other than \p members reads or writes buffer \p b
+/// (a later instruction, a binding), or it is a weight: a kernel of the
+/// members stores it.
+bool usedOutside(const plan::DeviceProgram &prog, const std::vector<int> &refs,
+                 llvm::ArrayRef<Member> members, uint32_t b) {
+  int inside = 0;
+  for (const Member &m : members)
+    inside += int(llvm::count(m.ins, b) + llvm::count(m.outs, b));
+  return refs[b] > inside || prog.buffers(int(b)).persistent();
+}
+
+/// Whether the buffers a kernel of \p members reads or writes in memory
+/// (those it loads before writing them, and those it stores) lie apart in
+/// the arena; values it keeps in registers need no bytes.
+bool apartInArena(const plan::DeviceProgram &prog, const std::vector<int> &refs,
+                  llvm::ArrayRef<Member> members) {
+  llvm::SmallVector<uint32_t, 16> touched;
+  llvm::DenseMap<uint32_t, bool> written;
+  auto touch = [&](uint32_t b) {
+    if (!llvm::is_contained(touched, b))
+      touched.push_back(b);
+  };
+  for (const Member &m : members) {
+    for (uint32_t b : m.ins)
+      if (!written.count(b))
+        touch(b);
+    for (size_t r = 0; r < m.outs.size(); ++r) {
+      written[m.outs[r]] = true;
+      if (!isFloatType(m.g.outType[r]) ||
+          usedOutside(prog, refs, members, m.outs[r]))
+        touch(m.outs[r]);
+    }
+  }
+  for (size_t i = 0; i < touched.size(); ++i)
+    for (size_t j = i + 1; j < touched.size(); ++j)
+      if (overlap(prog, touched[i], touched[j]))
+        return false;
+  return true;
+}
 
 std::string realLiteral(double v) {
   if (std::isnan(v))
@@ -279,10 +330,7 @@ std::string KernelWriter::read(uint32_t b, int32_t type) {
 }
 
 bool KernelWriter::readOutside(uint32_t b) const {
-  int inside = 0;
-  for (const Member &m : run.members)
-    inside += int(llvm::count(m.ins, b) + llvm::count(m.outs, b));
-  return refs[b] > inside || prog.buffers(int(b)).persistent();
+  return usedOutside(prog, refs, run.members, b);
 }
 
 void KernelWriter::writeResult(uint32_t b, int32_t type,
@@ -402,13 +450,27 @@ unsigned generateKernels(plan::DeviceProgram &program) {
   std::vector<int> refs = referenceCounts(program);
   std::vector<plan::GeneratedKernel> kernels;
   Run run;
+  // Writes the run as kernels: its longest prefix whose buffers lie apart
+  // in the arena, then the rest likewise.
   auto flush = [&] {
-    if (!run.members.empty()) {
+    std::vector<Member> rest = std::move(run.members);
+    uint32_t at = run.first;
+    while (!rest.empty()) {
+      size_t n = rest.size();
+      while (n > 1 &&
+             !apartInArena(program, refs, llvm::ArrayRef(rest).take_front(n)))
+        --n;
+      Run part;
+      part.first = at;
+      for (size_t i = 0; i < n; ++i)
+        part.tryAdd(Member(rest[i]));
       std::string name = llvm::formatv("pax_d{0}_{1}_{2}", program.device(),
-                                       run.members[0].c->fused(), run.first)
+                                       rest[0].c->fused(), at)
                              .str();
       kernels.push_back(
-          KernelWriter(program, refs, run).write(name, generator));
+          KernelWriter(program, refs, part).write(name, generator));
+      rest.erase(rest.begin(), rest.begin() + long(n));
+      at += uint32_t(n);
     }
     run = Run();
   };

@@ -19,6 +19,29 @@ llvm::StringMap<std::pair<int64_t, int64_t>> profileByKind; // calls, ns
 
 bool kernelTimingOn() { return timing.load(std::memory_order_relaxed); }
 
+/// Adds \p ns to the profile's entry \p key.
+static void addToProfile(const std::string &key, int64_t ns) {
+  std::lock_guard<std::mutex> lock(profileMutex);
+  auto &[calls, total] = profileByKind[key];
+  ++calls;
+  total += ns;
+}
+
+void recordGeneratedKernelTime(const plan::GeneratedKernel &k, int64_t ns) {
+  timedNanoseconds += ns;
+  ProfileBy by = profiling.load(std::memory_order_relaxed);
+  if (by == ProfileBy::Off)
+    return;
+  std::string key = "generated";
+  if (by == ProfileBy::Instruction) {
+    key += " " + k.name() + " [";
+    for (int i = 0; i < k.ops_size(); ++i)
+      key += (i ? ", " : "") + k.ops(i);
+    key += "]";
+  }
+  addToProfile(key, ns);
+}
+
 void recordKernelTime(const plan::Compute &c, int64_t ns) {
   timedNanoseconds += ns;
   ProfileBy by = profiling.load(std::memory_order_relaxed);
@@ -36,10 +59,7 @@ void recordKernelTime(const plan::Compute &c, int64_t ns) {
              (c.iters(i).kind() == plan::IterDim::RED ? " red" : "");
     key += "]";
   }
-  std::lock_guard<std::mutex> lock(profileMutex);
-  auto &[calls, total] = profileByKind[key];
-  ++calls;
-  total += ns;
+  addToProfile(key, ns);
 }
 
 void setKernelTiming(bool on) { timing = on; }

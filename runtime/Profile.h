@@ -56,6 +56,10 @@ bool kernelTimingOn();
 /// Adds \p nanoseconds of compute instruction \p c to the times and the
 /// profile.
 void recordKernelTime(const plan::Compute &c, int64_t nanoseconds);
+/// The same for generated kernel \p k (kind and kernel "generated"; by
+/// instruction, its name and ops).
+void recordGeneratedKernelTime(const plan::GeneratedKernel &k,
+                               int64_t nanoseconds);
 
 } // namespace pax::runtime
 

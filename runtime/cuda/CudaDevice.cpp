@@ -27,6 +27,7 @@
 #include "runtime/cuda/CudaDnn.h"
 #endif
 #include "runtime/cuda/CudaKernels.h"
+#include "runtime/cuda/Nvrtc.h"
 
 #include "codegen/plan/Kernels.h"
 
@@ -96,6 +97,7 @@ public:
     cudaFree(scratch);
     cudaFree(status);
     gemm.reset();
+    generated.reset(); // its libraries, while the GPU is current
 #ifdef PAX_HAVE_CUDNN
     dnn.reset();
 #endif
@@ -298,6 +300,31 @@ public:
     return sticky();
   }
 
+  bool runsGeneratedKernels() const override { return true; }
+
+  llvm::Error loadKernels(const plan::DeviceProgram &prog) override {
+    if (loadedFor == &prog && generated)
+      return llvm::Error::success();
+    if (auto err = current())
+      return err;
+    auto g = cuda::GpuKernels::load(prog, gpu);
+    if (!g)
+      return g.takeError();
+    generated = std::move(*g);
+    loadedFor = &prog;
+    return llvm::Error::success();
+  }
+
+  llvm::Error launchKernel(const plan::GeneratedKernel &k,
+                           llvm::ArrayRef<Tensor *> params) override {
+    if (auto err = current())
+      return err;
+    if (!generated)
+      return llvm::createStringError("generated kernel " + k.name() +
+                                     " is not loaded");
+    return generated->launch(k, params, stream);
+  }
+
 private:
   /// Makes this device's GPU the thread's current one.
   llvm::Error current() {
@@ -426,6 +453,8 @@ private:
 
   int gpu;
   cudaStream_t stream = nullptr;
+  std::unique_ptr<cuda::GpuKernels> generated;
+  const plan::DeviceProgram *loadedFor = nullptr;
   void *arena = nullptr;
   int64_t capacity = 0;
   void *scratch = nullptr, *status = nullptr;

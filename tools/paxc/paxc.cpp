@@ -58,7 +58,8 @@ enum class Emit {
   Plan,
   PlanText,
   CostProbe,
-  OnnxSharded
+  OnnxSharded,
+  Kernels
 };
 static cl::opt<Emit> emit(
     "emit",
@@ -93,7 +94,11 @@ static cl::opt<Emit> emit(
                clEnumValN(Emit::CostProbe, "cost-probe",
                           "a one-device plan computing every distinct op "
                           "block of the search space once, for paxrun "
-                          "--write-cost-db to time")),
+                          "--write-cost-db to time"),
+               clEnumValN(Emit::Kernels, "kernels",
+                          "the plan's generated kernels, each a "
+                          "self-contained .cu file in the folder -o names "
+                          "(created; compile with -I the repository)")),
     cl::cat(paxcCategory));
 
 enum class Format { Text, Json };
@@ -1016,6 +1021,56 @@ static llvm::Expected<PlanOptions> partitionForPlan(Module &m, bool partitioned,
   return po;
 }
 
+/// The plan of \p m: partitioned (its options in \p po), emitted, and its
+/// fused groups' kernels generated.
+static llvm::Expected<plan::Plan> buildPlan(Module &m, bool partitioned,
+                                            bool twoPhase, PlanOptions &po) {
+  if (auto err = checkRunnable(m))
+    return err;
+  auto options = partitionForPlan(m, partitioned, twoPhase);
+  if (!options)
+    return options.takeError();
+  po = *options;
+  auto p = emitPlan(m, po);
+  if (!p)
+    return p.takeError();
+  if (fuseKernelsFlag)
+    for (plan::DeviceProgram &prog : *p->mutable_programs())
+      runtime::generateKernels(prog);
+  return p;
+}
+
+/// --emit=kernels: each generated kernel of the plan as FOLDER/NAME.cu.
+static int writeKernels(Module &m, bool partitioned, bool twoPhase) {
+  if (outputPath == "-")
+    return fail("--emit=kernels writes a folder of .cu files: name it with "
+                "-o DIR");
+  if (!fuseKernelsFlag)
+    return fail("--emit=kernels: --fuse-kernels=false generates no kernels");
+  PlanOptions po;
+  auto p = buildPlan(m, partitioned, twoPhase, po);
+  if (!p)
+    return fail(llvm::toString(p.takeError()));
+  if (auto ec = llvm::sys::fs::create_directories(outputPath))
+    return fail("cannot create '" + outputPath + "': " + ec.message());
+  unsigned n = 0;
+  for (const plan::DeviceProgram &prog : p->programs())
+    for (const plan::GeneratedKernel &k : prog.kernels()) {
+      llvm::SmallString<256> path(outputPath.getValue());
+      llvm::sys::path::append(path, k.name() + ".cu");
+      std::error_code ec;
+      llvm::raw_fd_ostream os(path, ec);
+      if (ec)
+        return fail("cannot write '" + path + "': " + ec.message());
+      os << k.source();
+      ++n;
+    }
+  if (!quiet)
+    llvm::errs() << "paxc: wrote " << n << " generated kernel(s) to "
+                 << outputPath << "\n";
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions({&paxcCategory, &searchCategory});
@@ -1064,6 +1119,7 @@ int main(int argc, char **argv) {
   if (!perStep)
     return fail(llvm::toString(perStep.takeError()));
   bool planning = emit == Emit::Plan || emit == Emit::PlanText ||
+                  emit == Emit::Kernels ||
                   (!emit.getNumOccurrences() &&
                    llvm::StringRef(outputPath).ends_with(".paxplan"));
   if (!planStatsPath.empty() && !planning)
@@ -1128,6 +1184,8 @@ int main(int argc, char **argv) {
       }))
     return fail("internal: the imported IR does not verify:\n" + verifyErrors);
 
+  if (planning && emit == Emit::Kernels)
+    return writeKernels(m, partitioned, twoPhase);
   std::error_code ec;
   llvm::ToolOutputFile out(outputPath, ec, llvm::sys::fs::OF_Text);
   if (ec)
@@ -1142,17 +1200,10 @@ int main(int argc, char **argv) {
     if (mode == "train" && !trainingStep)
       return fail("a training plan needs a loss (--loss); --mode=train alone "
                   "prices a training step of the model as it is");
-    if (auto err = checkRunnable(m))
-      return fail(llvm::toString(std::move(err)));
-    auto po = partitionForPlan(m, partitioned, twoPhase);
-    if (!po)
-      return fail(llvm::toString(po.takeError()));
-    auto p = emitPlan(m, *po);
+    PlanOptions po;
+    auto p = buildPlan(m, partitioned, twoPhase, po);
     if (!p)
       return fail(llvm::toString(p.takeError()));
-    if (fuseKernelsFlag)
-      for (plan::DeviceProgram &prog : *p->mutable_programs())
-        runtime::generateKernels(prog);
     if (auto err = writePlanStats(*p))
       return fail(llvm::toString(std::move(err)));
     if (emit == Emit::PlanText) {
@@ -1164,7 +1215,7 @@ int main(int argc, char **argv) {
     }
     out.keep();
     if (!quiet && emit != Emit::PlanText && outputPath != "-")
-      printPlanSummary(m, *p, *po, partitioned);
+      printPlanSummary(m, *p, po, partitioned);
     return 0;
   }
   if (!sharding) {

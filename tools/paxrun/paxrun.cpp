@@ -18,6 +18,9 @@
 #include "codegen/plan/PlanFile.h"
 #include "frontend/TensorProto.h"
 #include "runtime/Backend.h"
+#ifdef PAX_HAVE_CUDA
+#include "runtime/cuda/Nvrtc.h"
+#endif
 #include "runtime/Device.h"
 #include "runtime/Exchange.h"
 #include "runtime/PlanCheck.h"
@@ -180,6 +183,12 @@ static cl::opt<std::string> costDbOut(
              "on --backend over --repeat runs after a warm-up, and write "
              "the cost database paxc --cost-db reads"),
     cl::value_desc("FILE.json"), cl::cat(measureCategory));
+static cl::opt<std::string> compileKernelsFor(
+    "compile-kernels",
+    cl::desc("Compile every generated kernel of the plan with NVRTC for a "
+             "GPU architecture (sm_90), through the kernel cache, and exit: "
+             "checks a plan's kernels where there is no GPU"),
+    cl::value_desc("ARCH"), cl::cat(measureCategory));
 static cl::opt<std::string> measureLinksOut(
     "measure-links",
     cl::desc("Measure the links between --devices=N devices (or the ranks "
@@ -782,6 +791,27 @@ trainSession(const plan::Plan &plan,
   return 0;
 }
 
+/// --compile-kernels=ARCH: every generated kernel of \p plan through NVRTC.
+static int compileKernels(const plan::Plan &plan) {
+#ifdef PAX_HAVE_CUDA
+  unsigned n = 0;
+  for (const plan::DeviceProgram &prog : plan.programs())
+    for (const plan::GeneratedKernel &k : prog.kernels()) {
+      auto cubin = runtime::cuda::compileGenerated(k, compileKernelsFor);
+      if (!cubin)
+        return fail(llvm::toString(cubin.takeError()));
+      ++n;
+    }
+  llvm::outs() << "paxrun: compiled " << n << " generated kernel(s) for "
+               << compileKernelsFor << " with NVRTC "
+               << runtime::cuda::compilerVersion() << "\n";
+  return 0;
+#else
+  return fail("--compile-kernels: this paxrun was built without CUDA (no "
+              "NVRTC)");
+#endif
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
 #ifdef __GLIBC__
@@ -854,6 +884,8 @@ int main(int argc, char **argv) {
   // Checked whole before any device allocates or runs anything.
   if (auto err = runtime::checkPlan(*plan))
     return fail(planPath + ": " + llvm::toString(std::move(err)));
+  if (!compileKernelsFor.empty())
+    return compileKernels(*plan);
   if (devicesOpt.getNumOccurrences() && devicesOpt != plan->devices())
     return fail("--devices=" + llvm::Twine(unsigned(devicesOpt)) +
                 ", but the plan was compiled for " +

@@ -8,14 +8,28 @@ ap.add_argument("--devices", type=int, required=True)
 ap.add_argument("--peak-tflops", type=float)
 ap.add_argument("--memory-gbps", type=float)
 ap.add_argument("--no-roofline", action="store_true")
+ap.add_argument("--unfused", help="the same plan's stats without fusion: "
+                "fewer kernels and less traffic here, the same ops and least")
 a = ap.parse_args()
 devices = json.load(open(a.stats))["devices"]
 assert len(devices) == a.devices, devices
 for d in devices:
-    assert d["ops"] > 0 and d["kernels"] == d["ops"], d
-    assert d["fused_kernels"] == 0, d
     assert d["traffic_bytes"] >= d["min_traffic_bytes"] > 0, d
-print(f"{len(devices)} device(s): kernels = ops, traffic >= the least, fused 0")
+if a.unfused:
+    unfused = json.load(open(a.unfused))["devices"]
+    for d, u in zip(devices, unfused, strict=True):
+        assert u["kernels"] == u["ops"] == d["ops"], (d, u)
+        assert d["min_traffic_bytes"] == u["min_traffic_bytes"], (d, u)
+        assert 0 < d["fused_kernels"] and d["kernels"] < u["kernels"], (d, u)
+        assert d["traffic_bytes"] < u["traffic_bytes"], (d, u)
+    print(f"{len(devices)} device(s): fewer kernels and less traffic than "
+          "unfused, traffic >= the least")
+else:
+    for d in devices:
+        assert d["ops"] > 0 and d["kernels"] == d["ops"], d
+        assert d["fused_kernels"] == 0, d
+    print(f"{len(devices)} device(s): kernels = ops, traffic >= the least, "
+          "fused 0")
 if a.no_roofline:
     assert all("roofline_s" not in d for d in devices), devices
     print("no roofline: the cluster has no memory bandwidth")

@@ -1,0 +1,185 @@
+//===- Nvrtc.cpp - Generated kernels compiled by NVRTC --------------------===//
+#include "runtime/cuda/Nvrtc.h"
+
+#include "runtime/GenerateKernels.h"
+#include "runtime/GeneratedKernel.h"
+#include "runtime/HostKernels.h"
+#include "runtime/KernelCache.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cuda_runtime_api.h>
+#include <nvrtc.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace pax::runtime::cuda {
+
+namespace {
+
+/// The compiler's options for \p arch: unannotated functions (the shared
+/// headers' host helpers) compile for the device.
+std::vector<std::string> options(llvm::StringRef arch) {
+  return {"--gpu-architecture=" + arch.str(), "--std=c++17", "-default-device"};
+}
+
+llvm::Error nvrtcFailure(const plan::GeneratedKernel &k, nvrtcResult r,
+                         llvm::StringRef log) {
+  return llvm::createStringError(
+      llvm::formatv("NVRTC failed on generated kernel {0} ({1}): {2}\n{3}",
+                    k.name(), llvm::join(k.ops(), ", "), nvrtcGetErrorString(r),
+                    log)
+          .str());
+}
+
+/// Compiles \p k with NVRTC and writes its cubin to \p path.
+llvm::Error compile(const plan::GeneratedKernel &k, llvm::StringRef arch,
+                    llvm::StringRef path) {
+  std::vector<const char *> names, texts;
+  for (const KernelHeader &h : kernelHeaders()) {
+    names.push_back(h.name);
+    texts.push_back(h.text);
+  }
+  nvrtcProgram prog;
+  std::string file = k.name() + ".cu";
+  nvrtcResult r =
+      nvrtcCreateProgram(&prog, k.source().c_str(), file.c_str(),
+                         int(names.size()), texts.data(), names.data());
+  if (r != NVRTC_SUCCESS)
+    return nvrtcFailure(k, r, "");
+  std::vector<std::string> opts = options(arch);
+  std::vector<const char *> optPtrs;
+  for (const std::string &o : opts)
+    optPtrs.push_back(o.c_str());
+  r = nvrtcCompileProgram(prog, int(optPtrs.size()), optPtrs.data());
+  size_t logSize = 0;
+  nvrtcGetProgramLogSize(prog, &logSize);
+  std::string log(logSize, '\0');
+  if (logSize)
+    nvrtcGetProgramLog(prog, log.data());
+  std::string cubin;
+  if (r == NVRTC_SUCCESS) {
+    size_t n = 0;
+    r = nvrtcGetCUBINSize(prog, &n);
+    cubin.resize(n);
+    if (r == NVRTC_SUCCESS)
+      r = nvrtcGetCUBIN(prog, cubin.data());
+  }
+  nvrtcDestroyProgram(&prog);
+  if (r != NVRTC_SUCCESS)
+    return nvrtcFailure(k, r, llvm::StringRef(log).rtrim('\0'));
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return llvm::createStringError(ec, "cannot write " + path);
+  os << cubin;
+  return llvm::Error::success();
+}
+
+} // namespace
+
+std::string compilerVersion() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+llvm::Expected<std::string> compileGenerated(const plan::GeneratedKernel &k,
+                                             llvm::StringRef arch) {
+  if (auto err = checkGenerated(k))
+    return err;
+  std::vector<std::string> opts = options(arch);
+  std::string version = compilerVersion();
+  llvm::SmallVector<llvm::StringRef, 8> parts = {"nvrtc", version,
+                                                 generatorId(), k.source()};
+  for (const std::string &o : opts)
+    parts.push_back(o);
+  auto path = cachedEntry(cacheKey(parts), ".cubin", [&](llvm::StringRef out) {
+    return compile(k, arch, out);
+  });
+  if (!path)
+    return path.takeError();
+  auto buf = llvm::MemoryBuffer::getFile(*path, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return llvm::createStringError(buf.getError(), "cannot read " + *path);
+  return (*buf)->getBuffer().str();
+}
+
+llvm::Expected<std::unique_ptr<GpuKernels>>
+GpuKernels::load(const plan::DeviceProgram &prog, int gpu) {
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, gpu) ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, gpu))
+    return llvm::createStringError("GPU " + std::to_string(gpu) +
+                                   ": no compute capability");
+  std::string arch = "sm_" + std::to_string(major * 10 + minor);
+  size_t n = size_t(prog.kernels_size());
+  std::vector<llvm::Expected<std::string>> cubins;
+  for (size_t i = 0; i < n; ++i)
+    cubins.emplace_back(std::string());
+  tbb::parallel_for(size_t(0), n, [&](size_t i) {
+    cubins[i] = compileGenerated(prog.kernels(int(i)), arch);
+  });
+  std::unique_ptr<GpuKernels> g(new GpuKernels());
+  llvm::Error failed = llvm::Error::success();
+  for (size_t i = 0; i < n; ++i) {
+    const plan::GeneratedKernel &k = prog.kernels(int(i));
+    if (!cubins[i]) {
+      failed = llvm::joinErrors(std::move(failed), cubins[i].takeError());
+      continue;
+    }
+    cudaLibrary_t lib = nullptr;
+    cudaKernel_t kernel = nullptr;
+    cudaError_t e = cudaLibraryLoadData(&lib, cubins[i]->data(), nullptr,
+                                        nullptr, 0, nullptr, nullptr, 0);
+    if (e == cudaSuccess) {
+      g->libraries.push_back(lib);
+      e = cudaLibraryGetKernel(&kernel, lib, k.name().c_str());
+    }
+    if (e != cudaSuccess)
+      return llvm::createStringError(
+          "generated kernel " + k.name() + ": cannot load it on GPU " +
+          std::to_string(gpu) + ": " + cudaGetErrorString(e));
+    g->kernels[k.name()] = kernel;
+  }
+  if (failed)
+    return failed;
+  return g;
+}
+
+GpuKernels::~GpuKernels() {
+  for (void *lib : libraries)
+    cudaLibraryUnload(static_cast<cudaLibrary_t>(lib));
+}
+
+llvm::Error GpuKernels::launch(const plan::GeneratedKernel &k,
+                               llvm::ArrayRef<Tensor *> params,
+                               void *stream) const {
+  void *kernel = kernels.lookup(k.name());
+  if (!kernel)
+    return llvm::createStringError("generated kernel " + k.name() +
+                                   " is not loaded");
+  gen::Args args{};
+  for (size_t i = 0; i < params.size() && i < size_t(gen::kMaxParams); ++i)
+    args.buf[i] = params[i]->data.data();
+  int64_t begin = 0, end = k.points();
+  constexpr int64_t kThreads = 256, kMaxBlocks = 1 << 20;
+  dim3 grid(unsigned(
+      std::clamp<int64_t>((end + kThreads - 1) / kThreads, 1, kMaxBlocks)));
+  void *argv[] = {&args, &begin, &end};
+  cudaError_t e = cudaLaunchKernel(static_cast<const void *>(kernel), grid,
+                                   dim3(unsigned(kThreads)), argv, 0,
+                                   static_cast<cudaStream_t>(stream));
+  if (e != cudaSuccess)
+    return llvm::createStringError("generated kernel " + k.name() + ": " +
+                                   cudaGetErrorString(e));
+  return llvm::Error::success();
+}
+
+} // namespace pax::runtime::cuda
