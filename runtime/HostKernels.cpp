@@ -32,10 +32,12 @@ llvm::Expected<std::string> hostCompiler() {
   std::string name = PAX_HOST_CXX_DEFAULT;
   if (auto env = llvm::sys::Process::GetEnv("PAX_HOST_CXX"))
     name = *env;
-  if (llvm::sys::path::is_absolute(name) && llvm::sys::fs::can_execute(name))
-    return name;
-  if (auto found = llvm::sys::findProgramByName(name))
+  if (llvm::StringRef(name).contains('/')) {
+    if (llvm::sys::fs::can_execute(name))
+      return name;
+  } else if (auto found = llvm::sys::findProgramByName(name)) {
     return *found;
+  }
   return llvm::createStringError(
       "no host compiler '" + name +
       "' to build the plan's generated kernels (set PAX_HOST_CXX, or compile "
@@ -53,8 +55,7 @@ std::string programSource(const plan::DeviceProgram &prog) {
 /// Runs \p cxx on \p source, writing the library to \p out; on failure,
 /// the compiler's message.
 llvm::Error compileLibrary(llvm::StringRef cxx, llvm::StringRef include,
-                           const std::string &source, llvm::StringRef out,
-                           uint32_t device) {
+                           const std::string &source, llvm::StringRef out) {
   std::string src = (out + ".cpp").str(), log = (out + ".log").str();
   {
     std::error_code ec;
@@ -80,10 +81,9 @@ llvm::Error compileLibrary(llvm::StringRef cxx, llvm::StringRef include,
   if (rc == 0)
     return llvm::Error::success();
   return llvm::createStringError(
-      llvm::formatv("device {0}: the host compiler {1} failed on the plan's "
-                    "generated kernels ({2}):\n{3}",
-                    device, cxx,
-                    why.empty() ? "exit " + std::to_string(rc) : why, said)
+      llvm::formatv("the host compiler {0} failed on the plan's generated "
+                    "kernels ({1}):\n{2}",
+                    cxx, why.empty() ? "exit " + std::to_string(rc) : why, said)
           .str());
 }
 
@@ -143,7 +143,7 @@ HostKernels::load(const plan::DeviceProgram &prog) {
                                                      generatorId(), source};
   keyParts.append(std::begin(kHostFlags), std::end(kHostFlags));
   auto path = cachedEntry(cacheKey(keyParts), ".so", [&](llvm::StringRef out) {
-    return compileLibrary(*cxx, *include, source, out, prog.device());
+    return compileLibrary(*cxx, *include, source, out);
   });
   if (!path)
     return path.takeError();

@@ -9,6 +9,8 @@
 
 #include <cstring>
 
+#include <google/protobuf/text_format.h>
+
 namespace pax {
 
 static constexpr char kMagic[8] = {'P', 'A', 'X', 'P', 'L', 'A', 'N', '\0'};
@@ -105,6 +107,14 @@ llvm::Expected<plan::Plan> readPlanFile(llvm::StringRef path) {
   if (!buf)
     return llvm::createStringError("cannot read '" + path +
                                    "': " + buf.getError().message());
+  if (path.ends_with(".txt")) { // paxc --emit=plan-text, maybe edited
+    plan::Plan plan;
+    if (!google::protobuf::TextFormat::ParseFromString(
+            (*buf)->getBuffer().str(), &plan))
+      return llvm::createStringError(path + ": not a plan in protobuf text "
+                                            "(paxc --emit=plan-text)");
+    return plan;
+  }
   return decodePlan((*buf)->getBuffer(), path);
 }
 

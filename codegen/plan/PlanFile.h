@@ -41,7 +41,8 @@ llvm::Expected<plan::Plan> decodePlan(llvm::StringRef bytes,
 /// Writes \p plan to \p path.
 llvm::Error writePlanFile(const plan::Plan &plan, llvm::StringRef path);
 
-/// Reads the plan at \p path.
+/// Reads the plan at \p path: a plan file, or (a path ending in .txt) the
+/// protobuf text paxc --emit=plan-text writes.
 llvm::Expected<plan::Plan> readPlanFile(llvm::StringRef path);
 
 } // namespace pax
