@@ -629,13 +629,19 @@ static int64_t lowestGap(llvm::ArrayRef<std::pair<int64_t, int64_t>> taken,
   return at;
 }
 
+/// Per buffer, the buffers it must lie apart from whatever their lifetimes
+/// (both ways).
+using Apart = std::vector<llvm::SmallVector<uint32_t, 2>>;
+
 /// Offsets by size, largest first: each buffer at the lowest offset clear of
-/// the placed buffers whose lifetimes [first, last] meet its own (greedy by
-/// size, as TFLite's arena planner). Returns the arena's bytes.
+/// the placed buffers whose lifetimes [first, last] meet its own, or that it
+/// must lie \p apart from (greedy by size, as TFLite's arena planner).
+/// Returns the arena's bytes.
 static int64_t placeBySize(plan::DeviceProgram &prog,
                            const std::vector<int64_t> &first,
                            const std::vector<int64_t> &last,
-                           const std::vector<int64_t> &size) {
+                           const std::vector<int64_t> &size,
+                           const Apart &apart) {
   size_t nb = size.size();
   std::vector<size_t> order = orderedBy(nb, [&](size_t a, size_t b) {
     return size[a] != size[b] ? size[a] > size[b] : first[a] < first[b];
@@ -647,7 +653,8 @@ static int64_t placeBySize(plan::DeviceProgram &prog,
   for (size_t b : order) {
     clash.clear();
     for (size_t p : placed)
-      if (first[p] <= last[b] && first[b] <= last[p])
+      if ((first[p] <= last[b] && first[b] <= last[p]) ||
+          llvm::is_contained(apart[b], uint32_t(p)))
         clash.push_back({offset[p], offset[p] + size[p]});
     llvm::sort(clash);
     int64_t at = lowestGap(clash, size[b]);
@@ -685,41 +692,47 @@ static int64_t placeInOrder(plan::DeviceProgram &prog,
   return peak;
 }
 
-/// Stretches the lifetimes of the buffers a run of consecutive computes of
-/// one fused group reads from before it or leaves for after it over the
-/// whole run: a kernel generated for the run (runtime/GenerateKernels.h)
-/// has them all live at once, so none may take another's bytes. Values
-/// made and used up inside the run keep their lifetimes: such a kernel
-/// keeps them in registers.
-static void spanFusedRuns(const plan::DeviceProgram &prog,
-                          std::vector<int64_t> &first,
-                          std::vector<int64_t> &last) {
+/// The buffers a run of consecutive computes of one fused group reads from
+/// before it, and those it leaves for after it: a kernel generated for the
+/// run (runtime/GenerateKernels.h) reads the ones and writes the others at
+/// once, so none of the others may take the bytes of one of the ones (which
+/// their lifetimes alone allow when an input dies inside the run). Values
+/// made and used up inside the run may share bytes with anything: such a
+/// kernel keeps them in registers.
+static Apart fusedRunsApart(const plan::DeviceProgram &prog,
+                            const std::vector<int64_t> &first,
+                            const std::vector<int64_t> &last) {
+  Apart apart(first.size());
   auto fusedAt = [&](int i) -> llvm::StringRef {
     const plan::Instruction &inst = prog.instructions(i);
     return inst.has_compute() ? llvm::StringRef(inst.compute().fused()) : "";
   };
-  // Before the stretch, a buffer with a lifetime inside [s, e) is the run's
-  // own (outputs and weights have lifetimes past the program's ends).
-  std::vector<int64_t> from = first, to = last;
   int end = prog.instructions_size();
   for (int s = 0; s < end;) {
     llvm::StringRef g = fusedAt(s);
     int e = s + 1;
     while (!g.empty() && e < end && fusedAt(e) == g)
       ++e;
+    llvm::SmallVector<uint32_t, 8> ins, outs;
     for (int i = s; e - s > 1 && i < e; ++i) {
       const plan::Compute &c = prog.instructions(i).compute();
       for (const plan::Access &a :
            llvm::concat<const plan::Access>(c.inputs(), c.outputs())) {
         uint32_t b = a.buffer();
-        if (from[b] >= s && to[b] < e)
-          continue;
-        first[b] = std::min<int64_t>(first[b], s);
-        last[b] = std::max<int64_t>(last[b], e - 1);
+        auto &side = first[b] < s ? ins : last[b] >= e ? outs : ins;
+        if ((first[b] < s || last[b] >= e) && !llvm::is_contained(side, b))
+          side.push_back(b);
       }
     }
+    for (uint32_t o : outs)
+      for (uint32_t i : ins)
+        if (o != i && !llvm::is_contained(apart[o], i)) {
+          apart[o].push_back(i);
+          apart[i].push_back(o);
+        }
     s = e;
   }
+  return apart;
 }
 
 /// Liveness of every buffer, then offsets in the device's arena; weights
@@ -758,7 +771,7 @@ static void planBuffers(plan::DeviceProgram &prog) {
     if (last[b] < first[b])
       last[b] = first[b];
   }
-  spanFusedRuns(prog, first, last);
+  Apart apart = fusedRunsApart(prog, first, last);
   auto bytes = [&](size_t b) {
     return (planBufferBytes(prog.buffers(int(b))) + 63) / 64 * 64;
   };
@@ -766,7 +779,7 @@ static void planBuffers(plan::DeviceProgram &prog) {
   for (size_t b = 0; b < nb; ++b)
     size[b] = bytes(b);
   prog.set_arena_bytes(nb <= kGreedyBuffers
-                           ? placeBySize(prog, first, last, size)
+                           ? placeBySize(prog, first, last, size, apart)
                            : placeInOrder(prog, first, last, size));
 }
 

@@ -30,8 +30,8 @@
 //
 // A collective, a contraction, a reduction over other than the last dims, a
 // read through another map (an offset, a window, a lookup) or any other op
-// ends a kernel. Codegen does
-// not run the kernels fused yet: the groups are what it will generate.
+// ends a kernel. paxc runs this on a plan's partitioned IR; codegen
+// generates kernels for the groups (runtime/GenerateKernels.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

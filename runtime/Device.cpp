@@ -88,7 +88,9 @@ private:
   /// The persistent buffers that hold a constant weight from the previous
   /// run (RunOptions::weightsResident).
   void findResident();
-  void allocate(uint32_t b);
+  /// Allocates buffer \p b, zero-filled unless \p zero is false (or it
+  /// is a resident weight).
+  void allocate(uint32_t b, bool zero = true);
   /// Fills a buffer from the host: in place where the device's memory is
   /// the host's, else through a host tensor uploaded after.
   llvm::Error staged(Tensor &buffer,
@@ -187,13 +189,13 @@ void DeviceRun::findResident() {
         resident[inst.load().buffer()] = true;
 }
 
-void DeviceRun::allocate(uint32_t b) {
+void DeviceRun::allocate(uint32_t b, bool zero) {
   if (allocated[b])
     return;
   const plan::Buffer &buf = prog.buffers(int(b));
   buffers[b] = device.allocate(
       buf.dtype(), std::vector<int64_t>(buf.shape().begin(), buf.shape().end()),
-      buf.offset(), !resident[b]);
+      buf.offset(), zero && !resident[b]);
   allocated[b] = true;
   if (!buf.persistent())
     live += buffers[b].bytes();
@@ -379,9 +381,18 @@ llvm::Error DeviceRun::stepKernel(const plan::GeneratedKernel &k) {
   for (int64_t i = first; i < end; ++i)
     for (uint32_t b : usesOf(prog.instructions(int(i))).writes)
       writes.insert(b);
+  // A result written in place of an input (the same bytes) keeps them.
+  auto inPlace = [&](uint32_t b) {
+    const plan::Buffer &x = prog.buffers(int(b));
+    for (uint32_t i : k.params())
+      if (i != b && !writes.count(i) &&
+          prog.buffers(int(i)).offset() == x.offset())
+        return true;
+    return false;
+  };
   for (uint32_t b : k.params())
     if (writes.count(b))
-      allocate(b);
+      allocate(b, !inPlace(b));
     else if (!allocated[b])
       return fail("generated kernel " + k.name() + " reads buffer " +
                   llvm::Twine(b) + " before anything writes it");

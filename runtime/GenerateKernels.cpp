@@ -201,6 +201,34 @@ bool usedOutside(const plan::DeviceProgram &prog, const std::vector<int> &refs,
   return refs[b] > inside || prog.buffers(int(b)).persistent();
 }
 
+/// Whether buffers \p a and \p b, sharing bytes, are one in place of the
+/// other for \p members: the same bytes, the same type and one map for
+/// both, so each point reads and writes only its own element.
+bool inPlace(const plan::DeviceProgram &prog, llvm::ArrayRef<Member> members,
+             uint32_t a, uint32_t b) {
+  const plan::Buffer &x = prog.buffers(int(a)), &y = prog.buffers(int(b));
+  if (x.offset() != y.offset() || x.dtype() != y.dtype() ||
+      planBufferBytes(x) != planBufferBytes(y))
+    return false;
+  if (!isFloatType(int32_t(x.dtype()))) // stored as soon as written
+    return false;
+  // Every access of a run's buffer goes through one map (Run::tryAdd).
+  auto mapOf = [&](uint32_t buf) -> const flat::Map * {
+    for (const Member &m : members) {
+      for (size_t k = 0; k < m.ins.size(); ++k)
+        if (m.ins[k] == buf)
+          return &m.g.in[k];
+      for (size_t r = 0; r < m.outs.size(); ++r)
+        if (m.outs[r] == buf)
+          return &m.g.out[r];
+    }
+    return nullptr;
+  };
+  const flat::Map *ma = mapOf(a), *mb = mapOf(b);
+  const flat::Space &s = members[0].g.space;
+  return ma && mb && sameMap(*ma, *mb, s);
+}
+
 /// Whether the buffers a kernel of \p members reads or writes in memory
 /// (those it loads before writing them, and those it stores) lie apart in
 /// the arena; values it keeps in registers need no bytes.
@@ -225,7 +253,8 @@ bool apartInArena(const plan::DeviceProgram &prog, const std::vector<int> &refs,
   }
   for (size_t i = 0; i < touched.size(); ++i)
     for (size_t j = i + 1; j < touched.size(); ++j)
-      if (overlap(prog, touched[i], touched[j]))
+      if (overlap(prog, touched[i], touched[j]) &&
+          !inPlace(prog, members, touched[i], touched[j]))
         return false;
   return true;
 }
