@@ -32,6 +32,7 @@
 #include "codegen/plan/Kernels.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cuda_runtime_api.h>
 
@@ -300,7 +301,20 @@ public:
     return sticky();
   }
 
-  bool runsGeneratedKernels() const override { return true; }
+  /// Where NVRTC cannot be loaded, the computes run one by one instead
+  /// (said once).
+  bool runsGeneratedKernels() const override {
+    static const bool available = [] {
+      std::string why;
+      if (cuda::nvrtcAvailable(why))
+        return true;
+      llvm::errs() << "paxrun: warning: " << why
+                   << "; the CUDA backend runs the computes of the plan's "
+                      "generated kernels one by one\n";
+      return false;
+    }();
+    return available;
+  }
 
   llvm::Error loadKernels(const plan::DeviceProgram &prog) override {
     if (loadedFor == &prog && generated)

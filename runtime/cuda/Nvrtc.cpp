@@ -12,6 +12,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <nvrtc.h>
 #include <tbb/parallel_for.h>
 
@@ -21,6 +22,57 @@
 namespace pax::runtime::cuda {
 
 namespace {
+
+/// NVRTC's entry points, from the library loaded at first use (not linked:
+/// paxrun starts, and its other backends run, where CUDA has no NVRTC).
+struct NvrtcApi {
+#define PAX_NVRTC_FN(name) decltype(&::name) name = nullptr;
+  PAX_NVRTC_FN(nvrtcGetErrorString)
+  PAX_NVRTC_FN(nvrtcVersion)
+  PAX_NVRTC_FN(nvrtcCreateProgram)
+  PAX_NVRTC_FN(nvrtcCompileProgram)
+  PAX_NVRTC_FN(nvrtcGetProgramLogSize)
+  PAX_NVRTC_FN(nvrtcGetProgramLog)
+  PAX_NVRTC_FN(nvrtcGetCUBINSize)
+  PAX_NVRTC_FN(nvrtcGetCUBIN)
+  PAX_NVRTC_FN(nvrtcDestroyProgram)
+#undef PAX_NVRTC_FN
+  std::string error; // why it could not be loaded
+};
+
+const NvrtcApi &nvrtc() {
+  static const NvrtcApi api = [] {
+    NvrtcApi a;
+    void *lib = nullptr;
+    for (const char *name : {"libnvrtc.so." PAX_NVRTC_MAJOR, "libnvrtc.so"})
+      if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)))
+        break;
+    if (!lib) {
+      a.error = std::string("no NVRTC (libnvrtc.so." PAX_NVRTC_MAJOR
+                            ") to compile the plan's generated kernels: ") +
+                dlerror() +
+                " (put CUDA's libraries on LD_LIBRARY_PATH, or compile the "
+                "plan with paxc --fuse-kernels=false)";
+      return a;
+    }
+#define PAX_NVRTC_FN(name)                                                     \
+  a.name = reinterpret_cast<decltype(a.name)>(dlsym(lib, #name));              \
+  if (!a.name && a.error.empty())                                              \
+    a.error = "NVRTC has no " #name;
+    PAX_NVRTC_FN(nvrtcGetErrorString)
+    PAX_NVRTC_FN(nvrtcVersion)
+    PAX_NVRTC_FN(nvrtcCreateProgram)
+    PAX_NVRTC_FN(nvrtcCompileProgram)
+    PAX_NVRTC_FN(nvrtcGetProgramLogSize)
+    PAX_NVRTC_FN(nvrtcGetProgramLog)
+    PAX_NVRTC_FN(nvrtcGetCUBINSize)
+    PAX_NVRTC_FN(nvrtcGetCUBIN)
+    PAX_NVRTC_FN(nvrtcDestroyProgram)
+#undef PAX_NVRTC_FN
+    return a;
+  }();
+  return api;
+}
 
 /// The compiler's options for \p arch: unannotated functions (the shared
 /// headers' host helpers) compile for the device.
@@ -32,8 +84,8 @@ llvm::Error nvrtcFailure(const plan::GeneratedKernel &k, nvrtcResult r,
                          llvm::StringRef log) {
   return llvm::createStringError(
       llvm::formatv("NVRTC failed on generated kernel {0} ({1}): {2}\n{3}",
-                    k.name(), llvm::join(k.ops(), ", "), nvrtcGetErrorString(r),
-                    log)
+                    k.name(), llvm::join(k.ops(), ", "),
+                    nvrtc().nvrtcGetErrorString(r), log)
           .str());
 }
 
@@ -48,29 +100,29 @@ llvm::Error compile(const plan::GeneratedKernel &k, llvm::StringRef arch,
   nvrtcProgram prog;
   std::string file = k.name() + ".cu";
   nvrtcResult r =
-      nvrtcCreateProgram(&prog, k.source().c_str(), file.c_str(),
-                         int(names.size()), texts.data(), names.data());
+      nvrtc().nvrtcCreateProgram(&prog, k.source().c_str(), file.c_str(),
+                                 int(names.size()), texts.data(), names.data());
   if (r != NVRTC_SUCCESS)
     return nvrtcFailure(k, r, "");
   std::vector<std::string> opts = options(arch);
   std::vector<const char *> optPtrs;
   for (const std::string &o : opts)
     optPtrs.push_back(o.c_str());
-  r = nvrtcCompileProgram(prog, int(optPtrs.size()), optPtrs.data());
+  r = nvrtc().nvrtcCompileProgram(prog, int(optPtrs.size()), optPtrs.data());
   size_t logSize = 0;
-  nvrtcGetProgramLogSize(prog, &logSize);
+  nvrtc().nvrtcGetProgramLogSize(prog, &logSize);
   std::string log(logSize, '\0');
   if (logSize)
-    nvrtcGetProgramLog(prog, log.data());
+    nvrtc().nvrtcGetProgramLog(prog, log.data());
   std::string cubin;
   if (r == NVRTC_SUCCESS) {
     size_t n = 0;
-    r = nvrtcGetCUBINSize(prog, &n);
+    r = nvrtc().nvrtcGetCUBINSize(prog, &n);
     cubin.resize(n);
     if (r == NVRTC_SUCCESS)
-      r = nvrtcGetCUBIN(prog, cubin.data());
+      r = nvrtc().nvrtcGetCUBIN(prog, cubin.data());
   }
-  nvrtcDestroyProgram(&prog);
+  nvrtc().nvrtcDestroyProgram(&prog);
   if (r != NVRTC_SUCCESS)
     return nvrtcFailure(k, r, llvm::StringRef(log).rtrim('\0'));
   std::error_code ec;
@@ -83,9 +135,15 @@ llvm::Error compile(const plan::GeneratedKernel &k, llvm::StringRef arch,
 
 } // namespace
 
+bool nvrtcAvailable(std::string &why) {
+  why = nvrtc().error;
+  return why.empty();
+}
+
 std::string compilerVersion() {
   int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
+  if (nvrtc().nvrtcVersion)
+    nvrtc().nvrtcVersion(&major, &minor);
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
@@ -93,6 +151,8 @@ llvm::Expected<std::string> compileGenerated(const plan::GeneratedKernel &k,
                                              llvm::StringRef arch) {
   if (auto err = checkGenerated(k))
     return err;
+  if (!nvrtc().error.empty())
+    return llvm::createStringError(nvrtc().error);
   std::vector<std::string> opts = options(arch);
   std::string version = compilerVersion();
   llvm::SmallVector<llvm::StringRef, 8> parts = {"nvrtc", version,

@@ -24,6 +24,9 @@
 
 namespace pax::runtime::cuda {
 
+/// Whether NVRTC could be loaded; else \p why says why.
+bool nvrtcAvailable(std::string &why);
+
 /// NVRTC's version, "13.0".
 std::string compilerVersion();
 
