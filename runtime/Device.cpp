@@ -4,6 +4,7 @@
 #include "codegen/plan/PlanFile.h"
 
 #include "runtime/Exchange.h"
+#include "runtime/PlanCheck.h"
 #include "runtime/Profile.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -348,25 +349,10 @@ llvm::Error DeviceRun::findKernels() {
   kernelAt.assign(size_t(n), nullptr);
   if (!device.runsGeneratedKernels() || prog.kernels().empty())
     return llvm::Error::success();
-  int64_t end = 0;
-  for (const plan::GeneratedKernel &k : prog.kernels()) {
-    int64_t first = k.first(), count = k.count();
-    if (first < end || count < 1 || first + count > n)
-      return fail("generated kernel " + k.name() + " covers instructions " +
-                  llvm::Twine(first) + " to " + llvm::Twine(first + count) +
-                  ", not a run after the last kernel's inside the " +
-                  llvm::Twine(n) + " of the program");
-    for (int64_t i = first; i < first + count; ++i)
-      if (!prog.instructions(int(i)).has_compute())
-        return fail("generated kernel " + k.name() + " covers instruction " +
-                    llvm::Twine(i) + ", which is not a compute");
-    for (uint32_t b : k.params())
-      if (b >= nb)
-        return fail("generated kernel " + k.name() + " names buffer " +
-                    llvm::Twine(b) + " of " + llvm::Twine(nb));
-    kernelAt[size_t(first)] = &k;
-    end = first + count;
-  }
+  if (auto err = checkKernels(prog))
+    return err;
+  for (const plan::GeneratedKernel &k : prog.kernels())
+    kernelAt[size_t(k.first())] = &k;
   if (auto err = device.loadKernels(prog))
     return fail(llvm::toString(std::move(err)));
   return llvm::Error::success();

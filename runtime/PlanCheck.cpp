@@ -44,8 +44,39 @@ llvm::Error checkBox(const plan::Box &b, const llvm::Twine &what) {
 }
 } // namespace
 
+llvm::Error checkKernels(const plan::DeviceProgram &prog) {
+  auto fail = [&](const plan::GeneratedKernel &k, const llvm::Twine &msg) {
+    return llvm::createStringError("device " + llvm::Twine(prog.device()) +
+                                   ": generated kernel " + k.name() + " " +
+                                   msg);
+  };
+  int64_t end = 0, n = prog.instructions_size();
+  for (const plan::GeneratedKernel &k : prog.kernels()) {
+    int64_t first = k.first(), count = k.count();
+    if (first < end || count < 1 || first + count > n)
+      return fail(k, "covers instructions " + llvm::Twine(first) + " to " +
+                         llvm::Twine(first + count) +
+                         ", not a run after the last kernel's inside the " +
+                         llvm::Twine(n) + " of the program");
+    for (int64_t i = first; i < first + count; ++i)
+      if (!prog.instructions(int(i)).has_compute())
+        return fail(k, "covers instruction " + llvm::Twine(i) +
+                           ", which is not a compute");
+    for (uint32_t b : k.params())
+      if (b >= uint32_t(prog.buffers_size()))
+        return fail(k, "names buffer " + llvm::Twine(b) + " of " +
+                           llvm::Twine(prog.buffers_size()));
+    if (k.points() < 0)
+      return fail(k, "has " + llvm::Twine(k.points()) + " points");
+    end = first + count;
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error checkProgram(const plan::Plan &plan,
                          const plan::DeviceProgram &prog) {
+  if (auto err = checkKernels(prog))
+    return err;
   uint32_t id = prog.device();
   auto fail = [&](const llvm::Twine &msg) {
     return llvm::createStringError("device " + llvm::Twine(id) + ": " + msg);

@@ -29,6 +29,10 @@ inline constexpr int64_t kMaxArenaBytes = int64_t(1) << 40;
 /// The most elements one tensor of a plan may have.
 inline constexpr int64_t kMaxPlanElements = int64_t(1) << 48;
 
+/// Checks \p prog's generated kernels: each covers a run of computes
+/// after the last kernel's, inside the program, and names its buffers.
+llvm::Error checkKernels(const plan::DeviceProgram &prog);
+
 /// Checks \p plan whole (see above).
 llvm::Error checkPlan(const plan::Plan &plan);
 
