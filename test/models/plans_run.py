@@ -24,7 +24,11 @@ A plan paxc writes that paxrun cannot run (a missing kernel, a kernel that
 refuses the block it is handed) fails the test, as does a wrong output.
 
   plans_run.py [--node-dir DIR] [--corpus] [--filter SUBSTR] [--gpus 4]
-               [--bin build/bin] [--work DIR] [-j N] [-v]
+               [--backend cpu|cuda-emulated|cuda] [--bin build/bin]
+               [--work DIR] [-j N] [-v]
+
+--backend runs the plans on another of paxrun's backends (cuda-emulated:
+the CUDA backend's kernels and the plan's generated kernels, on the host).
 
 Prints the failures (all runs with -v), a count of refusals by reason and
 a summary; exits non-zero on any failure. With --bin pointing at a
@@ -48,6 +52,7 @@ import torch_matrix  # noqa: E402
 
 ROOT = run_matrix.ROOT
 NODE_DIR = "/usr/share/libonnx-testdata/data/node"
+BACKEND = "cpu"  # --backend
 
 
 def run(cmd, timeout=300):
@@ -169,7 +174,7 @@ def check(binary, name, model_dir, gpus, work, extra, elementwise):
         lines = err.splitlines()
         return "refused", " ".join(l.strip() for l in lines[:2])[:200]
     r = run([f"{binary}/paxrun", f"{w}/p.paxplan", "--inputs", data,
-             "--outputs", f"{w}/out"])
+             "--outputs", f"{w}/out", f"--backend={BACKEND}"])
     if r is None:
         return "FAIL", "paxrun: no result in 300 s"
     if sanitizer_report(r):
@@ -216,11 +221,14 @@ def main():
                     help="also the PyTorch export corpus")
     ap.add_argument("--filter", default="")
     ap.add_argument("--gpus", type=int, default=4)
+    ap.add_argument("--backend", default="cpu")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "plans-run"))
     ap.add_argument("-j", type=int, default=os.cpu_count() or 1)
     ap.add_argument("-v", action="store_true")
     args = ap.parse_args()
+    global BACKEND
+    BACKEND = args.backend
     jobs = []
     if not args.no_node:
         if not os.path.isdir(args.node_dir):
