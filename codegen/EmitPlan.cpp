@@ -735,6 +735,33 @@ static Apart fusedRunsApart(const plan::DeviceProgram &prog,
   return apart;
 }
 
+/// Moves the weight loads between the computes of a fused group (a norm's
+/// scale, an exponent) before the group's first compute, so that its
+/// computes are consecutive instructions, as a generated kernel replaces
+/// them. A load reads nothing the program writes, so it may come earlier.
+static void hoistLoadsOutOfFusedRuns(plan::DeviceProgram &prog) {
+  auto *insts = prog.mutable_instructions();
+  auto fusedAt = [&](int i) -> llvm::StringRef {
+    const plan::Instruction &inst = insts->Get(i);
+    return inst.has_compute() ? llvm::StringRef(inst.compute().fused()) : "";
+  };
+  int n = insts->size();
+  for (int s = 0; s < n; ++s) {
+    llvm::StringRef g = fusedAt(s);
+    if (g.empty())
+      continue;
+    // The group's last compute with only loads and its computes before it.
+    int e = s, i = s + 1;
+    for (; i < n && (insts->Get(i).has_load() || fusedAt(i) == g); ++i)
+      if (fusedAt(i) == g)
+        e = i;
+    std::stable_partition(
+        insts->pointer_begin() + s, insts->pointer_begin() + e + 1,
+        [](const plan::Instruction *inst) { return inst->has_load(); });
+    s = e;
+  }
+}
+
 /// Liveness of every buffer, then offsets in the device's arena; weights
 /// live for the whole program.
 static void planBuffers(plan::DeviceProgram &prog) {
@@ -837,8 +864,10 @@ llvm::Error Emitter::run(std::vector<plan::DeviceProgram> &programs) {
         b->add_offset(lo);
     }
   }
-  for (plan::DeviceProgram &prog : programs)
+  for (plan::DeviceProgram &prog : programs) {
+    hoistLoadsOutOfFusedRuns(prog);
     planBuffers(prog);
+  }
   return llvm::Error::success();
 }
 

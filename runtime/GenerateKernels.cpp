@@ -3,6 +3,7 @@
 
 #include "codegen/plan/Kernels.h"
 #include "codegen/plan/PlanFile.h"
+#include "runtime/GenerateKernelsInternal.h"
 #include "runtime/GeneratedKernel.h"
 #include "runtime/PointKernelsHost.h"
 
@@ -17,16 +18,9 @@
 
 namespace pax::runtime {
 
-namespace {
+namespace kernelgen {
 
 #include "KernelHeaders.inc"
-
-/// One compute of a run, as the generic kernel reads it.
-struct Member {
-  const plan::Compute *c;
-  Generic g;
-  llvm::SmallVector<uint32_t, 4> ins, outs; // buffers
-};
 
 bool isFloatType(int32_t t) {
   using namespace elements;
@@ -50,13 +44,21 @@ std::vector<Tensor> shapes(const plan::DeviceProgram &prog,
   return ts;
 }
 
-/// \p c as a member of a run, when one thread per point can compute it
-/// alongside others: elementwise with float math, or a one-source copy of
-/// floats, every map linear.
+/// Whether \p g is a reduction a row kernel computes: float, not an
+/// arg-reduction, over the whole of its inner dims, its maps linear.
+bool rowReduction(const Generic &g) {
+  return g.real && g.inputs == 1 && g.outputs == 1 && g.in[0].linear &&
+         g.out[0].linear && g.in[0].lookups == 0 && g.out[0].lookups == 0 &&
+         g.reduce != ReduceOp::ArgMax && g.reduce != ReduceOp::ArgMin &&
+         g.space.innerCount > 0 && g.globalInnerPoints == g.space.innerPoints;
+}
+
 std::optional<Member> describeMember(const plan::DeviceProgram &prog,
-                                     const plan::Compute &c) {
+                                     const plan::Compute &c, bool reductions) {
   std::optional<plan::KernelId> id = plan::parseKernelId(c.kernel());
-  if (!id || (*id != plan::KernelId::Pointwise && *id != plan::KernelId::Copy))
+  bool reduce = reductions && id == plan::KernelId::Reduce;
+  if (!id || (*id != plan::KernelId::Pointwise && *id != plan::KernelId::Copy &&
+              !reduce))
     return std::nullopt;
   for (const plan::Access &a :
        llvm::concat<const plan::Access>(c.inputs(), c.outputs()))
@@ -80,11 +82,13 @@ std::optional<Member> describeMember(const plan::DeviceProgram &prog,
     llvm::consumeError(std::move(err));
     return std::nullopt;
   }
-  if (!point::linearOnly(m.g) || m.g.space.outerCount == 0)
+  if (reduce ? !rowReduction(m.g)
+             : !point::linearOnly(m.g) || m.g.space.outerCount == 0)
     return std::nullopt;
-  if (m.g.op == GenericOp::Pointwise
-          ? !m.g.real
-          : !isFloatType(m.g.inType[0]) || !isFloatType(m.g.outType[0]))
+  if (m.g.op == GenericOp::Pointwise ? !m.g.real
+      : m.g.op == GenericOp::Copy
+          ? !isFloatType(m.g.inType[0]) || !isFloatType(m.g.outType[0])
+          : false)
     return std::nullopt;
   for (const plan::Access &a : c.inputs())
     m.ins.push_back(a.buffer());
@@ -233,7 +237,7 @@ bool inPlace(const plan::DeviceProgram &prog, llvm::ArrayRef<Member> members,
 /// (those it loads before writing them, and those it stores) lie apart in
 /// the arena; values it keeps in registers need no bytes.
 bool apartInArena(const plan::DeviceProgram &prog, const std::vector<int> &refs,
-                  llvm::ArrayRef<Member> members) {
+                  llvm::ArrayRef<Member> members, bool inPlaceToo) {
   llvm::SmallVector<uint32_t, 16> touched;
   llvm::DenseMap<uint32_t, bool> written;
   auto touch = [&](uint32_t b) {
@@ -254,7 +258,7 @@ bool apartInArena(const plan::DeviceProgram &prog, const std::vector<int> &refs,
   for (size_t i = 0; i < touched.size(); ++i)
     for (size_t j = i + 1; j < touched.size(); ++j)
       if (overlap(prog, touched[i], touched[j]) &&
-          !inPlace(prog, members, touched[i], touched[j]))
+          !(inPlaceToo && inPlace(prog, members, touched[i], touched[j])))
         return false;
   return true;
 }
@@ -460,7 +464,9 @@ plan::GeneratedKernel KernelWriter::write(llvm::StringRef name,
   return k;
 }
 
-} // namespace
+} // namespace kernelgen
+
+using namespace kernelgen;
 
 const std::string &generatorId() {
   static const std::string id = [] {
@@ -505,8 +511,19 @@ unsigned generateKernels(plan::DeviceProgram &program) {
   };
   for (int i = 0; i < program.instructions_size(); ++i) {
     const plan::Instruction &inst = program.instructions(i);
+    bool fused = inst.has_compute() && !inst.compute().fused().empty();
+    // A row kernel from here (a reduction among its computes) first.
+    if (fused) {
+      std::vector<plan::GeneratedKernel> row;
+      if (unsigned n = generateRowKernel(program, refs, i, row)) {
+        flush();
+        kernels.push_back(std::move(row[0]));
+        i += int(n) - 1;
+        continue;
+      }
+    }
     std::optional<Member> m;
-    if (inst.has_compute() && !inst.compute().fused().empty())
+    if (fused)
       m = describeMember(program, inst.compute());
     if (!m) {
       flush();
