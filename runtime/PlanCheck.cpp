@@ -75,8 +75,6 @@ llvm::Error checkKernels(const plan::DeviceProgram &prog) {
 
 llvm::Error checkProgram(const plan::Plan &plan,
                          const plan::DeviceProgram &prog) {
-  if (auto err = checkKernels(prog))
-    return err;
   uint32_t id = prog.device();
   auto fail = [&](const llvm::Twine &msg) {
     return llvm::createStringError("device " + llvm::Twine(id) + ": " + msg);
@@ -288,6 +286,8 @@ llvm::Error checkPlan(const plan::Plan &plan) {
           " of a plan for " + llvm::Twine(n) + " (or two for one device)");
     seen[prog.device()] = true;
     if (auto err = checkProgram(plan, prog))
+      return err;
+    if (auto err = checkKernels(prog))
       return err;
   }
   if (plan.has_reference()) {

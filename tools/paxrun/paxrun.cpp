@@ -791,6 +791,26 @@ trainSession(const plan::Plan &plan,
   return 0;
 }
 
+/// --write-cost-db: times every block of cost probe \p plan on one device;
+/// rank 0 (\p first) writes the database.
+static int timeProbe(const plan::Plan &plan, bool first) {
+  if (auto err = makeDevices(1, launchedByMpi() ? localRank() : 0))
+    return fail(llvm::toString(std::move(err)));
+  // The model's constants (exponents, masks) are read from it.
+  onnx::ModelProto model;
+  if (!readSourceModel(plan, model))
+    return fail("cannot read the model '" + plan.source() +
+                "' the probe names");
+  std::vector<runtime::Tensor> none;
+  Feed feed(model, llvm::sys::path::parent_path(plan.source()).str(), none,
+            nullptr);
+  if (auto err = writeCostDb(plan, feed, *deviceSet.devices[0],
+                             std::max(1u, unsigned(repeat)), backendName,
+                             threadsOpt, first ? costDbOut : std::string()))
+    return fail(llvm::toString(std::move(err)));
+  return 0;
+}
+
 /// --compile-kernels=ARCH: every generated kernel of \p plan through NVRTC.
 static int compileKernels(const plan::Plan &plan) {
 #ifdef PAX_HAVE_CUDA
@@ -857,30 +877,15 @@ int main(int argc, char **argv) {
                     : "--write-cost-db times a cost probe (paxc MODEL "
                       "--emit=cost-probe --gpus=N -o probe.paxplan), not a "
                       "plan to run");
-  if (plan->probe()) {
-    // Under mpirun every rank times the probe on its own device at once,
-    // as the ranks of a plan compute at once; rank 0 writes.
-    bool first = true;
+  // Under mpirun every rank times a probe on its own device at once, as
+  // the ranks of a plan compute at once; rank 0 writes.
+  bool first = true;
 #ifdef PAX_HAVE_MPI
-    if (world)
-      first = world->rank() == 0;
+  if (world)
+    first = world->rank() == 0;
 #endif
-    if (auto err = makeDevices(1, launchedByMpi() ? localRank() : 0))
-      return fail(llvm::toString(std::move(err)));
-    // The model's constants (exponents, masks) are read from it.
-    onnx::ModelProto model;
-    if (!readSourceModel(*plan, model))
-      return fail("cannot read the model '" + plan->source() +
-                  "' the probe names");
-    std::vector<runtime::Tensor> none;
-    Feed feed(model, llvm::sys::path::parent_path(plan->source()).str(), none,
-              nullptr);
-    if (auto err = writeCostDb(*plan, feed, *deviceSet.devices[0],
-                               std::max(1u, unsigned(repeat)), backendName,
-                               threadsOpt, first ? costDbOut : std::string()))
-      return fail(llvm::toString(std::move(err)));
-    return 0;
-  }
+  if (plan->probe())
+    return timeProbe(*plan, first);
   // Checked whole before any device allocates or runs anything.
   if (auto err = runtime::checkPlan(*plan))
     return fail(planPath + ": " + llvm::toString(std::move(err)));
