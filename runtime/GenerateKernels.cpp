@@ -439,16 +439,40 @@ plan::GeneratedKernel KernelWriter::write(llvm::StringRef name,
   out << "#include \"runtime/GeneratedKernel.h\"\n\nPAX_GENERATED_KERNEL("
       << name << ") {\n"
       << setup << "  PAX_FOR_POINTS(p) {\n    int64_t r = p;\n";
-  for (int32_t i = space.outerCount; i-- > 0;) {
-    uint32_t d = space.outer[i];
-    if (i == 0)
-      out << "    const int64_t i" << d << " = r;\n";
-    else
-      out << "    const int64_t i" << d << " = r % " << space.extents[d]
-          << "L;\n    r /= " << space.extents[d] << "L;\n";
+  std::vector<std::string> names;
+  llvm::SmallVector<int64_t, 8> extents;
+  for (int32_t i = 0; i < space.outerCount; ++i) {
+    names.push_back("i" + std::to_string(space.outer[i]));
+    extents.push_back(space.extents[space.outer[i]]);
   }
+  emitCoordinates(out, "    ", "r", names, extents);
   out << body << "  }\n}\n";
   k.set_source(src);
+  setParamsAndTraffic(
+      k, prog, order, [&](uint32_t b) { return loaded.count(b) > 0; },
+      [&](uint32_t b) { return storedTo.count(b) > 0; }, space.outerPoints);
+  return k;
+}
+
+void emitCoordinates(llvm::raw_ostream &os, llvm::StringRef indent,
+                     llvm::StringRef flat, llvm::ArrayRef<std::string> names,
+                     llvm::ArrayRef<int64_t> extents) {
+  for (size_t k = names.size(); k-- > 0;) {
+    if (k == 0)
+      os << indent << "const int64_t " << names[k] << " = " << flat << ";\n";
+    else
+      os << indent << "const int64_t " << names[k] << " = " << flat << " % "
+         << extents[k] << "L;\n"
+         << indent << flat << " /= " << extents[k] << "L;\n";
+  }
+}
+
+void setParamsAndTraffic(plan::GeneratedKernel &k,
+                         const plan::DeviceProgram &prog,
+                         llvm::ArrayRef<uint32_t> order,
+                         llvm::function_ref<bool(uint32_t)> loaded,
+                         llvm::function_ref<bool(uint32_t)> stored,
+                         int64_t elements) {
   int64_t traffic = 0;
   for (uint32_t b : order) {
     k.add_params(b);
@@ -456,12 +480,10 @@ plan::GeneratedKernel KernelWriter::write(llvm::StringRef name,
     int64_t elems = 1;
     for (int64_t s : buf.shape())
       elems *= s;
-    int64_t bytes =
-        std::min(elems, space.outerPoints) * dtypeBytes(buf.dtype());
-    traffic += (loaded.count(b) ? bytes : 0) + (storedTo.count(b) ? bytes : 0);
+    int64_t bytes = std::min(elems, elements) * dtypeBytes(buf.dtype());
+    traffic += (loaded(b) ? bytes : 0) + (stored(b) ? bytes : 0);
   }
   k.set_traffic_bytes(traffic);
-  return k;
 }
 
 } // namespace kernelgen

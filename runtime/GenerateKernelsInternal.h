@@ -14,6 +14,7 @@
 #include "runtime/PointKernels.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -56,6 +57,21 @@ bool apartInArena(const plan::DeviceProgram &prog, const std::vector<int> &refs,
 /// Statements declaring \p name, a ScalarParams equal to \p q.
 void emitParams(const ScalarParams &q, llvm::StringRef name,
                 llvm::raw_ostream &os);
+
+/// Statements that divide the coordinates NAME<k> out of \p flat, over
+/// \p extents (the last fastest), at \p indent.
+void emitCoordinates(llvm::raw_ostream &os, llvm::StringRef indent,
+                     llvm::StringRef flat, llvm::ArrayRef<std::string> names,
+                     llvm::ArrayRef<int64_t> extents);
+
+/// Sets \p k's params (\p order) and the bytes it moves: each buffer it
+/// loads and each it stores once, at most \p elements of it.
+void setParamsAndTraffic(plan::GeneratedKernel &k,
+                         const plan::DeviceProgram &prog,
+                         llvm::ArrayRef<uint32_t> order,
+                         llvm::function_ref<bool(uint32_t)> loaded,
+                         llvm::function_ref<bool(uint32_t)> stored,
+                         int64_t elements);
 
 /// A row kernel for the computes from instruction \p at on, when a run of
 /// at least two of them, one a reduction, makes one: appended to \p out;

@@ -283,13 +283,10 @@ void RowWriter::columnLoop(llvm::raw_ostream &out) const {
     cols *= e;
   out << "    for (int64_t c = 0; c < " << cols << "L; ++c) {\n"
       << "      int64_t q = c;\n";
-  for (size_t k = run.colExt.size(); k-- > 0;) {
-    if (k == 0)
-      out << "      const int64_t v0 = q;\n";
-    else
-      out << "      const int64_t v" << k << " = q % " << run.colExt[k]
-          << "L;\n      q /= " << run.colExt[k] << "L;\n";
-  }
+  std::vector<std::string> names;
+  for (size_t i = 0; i < run.colExt.size(); ++i)
+    names.push_back("v" + std::to_string(i));
+  emitCoordinates(out, "      ", "q", names, run.colExt);
 }
 
 void RowWriter::rowMember(size_t i) {
@@ -380,26 +377,15 @@ plan::GeneratedKernel RowWriter::write(llvm::StringRef name, uint32_t first) {
          "\"runtime/ReduceMath.h\"\n\nPAX_GENERATED_KERNEL("
       << name << ") {\n"
       << setup << "  PAX_FOR_POINTS(p) {\n    int64_t r = p;\n";
-  for (size_t k2 = run.rowExt.size(); k2-- > 0;) {
-    if (k2 == 0)
-      out << "    const int64_t u0 = r;\n";
-    else
-      out << "    const int64_t u" << k2 << " = r % " << run.rowExt[k2]
-          << "L;\n    r /= " << run.rowExt[k2] << "L;\n";
-  }
+  std::vector<std::string> names;
+  for (size_t i = 0; i < run.rowExt.size(); ++i)
+    names.push_back("u" + std::to_string(i));
+  emitCoordinates(out, "    ", "r", names, run.rowExt);
   out << body << "  }\n}\n";
   k.set_source(src);
-  int64_t traffic = 0;
-  for (uint32_t b : order) {
-    k.add_params(b);
-    const plan::Buffer &buf = prog.buffers(int(b));
-    int64_t elems = 1;
-    for (int64_t s : buf.shape())
-      elems *= s;
-    int64_t bytes = std::min(elems, rows * cols) * planDTypeBytes(buf.dtype());
-    traffic += (loaded.count(b) ? bytes : 0) + (storedTo.count(b) ? bytes : 0);
-  }
-  k.set_traffic_bytes(traffic);
+  setParamsAndTraffic(
+      k, prog, order, [&](uint32_t b) { return loaded.count(b) > 0; },
+      [&](uint32_t b) { return storedTo.count(b) > 0; }, rows * cols);
   return k;
 }
 

@@ -25,17 +25,19 @@ namespace {
 
 /// NVRTC's entry points, from the library loaded at first use (not linked:
 /// paxrun starts, and its other backends run, where CUDA has no NVRTC).
+#define PAX_NVRTC_FUNCTIONS(X)                                                 \
+  X(nvrtcGetErrorString)                                                       \
+  X(nvrtcVersion)                                                              \
+  X(nvrtcCreateProgram)                                                        \
+  X(nvrtcCompileProgram)                                                       \
+  X(nvrtcGetProgramLogSize)                                                    \
+  X(nvrtcGetProgramLog)                                                        \
+  X(nvrtcGetCUBINSize)                                                         \
+  X(nvrtcGetCUBIN)                                                             \
+  X(nvrtcDestroyProgram)
 struct NvrtcApi {
 #define PAX_NVRTC_FN(name) decltype(&::name) name = nullptr;
-  PAX_NVRTC_FN(nvrtcGetErrorString)
-  PAX_NVRTC_FN(nvrtcVersion)
-  PAX_NVRTC_FN(nvrtcCreateProgram)
-  PAX_NVRTC_FN(nvrtcCompileProgram)
-  PAX_NVRTC_FN(nvrtcGetProgramLogSize)
-  PAX_NVRTC_FN(nvrtcGetProgramLog)
-  PAX_NVRTC_FN(nvrtcGetCUBINSize)
-  PAX_NVRTC_FN(nvrtcGetCUBIN)
-  PAX_NVRTC_FN(nvrtcDestroyProgram)
+  PAX_NVRTC_FUNCTIONS(PAX_NVRTC_FN)
 #undef PAX_NVRTC_FN
   std::string error; // why it could not be loaded
 };
@@ -59,15 +61,7 @@ const NvrtcApi &nvrtc() {
   a.name = reinterpret_cast<decltype(a.name)>(dlsym(lib, #name));              \
   if (!a.name && a.error.empty())                                              \
     a.error = "NVRTC has no " #name;
-    PAX_NVRTC_FN(nvrtcGetErrorString)
-    PAX_NVRTC_FN(nvrtcVersion)
-    PAX_NVRTC_FN(nvrtcCreateProgram)
-    PAX_NVRTC_FN(nvrtcCompileProgram)
-    PAX_NVRTC_FN(nvrtcGetProgramLogSize)
-    PAX_NVRTC_FN(nvrtcGetProgramLog)
-    PAX_NVRTC_FN(nvrtcGetCUBINSize)
-    PAX_NVRTC_FN(nvrtcGetCUBIN)
-    PAX_NVRTC_FN(nvrtcDestroyProgram)
+    PAX_NVRTC_FUNCTIONS(PAX_NVRTC_FN)
 #undef PAX_NVRTC_FN
     return a;
   }();
