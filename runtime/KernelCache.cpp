@@ -57,9 +57,9 @@ llvm::Expected<std::string> kernelCacheDir() {
     llvm::sys::path::append(dir, "paxc", "kernels");
   } else if (llvm::sys::path::home_directory(dir)) {
     llvm::sys::path::append(dir, ".cache", "paxc", "kernels");
-  } else {
-    return llvm::createStringError(
-        "kernel cache: no home folder; set PAX_KERNEL_CACHE to a folder");
+  } else { // no home: the system's temporary folder
+    llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, dir);
+    llvm::sys::path::append(dir, "paxc-kernels");
   }
   if (auto ec = llvm::sys::fs::create_directories(dir))
     return llvm::createStringError(ec, "kernel cache: cannot create " + dir +

@@ -3,7 +3,8 @@
 // Where the backends keep what they compiled a plan's generated kernels to
 // (a shared library for the cuda-emulated backend, a cubin for CUDA), so a
 // plan compiles once per machine: $PAX_KERNEL_CACHE, else
-// $XDG_CACHE_HOME/paxc/kernels, else ~/.cache/paxc/kernels. An entry is
+// $XDG_CACHE_HOME/paxc/kernels, else ~/.cache/paxc/kernels (without a home
+// folder, paxc-kernels in the temporary folder). An entry is
 // named by a SHA-256 of everything that went into it (the sources, the
 // headers, the compiler and its flags) and comes with a second file holding
 // the SHA-256 of its bytes: an entry whose bytes do not match (truncated,

@@ -150,11 +150,12 @@ static cl::opt<int> injectReplicaFault(
              "replicated output before the replicas are compared"),
     cl::init(-1), cl::value_desc("D"), cl::Hidden, cl::cat(runCategory));
 
-static cl::opt<std::string>
-    backendName("backend",
-                cl::desc("What runs the devices: " + runtime::backendNames() +
-                         " (default cpu)"),
-                cl::init("cpu"), cl::value_desc("name"), cl::cat(runCategory));
+// cl::desc keeps a reference: the text must outlive the option.
+static const std::string backendHelp =
+    "What runs the devices: " + runtime::backendNames() + " (default cpu)";
+static cl::opt<std::string> backendName("backend", cl::desc(backendHelp),
+                                        cl::init("cpu"), cl::value_desc("name"),
+                                        cl::cat(runCategory));
 
 static cl::opt<std::string> tracePath(
     "trace",
