@@ -187,6 +187,10 @@ def main():
                         help="also run the exported model in onnxruntime "
                         "(CPU) and report paxrun's and PyTorch's outputs "
                         "against it")
+    parser.add_argument("--unfused", action="store_true",
+                        help="also time each model's plan compiled with "
+                        "paxc --fuse-kernels=false (every op its own "
+                        "kernel) and report fused / unfused")
     parser.add_argument("--profile", metavar="DIR",
                         help="also write each model's per-kernel profile "
                         "(paxrun --profile=kernel) to DIR/NAME.profile")
@@ -212,6 +216,11 @@ def main():
               f"the largest); memory: arena {row['paxrun_arena_mib']:.0f} "
               f"MiB, PyTorch peak {row['torch_peak_mib']:.0f} MiB",
               flush=True)
+        if "paxrun_unfused_s" in row:
+            print(f"{name}: unfused plan {row['paxrun_unfused_s'] * 1e3:.2f} "
+                  f"ms: fused kernels "
+                  f"{row['paxrun_unfused_s'] / row['paxrun_s']:.2f}x faster",
+                  flush=True)
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(rows, f, indent=2)
@@ -219,6 +228,30 @@ def main():
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=2)
     return failed
+
+
+def time_unfused(name, onnx_path, data, args):
+    """The plan without fused, generated kernels: its median time (and
+    profile), or why it could not run."""
+    plan = os.path.join(args.work, f"{name}.unfused.paxplan")
+    try:
+        done = subprocess.run([os.path.join(args.bin, "paxc"), onnx_path,
+                               "--gpus=1", "-o", plan, "--quiet",
+                               "--fuse-kernels=false"],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"paxc failed:\n{done.stderr[-3000:]}")
+        times, _ = paxrun_times(args.bin, plan, data,
+                                os.path.join(args.work, f"{name}-out-unfused"),
+                                args.repeat, args.tf32)
+        if args.profile:
+            paxrun_profile(args.bin, plan, data, args.tf32,
+                           os.path.join(args.profile,
+                                        f"{name}.unfused.profile"))
+    except Exception as error:  # the fused numbers stand without it
+        print(f"{name}: unfused plan: FAILED: {error}", flush=True)
+        return {"unfused_error": str(error)[-2000:]}
+    return {"paxrun_unfused_s": statistics.median(times)}
 
 
 def bench_model(name, args):
@@ -243,6 +276,7 @@ def bench_model(name, args):
         os.makedirs(args.profile, exist_ok=True)
         paxrun_profile(args.bin, plan, data, args.tf32,
                        os.path.join(args.profile, f"{name}.profile"))
+    unfused = time_unfused(name, onnx_path, data, args) if args.unfused else {}
     eager, peak, want = torch_times(model, inputs, args.repeat, args.tf32)
     got = numpy_helper.to_array(
         onnx.load_tensor(os.path.join(out_dir, "output_0.pb")))
@@ -266,7 +300,7 @@ def bench_model(name, args):
         print(f"{name}: against onnxruntime: paxrun "
               f"{extra['paxrun_vs_ort']:.1e}, PyTorch "
               f"{extra['torch_vs_ort']:.1e}", flush=True)
-    return extra | {
+    return extra | unfused | {
         "model": name,
         "tf32": args.tf32,
         "paxrun_s": statistics.median(pax),

@@ -6,7 +6,8 @@
 # OUT/check.log: tools/dev/gpu_check.sh (the CUDA backend against the CPU
 # reference, 1 to 8 virtual devices); OUT/bench.log and OUT/bench.json:
 # bench/cuda_bench.py (ResNet-50, BERT-base, GPT-2 small against PyTorch
-# eager, TF32 off), OUT/profiles.txt their per-kernel profiles; then the
+# eager, TF32 off; each plan also without fused kernels, --unfused),
+# OUT/profiles.txt their per-kernel profiles (NAME and NAME.unfused); then the
 # same bench with TF32 (OUT/bench-tf32.*) where PAX_GPU_TF32=1. Each step
 # has a time limit (PAX_GPU_CHECK_S, PAX_GPU_BENCH_S, PAX_GPU_TF32_S
 # seconds) so that the logs are written within a bounded time;
@@ -27,7 +28,7 @@ source "$bundle/env.sh"
 prof="$(mktemp -d)"
 timeout "${PAX_GPU_BENCH_S:-330}" python3 "$root/bench/cuda_bench.py" \
   --bin "$bundle/bin" --repeat "${PAX_GPU_REPEAT:-10}" \
-  --json "$out/bench.json" --profile "$prof" 2>&1 | tee "$out/bench.log" ||
+  --json "$out/bench.json" --profile "$prof" --unfused 2>&1 | tee "$out/bench.log" ||
   status=1
 for f in "$prof"/*.profile; do
   [ -f "$f" ] && { echo "== $(basename "$f" .profile)"; cat "$f"; }
