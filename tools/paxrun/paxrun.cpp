@@ -51,6 +51,7 @@
 #include <google/protobuf/text_format.h>
 #include <onnx/onnx_pb.h>
 #include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
 
 #include <array>
 #include <chrono>
@@ -815,14 +816,23 @@ static int timeProbe(const plan::Plan &plan, bool first) {
 /// --compile-kernels=ARCH: every generated kernel of \p plan through NVRTC.
 static int compileKernels(const plan::Plan &plan) {
 #ifdef PAX_HAVE_CUDA
-  unsigned n = 0;
+  std::vector<const plan::GeneratedKernel *> kernels;
   for (const plan::DeviceProgram &prog : plan.programs())
-    for (const plan::GeneratedKernel &k : prog.kernels()) {
-      auto cubin = runtime::cuda::compileGenerated(k, compileKernelsFor);
-      if (!cubin)
-        return fail(llvm::toString(cubin.takeError()));
-      ++n;
-    }
+    for (const plan::GeneratedKernel &k : prog.kernels())
+      kernels.push_back(&k);
+  // In parallel, as the CUDA backend compiles them; the first error in
+  // kernel order is reported.
+  std::vector<std::string> errors(kernels.size());
+  tbb::parallel_for(size_t(0), kernels.size(), [&](size_t i) {
+    auto cubin =
+        runtime::cuda::compileGenerated(*kernels[i], compileKernelsFor);
+    if (!cubin)
+      errors[i] = llvm::toString(cubin.takeError());
+  });
+  for (const std::string &e : errors)
+    if (!e.empty())
+      return fail(e);
+  size_t n = kernels.size();
   llvm::outs() << "paxrun: compiled " << n << " generated kernel(s) for "
                << compileKernelsFor << " with NVRTC "
                << runtime::cuda::compilerVersion() << "\n";
