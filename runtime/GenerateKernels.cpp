@@ -50,6 +50,7 @@ bool rowReduction(const Generic &g) {
   return g.real && g.inputs == 1 && g.outputs == 1 && g.in[0].linear &&
          g.out[0].linear && g.in[0].lookups == 0 && g.out[0].lookups == 0 &&
          g.reduce != ReduceOp::ArgMax && g.reduce != ReduceOp::ArgMin &&
+         g.reduce != ReduceOp::LogSumExp && // no blockMerge for it
          g.space.innerCount > 0 && g.globalInnerPoints == g.space.innerPoints;
 }
 

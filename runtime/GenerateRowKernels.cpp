@@ -281,7 +281,7 @@ void RowWriter::columnLoop(llvm::raw_ostream &out) const {
   int64_t cols = 1;
   for (int64_t e : run.colExt)
     cols *= e;
-  out << "    for (int64_t c = 0; c < " << cols << "L; ++c) {\n"
+  out << "    PAX_FOR_COLUMNS(c, " << cols << "L) {\n"
       << "      int64_t q = c;\n";
   std::vector<std::string> names;
   for (size_t i = 0; i < run.colExt.size(); ++i)
@@ -310,7 +310,8 @@ void RowWriter::reduction(size_t i) {
   columnLoop(os);
   memo.clear();
   std::string v = element(m.ins[0], os);
-  os << "      " << acc << ".add(" << v << ", c);\n    }\n";
+  os << "      " << acc << ".add(" << v << ", c);\n    }\n"
+     << "    pax::gen::blockMerge(" << acc << ", pax_scratch);\n";
   memo.clear();
   std::string x = "x" + std::to_string(next++);
   os << "    const double " << x << " = pax::gen::stored(" << m.g.outType[0]
@@ -331,7 +332,8 @@ void RowWriter::stores() {
           "pax::runtime::elements::writeReal(" + param(b, true) + ", " +
           std::to_string(m.g.outType[r]) + ", " + indexExpr(b) + ", ";
       if (run.isRow.lookup(b)) {
-        os << "    " << store << rowVar[b] << ");\n";
+        os << "    if (PAX_FIRST_THREAD)\n      " << store << rowVar[b]
+           << ");\n";
         continue;
       }
       if (!any)
@@ -363,6 +365,7 @@ plan::GeneratedKernel RowWriter::write(llvm::StringRef name, uint32_t first) {
   k.set_first(first);
   k.set_count(uint32_t(run.members.size()));
   k.set_points(rows);
+  k.set_rows(true);
   k.set_generator(generatorId());
   std::string src;
   llvm::raw_string_ostream out(src);
@@ -373,10 +376,9 @@ plan::GeneratedKernel RowWriter::write(llvm::StringRef name, uint32_t first) {
     k.add_ops(m.c->kind() + " '" + m.c->name() + "'");
     out << "//   " << k.ops(k.ops_size() - 1) << "\n";
   }
-  out << "#include \"runtime/GeneratedKernel.h\"\n#include "
-         "\"runtime/ReduceMath.h\"\n\nPAX_GENERATED_KERNEL("
-      << name << ") {\n"
-      << setup << "  PAX_FOR_POINTS(p) {\n    int64_t r = p;\n";
+  out << "#include \"runtime/GeneratedKernel.h\"\n\nPAX_GENERATED_KERNEL("
+      << name << ") {\n  PAX_ROW_SCRATCH;\n"
+      << setup << "  PAX_FOR_ROWS(p) {\n    int64_t r = p;\n";
   std::vector<std::string> names;
   for (size_t i = 0; i < run.rowExt.size(); ++i)
     names.push_back("u" + std::to_string(i));

@@ -15,12 +15,15 @@
 #define PAX_RUNTIME_GENERATEDKERNEL_H
 
 #include "runtime/Elements.h"
+#include "runtime/ReduceMath.h"
 #include "runtime/ScalarMath.h"
 
 namespace pax::gen {
 
 /// The most buffers one generated kernel addresses.
 inline constexpr int kMaxParams = 24;
+/// The threads of a row kernel's block (a power of two).
+inline constexpr int kRowThreads = 256;
 
 /// A generated kernel's buffers, passed by value (a kernel parameter).
 struct Args {
@@ -43,6 +46,34 @@ PAX_HD inline double stored(int32_t t, double v) {
   }
 }
 
+/// Combines the partial reductions of a row kernel's threads: every thread
+/// of the block calls it, and every thread gets the row's whole reduction
+/// (\p scratch: kRowThreads doubles of shared memory). On the host a block
+/// is one thread, and there is nothing to combine.
+template <typename T>
+PAX_HD inline void blockMerge(pax::runtime::Accumulator<T> &a,
+                              double *scratch) {
+#if defined(__CUDA_ARCH__)
+  unsigned t = threadIdx.x, n = blockDim.x;
+  __syncthreads(); // the scratch is free (an earlier merge has read it)
+  scratch[t] = double(a.acc);
+  __syncthreads();
+  for (unsigned s = 1; s < n; s <<= 1) {
+    if (t % (2 * s) == 0 && t + s < n) {
+      pax::runtime::Accumulator<T> o = a;
+      o.acc = T(scratch[t + s]);
+      a.merge(o);
+      scratch[t] = double(a.acc);
+    }
+    __syncthreads();
+  }
+  a.acc = T(scratch[0]);
+#else
+  (void)a;
+  (void)scratch;
+#endif
+}
+
 } // namespace pax::gen
 
 /// The entry point: `void NAME(Args a, int64_t begin, int64_t end)`, over
@@ -58,6 +89,23 @@ PAX_HD inline double stored(int32_t t, double v) {
 #define PAX_GENERATED_KERNEL(name)                                             \
   extern "C" void name(pax::gen::Args a, int64_t begin, int64_t end)
 #define PAX_FOR_POINTS(p) for (int64_t p = begin; p < end; ++p)
+#endif
+
+/// A row kernel's frame: a block per row, its threads striding the
+/// columns; the shared scratch blockMerge uses; the one thread that stores
+/// a row's values. On the host, each row's columns in order.
+#if defined(__CUDA_ARCH__)
+#define PAX_FOR_ROWS(p)                                                        \
+  for (int64_t p = begin + int64_t(blockIdx.x); p < end; p += gridDim.x)
+#define PAX_FOR_COLUMNS(c, n)                                                  \
+  for (int64_t c = threadIdx.x; c < (n); c += blockDim.x)
+#define PAX_ROW_SCRATCH __shared__ double pax_scratch[pax::gen::kRowThreads]
+#define PAX_FIRST_THREAD (threadIdx.x == 0)
+#else
+#define PAX_FOR_ROWS(p) for (int64_t p = begin; p < end; ++p)
+#define PAX_FOR_COLUMNS(c, n) for (int64_t c = 0; c < (n); ++c)
+#define PAX_ROW_SCRATCH double pax_scratch[1]
+#define PAX_FIRST_THREAD true
 #endif
 
 #endif // PAX_RUNTIME_GENERATEDKERNEL_H

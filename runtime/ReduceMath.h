@@ -101,6 +101,23 @@ template <typename T> struct Accumulator {
     }
   }
 
+  /// Takes \p o, the partial reduction of other points (what the threads
+  /// of a block combine). Not for arg-reductions or log-sum-exp.
+  PAX_HD void merge(const Accumulator &o) {
+    switch (op) {
+    case ReduceOp::Max:
+    case ReduceOp::Min:
+      add(o.acc, 0); // the better of the two, NaN propagating
+      break;
+    case ReduceOp::Prod:
+      acc = times(acc, o.acc);
+      break;
+    default: // sums: of values, absolute values or squares
+      acc = plus(acc, o.acc);
+      break;
+    }
+  }
+
   /// log(sum(exp)) kept as max + log(sum(exp(v - max))), which cannot
   /// overflow.
   PAX_HD void addLogSumExp(double v) {

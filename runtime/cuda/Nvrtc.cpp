@@ -223,12 +223,15 @@ llvm::Error GpuKernels::launch(const plan::GeneratedKernel &k,
   for (size_t i = 0; i < params.size() && i < size_t(gen::kMaxParams); ++i)
     args.buf[i] = params[i]->data.data();
   int64_t begin = 0, end = k.points();
-  constexpr int64_t kThreads = 256, kMaxBlocks = 1 << 20;
-  dim3 grid(unsigned(
-      std::clamp<int64_t>((end + kThreads - 1) / kThreads, 1, kMaxBlocks)));
+  // A thread per point, or (a row kernel) a block per row; grid-stride
+  // loops take what a grid of at most kMaxBlocks leaves.
+  constexpr int64_t kMaxBlocks = 1 << 20;
+  int64_t threads = k.rows() ? gen::kRowThreads : 256;
+  int64_t blocks = k.rows() ? end : (end + threads - 1) / threads;
+  dim3 grid(unsigned(std::clamp<int64_t>(blocks, 1, kMaxBlocks)));
   void *argv[] = {&args, &begin, &end};
   cudaError_t e = cudaLaunchKernel(static_cast<const void *>(kernel), grid,
-                                   dim3(unsigned(kThreads)), argv, 0,
+                                   dim3(unsigned(threads)), argv, 0,
                                    static_cast<cudaStream_t>(stream));
   if (e != cudaSuccess)
     return llvm::createStringError("generated kernel " + k.name() + ": " +
