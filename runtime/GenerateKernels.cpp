@@ -502,36 +502,39 @@ const std::string &generatorId() {
   return id;
 }
 
+/// Writes \p run to \p kernels as point kernels: its longest prefix whose
+/// buffers lie apart in the arena, then the rest likewise; empties it.
+static void writePointRun(const plan::DeviceProgram &program,
+                          const std::vector<int> &refs, Run &run,
+                          std::vector<plan::GeneratedKernel> &kernels) {
+  std::vector<Member> rest = std::move(run.members);
+  uint32_t at = run.first;
+  while (!rest.empty()) {
+    size_t n = rest.size();
+    while (n > 1 &&
+           !apartInArena(program, refs, llvm::ArrayRef(rest).take_front(n)))
+      --n;
+    Run part;
+    part.first = at;
+    for (size_t i = 0; i < n; ++i)
+      part.tryAdd(Member(rest[i]));
+    std::string name = llvm::formatv("pax_d{0}_{1}_{2}", program.device(),
+                                     rest[0].c->fused(), at)
+                           .str();
+    kernels.push_back(
+        KernelWriter(program, refs, part).write(name, generatorId()));
+    rest.erase(rest.begin(), rest.begin() + long(n));
+    at += uint32_t(n);
+  }
+  run = Run();
+}
+
 unsigned generateKernels(plan::DeviceProgram &program) {
-  const std::string &generator = generatorId();
   program.clear_kernels();
   std::vector<int> refs = referenceCounts(program);
   std::vector<plan::GeneratedKernel> kernels;
   Run run;
-  // Writes the run as kernels: its longest prefix whose buffers lie apart
-  // in the arena, then the rest likewise.
-  auto flush = [&] {
-    std::vector<Member> rest = std::move(run.members);
-    uint32_t at = run.first;
-    while (!rest.empty()) {
-      size_t n = rest.size();
-      while (n > 1 &&
-             !apartInArena(program, refs, llvm::ArrayRef(rest).take_front(n)))
-        --n;
-      Run part;
-      part.first = at;
-      for (size_t i = 0; i < n; ++i)
-        part.tryAdd(Member(rest[i]));
-      std::string name = llvm::formatv("pax_d{0}_{1}_{2}", program.device(),
-                                       rest[0].c->fused(), at)
-                             .str();
-      kernels.push_back(
-          KernelWriter(program, refs, part).write(name, generator));
-      rest.erase(rest.begin(), rest.begin() + long(n));
-      at += uint32_t(n);
-    }
-    run = Run();
-  };
+  auto flush = [&] { writePointRun(program, refs, run, kernels); };
   for (int i = 0; i < program.instructions_size(); ++i) {
     const plan::Instruction &inst = program.instructions(i);
     bool fused = inst.has_compute() && !inst.compute().fused().empty();
