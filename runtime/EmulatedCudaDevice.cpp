@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/GemmShape.h"
+#include "runtime/GenerateKernels.h"
 #include "runtime/HostKernels.h"
 #include "runtime/HostMemoryDevice.h"
 #include "runtime/PointKernelsHost.h"
@@ -76,13 +77,13 @@ public:
   bool runsGeneratedKernels() const override { return true; }
 
   llvm::Error loadKernels(const plan::DeviceProgram &prog) override {
-    if (loadedFor == &prog && kernels)
+    if (kernels && loadedFor == kernelsIdentity(prog))
       return llvm::Error::success();
     auto k = HostKernels::load(prog);
     if (!k)
       return k.takeError();
     kernels = std::move(*k);
-    loadedFor = &prog;
+    loadedFor = kernelsIdentity(prog);
     return llvm::Error::success();
   }
 
@@ -105,7 +106,7 @@ public:
 
 private:
   std::unique_ptr<HostKernels> kernels;
-  const plan::DeviceProgram *loadedFor = nullptr;
+  std::string loadedFor; // kernelsIdentity of what is loaded
 
   /// The BLAS calls of \p s, in double; gemm's C copied in first.
   static llvm::Error gemm(const Prepared &p, const GemmShape &s) {

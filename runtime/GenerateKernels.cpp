@@ -569,6 +569,15 @@ unsigned generateKernels(plan::DeviceProgram &program) {
   return unsigned(kernels.size());
 }
 
+std::string kernelsIdentity(const plan::DeviceProgram &prog) {
+  std::string id;
+  for (const plan::GeneratedKernel &k : prog.kernels())
+    id += llvm::formatv("{0}:{1}:{2}:{3};", k.name(), k.source().size(),
+                        k.first(), k.count())
+              .str();
+  return id;
+}
+
 llvm::ArrayRef<KernelHeader> kernelHeaders() { return kHeaders; }
 
 } // namespace pax::runtime

@@ -40,6 +40,11 @@ namespace pax::runtime {
 /// generatorId(). Returns how many it generated.
 unsigned generateKernels(plan::DeviceProgram &program);
 
+/// What identifies \p prog's kernels for a device that has loaded them:
+/// their names, sizes of source and ranges (a program object at the same
+/// address may be another program).
+std::string kernelsIdentity(const plan::DeviceProgram &prog);
+
 /// What generated a kernel: paxc's version and a hash of the headers its
 /// source includes (whose enums it names by number). A backend refuses a
 /// kernel another generator wrote.

@@ -10,22 +10,23 @@
 // as devices on GPUs with peer access do.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaDevice.h"
 #include "runtime/Backend.h"
 #include "runtime/Exchange.h"
-#include "runtime/WindowShape.h"
 #include "runtime/GemmShape.h"
 #include "runtime/PointKernelsHost.h"
+#include "runtime/WindowShape.h"
+#include "runtime/cpu/Attention.h"
 #include "runtime/cpu/KernelContext.h"
 #include "runtime/cpu/Kernels.h"
-#include "runtime/cpu/Attention.h"
 #include "runtime/cpu/Recurrent.h"
 #include "runtime/cpu/Reduction.h"
 #include "runtime/cpu/ScalarOps.h"
-#include "runtime/cuda/CudaDevice.h"
 #include "runtime/cuda/CudaGemm.h"
 #ifdef PAX_HAVE_CUDNN
 #include "runtime/cuda/CudaDnn.h"
 #endif
+#include "runtime/GenerateKernels.h"
 #include "runtime/cuda/CudaKernels.h"
 #include "runtime/cuda/Nvrtc.h"
 
@@ -38,9 +39,9 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <string>
 #include <map>
 #include <mutex>
+#include <string>
 
 namespace pax::runtime {
 
@@ -145,15 +146,15 @@ public:
     arena = nullptr;
     capacity = 0;
     if (cudaError_t e = cudaMalloc(&arena, size_t(bytes)))
-      return cudaError(e, llvm::formatv("an arena of {0} bytes on GPU {1}",
-                                        bytes, gpu)
-                              .str());
+      return cudaError(
+          e,
+          llvm::formatv("an arena of {0} bytes on GPU {1}", bytes, gpu).str());
     capacity = bytes;
     return llvm::Error::success();
   }
 
-  Tensor allocate(plan::DType dtype, std::vector<int64_t> shape,
-                  int64_t offset, bool zero) override {
+  Tensor allocate(plan::DType dtype, std::vector<int64_t> shape, int64_t offset,
+                  bool zero) override {
     Tensor t = Tensor::view(dtype, std::move(shape),
                             static_cast<uint8_t *>(arena) + offset, false);
     if (zero && !t.data.empty())
@@ -233,7 +234,7 @@ public:
       return runAttention(c, inputs, outputs);
     }
     return computeError(c, "kernel '" + c.kernel() +
-                                    "' does not run on the cuda backend");
+                               "' does not run on the cuda backend");
   }
 
   llvm::Error copyOverlap(const Tensor &in, llvm::ArrayRef<int64_t> inLo,
@@ -245,9 +246,9 @@ public:
           "a copy between buffers of different types or ranks");
     size_t rank = in.shape.size();
     if (rank > size_t(flat::kMaxRank))
-      return llvm::createStringError(
-          "a copy of rank " + llvm::Twine(rank) + " (the cuda backend copies " +
-          llvm::Twine(flat::kMaxRank) + " at most)");
+      return llvm::createStringError("a copy of rank " + llvm::Twine(rank) +
+                                     " (the cuda backend copies " +
+                                     llvm::Twine(flat::kMaxRank) + " at most)");
     if (auto err = current())
       return err;
     cuda::BoxCopy b;
@@ -317,7 +318,7 @@ public:
   }
 
   llvm::Error loadKernels(const plan::DeviceProgram &prog) override {
-    if (loadedFor == &prog && generated)
+    if (generated && loadedFor == kernelsIdentity(prog))
       return llvm::Error::success();
     if (auto err = current())
       return err;
@@ -325,7 +326,7 @@ public:
     if (!g)
       return g.takeError();
     generated = std::move(*g);
-    loadedFor = &prog;
+    loadedFor = kernelsIdentity(prog);
     return llvm::Error::success();
   }
 
@@ -360,8 +361,8 @@ private:
   /// The sticky failure, named after compute \p c.
   llvm::Error pending(const plan::Compute &c) {
     if (failed != cudaSuccess)
-      return computeError(c, llvm::Twine("on GPU ") + llvm::Twine(gpu) +
-                                      ": " + cudaGetErrorString(failed));
+      return computeError(c, llvm::Twine("on GPU ") + llvm::Twine(gpu) + ": " +
+                                 cudaGetErrorString(failed));
     return llvm::Error::success();
   }
 
@@ -411,16 +412,15 @@ private:
     auto p = cpu::prepareAttention(c, inputs, outputs);
     if (!p)
       return p.takeError();
-    size_t bytes = size_t(std::max<int64_t>(
-                       1, p->space.outerPoints * attention::rowScratch(*p))) *
+    size_t bytes = size_t(std::max<int64_t>(1, p->space.outerPoints *
+                                                   attention::rowScratch(*p))) *
                    sizeof(double);
     void *problem = nullptr, *work = nullptr;
     record(cudaMallocAsync(&problem, sizeof(attention::Problem), stream));
     record(cudaMallocAsync(&work, bytes, stream));
     if (auto err = pending(c))
       return err;
-    record(cuda::launchAttention(*p,
-                                 static_cast<attention::Problem *>(problem),
+    record(cuda::launchAttention(*p, static_cast<attention::Problem *>(problem),
                                  static_cast<double *>(work), stream));
     record(cudaFreeAsync(work, stream));
     record(cudaFreeAsync(problem, stream));
@@ -435,8 +435,8 @@ private:
     Generic g;
     if (auto err = describeGeneric(p, id, g))
       return err;
-    if (rows && (g.op == GenericOp::SoftmaxRows ||
-                 g.op == GenericOp::NormRows)) {
+    if (rows &&
+        (g.op == GenericOp::SoftmaxRows || g.op == GenericOp::NormRows)) {
       record(cuda::launchRows(g, stream));
       return pending(c);
     }
@@ -451,8 +451,8 @@ private:
       return pending(c);
     // A lookup outside its table is bad input: read the kernel's report.
     GenericStatus s;
-    record(cudaMemcpyAsync(&s, status, sizeof s, cudaMemcpyDeviceToHost,
-                           stream));
+    record(
+        cudaMemcpyAsync(&s, status, sizeof s, cudaMemcpyDeviceToHost, stream));
     record(cudaStreamSynchronize(stream));
     if (auto err = pending(c))
       return err;
@@ -468,7 +468,7 @@ private:
   int gpu;
   cudaStream_t stream = nullptr;
   std::unique_ptr<cuda::GpuKernels> generated;
-  const plan::DeviceProgram *loadedFor = nullptr;
+  std::string loadedFor; // kernelsIdentity of what is loaded
   void *arena = nullptr;
   int64_t capacity = 0;
   void *scratch = nullptr, *status = nullptr;
