@@ -251,6 +251,8 @@ def time_unfused(name, onnx_path, data, args):
     except Exception as error:  # the fused numbers stand without it
         print(f"{name}: unfused plan: FAILED: {error}", flush=True)
         return {"unfused_error": str(error)[-2000:]}
+    print(f"{name}: unfused plan {statistics.median(times) * 1e3:.2f} ms",
+          flush=True)
     return {"paxrun_unfused_s": statistics.median(times)}
 
 
@@ -264,6 +266,12 @@ def bench_model(name, args):
     data = os.path.join(args.work, f"{name}-in")
     out_dir = os.path.join(args.work, f"{name}-out")
     write_inputs(inputs, data)
+    # PyTorch and the unfused plan first, each printed as it is measured,
+    # so that their numbers stand when the fused plan fails.
+    eager, peak, want = torch_times(model, inputs, args.repeat, args.tf32)
+    print(f"{name}: PyTorch {statistics.median(eager) * 1e3:.2f} ms",
+          flush=True)
+    unfused = time_unfused(name, onnx_path, data, args) if args.unfused else {}
     plan = os.path.join(args.work, f"{name}.paxplan")
     done = subprocess.run([os.path.join(args.bin, "paxc"), onnx_path,
                            "--gpus=1", "-o", plan, "--quiet"],
@@ -276,8 +284,6 @@ def bench_model(name, args):
         os.makedirs(args.profile, exist_ok=True)
         paxrun_profile(args.bin, plan, data, args.tf32,
                        os.path.join(args.profile, f"{name}.profile"))
-    unfused = time_unfused(name, onnx_path, data, args) if args.unfused else {}
-    eager, peak, want = torch_times(model, inputs, args.repeat, args.tf32)
     got = numpy_helper.to_array(
         onnx.load_tensor(os.path.join(out_dir, "output_0.pb")))
 

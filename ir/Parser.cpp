@@ -712,7 +712,7 @@ bool Parser::parseExpr(const Op &op, AccessExpr &e) {
         offset += c;
       }
     } else if (tok.kind == Token::Ident) {
-      unsigned d;
+      unsigned d = 0;
       if (!parseDimName(op, d))
         return false;
       terms.push_back({sign, d});

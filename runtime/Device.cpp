@@ -363,21 +363,20 @@ llvm::Error DeviceRun::stepKernel(const plan::GeneratedKernel &k) {
   int64_t first = k.first(), end = first + int64_t(k.count());
   // Only the buffers the kernel loads or stores exist for it: a value it
   // keeps in a register may have bytes the arena gives another buffer.
-  llvm::SmallDenseSet<uint32_t, 16> writes;
+  llvm::SmallVector<uint32_t, 16> writes;
   for (int64_t i = first; i < end; ++i)
-    for (uint32_t b : usesOf(prog.instructions(int(i))).writes)
-      writes.insert(b);
+    llvm::append_range(writes, usesOf(prog.instructions(int(i))).writes);
   // A result written in place of an input (the same bytes) keeps them.
   auto inPlace = [&](uint32_t b) {
     const plan::Buffer &x = prog.buffers(int(b));
     for (uint32_t i : k.params())
-      if (i != b && !writes.count(i) &&
+      if (i != b && !llvm::is_contained(writes, i) &&
           prog.buffers(int(i)).offset() == x.offset())
         return true;
     return false;
   };
   for (uint32_t b : k.params())
-    if (writes.count(b))
+    if (llvm::is_contained(writes, b))
       allocate(b, !inPlace(b));
     else if (!allocated[b])
       return fail("generated kernel " + k.name() + " reads buffer " +

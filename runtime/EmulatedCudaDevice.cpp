@@ -1,15 +1,16 @@
-//===- EmulatedCudaDevice.cpp - The CUDA kernels' walk on the host
-//---------===//
+//===- EmulatedCudaDevice.cpp - The CUDA kernels' walk on the host ------===//
 //
 // The cuda-emulated backend: host memory, and for every compute what the
 // CUDA backend runs, on the host, one point after another: the same
 // descriptions (describeGeneric, describeGemmBias, prepareRecurrent), the
-// same per-point functions (PointKernels.h, RecurrentMath.h) and the same
+// same per-point functions (PointKernels.h, RecurrentMath.h), the same
+// attention blocks (AttentionTiles.h, a block's threads in turn) and the same
 // BLAS calls (matchGemm, run by referenceGemm in double). paxrun --verify
 // against the CPU checks the GPU kernels' logic on machines without a GPU;
 // only the launches, cuBLAS itself and the transports are left to a GPU.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/AttentionTiles.h"
 #include "runtime/GemmShape.h"
 #include "runtime/GenerateKernels.h"
 #include "runtime/HostKernels.h"
@@ -18,11 +19,43 @@
 #include "runtime/cpu/Attention.h"
 #include "runtime/cpu/Recurrent.h"
 
+#include <memory>
 #include <vector>
 
 namespace pax::runtime {
 
 namespace {
+
+/// Forward attention \p p over tiles, as the CUDA backend's thread blocks
+/// run it, a block after another.
+template <int D> void runAttentionTiles(const attention::Problem &p) {
+  using namespace attention::tiles;
+  auto tile = std::make_unique<Tile<D>>();
+  std::vector<Row<D>> rows(kQueries);
+  int64_t sq = p.space.extents[p.qDim];
+  for (int64_t b = 0; b < batchPoints(p); ++b)
+    for (int64_t q0 = 0; q0 < sq; q0 += kQueries)
+      runBlock(p, b, q0, *tile, rows.data());
+}
+
+/// Attention compute \p p as the CUDA backend runs it: over tiles where it
+/// can, else a row at a time, as the CUDA kernel's threads run them.
+void runAttention(const attention::Problem &p) {
+  switch (attention::tiles::tiled(p) ? attention::tiles::headBucket(p) : 0) {
+  case 32:
+    return runAttentionTiles<32>(p);
+  case 64:
+    return runAttentionTiles<64>(p);
+  case 128:
+    return runAttentionTiles<128>(p);
+  default:
+    break;
+  }
+  std::vector<double> work(
+      size_t(std::max<int64_t>(1, attention::rowScratch(p))));
+  for (int64_t r = 0; r < p.space.outerPoints; ++r)
+    attention::runRows(p, r, 1, work.data());
+}
 
 class EmulatedCudaDevice final : public HostMemoryDevice {
 public:
@@ -49,14 +82,10 @@ public:
       return llvm::Error::success();
     }
     if (*id == KernelId::Attention) {
-      // A row at a time, as the CUDA kernel's threads run them.
       auto a = cpu::prepareAttention(c, inputs, outputs);
       if (!a)
         return a.takeError();
-      std::vector<double> work(
-          size_t(std::max<int64_t>(1, attention::rowScratch(*a))));
-      for (int64_t r = 0; r < a->space.outerPoints; ++r)
-        attention::runRows(*a, r, 1, work.data());
+      runAttention(*a);
       return llvm::Error::success();
     }
     auto p = prepare(c, inputs, outputs);

@@ -404,6 +404,19 @@ private:
     return pending(c);
   }
 
+  /// A forward attention compute, tiled (CudaAttention.cu).
+  llvm::Error runAttentionTiled(const plan::Compute &c,
+                                const attention::Problem &p) {
+    void *problem = nullptr;
+    record(cudaMallocAsync(&problem, sizeof(attention::Problem), stream));
+    if (auto err = pending(c))
+      return err;
+    record(cuda::launchAttentionTiled(
+        p, static_cast<attention::Problem *>(problem), stream));
+    record(cudaFreeAsync(problem, stream));
+    return pending(c);
+  }
+
   /// An attention compute (or a gradient): a thread per row, each with its
   /// scratch in device memory.
   llvm::Error runAttention(const plan::Compute &c,
@@ -412,6 +425,8 @@ private:
     auto p = cpu::prepareAttention(c, inputs, outputs);
     if (!p)
       return p.takeError();
+    if (cuda::attentionTiled(*p))
+      return runAttentionTiled(c, *p);
     size_t bytes = size_t(std::max<int64_t>(1, p->space.outerPoints *
                                                    attention::rowScratch(*p))) *
                    sizeof(double);

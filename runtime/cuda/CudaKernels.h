@@ -43,8 +43,9 @@ cudaError_t launchBoxCopy(const BoxCopy &b, const void *src, void *dst,
 /// Runs \p g on \p stream (a kernel parameter; a scatter-add's is copied
 /// to \p scratch, device memory of sizeof(Generic), reusable once the
 /// stream passes this launch). With \p linear, elementwise ops and copies
-/// of linear maps run point::linearPoint (point::linearOnly). \p status (device memory, zeroed by the caller)
-/// receives the first bad lookup; read it after synchronizing.
+/// of linear maps run point::linearPoint (point::linearOnly). \p status (device
+/// memory, zeroed by the caller) receives the first bad lookup; read it after
+/// synchronizing.
 cudaError_t launchGeneric(const Generic &g, Generic *scratch,
                           GenericStatus *status, cudaStream_t stream,
                           bool linear = true);
@@ -68,6 +69,16 @@ cudaError_t launchRecurrent(const recurrent::Layer &l, bool grad,
 cudaError_t launchAttention(const attention::Problem &p,
                             attention::Problem *scratch, double *work,
                             cudaStream_t stream);
+
+/// True where attention compute \p p runs tiled (CudaAttention.cu): the
+/// forward pass, linear accesses, head dims of at most 128.
+bool attentionTiled(const attention::Problem &p);
+
+/// Runs forward attention compute \p p (attentionTiled) on \p stream, a
+/// thread block per 64 queries of a batch point: copies \p p to \p scratch.
+cudaError_t launchAttentionTiled(const attention::Problem &p,
+                                 attention::Problem *scratch,
+                                 cudaStream_t stream);
 
 } // namespace pax::runtime::cuda
 
