@@ -7,6 +7,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
+#include <map>
 
 namespace pax {
 
@@ -70,6 +71,7 @@ public:
 private:
   void compute(const plan::Compute &c) {
     KernelWork w;
+    w.kind = c.kind();
     w.flops = c.flops();
     for (const plan::Access &a : c.inputs())
       w.bytes += bufferBytes(prog, a.buffer());
@@ -91,6 +93,7 @@ private:
   /// bytes it loads and stores.
   void generated(const plan::GeneratedKernel &k) {
     KernelWork w;
+    w.kind = "generated";
     for (uint32_t i = k.first(); i < k.first() + k.count(); ++i)
       if (i < uint32_t(prog.instructions_size()))
         w.flops += prog.instructions(int(i)).compute().flops();
@@ -129,9 +132,39 @@ double ProgramStats::rooflineSeconds(double peakFlops,
     return 0;
   double t = 0;
   for (const KernelWork &w : work)
-    t += std::max(w.flops / peakFlops, w.bytes / memoryBandwidth);
+    t += w.seconds(peakFlops, memoryBandwidth);
   return t;
 }
+
+namespace {
+/// Per kernel kind, in \p s: its kernels, flops, traffic and roofline.
+llvm::json::Object byKind(const ProgramStats &s, double peakFlops,
+                          double memoryBandwidth) {
+  struct Sum {
+    int64_t kernels = 0;
+    double flops = 0, bytes = 0, seconds = 0;
+  };
+  std::map<std::string, Sum> sums;
+  for (const KernelWork &w : s.work) {
+    Sum &sum = sums[w.kind];
+    ++sum.kernels;
+    sum.flops += w.flops;
+    sum.bytes += w.bytes;
+    if (peakFlops > 0 && memoryBandwidth > 0)
+      sum.seconds += w.seconds(peakFlops, memoryBandwidth);
+  }
+  llvm::json::Object out;
+  for (const auto &[kind, sum] : sums) {
+    llvm::json::Object o{{"kernels", sum.kernels},
+                         {"flops", sum.flops},
+                         {"traffic_bytes", sum.bytes}};
+    if (sum.seconds > 0)
+      o["roofline_s"] = sum.seconds;
+    out[kind] = std::move(o);
+  }
+  return out;
+}
+} // namespace
 
 ProgramStats programStats(const plan::DeviceProgram &prog) {
   return Counter(prog).run();
@@ -151,6 +184,7 @@ llvm::json::Value planStatsJson(const plan::Plan &plan, double peakFlops,
                          {"min_traffic_bytes", s.minTrafficBytes}};
     if (double t = s.rooflineSeconds(peakFlops, memoryBandwidth))
       d["roofline_s"] = t;
+    d["by_kind"] = byKind(s, peakFlops, memoryBandwidth);
     devices.push_back(std::move(d));
   }
   return llvm::json::Object{{"devices", std::move(devices)}};

@@ -14,13 +14,22 @@
 
 #include "llvm/Support/JSON.h"
 
+#include <algorithm>
+#include <string>
 #include <vector>
 
 namespace pax {
 
-/// One compute kernel's work: its flops and the bytes it reads and writes.
+/// One compute kernel's work: its flops and the bytes it reads and writes;
+/// \c kind is its op's kind, or "generated" for a kernel codegen wrote.
 struct KernelWork {
   double flops = 0, bytes = 0;
+  std::string kind;
+  /// The slower of its arithmetic at \p peakFlops and its traffic at
+  /// \p memoryBandwidth (bytes/s).
+  double seconds(double peakFlops, double memoryBandwidth) const {
+    return std::max(flops / peakFlops, bytes / memoryBandwidth);
+  }
 };
 
 struct ProgramStats {
@@ -49,8 +58,10 @@ struct ProgramStats {
 ProgramStats programStats(const plan::DeviceProgram &prog);
 
 /// `{"devices": [{"device", "ops", "kernels", "fused_kernels", "flops",
-/// "traffic_bytes", "min_traffic_bytes", "roofline_s"}]}` for \p plan's
-/// device programs.
+/// "traffic_bytes", "min_traffic_bytes", "roofline_s", "by_kind"}]}` for
+/// \p plan's device programs; "by_kind" maps each kernel kind (an op kind,
+/// or "generated") to its "kernels", "flops", "traffic_bytes" and
+/// "roofline_s".
 llvm::json::Value planStatsJson(const plan::Plan &plan, double peakFlops,
                                 double memoryBandwidth);
 
