@@ -26,16 +26,26 @@ namespace pax::runtime {
 
 namespace {
 
-/// Forward attention \p p over tiles, as the CUDA backend's thread blocks
+/// Attention compute \p p over tiles, as the CUDA backend's thread blocks
 /// run it, a block after another.
-template <int D> void runAttentionTiles(const attention::Problem &p) {
+template <int D, attention::Pass P>
+void runAttentionTiles(const attention::Problem &p) {
   using namespace attention::tiles;
   auto tile = std::make_unique<Tile<D>>();
-  std::vector<Row<D>> rows(kQueries);
-  int64_t sq = p.space.extents[p.qDim];
+  std::vector<Row<D, P>> rows(kQueries);
+  int64_t n = p.space.extents[rowDim(p)];
   for (int64_t b = 0; b < batchPoints(p); ++b)
-    for (int64_t q0 = 0; q0 < sq; q0 += kQueries)
-      runBlock(p, b, q0, *tile, rows.data());
+    for (int64_t r0 = 0; r0 < n; r0 += kQueries)
+      runBlock(p, b, r0, *tile, rows.data());
+}
+
+template <int D> void runAttentionTiles(const attention::Problem &p) {
+  using attention::Pass;
+  if (p.pass == Pass::Forward)
+    return runAttentionTiles<D, Pass::Forward>(p);
+  if (p.pass == Pass::GradQ)
+    return runAttentionTiles<D, Pass::GradQ>(p);
+  return runAttentionTiles<D, Pass::GradKV>(p);
 }
 
 /// Attention compute \p p as the CUDA backend runs it: over tiles where it

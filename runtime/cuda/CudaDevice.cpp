@@ -404,7 +404,7 @@ private:
     return pending(c);
   }
 
-  /// A forward attention compute, tiled (CudaAttention.cu).
+  /// An attention compute (or a gradient), tiled (CudaAttention.cu).
   llvm::Error runAttentionTiled(const plan::Compute &c,
                                 const attention::Problem &p) {
     void *problem = nullptr;

@@ -70,12 +70,13 @@ cudaError_t launchAttention(const attention::Problem &p,
                             attention::Problem *scratch, double *work,
                             cudaStream_t stream);
 
-/// True where attention compute \p p runs tiled (CudaAttention.cu): the
-/// forward pass, linear accesses, head dims of at most 128.
+/// True where attention compute \p p (forward or a gradient) runs tiled
+/// (CudaAttention.cu, AttentionTiles.h): linear accesses, head dims of at
+/// most 128.
 bool attentionTiled(const attention::Problem &p);
 
-/// Runs forward attention compute \p p (attentionTiled) on \p stream, a
-/// thread block per 64 queries of a batch point: copies \p p to \p scratch.
+/// Runs attention compute \p p (attentionTiled) on \p stream, a thread
+/// block per 64 rows of a batch point: copies \p p to \p scratch.
 cudaError_t launchAttentionTiled(const attention::Problem &p,
                                  attention::Problem *scratch,
                                  cudaStream_t stream);
