@@ -9,8 +9,9 @@
 # small model on the CPU backend, then runs an MLP, GPT-2, Llama, BERT and
 # an LSTM LM on the CUDA backend as 1, 2, 4 and 8 virtual devices of the
 # GPU, a wider GPT-2 (rows longer than a thread block), and the light CNNs
-# on 1 and 4, each verified against the CPU reference, and profiles a
-# GPT-2 run per kernel.
+# on 1 and 4, each verified against the CPU reference; checks that 3
+# training steps of the GPT-2s on 1 and 2 leave the CPU's weights; and
+# profiles a GPT-2 run per kernel.
 # Needs the machine's python3 with onnx and numpy (the models are made
 # there). Exits non-zero when a step that must work fails.
 # PAX_GPU_CHECK_COUNTS sets the virtual device counts of the language
@@ -78,6 +79,28 @@ echo "== wide rows (softmax over 300 positions, norms over 512): the row kernels
 $gen gpt2 --layers 1 --hidden 512 --heads 4 --ffn 1024 --vocab 256 --positions 320 --batch 2 --seq 300 --weights random -o "$work/wide.onnx" || exit 1
 for n in 1 2; do
   check wide-gpt2 "$work/wide.onnx" "$n" --random-inputs
+done
+echo "== training steps (attention and its gradients over tiles): weights after 3 SGD steps equal the CPU's"
+# train_check NAME MODEL N: compiles a training plan of MODEL for N
+# devices, runs 3 steps on the CPU and on the CUDA backend from the same
+# data, and compares the weights they save.
+train_check() {
+  local name=$1 model=$2 n=$3 plan data out
+  data="$work/$name.train"
+  plan="$work/$name.$n.train.paxplan"
+  [ -d "$data" ] || python3 "$root/test/models/make_test_data.py" "$model" "$data" --seed 3 --loss cross-entropy >/dev/null || exit 1
+  paxc "$model" --mode=train --loss=cross-entropy --optimizer=sgd --gpus="$n" -o "$plan" --quiet || exit 1
+  paxrun "$plan" --train --steps=3 --data="$data/in" --save="$work/$name.$n.cpu.onnx" >/dev/null || exit 1
+  if paxrun "$plan" --train --steps=3 --data="$data/in" --save="$work/$name.$n.gpu.onnx" --backend=cuda >/dev/null 2>"$work/train.err" &&
+    out=$(python3 "$root/test/models/same_weights.py" "$work/$name.$n.cpu.onnx" "$work/$name.$n.gpu.onnx" --tol 1e-5 2>&1); then
+    echo "$name training on $n virtual device(s): $out"
+  else
+    echo "$name training on $n virtual device(s): FAILED"; echo "$out"; tail -5 "$work/train.err"; failed=1
+  fi
+}
+for n in 1 2; do
+  train_check gpt2 "$work/gpt2.onnx" "$n"
+  train_check wide-gpt2 "$work/wide.onnx" "$n"
 done
 echo "== CNNs (convolutions on cuDNN) on 1 and 4 virtual devices"
 [ "${PAX_GPU_CHECK_CNNS:-1}" = 0 ] && echo "(skipped: PAX_GPU_CHECK_CNNS=0)"
