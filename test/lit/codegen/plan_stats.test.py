@@ -15,6 +15,18 @@ devices = json.load(open(a.stats))["devices"]
 assert len(devices) == a.devices, devices
 for d in devices:
     assert d["traffic_bytes"] >= d["min_traffic_bytes"] > 0, d
+    # by_kind splits the compute kernels: their counts and flops sum to the
+    # device's, their traffic to at most its (collectives are in its too).
+    kinds = d["by_kind"].values()
+    assert sum(k["kernels"] for k in kinds) == d["kernels"], d
+    assert abs(sum(k["flops"] for k in kinds) - d["flops"]) <= 1e-9 * d["flops"], d
+    assert 0 < sum(k["traffic_bytes"] for k in kinds) <= d["traffic_bytes"], d
+    assert ("generated" in d["by_kind"]) == (d["fused_kernels"] > 0), d
+    if "roofline_s" in d:
+        total = sum(k["roofline_s"] for k in kinds)
+        assert abs(total - d["roofline_s"]) <= 1e-9 * d["roofline_s"], d
+    else:
+        assert all("roofline_s" not in k for k in kinds), d
 if a.unfused:
     unfused = json.load(open(a.unfused))["devices"]
     for d, u in zip(devices, unfused, strict=True):
