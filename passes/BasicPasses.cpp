@@ -2,6 +2,7 @@
 #include "passes/BasicPasses.h"
 
 #include "passes/FuseAttention.h"
+#include "passes/FuseBias.h"
 #include "passes/FuseKernels.h"
 
 #include "ir/Soap.h"
@@ -63,6 +64,16 @@ FuseAttentionPass::create(const PassOptions &o) {
 
 llvm::Error FuseAttentionPass::run(Module &m, PassContext &) {
   fuseAttention(m);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Pass>>
+FuseBiasPass::create(const PassOptions &o) {
+  return createWithoutOptions<FuseBiasPass>("pax-fuse-bias", o);
+}
+
+llvm::Error FuseBiasPass::run(Module &m, PassContext &) {
+  fuseBias(m);
   return llvm::Error::success();
 }
 

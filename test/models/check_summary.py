@@ -72,9 +72,10 @@ def main():
     args = ap.parse_args()
 
     extra = [f"--batch={args.batch}"] if args.batch else []
-    # The importer's counts, with attention chains left as their matmuls.
+    # The importer's counts, with attention chains left as their matmuls
+    # and each bias add its own op.
     out = subprocess.run([args.paxc, args.model, "--emit=summary", "--format=json", "--quiet",
-                          "--fuse-attention=false"] + extra,
+                          "--fuse-attention=false", "--fuse-bias=false"] + extra,
                          check=True, capture_output=True, text=True).stdout
     summary = json.loads(out)
     model = onnx.load(args.model)

@@ -13,6 +13,7 @@
 #include "ir/Summary.h"
 #include "ir/Verifier.h"
 #include "passes/FuseAttention.h"
+#include "passes/FuseBias.h"
 #include "passes/FuseKernels.h"
 #include "passes/autodiff/Autodiff.h"
 #include "passes/autodiff/Microbatches.h"
@@ -205,6 +206,13 @@ static cl::opt<bool> fuseKernelsFlag(
              "generate one kernel per run of a group's pointwise ops, which "
              "the CUDA and cuda-emulated backends compile and run in place "
              "of the ops (default true; =false: every op its own kernel)"),
+    cl::cat(paxcCategory));
+
+static cl::opt<bool> fuseBiasOps(
+    "fuse-bias", cl::init(true),
+    cl::desc("Make each matmul whose only reader is an add (a bias, a "
+             "residual) one gemm that adds it, the product never stored "
+             "(default true; =false keeps the pair)"),
     cl::cat(paxcCategory));
 
 static cl::opt<bool> fuseAttentionOps(
@@ -664,8 +672,9 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
 }
 
 /// The last op each source node became, by the node's name: an op fused
-/// from several nodes (attention) stands for the node named by its
-/// `onnx_node`, whose output it writes.
+/// from several nodes (attention, a matmul and its bias add) stands for the
+/// node named by its `onnx_node`, whose output it writes; a gemm also for
+/// its own (the matmul's product has the gemm's layout).
 static llvm::StringMap<size_t> lastOpOfNodes(const Module &m) {
   llvm::StringMap<size_t> last;
   for (size_t i = 0; i < m.main.ops.size(); ++i) {
@@ -674,7 +683,10 @@ static llvm::StringMap<size_t> lastOpOfNodes(const Module &m) {
     const auto *s = node == op.attrs.end()
                         ? nullptr
                         : std::get_if<std::string>(&node->second);
-    last[s ? llvm::StringRef(*s) : op.name()] = i;
+    if (!s || op.kind == OpKind::Gemm)
+      last[op.name()] = i;
+    if (s)
+      last[*s] = i;
   }
   return last;
 }
@@ -1100,6 +1112,8 @@ int main(int argc, char **argv) {
   Module &m = *imported->module;
   if (fuseAttentionOps)
     fuseAttention(m);
+  if (fuseBiasOps)
+    fuseBias(m);
   if (mode == "train" &&
       llvm::none_of(m.globals, [](const std::unique_ptr<Global> &g) {
         return g->isParameter && isFloat(g->value.type.elem);
