@@ -671,6 +671,15 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
   return llvm::Error::success();
 }
 
+/// The graph-level fusions after import, each unless its flag is false:
+/// attention chains, then each matmul with the add after it.
+static void fuseImported(Module &m) {
+  if (fuseAttentionOps)
+    fuseAttention(m);
+  if (fuseBiasOps)
+    fuseBias(m);
+}
+
 /// The last op each source node became, by the node's name: an op fused
 /// from several nodes (attention, a matmul and its bias add) stands for the
 /// node named by its `onnx_node`, whose output it writes; a gemm also for
@@ -1110,10 +1119,7 @@ int main(int argc, char **argv) {
     for (const std::string &w : imported->warnings)
       llvm::WithColor::warning(llvm::errs(), "paxc") << w << "\n";
   Module &m = *imported->module;
-  if (fuseAttentionOps)
-    fuseAttention(m);
-  if (fuseBiasOps)
-    fuseBias(m);
+  fuseImported(m);
   if (mode == "train" &&
       llvm::none_of(m.globals, [](const std::unique_ptr<Global> &g) {
         return g->isParameter && isFloat(g->value.type.elem);
