@@ -1,4 +1,9 @@
 // RUN: paxc-opt %s --split-input-file -p pax-fuse-bias | FileCheck %s
+// The pass takes no options; paxc's flag takes a boolean.
+// RUN: not paxc-opt %s -p 'pax-fuse-bias{all=1}' 2>&1 | FileCheck %s --check-prefix=OPTION
+// OPTION: error: pass 'pax-fuse-bias' has no option 'all'
+// RUN: not paxc %s --fuse-bias=maybe 2>&1 | FileCheck %s --check-prefix=FLAG
+// FLAG: fuse-bias{{.*}}maybe
 
 // pax-fuse-bias: a matmul and the bias add after it (the bias first or
 // second) become one gemm over the matmul's dims, the bias read through
