@@ -196,6 +196,8 @@ def main():
                         "(paxrun --profile=kernel) to DIR/NAME.profile")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
     rows = []
     failed = 0
     for name in args.models.split(","):
@@ -281,7 +283,6 @@ def bench_model(name, args):
     pax, arena = paxrun_times(args.bin, plan, data, out_dir, args.repeat,
                               args.tf32)
     if args.profile:
-        os.makedirs(args.profile, exist_ok=True)
         paxrun_profile(args.bin, plan, data, args.tf32,
                        os.path.join(args.profile, f"{name}.profile"))
     got = numpy_helper.to_array(
