@@ -75,6 +75,12 @@ public:
   /// Waits until the device's work so far is done.
   virtual llvm::Error synchronize() = 0;
 
+  /// Called before each run of a program. \p resident: the previous run
+  /// was the same program, and its buffers marked Tensor::resident hold
+  /// the same values at the same addresses; else whatever the device
+  /// derived from buffers (packed weights) is dropped.
+  virtual void beginRun(bool resident) { (void)resident; }
+
   /// Whether it runs a plan's generated kernels (DeviceProgram.kernels) in
   /// place of the computes they cover; the CPU backend runs the computes.
   virtual bool runsGeneratedKernels() const { return false; }

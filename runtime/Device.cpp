@@ -197,6 +197,7 @@ void DeviceRun::allocate(uint32_t b, bool zero) {
   buffers[b] = device.allocate(
       buf.dtype(), std::vector<int64_t>(buf.shape().begin(), buf.shape().end()),
       buf.offset(), zero && !resident[b]);
+  buffers[b].resident = resident[b];
   allocated[b] = true;
   if (!buf.persistent())
     live += buffers[b].bytes();
@@ -413,6 +414,7 @@ llvm::Error DeviceRun::run() {
     return err;
   if (auto err = reserveArena())
     return err;
+  device.beginRun(options.weightsResident);
   findResident();
   if (auto err = findKernels())
     return err;

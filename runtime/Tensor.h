@@ -88,13 +88,19 @@ struct Tensor {
   plan::DType dtype = plan::F32;
   std::vector<int64_t> shape;
   Bytes data;
+  /// A device buffer that holds the same values, at the same address, in
+  /// every run of the program until the device's next Device::beginRun
+  /// with resident false: a weight kept between runs
+  /// (RunOptions::weightsResident). Kernels may keep what they derive
+  /// from it (packed convolution weights) until then.
+  bool resident = false;
 
   /// A zero-filled tensor of \p shape.
   static Tensor zeros(plan::DType dtype, std::vector<int64_t> shape);
   /// A tensor of \p shape over the memory at \p p (at least bytes()
   /// long, kept alive by the caller), zero-filled when \p zero.
-  static Tensor view(plan::DType dtype, std::vector<int64_t> shape,
-                     uint8_t *p, bool zero);
+  static Tensor view(plan::DType dtype, std::vector<int64_t> shape, uint8_t *p,
+                     bool zero);
   /// This tensor with bytes of its own: moved when they are, copied when
   /// they are a view.
   Tensor owned() && {
