@@ -1,6 +1,7 @@
 //===- BasicPasses.cpp - Clean-up and inspection passes -------------------===//
 #include "passes/BasicPasses.h"
 
+#include "passes/ChannelsLast.h"
 #include "passes/FuseAttention.h"
 #include "passes/FuseBias.h"
 #include "passes/FuseKernels.h"
@@ -74,6 +75,16 @@ FuseBiasPass::create(const PassOptions &o) {
 
 llvm::Error FuseBiasPass::run(Module &m, PassContext &) {
   fuseBias(m);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Pass>>
+ChannelsLastPass::create(const PassOptions &o) {
+  return createWithoutOptions<ChannelsLastPass>("pax-channels-last", o);
+}
+
+llvm::Error ChannelsLastPass::run(Module &m, PassContext &) {
+  channelsLast(m);
   return llvm::Error::success();
 }
 

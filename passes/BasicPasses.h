@@ -32,6 +32,14 @@ public:
   llvm::Error run(Module &m, PassContext &ctx) override;
 };
 
+/// channelsLast (ChannelsLast.h).
+class ChannelsLastPass : public Pass {
+public:
+  static llvm::Expected<std::unique_ptr<Pass>> create(const PassOptions &o);
+  llvm::StringRef argument() const override { return "pax-channels-last"; }
+  llvm::Error run(Module &m, PassContext &ctx) override;
+};
+
 /// fuseKernels (FuseKernels.h).
 class FuseKernelsPass : public Pass {
 public:

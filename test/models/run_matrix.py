@@ -7,7 +7,7 @@ onnxruntime (relative L2 error at most 1e-4), and every collective must
 move the bytes the cost model predicted (paxrun --comm-stats).
 
   run_matrix.py [--models a,b] [--gpus 1,2,4,8] [--transport threads,mpi]
-                [--work DIR] [--bin build/bin] [-j N]
+                [--work DIR] [--bin build/bin] [-j N] [--paxc-args=ARGS]
 
 Models: the light ResNet50, Inception v1, VGG19, DenseNet121, SqueezeNet,
 ShuffleNet and AlexNet with seeded random weights, and small GPT-2, BERT,
@@ -183,6 +183,9 @@ def main():
     ap.add_argument("--work", default=os.path.join(ROOT, "build", "matrix"))
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     ap.add_argument("-j", type=int, default=1)
+    ap.add_argument("--paxc-args", default="",
+                    help="more paxc arguments for every run, e.g. "
+                         "--paxc-args=--channels-last")
     args = ap.parse_args()
     transports = args.transport.split(",")
     if "mpi" in transports and not shutil.which("mpirun"):
@@ -190,7 +193,8 @@ def main():
     jobs = []
     for name in args.models.split(","):
         d = prepare(name, args.work)
-        case = Case(name, f"{d}/model.onnx", f"{d}/in", f"{d}/ort", d)
+        case = Case(name, f"{d}/model.onnx", f"{d}/in", f"{d}/ort", d,
+                    args.paxc_args.split())
         for gpus in [int(g) for g in args.gpus.split(",")]:
             hows = ["dp"] if gpus == 1 else SOLVERS + [f"force:{p}" for p in PATTERNS]
             for how in hows:

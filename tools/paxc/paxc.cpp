@@ -12,6 +12,7 @@
 #include "ir/Printer.h"
 #include "ir/Summary.h"
 #include "ir/Verifier.h"
+#include "passes/ChannelsLast.h"
 #include "passes/FuseAttention.h"
 #include "passes/FuseBias.h"
 #include "passes/FuseKernels.h"
@@ -213,6 +214,14 @@ static cl::opt<bool> fuseBiasOps(
     cl::desc("Make each matmul whose only reader is an add (a bias, a "
              "residual) one gemm that adds it, the product never stored "
              "(default true; =false keeps the pair)"),
+    cl::cat(paxcCategory));
+
+static cl::opt<bool> channelsLastFlag(
+    "channels-last", cl::init(false),
+    cl::desc("Store the activations around 2-D convolutions [n, h, w, c] "
+             "(pax-channels-last), where the CPU and cuDNN convolutions are "
+             "fastest; inference only (a training step, and "
+             "--emit=onnx-sharded, keep the model's layout)"),
     cl::cat(paxcCategory));
 
 static cl::opt<bool> fuseAttentionOps(
@@ -671,13 +680,16 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
   return llvm::Error::success();
 }
 
-/// The graph-level fusions after import, each unless its flag is false:
-/// attention chains, then each matmul with the add after it.
+/// The graph-level rewrites after import, each unless its flag is false:
+/// attention chains, then each matmul with the add after it; then, for an
+/// inference, channels-last activations where asked for.
 static void fuseImported(Module &m) {
   if (fuseAttentionOps)
     fuseAttention(m);
   if (fuseBiasOps)
     fuseBias(m);
+  if (channelsLastFlag && mode != "train" && emit != Emit::OnnxSharded)
+    channelsLast(m);
 }
 
 /// The last op each source node became, by the node's name: an op fused
