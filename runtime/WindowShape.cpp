@@ -58,10 +58,35 @@ bool allDenseF32(const Prepared &p) {
   return llvm::all_of(p.ins, ok) && llvm::all_of(p.outs, ok);
 }
 
+namespace {
+/// Where an activation's n, c, h and w are among its tensor dims.
+struct Dims4 {
+  int n, c, h, w;
+};
+constexpr Dims4 kNchw{0, 1, 2, 3}, kNhwc{0, 3, 1, 2};
+
+/// The layout of an activation whose channel expr (matched by \p channel)
+/// is dim 3 (channels-last) or else dim 1, by \p a's exprs; \p last says
+/// which.
+template <typename Channel>
+Dims4 layoutOf(const plan::Access &a, Channel channel, bool &last) {
+  last = a.exprs_size() == 4 && channel(a.exprs(3));
+  return last ? kNhwc : kNchw;
+}
+
+/// The tensor's size along logical dims (n, c, h, w) of layout \p l.
+bool sizesAre(const Tensor &t, Dims4 l, int64_t n, int64_t c, int64_t h,
+              int64_t w) {
+  return t.shape[size_t(l.n)] == n && t.shape[size_t(l.c)] == c &&
+         t.shape[size_t(l.h)] == h && t.shape[size_t(l.w)] == w;
+}
+} // namespace
+
 /// The convolution over \p c's dims [n, (g), co, oh, ow, ci, kh, kw]
 /// (with \p grouped, a group dim g) that reads or writes x, w and y
 /// through \p xa, \p wa and \p ya: its shape, when every map and tensor
-/// is as the importer (or autodiff) writes them.
+/// is as the importer (or autodiff) writes them, x and y each NCHW or
+/// channels-last.
 std::optional<Window2DShape>
 matchConvMaps(const plan::Compute &c, bool grouped, const plan::Access &xa,
               const Tensor &x, const plan::Access &wa, const Tensor &w,
@@ -73,30 +98,33 @@ matchConvMaps(const plan::Compute &c, bool grouped, const plan::Access &xa,
   int g = grouped ? 1 : -1;
   unsigned dn = 0, dco = grouped ? 2 : 1, doh = dco + 1, dow = dco + 2,
            dci = dco + 3, dkh = dco + 4, dkw = dco + 5;
-  if (!isPlainDim(xa.exprs(0), dn) || !isChannel(xa.exprs(1), g, dci) ||
+  Window2DShape s;
+  Dims4 xl = layoutOf(
+      xa, [&](const auto &e) { return isChannel(e, g, dci); }, s.xLast);
+  Dims4 yl = layoutOf(
+      ya, [&](const auto &e) { return isChannel(e, g, dco); }, s.yLast);
+  if (!isPlainDim(xa.exprs(xl.n), dn) || !isChannel(xa.exprs(xl.c), g, dci) ||
       !isChannel(wa.exprs(0), g, dco) || !isPlainDim(wa.exprs(1), dci) ||
       !isPlainDim(wa.exprs(2), dkh) || !isPlainDim(wa.exprs(3), dkw) ||
-      !isPlainDim(ya.exprs(0), dn) || !isChannel(ya.exprs(1), g, dco) ||
-      !isPlainDim(ya.exprs(2), doh) || !isPlainDim(ya.exprs(3), dow))
+      !isPlainDim(ya.exprs(yl.n), dn) || !isChannel(ya.exprs(yl.c), g, dco) ||
+      !isPlainDim(ya.exprs(yl.h), doh) || !isPlainDim(ya.exprs(yl.w), dow))
     return std::nullopt;
-  auto rows = matchWindow(c, xa.exprs(2), doh, dkh, x.shape[2]);
-  auto cols = matchWindow(c, xa.exprs(3), dow, dkw, x.shape[3]);
+  auto rows = matchWindow(c, xa.exprs(xl.h), doh, dkh, x.shape[size_t(xl.h)]);
+  auto cols = matchWindow(c, xa.exprs(xl.w), dow, dkw, x.shape[size_t(xl.w)]);
   if (!rows || !cols)
     return std::nullopt;
   auto ext = [&](unsigned d) { return int64_t(c.iters(int(d)).extent()); };
-  Window2DShape s;
   s.n = ext(dn);
   s.g = grouped ? ext(1) : 1;
   s.co = ext(dco);
   s.ci = ext(dci);
   s.rows = *rows;
   s.cols = *cols;
-  if (s.n < 1 || s.g < 1 || s.co < 1 || s.ci < 1 || x.shape[0] != s.n ||
-      x.shape[1] != s.g * s.ci || w.shape[0] != s.g * s.co ||
-      w.shape[1] != s.ci || w.shape[2] != s.rows.kernel ||
-      w.shape[3] != s.cols.kernel || y.shape[0] != s.n ||
-      y.shape[1] != s.g * s.co || y.shape[2] != s.rows.out ||
-      y.shape[3] != s.cols.out)
+  if (s.n < 1 || s.g < 1 || s.co < 1 || s.ci < 1 ||
+      !sizesAre(x, xl, s.n, s.g * s.ci, s.rows.size, s.cols.size) ||
+      w.shape[0] != s.g * s.co || w.shape[1] != s.ci ||
+      w.shape[2] != s.rows.kernel || w.shape[3] != s.cols.kernel ||
+      !sizesAre(y, yl, s.n, s.g * s.co, s.rows.out, s.cols.out))
     return std::nullopt;
   return s;
 }
@@ -121,8 +149,8 @@ std::optional<Window2DShape> matchConv2D(const Prepared &p, int64_t group) {
   return s;
 }
 
-
-/// The shape of \p p when it is a max pool the fast path handles.
+/// The shape of \p p when it is a max pool the fast path handles: input
+/// and output both NCHW or both channels-last.
 std::optional<Window2DShape> matchPool2D(const Prepared &p) {
   const plan::Compute &c = p.c;
   if (!allDenseF32(p) || c.iters_size() != 6 || p.ins.size() != 1 ||
@@ -130,23 +158,28 @@ std::optional<Window2DShape> matchPool2D(const Prepared &p) {
     return std::nullopt;
   const plan::Access &xa = c.inputs(0), &ya = c.outputs(0);
   const Tensor &x = *p.ins[0], &y = *p.outs[0];
-  if (x.shape.size() != 4 || y.shape.size() != 4 ||
-      !isPlainDim(xa.exprs(0), 0) || !isPlainDim(xa.exprs(1), 1) ||
-      !isPlainDim(ya.exprs(0), 0) || !isPlainDim(ya.exprs(1), 1) ||
-      !isPlainDim(ya.exprs(2), 2) || !isPlainDim(ya.exprs(3), 3))
-    return std::nullopt;
-  auto rows = matchWindow(c, xa.exprs(2), 2, 4, x.shape[2]);
-  auto cols = matchWindow(c, xa.exprs(3), 3, 5, x.shape[3]);
-  if (!rows || !cols)
+  if (x.shape.size() != 4 || y.shape.size() != 4 || xa.exprs_size() != 4 ||
+      ya.exprs_size() != 4)
     return std::nullopt;
   Window2DShape s;
+  auto channel = [](const auto &e) { return isPlainDim(e, 1); };
+  Dims4 xl = layoutOf(xa, channel, s.xLast);
+  Dims4 yl = layoutOf(ya, channel, s.yLast);
+  if (s.xLast != s.yLast || !isPlainDim(xa.exprs(xl.n), 0) ||
+      !isPlainDim(xa.exprs(xl.c), 1) || !isPlainDim(ya.exprs(yl.n), 0) ||
+      !isPlainDim(ya.exprs(yl.c), 1) || !isPlainDim(ya.exprs(yl.h), 2) ||
+      !isPlainDim(ya.exprs(yl.w), 3))
+    return std::nullopt;
+  auto rows = matchWindow(c, xa.exprs(xl.h), 2, 4, x.shape[size_t(xl.h)]);
+  auto cols = matchWindow(c, xa.exprs(xl.w), 3, 5, x.shape[size_t(xl.w)]);
+  if (!rows || !cols)
+    return std::nullopt;
   s.n = c.iters(0).extent();
   s.ci = s.co = c.iters(1).extent();
   s.rows = *rows;
   s.cols = *cols;
-  if (x.shape[0] != s.n || x.shape[1] != s.ci || y.shape[0] != s.n ||
-      y.shape[1] != s.co || y.shape[2] != s.rows.out ||
-      y.shape[3] != s.cols.out)
+  if (!sizesAre(x, xl, s.n, s.ci, s.rows.size, s.cols.size) ||
+      !sizesAre(y, yl, s.n, s.co, s.rows.out, s.cols.out))
     return std::nullopt;
   return s;
 }

@@ -1,4 +1,5 @@
-//===- WindowShape.h - 2-D convolutions and pools as NCHW windows -*- C++ -*-===//
+//===- WindowShape.h - 2-D convolutions and pools as NCHW windows -*- C++
+//-*-===//
 //
 // Which computes are 2-D NCHW convolutions or max pools, read from their
 // access maps and buffers: the shape every backend's window kernels need
@@ -44,11 +45,15 @@ struct WindowDim {
   int64_t symmetricPad() const;
 };
 
-/// A 2-D NCHW window op: n images of channels, windows over rows and
-/// columns.
+/// A 2-D window op: n images of channels, windows over rows and columns;
+/// its input and output each stored NCHW, or channels-last ([n, h, w, c],
+/// ChannelsLast.h) where xLast / yLast say so.
 struct Window2DShape {
   int64_t n = 1, g = 1, co = 1, ci = 1;
   WindowDim rows, cols;
+  bool xLast = false, yLast = false;
+  /// True when input and output are both NCHW.
+  bool nchw() const { return !xLast && !yLast; }
 };
 
 /// True when \p e is `d` (stride 1, no offset).

@@ -1,6 +1,8 @@
-//===- CpuDevice.cpp - The CPU backend's device ----------------------------===//
+//===- CpuDevice.cpp - The CPU backend's device
+//----------------------------===//
 #include "runtime/Exchange.h"
 #include "runtime/HostMemoryDevice.h"
+#include "runtime/cpu/DnnlConv.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <algorithm>
@@ -55,15 +57,24 @@ llvm::Error HostMemoryDevice::zero(Tensor &t) {
 
 namespace {
 
-/// Host memory and the CPU kernels (Kernels.h).
+/// Host memory and the CPU kernels (Kernels.h), with the convolutions'
+/// primitives and packed weights kept while the program and its resident
+/// weights stay the same.
 class CpuDevice final : public HostMemoryDevice {
 public:
   Backend backend() const override { return Backend::Cpu; }
+  void beginRun(bool resident) override {
+    if (!resident)
+      convs.clear();
+  }
   llvm::Error launch(const plan::Compute &c,
                      llvm::ArrayRef<const Tensor *> inputs,
                      llvm::ArrayRef<Tensor *> outputs) override {
-    return runKernel(c, inputs, outputs);
+    return runDeviceKernel(c, inputs, outputs, convs);
   }
+
+private:
+  cpu::ConvCache convs;
 };
 
 } // namespace

@@ -3,14 +3,14 @@
 
 #include "codegen/plan/Kernels.h"
 
+#include "runtime/cpu/Attention.h"
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/GenericKernel.h"
 #include "runtime/cpu/KernelContext.h"
-#include "runtime/cpu/Attention.h"
-#include "runtime/cpu/Recurrent.h"
-#include "runtime/cpu/Scan.h"
 #include "runtime/cpu/Pointwise.h"
+#include "runtime/cpu/Recurrent.h"
 #include "runtime/cpu/Rows.h"
+#include "runtime/cpu/Scan.h"
 #include "runtime/cpu/Window2D.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -297,10 +297,10 @@ void runMatmulF32(const Prepared &p, const MatmulDims &d, float alpha,
   float *y = reinterpret_cast<float *>(p.outs[0]->data.data());
   int64_t rows = d.m ? d.mExtent : 1, cols = d.n ? d.nExtent : 1;
   llvm::SmallVector<int64_t, 8> origin(s.extents.size(), 0);
-  GemmBlocking blocking = GemmBlocking::of(
-      rows, cols, d.kExtent,
-      GemmBlocking::byColumns(
-          matrixAt(in(1), p.inMaps[1], origin, s, d, d.k, d.n)));
+  GemmBlocking blocking =
+      GemmBlocking::of(rows, cols, d.kExtent,
+                       GemmBlocking::byColumns(matrixAt(
+                           in(1), p.inMaps[1], origin, s, d, d.k, d.n)));
   int64_t blocks = blocking.count();
   tbb::parallel_for(int64_t(0), d.batchPoints * blocks, [&](int64_t t) {
     llvm::SmallVector<int64_t, 8> point(s.extents.size(), 0);
@@ -328,7 +328,7 @@ void runMatmulF32(const Prepared &p, const MatmulDims &d, float alpha,
 /// Sum over the inner dims of input 0 times input 1 (a point outside either
 /// tensor, as in conv's padding, adds nothing), scaled by gemm's alpha; gemm
 /// adds beta times C, conv adds the bias.
-llvm::Error runContraction(const Prepared &p, Kernel k) {
+llvm::Error runContraction(const Prepared &p, Kernel k, ConvCache *convs) {
   double alpha = k == Kernel::Gemm ? attrReal(p.c, "alpha", 1.0) : 1.0;
   double beta = k == Kernel::Gemm ? attrReal(p.c, "beta", 1.0) : 1.0;
   const IterationSpace &s = p.space;
@@ -338,7 +338,7 @@ llvm::Error runContraction(const Prepared &p, Kernel k) {
   bool linear =
       llvm::all_of(p.inMaps, [](const auto &m) { return m.isLinear(); }) &&
       p.outMaps[0].isLinear();
-  if (k == Kernel::Conv && runConv2DF32(p, attrInt(p.c, "group", 1)))
+  if (k == Kernel::Conv && runConv2DF32(p, attrInt(p.c, "group", 1), convs))
     return llvm::Error::success();
   if (k == Kernel::MatMul && runConvWeightGrad2DF32(p))
     return llvm::Error::success();
@@ -534,7 +534,7 @@ llvm::Error runPointwise(const plan::Compute &c,
 namespace {
 llvm::Error dispatch(const plan::Compute &c,
                      llvm::ArrayRef<const Tensor *> inputs,
-                     llvm::ArrayRef<Tensor *> outputs) {
+                     llvm::ArrayRef<Tensor *> outputs, cpu::ConvCache *convs) {
   using namespace cpu;
   using plan::KernelId;
   auto id = plan::computeKernel(c);
@@ -581,7 +581,7 @@ llvm::Error dispatch(const plan::Compute &c,
   case Kernel::MatMul:
   case Kernel::Gemm:
   case Kernel::Conv:
-    return runContraction(*p, *k);
+    return runContraction(*p, *k, convs);
   case Kernel::MaxPool:
   case Kernel::AveragePool:
     return runPool(*p, *k == Kernel::MaxPool);
@@ -604,7 +604,14 @@ llvm::Error dispatch(const plan::Compute &c,
 llvm::Error runKernel(const plan::Compute &c,
                       llvm::ArrayRef<const Tensor *> inputs,
                       llvm::ArrayRef<Tensor *> outputs) {
-  return dispatch(c, inputs, outputs);
+  return dispatch(c, inputs, outputs, nullptr);
+}
+
+llvm::Error runDeviceKernel(const plan::Compute &c,
+                            llvm::ArrayRef<const Tensor *> inputs,
+                            llvm::ArrayRef<Tensor *> outputs,
+                            cpu::ConvCache &convs) {
+  return dispatch(c, inputs, outputs, &convs);
 }
 
 llvm::Error paddedWindow(const plan::Compute &c, llvm::ArrayRef<int64_t> shape,

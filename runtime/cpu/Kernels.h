@@ -13,6 +13,9 @@
 #include <vector>
 
 namespace pax::runtime {
+namespace cpu {
+class ConvCache;
+} // namespace cpu
 
 /// Executes \p c on the CPU. Kinds with a specific kernel run it (matmul,
 /// gemm, conv, max_pool, average_pool, lrn, batch_norm, instance_norm,
@@ -28,6 +31,12 @@ namespace pax::runtime {
 llvm::Error runKernel(const plan::Compute &c,
                       llvm::ArrayRef<const Tensor *> inputs,
                       llvm::ArrayRef<Tensor *> outputs);
+/// runKernel on a device that keeps its convolutions' oneDNN primitives
+/// and packed weights in \p convs (cpu/DnnlConv.h).
+llvm::Error runDeviceKernel(const plan::Compute &c,
+                            llvm::ArrayRef<const Tensor *> inputs,
+                            llvm::ArrayRef<Tensor *> outputs,
+                            cpu::ConvCache &convs);
 
 /// The padded spatial dims of pool \p c's input of \p shape (its `pads`),
 /// for count_include_pad.

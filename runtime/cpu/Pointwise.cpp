@@ -197,8 +197,8 @@ void applyScalar(ScalarOp op, const ScalarParams &params,
 bool linearF32(const Prepared &p, ScalarOp op = ScalarOp::Add) {
   auto f32 = [](const Tensor *t) { return t->dtype == plan::F32; };
   auto linear = [](const AccessIndexer &m) { return m.isLinear(); };
-  bool boolCond = op == ScalarOp::Where && !p.ins.empty() &&
-                  p.ins[0]->dtype == plan::I1;
+  bool boolCond =
+      op == ScalarOp::Where && !p.ins.empty() && p.ins[0]->dtype == plan::I1;
   return llvm::all_of(p.ins.drop_front(boolCond ? 1 : 0), f32) &&
          llvm::all_of(p.outs, f32) && llvm::all_of(p.inMaps, linear) &&
          llvm::all_of(p.outMaps, linear);
@@ -294,10 +294,10 @@ bool runElementwiseF32(const Prepared &p, ScalarOp op,
       !linearF32(p, op))
     return false;
   // A bool condition is read as 0 or 1 into its float buffer.
-  const uint8_t *cond = p.ins[0]->dtype == plan::I1
-                            ? reinterpret_cast<const uint8_t *>(
-                                  p.ins[0]->data.data())
-                            : nullptr;
+  const uint8_t *cond =
+      p.ins[0]->dtype == plan::I1
+          ? reinterpret_cast<const uint8_t *>(p.ins[0]->data.data())
+          : nullptr;
   llvm::SmallVector<const AccessIndexer *, 5> maps;
   for (const AccessIndexer &m : p.inMaps)
     maps.push_back(&m);
@@ -306,33 +306,32 @@ bool runElementwiseF32(const Prepared &p, ScalarOp op,
   size_t nIn = p.ins.size();
   float *out = dataF32(p.outs[0]);
   int64_t outStep = plan.steps[nIn];
-  forEachRunPiece(p.space, plan, maps,
-                  [&](llvm::ArrayRef<int64_t> starts, int64_t count) {
-                    float bufs[kMaxArgs][kLanes], obuf[kLanes];
-                    const float *args[kMaxArgs];
-                    for (int64_t j0 = 0; j0 < count; j0 += kLanes) {
-                      int64_t n = std::min(kLanes, count - j0);
-                      for (size_t k = 0; k < nIn; ++k) {
-                        if (k == 0 && cond) {
-                          const uint8_t *c = cond + starts[0] +
-                                             j0 * plan.steps[0];
-                          for (int64_t j = 0; j < n; ++j)
-                            bufs[0][j] = c[j * plan.steps[0]] ? 1.0f : 0.0f;
-                          args[0] = bufs[0];
-                          continue;
-                        }
-                        const float *in =
-                            dataF32(p.ins[k]) + starts[k] + j0 * plan.steps[k];
-                        args[k] = contiguous(in, plan.steps[k], n, bufs[k]);
-                      }
-                      float *o = out + starts[nIn] + j0 * outStep;
-                      float *dst = outStep == 1 ? o : obuf;
-                      llvm::ArrayRef<const float *> a(args, nIn);
-                      if (!applyVector(op, params, a, dst, n))
-                        applyScalar(op, params, a, dst, n);
-                      scatter(dst, o, outStep, n);
-                    }
-                  });
+  forEachRunPiece(
+      p.space, plan, maps, [&](llvm::ArrayRef<int64_t> starts, int64_t count) {
+        float bufs[kMaxArgs][kLanes], obuf[kLanes];
+        const float *args[kMaxArgs];
+        for (int64_t j0 = 0; j0 < count; j0 += kLanes) {
+          int64_t n = std::min(kLanes, count - j0);
+          for (size_t k = 0; k < nIn; ++k) {
+            if (k == 0 && cond) {
+              const uint8_t *c = cond + starts[0] + j0 * plan.steps[0];
+              for (int64_t j = 0; j < n; ++j)
+                bufs[0][j] = c[j * plan.steps[0]] ? 1.0f : 0.0f;
+              args[0] = bufs[0];
+              continue;
+            }
+            const float *in =
+                dataF32(p.ins[k]) + starts[k] + j0 * plan.steps[k];
+            args[k] = contiguous(in, plan.steps[k], n, bufs[k]);
+          }
+          float *o = out + starts[nIn] + j0 * outStep;
+          float *dst = outStep == 1 ? o : obuf;
+          llvm::ArrayRef<const float *> a(args, nIn);
+          if (!applyVector(op, params, a, dst, n))
+            applyScalar(op, params, a, dst, n);
+          scatter(dst, o, outStep, n);
+        }
+      });
   return true;
 }
 
@@ -373,6 +372,15 @@ bool runBatchNormF32(const Prepared &p, double epsilon) {
           if (cs == 0) {
             V4 av = splat(a[c]), bv = splat(b[c]);
             map1(in, dst, n, [&](V4 v) { return v * av + bv; });
+          } else if (cs == 1) {
+            // Channels innermost (channels-last): a and b step along.
+            const float *ac = a.data() + c, *bc = b.data() + c;
+            int64_t j = 0;
+            for (; j + 4 <= n; j += 4)
+              storeV4(dst + j,
+                      loadV4(in + j) * loadV4(ac + j) + loadV4(bc + j));
+            for (; j < n; ++j)
+              dst[j] = in[j] * ac[j] + bc[j];
           } else {
             for (int64_t j = 0; j < n; ++j)
               dst[j] = in[j] * a[c + j * cs] + b[c + j * cs];

@@ -173,7 +173,7 @@ std::optional<Window2DShape> matchConvWeightGrad(const Prepared &p) {
     return std::nullopt;
   auto s = matchConvMaps(c, grouped, c.inputs(1), *p.ins[1], c.outputs(0),
                          *p.outs[0], c.inputs(0), *p.ins[0]);
-  if (!s)
+  if (!s || !s->nchw())
     return std::nullopt;
   unsigned dco = grouped ? 2 : 1;
   for (unsigned d : {0u, dco + 1, dco + 2}) // n, oh, ow: summed
@@ -238,13 +238,69 @@ std::optional<Col2Im> matchCol2Im(const Prepared &p) {
   return m;
 }
 
+/// Max pool of NCHW planes, one (image, channel) plane per task. As the
+/// generic pool: NaN wins, and a window with nothing inside is NaN.
+void maxPoolPlanes(const float *x, float *y, const Window2DShape &s) {
+  const WindowDim &r = s.rows, &c = s.cols;
+  tbb::parallel_for(int64_t(0), s.n * s.ci, [&](int64_t plane) {
+    const float *in = x + plane * r.size * c.size;
+    float *out = y + plane * r.out * c.out;
+    for (int64_t oh = 0; oh < r.out; ++oh) {
+      auto [kh0, kh1] = r.inside(oh);
+      for (int64_t ow = 0; ow < c.out; ++ow) {
+        auto [kw0, kw1] = c.inside(ow);
+        float best = -std::numeric_limits<float>::infinity();
+        for (int64_t kh = kh0; kh < kh1; ++kh) {
+          const float *row = in + r.at(oh, kh) * c.size;
+          for (int64_t kw = kw0; kw < kw1; ++kw) {
+            float v = row[c.at(ow, kw)];
+            best = std::isnan(v) || v > best ? v : best;
+          }
+        }
+        bool empty = kh0 >= kh1 || kw0 >= kw1;
+        out[oh * c.out + ow] =
+            empty ? std::numeric_limits<float>::quiet_NaN() : best;
+      }
+    }
+  });
+}
+
+/// Max pool of channels-last images, one output row per task, the
+/// channels of each position side by side (as maxPoolPlanes per channel).
+void maxPoolChannelsLast(const float *x, float *y, const Window2DShape &s) {
+  const WindowDim &r = s.rows, &c = s.cols;
+  int64_t ch = s.ci;
+  tbb::parallel_for(int64_t(0), s.n * r.out, [&](int64_t job) {
+    int64_t n = job / r.out, oh = job % r.out;
+    auto [kh0, kh1] = r.inside(oh);
+    for (int64_t ow = 0; ow < c.out; ++ow) {
+      auto [kw0, kw1] = c.inside(ow);
+      float *out = y + (job * c.out + ow) * ch;
+      bool empty = kh0 >= kh1 || kw0 >= kw1;
+      std::fill(out, out + ch,
+                empty ? std::numeric_limits<float>::quiet_NaN()
+                      : -std::numeric_limits<float>::infinity());
+      for (int64_t kh = kh0; kh < kh1; ++kh)
+        for (int64_t kw = kw0; kw < kw1; ++kw) {
+          const float *in =
+              x + ((n * r.size + r.at(oh, kh)) * c.size + c.at(ow, kw)) * ch;
+          for (int64_t k = 0; k < ch; ++k) {
+            float v = in[k];
+            out[k] = v > out[k] || v != v ? v : out[k];
+          }
+        }
+    }
+  });
+}
 
 } // namespace
 
-bool runConv2DF32(const Prepared &p, int64_t group) {
+bool runConv2DF32(const Prepared &p, int64_t group, ConvCache *cache) {
   std::optional<Window2DShape> s = matchConv2D(p, group);
   if (!s)
     return false;
+  if (!s->nchw())
+    return runConvDnnl(p, *s, cache);
   if (s->g > 1 && s->ci == 1)
     runDepthwise(p, *s);
   else
@@ -266,9 +322,8 @@ bool runConvWeightGrad2DF32(const Prepared &p) {
   // Images per GEMM: their unrolled windows side by side, [kk, nb * np],
   // at most about 8M floats (the order of the sums depends on the sizes
   // only).
-  int64_t nb = std::clamp<int64_t>((int64_t(1) << 23) / std::max<int64_t>(
-                                                         1, kk * np),
-                                   1, s.n);
+  int64_t nb = std::clamp<int64_t>(
+      (int64_t(1) << 23) / std::max<int64_t>(1, kk * np), 1, s.n);
   std::vector<float> col(size_t(kk * nb * np)), grads(size_t(s.co * nb * np)),
       part(size_t(s.co * kk));
   for (int64_t g = 0; g < s.g; ++g) {
@@ -310,7 +365,8 @@ bool runCol2ImF32(const Prepared &p) {
   float *dst = reinterpret_cast<float *>(outT.data.data());
   std::fill(dst, dst + outT.numel(), 0.0f);
   auto ext = [&](unsigned d) { return int64_t(c.iters(int(d)).extent()); };
-  int64_t groups = m.grouped ? ext(m.g) : 1, chans = ext(m.c), images = ext(m.n);
+  int64_t groups = m.grouped ? ext(m.g) : 1, chans = ext(m.c),
+          images = ext(m.n);
   int64_t channelsOut = outT.shape[1];
   if (outT.shape[0] != images || channelsOut != groups * chans)
     return false;
@@ -351,29 +407,10 @@ bool runMaxPool2DF32(const Prepared &p) {
     return false;
   const float *x = reinterpret_cast<const float *>(p.ins[0]->data.data());
   float *y = reinterpret_cast<float *>(p.outs[0]->data.data());
-  const WindowDim &r = s->rows, &c = s->cols;
-  // As the generic pool: NaN wins, and a window with nothing inside is NaN.
-  tbb::parallel_for(int64_t(0), s->n * s->ci, [&](int64_t plane) {
-    const float *in = x + plane * r.size * c.size;
-    float *out = y + plane * r.out * c.out;
-    for (int64_t oh = 0; oh < r.out; ++oh) {
-      auto [kh0, kh1] = r.inside(oh);
-      for (int64_t ow = 0; ow < c.out; ++ow) {
-        auto [kw0, kw1] = c.inside(ow);
-        float best = -std::numeric_limits<float>::infinity();
-        for (int64_t kh = kh0; kh < kh1; ++kh) {
-          const float *row = in + r.at(oh, kh) * c.size;
-          for (int64_t kw = kw0; kw < kw1; ++kw) {
-            float v = row[c.at(ow, kw)];
-            best = std::isnan(v) || v > best ? v : best;
-          }
-        }
-        bool empty = kh0 >= kh1 || kw0 >= kw1;
-        out[oh * c.out + ow] =
-            empty ? std::numeric_limits<float>::quiet_NaN() : best;
-      }
-    }
-  });
+  if (s->xLast)
+    maxPoolChannelsLast(x, y, *s);
+  else
+    maxPoolPlanes(x, y, *s);
   return true;
 }
 

@@ -4,15 +4,19 @@
 
 #include "runtime/cpu/KernelContext.h"
 
+#include "runtime/cpu/DnnlConv.h"
+
 namespace pax::runtime::cpu {
 
 /// Runs \p p as a 2-D f32 NCHW convolution with \p group groups when its
 /// maps are the importer's (iteration space [n, (g), co, oh, ow, ci, kh,
 /// kw], windows `s*o + d*k + offset` of any offset, so that padding, halo
 /// rows and blocks of a larger input all work): depthwise convolutions
-/// directly, the others as im2col and the blocked GEMM. Returns false,
-/// having written nothing, when \p p is not such a convolution.
-bool runConv2DF32(const Prepared &p, int64_t group);
+/// directly, the others as im2col and the blocked GEMM; with a
+/// channels-last input or output, on oneDNN (runConvDnnl, \p cache).
+/// Returns false, having written nothing, when \p p is not such a
+/// convolution.
+bool runConv2DF32(const Prepared &p, int64_t group, ConvCache *cache);
 
 /// Runs \p p as the weight gradient of such a convolution (a matmul over
 /// its dims of dy [n, co, oh, ow] and the input's windows, written [co, ci,
@@ -28,9 +32,9 @@ bool runConvWeightGrad2DF32(const Prepared &p);
 /// written nothing, when \p p is not one.
 bool runCol2ImF32(const Prepared &p);
 
-/// Runs \p p as a 2-D f32 NCHW max pool (iteration space [n, c, oh, ow, kh,
-/// kw], windows as for runConv2DF32). Returns false, having written
-/// nothing, when \p p is not one.
+/// Runs \p p as a 2-D f32 max pool (iteration space [n, c, oh, ow, kh, kw],
+/// windows as for runConv2DF32), NCHW or channels-last. Returns false,
+/// having written nothing, when \p p is not one.
 bool runMaxPool2DF32(const Prepared &p);
 
 } // namespace pax::runtime::cpu

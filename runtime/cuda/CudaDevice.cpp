@@ -202,9 +202,10 @@ public:
     case KernelId::Conv2D: {
 #ifdef PAX_HAVE_CUDNN
       // cuDNN where the windows are symmetrically padded NCHW f32 (every
-      // convolution of the CNNs seen so far); otherwise the generic kernel.
+      // convolution of the CNNs seen so far); otherwise (channels-last
+      // too) the generic kernel.
       if (!genericOnly())
-        if (auto s = matchConv2D(*p, attrInt(c, "group", 1))) {
+        if (auto s = matchConv2D(*p, attrInt(c, "group", 1)); s && s->nchw()) {
           auto done = dnn->conv(*p, *s, allowTf32.load());
           if (!done)
             return done.takeError();

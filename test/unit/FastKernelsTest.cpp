@@ -8,6 +8,8 @@
 // ones (offsets, halo rows), as a partitioned plan gives them.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/cpu/DnnlConv.h"
+#include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/GenericKernel.h"
 #include "runtime/cpu/Kernels.h"
 
@@ -243,6 +245,113 @@ TEST(FastKernelsTest, Conv1x1ReadsRowsOfALargerInput) {
   expectClose(got, want, 1e-5);
 }
 
+/// \p a's exprs [n, c, h, w] reordered channels-last: [n, h, w, c].
+void permuteChannelsLast(plan::Access &a) {
+  plan::Access old = a;
+  const int from[4] = {0, 2, 3, 1};
+  for (int j = 0; j < 4; ++j)
+    *a.mutable_exprs(j) = old.exprs(from[j]);
+}
+
+/// \p k's conv with a channels-last output, and input when \p xLast.
+plan::Compute channelsLastConv(const ConvCase &k, bool xLast) {
+  plan::Compute c = convCompute(k);
+  if (xLast)
+    permuteChannelsLast(*c.mutable_inputs(0));
+  permuteChannelsLast(*c.mutable_outputs(0));
+  return c;
+}
+
+/// \p k's inputs with x channels-last when \p xLast.
+std::vector<Tensor> channelsLastInputs(const ConvCase &k, bool xLast,
+                                       unsigned seed) {
+  std::vector<Tensor> ins = convInputs(k, seed);
+  if (xLast)
+    ins[0] = random(plan::F32, {k.n, k.h, k.w, k.g * k.ci}, seed);
+  return ins;
+}
+
+/// Runs \p c on \p ins through a device's cache (cpu::runDeviceKernel);
+/// with oneDNN built in, it must have run on a oneDNN primitive.
+Tensor runOnDevice(const plan::Compute &c, const std::vector<Tensor> &ins,
+                   std::vector<int64_t> outShape, cpu::ConvCache &cache) {
+  std::vector<const Tensor *> in;
+  for (const Tensor &t : ins)
+    in.push_back(&t);
+  Tensor y = Tensor::zeros(plan::F32, std::move(outShape));
+  llvm::Error e = runDeviceKernel(c, in, {&y}, cache);
+  EXPECT_FALSE(bool(e)) << llvm::toString(std::move(e));
+  EXPECT_EQ(cache.compiled(c), cpu::gemmBackend() == "onednn");
+  return as(plan::F64, y);
+}
+
+TEST(FastKernelsTest, ChannelsLastConvMatchesReference) {
+  // oneDNN's kernels (Winograd's for the 3x3 stride-1 ones) against the
+  // reference kernel in f64 over the same channels-last maps.
+  const ConvCase cases[] = {
+      // n  g ci co  h  w kh kw sh sw dh dw offH offW oh ow bias
+      {2, 1, 16, 24, 9, 8, 3, 3, 1, 1, 1, 1, -1, -1, 9, 8, true}, // 3x3
+      {1, 1, 20, 33, 7, 6, 1, 1, 1, 1, 1, 1, 0, 0, 7, 6, true},   // 1x1
+      {1, 1, 8, 16, 9, 9, 1, 1, 2, 2, 1, 1, 0, 0, 5, 5, false},   // 1x1 s2
+      {1, 1, 4, 6, 9, 9, 3, 3, 2, 2, 1, 1, -1, -1, 5, 5, false},  // stride 2
+      {1, 1, 2, 3, 10, 9, 3, 2, 1, 1, 2, 2, -2, -1, 8, 8, true},  // dilated
+      {2, 2, 2, 3, 6, 7, 3, 3, 1, 1, 1, 1, -1, -1, 6, 7, true},   // grouped
+      {1, 4, 1, 2, 8, 8, 3, 3, 1, 1, 1, 1, -1, -1, 8, 8, true},   // depthwise
+      {1, 1, 8, 8, 12, 9, 3, 3, 1, 1, 1, 1, 2, -1, 6, 9, true},   // halo rows
+  };
+  unsigned seed = 80;
+  for (bool xLast : {true, false})
+    for (const ConvCase &k : cases) {
+      SCOPED_TRACE("case with ci=" + std::to_string(k.ci) +
+                   " co=" + std::to_string(k.co) + " g=" + std::to_string(k.g) +
+                   (xLast ? " NHWC in" : " NCHW in"));
+      plan::Compute c = channelsLastConv(k, xLast);
+      std::vector<Tensor> ins = channelsLastInputs(k, xLast, seed += 3);
+      std::vector<int64_t> shape{k.n, k.oh, k.ow, k.g * k.co};
+      cpu::ConvCache cache;
+      expectClose(runOnDevice(c, ins, shape, cache),
+                  runBoth(c, ins, shape).second, 1e-4);
+    }
+}
+
+TEST(FastKernelsTest, ChannelsLastConvRepacksWeightsThatChange) {
+  // A device's cache keeps the packed weights of a resident weight only;
+  // other weights are packed again on every call.
+  ConvCase k{1, 1, 16, 16, 8, 8, 3, 3, 1, 1, 1, 1, -1, -1, 8, 8, true};
+  plan::Compute c = channelsLastConv(k, true);
+  std::vector<Tensor> ins = channelsLastInputs(k, true, 90);
+  std::vector<int64_t> shape{1, 8, 8, 16};
+  cpu::ConvCache cache;
+  expectClose(runOnDevice(c, ins, shape, cache), runBoth(c, ins, shape).second,
+              1e-4);
+  for (int64_t i = 0; i < ins[1].numel(); ++i)
+    ins[1].setReal(i, -ins[1].real(i));
+  Tensor flipped = runBoth(c, ins, shape).second;
+  expectClose(runOnDevice(c, ins, shape, cache), flipped, 1e-4);
+  // Resident: packed once, the same result after.
+  ins[1].resident = true;
+  Tensor first = runOnDevice(c, ins, shape, cache),
+         again = runOnDevice(c, ins, shape, cache);
+  EXPECT_EQ(first.data, again.data);
+  expectClose(again, flipped, 1e-4);
+}
+
+TEST(FastKernelsTest, ChannelsLastMaxPoolMatchesReference) {
+  auto b = ComputeBuilder("max_pool")
+               .iter("n", 2)
+               .iter("c", 5)
+               .iter("oh", 4)
+               .iter("ow", 4)
+               .red("kh", 3)
+               .red("kw", 3);
+  b.in({dim(0), window(2, 4, 2, 1, -1), window(3, 5, 2, 1, -1), dim(1)});
+  b.out({dim(0), dim(2), dim(3), dim(1)}).attrInts("pads", {1, 1, 1, 1});
+  Tensor x = random(plan::F32, {2, 8, 8, 5}, 95);
+  x.setReal(23, NAN);
+  auto [y, r] = runBoth(b.c, {x}, {2, 4, 4, 5});
+  expectClose(y, r, 0);
+}
+
 //===----------------------------------------------------------------------===//
 // Matmul and gemm.
 //===----------------------------------------------------------------------===//
@@ -423,10 +532,10 @@ int64_t ulpDistance(float got, double want) {
 TEST(FastKernelsTest, FastExpTanhSigmoidAreWithinAFewUlp) {
   // A sweep over their ranges, the polynomial's seams (tanh's 0.625, exp's
   // 87/88 fallback), overflow, underflow to denormals, infinities and NaN.
-  std::vector<double> values{-INFINITY, -1e4, -104, -103, -90, -88, -87.5,
-                             -87,       -0.625, -1e-30, -0.0, 0, 1e-30,
-                             0.625,     87.9, 88, 88.5, 88.72, 88.73, 89,
-                             1e4,       INFINITY, NAN};
+  std::vector<double> values{-INFINITY, -1e4,  -104,   -103,     -90,  -88,
+                             -87.5,     -87,   -0.625, -1e-30,   -0.0, 0,
+                             1e-30,     0.625, 87.9,   88,       88.5, 88.72,
+                             88.73,     89,    1e4,    INFINITY, NAN};
   for (int i = -3000; i <= 3000; ++i)
     values.push_back(i / 100.0 + 0.003 * (i % 7));
   for (int i = -200; i <= 200; ++i)
@@ -436,10 +545,10 @@ TEST(FastKernelsTest, FastExpTanhSigmoidAreWithinAFewUlp) {
     double (*exact)(double);
     int64_t ulps;
   };
-  for (Fn fn : {Fn{"exp", [](double x) { return std::exp(x); }, 2},
-                Fn{"tanh", [](double x) { return std::tanh(x); }, 3},
-                Fn{"sigmoid",
-                   [](double x) { return 1 / (1 + std::exp(-x)); }, 3}}) {
+  for (Fn fn :
+       {Fn{"exp", [](double x) { return std::exp(x); }, 2},
+        Fn{"tanh", [](double x) { return std::tanh(x); }, 3},
+        Fn{"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }, 3}}) {
     auto b = ComputeBuilder(fn.kind).iter("i", int64_t(values.size()));
     b.in({dim(0)}).out({dim(0)});
     Tensor x = make(plan::F32, {int64_t(values.size())}, values);
@@ -449,8 +558,8 @@ TEST(FastKernelsTest, FastExpTanhSigmoidAreWithinAFewUlp) {
     for (size_t i = 0; i < values.size(); ++i) {
       float in = float(x.real(int64_t(i)));
       int64_t d = ulpDistance(float(y.real(int64_t(i))), fn.exact(in));
-      EXPECT_LE(d, fn.ulps) << fn.kind << "(" << in << ") = "
-                            << y.real(int64_t(i));
+      EXPECT_LE(d, fn.ulps)
+          << fn.kind << "(" << in << ") = " << y.real(int64_t(i));
       worst = std::max(worst, d);
     }
     EXPECT_GT(fn.ulps, 0);

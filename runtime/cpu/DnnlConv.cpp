@@ -1,0 +1,293 @@
+//===- DnnlConv.cpp - 2-D convolutions on oneDNN's primitives -------------===//
+#include "runtime/cpu/DnnlConv.h"
+
+#include <unordered_map>
+
+#ifdef PAX_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+#include <omp.h>
+#endif
+#include <tbb/global_control.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#endif
+
+namespace pax::runtime::cpu {
+
+#ifdef PAX_HAVE_DNNL
+struct ConvCache::Entry {
+  std::optional<dnnl::convolution_forward> primitive;
+  dnnl::memory::desc userWeights, src, dst, bias;
+  /// The weights in the primitive's layout.
+  dnnl::memory packed;
+  /// The resident weights \p packed holds, or null (packed per call).
+  const void *packedFrom = nullptr;
+  /// Elements from the input tensor's start to the window's first point.
+  int64_t srcOffset = 0;
+  /// The activations in the primitive's layouts, where they differ from
+  /// the tensors' (reordered in and out), else empty.
+  dnnl::memory srcInner, dstInner;
+  /// oneDNN has no primitive for it: not asked again.
+  bool refused = false;
+};
+#else
+struct ConvCache::Entry {};
+#endif
+
+struct ConvCache::Entries {
+  std::unordered_map<const plan::Compute *, Entry> byCompute;
+};
+
+ConvCache::ConvCache() : entries(std::make_unique<Entries>()) {}
+ConvCache::~ConvCache() = default;
+void ConvCache::clear() { entries->byCompute.clear(); }
+ConvCache::Entry &ConvCache::entry(const plan::Compute &c) {
+  return entries->byCompute[&c];
+}
+bool ConvCache::compiled(const plan::Compute &c) const {
+#ifdef PAX_HAVE_DNNL
+  auto it = entries->byCompute.find(&c);
+  return it != entries->byCompute.end() && it->second.primitive.has_value();
+#else
+  (void)c;
+  return false;
+#endif
+}
+
+#ifdef PAX_HAVE_DNNL
+namespace {
+using dnnl::memory;
+
+dnnl::engine &engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+/// One spatial dim as oneDNN takes it: the input's rows from `shift`,
+/// `size` of them, padded by `padL` before and `padR` after.
+struct DnnlDim {
+  int64_t shift = 0, size = 0, padL = 0, padR = 0;
+};
+
+/// \p w's window as oneDNN's padding: rows before the input are padding,
+/// rows the window never reads (a block of a larger input) are cut off.
+std::optional<DnnlDim> dnnlDim(const WindowDim &w) {
+  if (w.stride < 1 || w.dilation < 1)
+    return std::nullopt;
+  DnnlDim d;
+  d.padL = std::max<int64_t>(0, -w.offset);
+  d.shift = std::max<int64_t>(0, w.offset);
+  d.size = w.size - d.shift;
+  int64_t span = (w.out - 1) * w.stride + (w.kernel - 1) * w.dilation + 1;
+  d.padR = span - d.padL - d.size;
+  // Rows past the window's reach: fewer than a stride are what oneDNN's
+  // output count drops anyway; more are cut off the view.
+  if (d.padR < 0 && -d.padR >= w.stride)
+    d.size += d.padR;
+  d.padR = std::max<int64_t>(0, d.padR);
+  if (d.size < 1)
+    return std::nullopt;
+  return d;
+}
+
+/// An activation of \p c channels viewed as [n, c, h, w] over a tensor of
+/// \p fullH x \p fullW positions stored NCHW, or channels-last when \p last.
+memory::desc activation(int64_t n, int64_t c, int64_t h, int64_t w,
+                        int64_t fullH, int64_t fullW, bool last) {
+  memory::dims strides =
+      last ? memory::dims{fullH * fullW * c, 1, fullW * c, c}
+           : memory::dims{c * fullH * fullW, fullH * fullW, fullW, 1};
+  return memory::desc({n, c, h, w}, memory::data_type::f32, strides);
+}
+
+/// A convolution's sizes as oneDNN takes them.
+struct ConvParams {
+  memory::dims strides, dilates, padL, padR;
+};
+
+/// The primitive descriptor of a convolution by \p algo from \p src and
+/// \p weights (and \p bias, unless its dims are empty) to \p dst.
+dnnl::convolution_forward::primitive_desc
+describe(dnnl::algorithm algo, const memory::desc &src,
+         const memory::desc &weights, const memory::desc &bias,
+         const memory::desc &dst, const ConvParams &k) {
+  auto kind = dnnl::prop_kind::forward_inference;
+  bool biased = !bias.dims().empty();
+#if DNNL_VERSION_MAJOR >= 3
+  if (biased)
+    return {engine(), kind,      algo,      src,    weights, bias,
+            dst,      k.strides, k.dilates, k.padL, k.padR};
+  return {engine(), kind,      algo,      src,    weights,
+          dst,      k.strides, k.dilates, k.padL, k.padR};
+#else
+  auto desc = biased
+                  ? dnnl::convolution_forward::desc(kind, algo, src, weights,
+                                                    bias, dst, k.strides,
+                                                    k.dilates, k.padL, k.padR)
+                  : dnnl::convolution_forward::desc(kind, algo, src, weights,
+                                                    dst, k.strides, k.dilates,
+                                                    k.padL, k.padR);
+  return {desc, engine()};
+#endif
+}
+
+/// True when oneDNN would run \p pd on its reference kernel (a scalar
+/// loop, far slower than paxc's own paths).
+bool reference(const dnnl::convolution_forward::primitive_desc &pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
+/// True for a 3x3 stride-1 convolution without groups or dilation, which
+/// oneDNN's Winograd kernels compute with about half the multiplies.
+bool winogradShape(const Window2DShape &s) {
+  auto fits = [](const WindowDim &d) {
+    return d.kernel == 3 && d.stride == 1 && d.dilation == 1;
+  };
+  return s.g == 1 && fits(s.rows) && fits(s.cols);
+}
+
+/// The primitive for \p e's activations: Winograd's where it applies,
+/// else the direct one in the activations' layouts, else (when those have
+/// only the reference kernel) the direct one in layouts oneDNN chooses.
+/// Where the chosen layouts differ from the activations', \p e gets inner
+/// memories the activations are reordered through.
+dnnl::convolution_forward::primitive_desc choose(const Window2DShape &s,
+                                                 ConvCache::Entry &e,
+                                                 const memory::desc &weights,
+                                                 const ConvParams &k) {
+  auto any = [](const memory::desc &d) {
+    return memory::desc(d.dims(), memory::data_type::f32,
+                        memory::format_tag::any);
+  };
+  auto inner = [&](const dnnl::convolution_forward::primitive_desc &pd) {
+    if (pd.src_desc() != e.src)
+      e.srcInner = memory(pd.src_desc(), engine());
+    if (pd.dst_desc() != e.dst)
+      e.dstInner = memory(pd.dst_desc(), engine());
+    return pd;
+  };
+  if (winogradShape(s)) {
+    try {
+      return inner(describe(dnnl::algorithm::convolution_winograd, any(e.src),
+                            weights, e.bias, any(e.dst), k));
+    } catch (const dnnl::error &) {
+      // No Winograd kernel on this processor: the direct one.
+    }
+  }
+  auto direct = dnnl::algorithm::convolution_direct;
+  auto pd = describe(direct, e.src, weights, e.bias, e.dst, k);
+  if (!reference(pd))
+    return pd;
+  pd = describe(direct, any(e.src), weights, e.bias, any(e.dst), k);
+  if (reference(pd))
+    throw dnnl::error(dnnl_unimplemented, "only the reference kernel");
+  return inner(pd);
+}
+
+/// Compiles the primitive of \p p into \p e (the input viewed through
+/// \p rows and \p cols), as choose() says.
+void build(const Prepared &p, const Window2DShape &s, const DnnlDim &rows,
+           const DnnlDim &cols, ConvCache::Entry &e) {
+  using tag = memory::format_tag;
+  const WindowDim &r = s.rows, &c = s.cols;
+  int64_t cin = s.g * s.ci, cout = s.g * s.co;
+  e.src = activation(s.n, cin, rows.size, cols.size, r.size, c.size, s.xLast);
+  e.srcOffset = s.xLast ? (rows.shift * c.size + cols.shift) * cin
+                        : rows.shift * c.size + cols.shift;
+  e.dst = activation(s.n, cout, r.out, c.out, r.out, c.out, s.yLast);
+  memory::dims wdims = s.g > 1
+                           ? memory::dims{s.g, s.co, s.ci, r.kernel, c.kernel}
+                           : memory::dims{s.co, s.ci, r.kernel, c.kernel};
+  e.userWeights = memory::desc(wdims, memory::data_type::f32,
+                               s.g > 1 ? tag::goihw : tag::oihw);
+  memory::desc anyWeights(wdims, memory::data_type::f32, tag::any);
+  if (p.ins.size() > 2)
+    e.bias = memory::desc({cout}, memory::data_type::f32, tag::x);
+  ConvParams k{{r.stride, c.stride},
+               {r.dilation - 1, c.dilation - 1},
+               {rows.padL, cols.padL},
+               {rows.padR, cols.padR}};
+  auto pd = choose(s, e, anyWeights, k);
+  e.packed = memory(pd.weights_desc(), engine());
+  e.packedFrom = nullptr;
+  e.primitive.emplace(pd);
+}
+
+/// Reorders \p p's weights into \p e's packed layout, unless they are
+/// resident weights it holds already.
+void pack(const Prepared &p, ConvCache::Entry &e, dnnl::stream &st) {
+  const Tensor &w = *p.ins[1];
+  const void *from = w.data.data();
+  if (w.resident && e.packedFrom == from)
+    return;
+  memory user(e.userWeights, engine(), const_cast<void *>(from));
+  dnnl::reorder(user, e.packed).execute(st, user, e.packed);
+  e.packedFrom = w.resident ? from : nullptr;
+}
+
+/// Runs \p e's primitive on \p p's buffers, through its inner layouts
+/// where it has them.
+void execute(const Prepared &p, ConvCache::Entry &e, dnnl::stream &st) {
+  auto buffer = [](const Tensor &t) {
+    return const_cast<void *>(static_cast<const void *>(t.data.data()));
+  };
+  float *x = static_cast<float *>(buffer(*p.ins[0])) + e.srcOffset;
+  memory src(e.src, engine(), x), dst(e.dst, engine(), buffer(*p.outs[0]));
+  if (e.srcInner) {
+    dnnl::reorder(src, e.srcInner).execute(st, src, e.srcInner);
+    src = e.srcInner;
+  }
+  memory out = e.dstInner ? e.dstInner : dst;
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, e.packed}, {DNNL_ARG_DST, out}};
+  if (p.ins.size() > 2)
+    args.emplace(DNNL_ARG_BIAS, memory(e.bias, engine(), buffer(*p.ins[2])));
+  e.primitive->execute(st, args);
+  if (e.dstInner)
+    dnnl::reorder(out, dst).execute(st, out, dst);
+}
+} // namespace
+
+bool runConvDnnl(const Prepared &p, const Window2DShape &s, ConvCache *cache) {
+  std::optional<DnnlDim> rows = dnnlDim(s.rows), cols = dnnlDim(s.cols);
+  if (!rows || !cols)
+    return false;
+  ConvCache::Entry local;
+  ConvCache::Entry &e = cache ? cache->entry(p.c) : local;
+  if (e.refused)
+    return false;
+  try {
+#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+    // oneDNN's threads, as many as this device's kernels have (a
+    // primitive takes the count when it is made).
+    omp_set_num_threads(int(
+        std::min<size_t>(size_t(tbb::this_task_arena::max_concurrency()),
+                         tbb::global_control::active_value(
+                             tbb::global_control::max_allowed_parallelism))));
+#endif
+    if (!e.primitive)
+      build(p, s, *rows, *cols, e);
+    dnnl::stream st(engine());
+    pack(p, e, st);
+    execute(p, e, st);
+    st.wait();
+  } catch (const dnnl::error &) {
+    // No primitive for this convolution: nothing was written, the caller
+    // runs another kernel.
+    e = ConvCache::Entry();
+    e.refused = true;
+    return false;
+  }
+  return true;
+}
+#else
+bool runConvDnnl(const Prepared &, const Window2DShape &, ConvCache *) {
+  return false;
+}
+#endif
+
+} // namespace pax::runtime::cpu

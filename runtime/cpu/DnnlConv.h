@@ -1,0 +1,52 @@
+//===- DnnlConv.h - 2-D convolutions on oneDNN's primitives -----*- C++ -*-===//
+//
+// Channels-last convolutions (passes/ChannelsLast.h) run on oneDNN's
+// convolution primitive, whose brgemm kernels compute [n, h, w, c]
+// activations at about twice the rate of im2col and a GEMM on NCHW ones.
+// The primitive wants its weights in a blocked layout of its choosing: they
+// are reordered from the model's [co, ci, kh, kw] once per weight that stays
+// the same from run to run (Tensor::resident), kept in a ConvCache with the
+// compiled primitive, and once per call otherwise.
+//
+//===----------------------------------------------------------------------===//
+#ifndef PAX_RUNTIME_CPU_DNNLCONV_H
+#define PAX_RUNTIME_CPU_DNNLCONV_H
+
+#include "runtime/WindowShape.h"
+
+#include <memory>
+
+namespace pax::runtime::cpu {
+
+/// One CPU device's compiled convolution primitives and packed weights, by
+/// compute; dropped when the device starts a run of another program or
+/// with other weights (Device::beginRun).
+class ConvCache {
+public:
+  ConvCache();
+  ~ConvCache();
+  ConvCache(const ConvCache &) = delete;
+  ConvCache &operator=(const ConvCache &) = delete;
+  void clear();
+
+  struct Entry;
+  /// The entry of \p c, made empty when absent.
+  Entry &entry(const plan::Compute &c);
+  /// Whether \p c ran on a oneDNN primitive it keeps.
+  bool compiled(const plan::Compute &c) const;
+
+private:
+  struct Entries;
+  std::unique_ptr<Entries> entries;
+};
+
+/// Runs \p p, a 2-D f32 convolution of shape \p s (matchConv2D), input and
+/// output each NCHW or channels-last as \p s says, on oneDNN's primitive,
+/// its primitive and packed weights kept in \p cache where given. Returns
+/// false, having written nothing, where paxc is built without oneDNN or
+/// oneDNN takes no such convolution.
+bool runConvDnnl(const Prepared &p, const Window2DShape &s, ConvCache *cache);
+
+} // namespace pax::runtime::cpu
+
+#endif // PAX_RUNTIME_CPU_DNNLCONV_H
