@@ -129,6 +129,19 @@ std::string notFusable(const Op &op) {
 
 bool fusable(const Op &op) { return notFusable(op).empty(); }
 
+/// Whether \p op computes each point alone: an elementwise or layout op,
+/// or an inference batch norm (a per-channel scale and shift), which may
+/// follow a contraction in its epilogue.
+bool pointByPoint(const Op &op) {
+  OpFamily f = opKindFamily(op.kind);
+  if (f == OpFamily::Elementwise || f == OpFamily::Layout)
+    return true;
+  return op.kind == OpKind::BatchNorm &&
+         llvm::all_of(op.iters, [](const IterDim &d) {
+           return d.kind == IterKind::Parallel;
+         });
+}
+
 /// Whether \p op can head a kernel of its elementwise epilogue (a bias, an
 /// activation): a contraction whose results are plain dims, no `_`.
 bool epilogueHead(const Op &op) {
@@ -258,9 +271,7 @@ private:
   std::string whyNotJoin(const Op &op) const {
     if (std::string why = notFusable(op); !why.empty())
       return why;
-    OpFamily f = opKindFamily(op.kind);
-    if (epilogueHead(*group.front()) && f != OpFamily::Elementwise &&
-        f != OpFamily::Layout)
+    if (epilogueHead(*group.front()) && !pointByPoint(op))
       return "a contraction's epilogue takes elementwise ops only";
     bool reads = false;
     for (unsigned k = 0; k < op.operands.size(); ++k) {

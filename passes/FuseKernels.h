@@ -24,9 +24,10 @@
 //     0.5 * x, that a later op of the kernel reads).
 //
 // A contraction (matmul, gemm, convolution) joins no kernel but heads one
-// of its elementwise epilogue (a bias, an activation: what cuBLASLt and
-// cuDNN fuse), unless its reduction is split (its result is partial sums,
-// added up first).
+// of its elementwise epilogue (a bias, an activation, an inference batch
+// norm, a residual add: what cuBLASLt and cuDNN fuse, and what the CPU
+// backend folds into a convolution, runtime/cpu/ConvChain.h), unless its
+// reduction is split (its result is partial sums, added up first).
 //
 // A collective, a contraction, a reduction over other than the last dims, a
 // read through another map (an offset, a window, a lookup) or any other op
