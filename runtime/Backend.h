@@ -12,6 +12,7 @@
 #include "runtime/Tensor.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -37,6 +38,14 @@ std::string backendNames();
 /// of the device's arena: host memory the kernels and the host read
 /// directly where hostAccessible(), device memory (never dereferenced on
 /// the host) otherwise.
+/// One compute of a chain a device may run as one kernel, with its
+/// buffers (Device::launchChain).
+struct ChainLink {
+  const plan::Compute *compute = nullptr;
+  llvm::SmallVector<const Tensor *, 5> inputs;
+  llvm::SmallVector<Tensor *, 1> outputs;
+};
+
 class Device {
 public:
   virtual ~Device();
@@ -74,6 +83,22 @@ public:
   virtual bool canRead(const Device &other) const = 0;
   /// Waits until the device's work so far is done.
   virtual llvm::Error synchronize() = 0;
+
+  /// How many computes of \p chain, from the first, the device runs as one
+  /// kernel (launchChain); 1 when none. In a chain each compute reads the
+  /// result of the one before, its only output, which nothing else reads
+  /// and the program does not return.
+  virtual size_t fuses(llvm::ArrayRef<const plan::Compute *> chain) {
+    (void)chain;
+    return 1;
+  }
+  /// Runs \p chain (as many computes as fuses said) as one kernel: only
+  /// the last compute's outputs are written. False, having written
+  /// nothing, where it cannot after all (the caller runs each compute).
+  virtual llvm::Expected<bool> launchChain(llvm::ArrayRef<ChainLink> chain) {
+    (void)chain;
+    return false;
+  }
 
   /// Called before each run of a program. \p resident: the previous run
   /// was the same program, and its buffers marked Tensor::resident hold

@@ -10,6 +10,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace pax::runtime {
@@ -109,6 +110,35 @@ private:
   /// The generated kernel starting at each instruction, where the device
   /// runs them (else none).
   llvm::Error findKernels();
+  /// The chain of computes the device runs as one kernel from each
+  /// instruction (Device::fuses), where it fuses any: the instructions
+  /// from the first compute to the last, loads of weights among them.
+  void findChains();
+  /// Instruction \p i and the computes after it, each reading the one
+  /// before's only result (which nothing else reads), with the loads
+  /// between them.
+  llvm::SmallVector<int64_t, 8> candidateChain(int64_t i) const;
+  /// What \p chain reads from outside (and whether its first compute
+  /// does), loads, and the buffers of its first and last results.
+  struct ChainBuffers {
+    llvm::SmallVector<std::pair<uint32_t, bool>, 16> reads;
+    llvm::SmallVector<uint32_t, 8> loads;
+    uint32_t first = 0, out = 0;
+  };
+  ChainBuffers chainBuffers(llvm::ArrayRef<int64_t> chain) const;
+  /// Whether \p chain's loads may run before its first compute, and its
+  /// first result be written while it reads: no shared bytes.
+  bool movable(llvm::ArrayRef<int64_t> chain) const;
+  /// Whether \p chain's result shares bytes with what it reads, so that
+  /// it is computed where its first result goes and copied after.
+  bool staged(llvm::ArrayRef<int64_t> chain) const;
+  /// Runs \p chain: its loads, then its computes as one kernel where the
+  /// device can, else one by one.
+  llvm::Error stepChain(llvm::ArrayRef<int64_t> chain);
+  /// The device's one kernel for \p computes; false where it cannot.
+  /// With \p stage, computed where the first result goes, then copied.
+  llvm::Expected<bool> launchFused(llvm::ArrayRef<int64_t> computes,
+                                   bool stage);
   llvm::Error execute(int64_t i, const plan::Instruction &inst, const Uses &u);
   llvm::Error launch(const plan::Compute &c, const Uses &u);
   llvm::Error slice(int64_t i, const plan::Slice &s);
@@ -127,6 +157,9 @@ private:
   int64_t n;
   std::vector<int64_t> last;
   std::vector<const plan::GeneratedKernel *> kernelAt;
+  std::vector<llvm::SmallVector<int64_t, 8>> chains;
+  /// The instructions reading each buffer.
+  std::vector<uint32_t> readers;
   std::vector<bool> allocated, keep, resident;
   /// Live bytes: the persistent buffers (weights kept between runs) from
   /// the start, as the arena holds them; the rest from their first write.
@@ -359,6 +392,188 @@ llvm::Error DeviceRun::findKernels() {
   return llvm::Error::success();
 }
 
+/// The longest chain of computes tried for fusion.
+constexpr size_t kMaxChain = 4;
+
+/// True when buffers \p a and \p b of \p prog share arena bytes.
+bool shareBytes(const plan::DeviceProgram &prog, uint32_t a, uint32_t b) {
+  const plan::Buffer &x = prog.buffers(int(a)), &y = prog.buffers(int(b));
+  return x.offset() < y.offset() + planBufferBytes(y) &&
+         y.offset() < x.offset() + planBufferBytes(x);
+}
+
+llvm::SmallVector<int64_t, 8> DeviceRun::candidateChain(int64_t i) const {
+  llvm::SmallVector<int64_t, 8> chain{i};
+  size_t computes = 1;
+  for (int64_t j = i, next = i + 1; computes < kMaxChain && next < n;) {
+    const plan::Instruction &inst = prog.instructions(int(next));
+    if (inst.has_load()) { // loads of the links' weights may come between
+      chain.push_back(next++);
+      continue;
+    }
+    Uses u = usesOf(prog.instructions(int(j)));
+    if (kernelAt[size_t(next)] || !inst.has_compute() || u.writes.size() != 1 ||
+        readers[u.writes[0]] != 1 || keep[u.writes[0]] ||
+        !llvm::is_contained(usesOf(inst).reads, u.writes[0]))
+      break;
+    chain.push_back(next);
+    j = next++;
+    ++computes;
+  }
+  while (!prog.instructions(int(chain.back())).has_compute())
+    chain.pop_back();
+  return chain;
+}
+
+DeviceRun::ChainBuffers
+DeviceRun::chainBuffers(llvm::ArrayRef<int64_t> chain) const {
+  ChainBuffers c;
+  bool first = true;
+  for (int64_t i : chain) {
+    const plan::Instruction &inst = prog.instructions(int(i));
+    Uses u = usesOf(inst);
+    if (inst.has_load()) {
+      llvm::append_range(c.loads, u.writes);
+      continue;
+    }
+    for (uint32_t b : u.reads)
+      if (first || b != c.out) // not the result before, never stored
+        c.reads.push_back({b, first});
+    if (first)
+      c.first = u.writes[0];
+    c.out = u.writes[0];
+    first = false;
+  }
+  return c;
+}
+
+bool DeviceRun::movable(llvm::ArrayRef<int64_t> chain) const {
+  // The loads run before the first compute, and the first compute's
+  // result (where a staged chain is computed) is written while the
+  // chain's inputs are read: neither may share their bytes.
+  ChainBuffers c = chainBuffers(chain);
+  for (auto read : c.reads) {
+    uint32_t r = read.first;
+    for (uint32_t l : c.loads)
+      if (l != r && shareBytes(prog, l, r))
+        return false;
+    if (shareBytes(prog, c.first, r))
+      return false;
+  }
+  return true;
+}
+
+bool DeviceRun::staged(llvm::ArrayRef<int64_t> chain) const {
+  // The result may lie exactly on an input of a later link (an add in
+  // place); on any other input it is written through the first result.
+  ChainBuffers c = chainBuffers(chain);
+  return llvm::any_of(c.reads, [&](std::pair<uint32_t, bool> read) {
+    auto [r, byFirst] = read;
+    bool inPlace = !byFirst && prog.buffers(int(r)).offset() ==
+                                   prog.buffers(int(c.out)).offset();
+    return shareBytes(prog, r, c.out) && !inPlace;
+  });
+}
+
+void DeviceRun::findChains() {
+  chains.assign(size_t(n), {});
+  readers.assign(nb, 0);
+  for (int64_t i = 0; i < n; ++i)
+    for (uint32_t b : usesOf(prog.instructions(int(i))).reads)
+      ++readers[b];
+  for (int64_t i = 0; i < n; ++i) {
+    if (kernelAt[size_t(i)] || !prog.instructions(int(i)).has_compute())
+      continue;
+    llvm::SmallVector<int64_t, 8> chain = candidateChain(i);
+    llvm::SmallVector<const plan::Compute *, kMaxChain> computes;
+    for (int64_t j : chain)
+      if (prog.instructions(int(j)).has_compute())
+        computes.push_back(&prog.instructions(int(j)).compute());
+    if (computes.size() < 2)
+      continue;
+    size_t fused = device.fuses(computes);
+    // Cut the chain after its last fused compute.
+    for (size_t seen = 0, k = 0; k < chain.size(); ++k)
+      if (prog.instructions(int(chain[k])).has_compute() && ++seen == fused) {
+        chain.resize(k + 1);
+        break;
+      }
+    if (fused > 1 && movable(chain))
+      chains[size_t(i)] = std::move(chain);
+  }
+}
+
+llvm::Expected<bool> DeviceRun::launchFused(llvm::ArrayRef<int64_t> computes,
+                                            bool stage) {
+  // Only what the chain reads from outside and its result exist for it:
+  // the intermediate results may share bytes with what it reads.
+  llvm::SmallVector<ChainLink, kMaxChain> links;
+  uint32_t first = 0, out = 0;
+  for (size_t k = 0; k < computes.size(); ++k) {
+    Uses u = usesOf(prog.instructions(int(computes[k])));
+    ChainLink &l = links.emplace_back();
+    l.compute = &prog.instructions(int(computes[k])).compute();
+    for (uint32_t b : u.reads) {
+      if (!allocated[b] && (k == 0 || b != out))
+        return fail("instruction " + llvm::Twine(computes[k]) +
+                    " reads buffer " + llvm::Twine(b) +
+                    " before anything writes it");
+      l.inputs.push_back(&buffers[b]);
+    }
+    if (k == 0)
+      first = u.writes[0];
+    out = u.writes[0];
+    l.outputs.push_back(&buffers[out]);
+  }
+  // Written whole (maybe in place of an input), so not zero-filled.
+  allocate(stage ? first : out, /*zero=*/false);
+  links.back().outputs[0] = &buffers[stage ? first : out];
+  llvm::Expected<bool> fused = device.launchChain(links);
+  if (!fused || !*fused || !stage)
+    return fused;
+  allocate(out, /*zero=*/false);
+  llvm::SmallVector<int64_t, 4> origin(buffers[out].shape.size(), 0);
+  if (auto err = device.copyOverlap(buffers[first], origin, buffers[out],
+                                    origin, /*add=*/false))
+    return err;
+  return true;
+}
+
+llvm::Error DeviceRun::stepChain(llvm::ArrayRef<int64_t> chain) {
+  double traceStart = options.trace ? traceClock() : 0;
+  llvm::SmallVector<int64_t, kMaxChain> computes;
+  for (int64_t i : chain) {
+    if (!prog.instructions(int(i)).has_compute()) {
+      if (auto err = step(i))
+        return err;
+      continue;
+    }
+    computes.push_back(i);
+  }
+  auto start = std::chrono::steady_clock::now();
+  llvm::Expected<bool> fused = launchFused(computes, staged(chain));
+  if (!fused)
+    return fail(llvm::toString(fused.takeError()));
+  if (!*fused) // one by one after all
+    for (int64_t i : computes)
+      if (auto err = step(i))
+        return err;
+  if (!*fused)
+    return llvm::Error::success();
+  stats.instructions += int64_t(computes.size());
+  if (kernelTimingOn())
+    recordKernelTime(prog.instructions(int(computes[0])).compute(),
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now() - start)
+                         .count());
+  if (options.trace)
+    if (auto err = trace(prog.instructions(int(computes[0])), traceStart))
+      return err;
+  for (int64_t i : computes)
+    release(i, usesOf(prog.instructions(int(i))));
+  return llvm::Error::success();
+}
+
 llvm::Error DeviceRun::stepKernel(const plan::GeneratedKernel &k) {
   double traceStart = options.trace ? traceClock() : 0;
   int64_t first = k.first(), end = first + int64_t(k.count());
@@ -418,15 +633,19 @@ llvm::Error DeviceRun::run() {
   findResident();
   if (auto err = findKernels())
     return err;
+  findChains();
   if (auto err = bindInputs())
     return err;
   if (options.trace)
     traceClock(); // the epoch, before the first instruction
   for (int64_t i = 0; i < n;) {
     const plan::GeneratedKernel *k = kernelAt[size_t(i)];
-    if (auto err = k ? stepKernel(*k) : step(i))
+    const auto &chain = chains[size_t(i)];
+    if (auto err = k               ? stepKernel(*k)
+                   : chain.empty() ? step(i)
+                                   : stepChain(chain))
       return err;
-    i += k ? int64_t(k->count()) : 1;
+    i = k ? i + int64_t(k->count()) : chain.empty() ? i + 1 : chain.back() + 1;
   }
   return device.synchronize();
 }
