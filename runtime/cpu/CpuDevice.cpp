@@ -2,6 +2,7 @@
 //----------------------------===//
 #include "runtime/Exchange.h"
 #include "runtime/HostMemoryDevice.h"
+#include "runtime/cpu/ConvChain.h"
 #include "runtime/cpu/DnnlConv.h"
 #include "runtime/cpu/Kernels.h"
 
@@ -59,7 +60,8 @@ namespace {
 
 /// Host memory and the CPU kernels (Kernels.h), with the convolutions'
 /// primitives and packed weights kept while the program and its resident
-/// weights stay the same.
+/// weights stay the same; a convolution and its epilogue run as one
+/// (cpu/ConvChain.h).
 class CpuDevice final : public HostMemoryDevice {
 public:
   Backend backend() const override { return Backend::Cpu; }
@@ -71,6 +73,12 @@ public:
                      llvm::ArrayRef<const Tensor *> inputs,
                      llvm::ArrayRef<Tensor *> outputs) override {
     return runDeviceKernel(c, inputs, outputs, convs);
+  }
+  size_t fuses(llvm::ArrayRef<const plan::Compute *> chain) override {
+    return cpu::convChainLength(chain);
+  }
+  llvm::Expected<bool> launchChain(llvm::ArrayRef<ChainLink> chain) override {
+    return cpu::runConvChain(chain, convs);
   }
 
 private:

@@ -11,9 +11,14 @@
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
 #endif
 
 namespace pax::runtime::cpu {
@@ -24,8 +29,11 @@ struct ConvCache::Entry {
   dnnl::memory::desc userWeights, src, dst, bias;
   /// The weights in the primitive's layout.
   dnnl::memory packed;
-  /// The resident weights \p packed holds, or null (packed per call).
-  const void *packedFrom = nullptr;
+  /// The resident tensors \p packed (and \p bias) derive from, or none
+  /// (packed per call).
+  llvm::SmallVector<const void *, 6> packedFrom;
+  /// The bias with a batch norm folded in, else empty (the input's).
+  std::vector<float> foldedBias;
   /// Elements from the input tensor's start to the window's first point.
   int64_t srcOffset = 0;
   /// The activations in the primitive's layouts, where they differ from
@@ -39,18 +47,18 @@ struct ConvCache::Entry {};
 #endif
 
 struct ConvCache::Entries {
-  std::unordered_map<const plan::Compute *, Entry> byCompute;
+  std::unordered_map<const void *, Entry> byCompute;
 };
 
 ConvCache::ConvCache() : entries(std::make_unique<Entries>()) {}
 ConvCache::~ConvCache() = default;
 void ConvCache::clear() { entries->byCompute.clear(); }
-ConvCache::Entry &ConvCache::entry(const plan::Compute &c) {
-  return entries->byCompute[&c];
+ConvCache::Entry &ConvCache::entry(const void *key) {
+  return entries->byCompute[key];
 }
 bool ConvCache::compiled(const plan::Compute &c) const {
 #ifdef PAX_HAVE_DNNL
-  auto it = entries->byCompute.find(&c);
+  auto it = entries->byCompute.find(static_cast<const void *>(&c));
   return it != entries->byCompute.end() && it->second.primitive.has_value();
 #else
   (void)c;
@@ -114,15 +122,16 @@ struct ConvParams {
 dnnl::convolution_forward::primitive_desc
 describe(dnnl::algorithm algo, const memory::desc &src,
          const memory::desc &weights, const memory::desc &bias,
-         const memory::desc &dst, const ConvParams &k) {
+         const memory::desc &dst, const ConvParams &k,
+         const dnnl::primitive_attr &attr) {
   auto kind = dnnl::prop_kind::forward_inference;
   bool biased = !bias.dims().empty();
 #if DNNL_VERSION_MAJOR >= 3
   if (biased)
     return {engine(), kind,      algo,      src,    weights, bias,
-            dst,      k.strides, k.dilates, k.padL, k.padR};
-  return {engine(), kind,      algo,      src,    weights,
-          dst,      k.strides, k.dilates, k.padL, k.padR};
+            dst,      k.strides, k.dilates, k.padL, k.padR,  attr};
+  return {engine(),  kind,      algo,   src,    weights, dst,
+          k.strides, k.dilates, k.padL, k.padR, attr};
 #else
   auto desc = biased
                   ? dnnl::convolution_forward::desc(kind, algo, src, weights,
@@ -131,7 +140,7 @@ describe(dnnl::algorithm algo, const memory::desc &src,
                   : dnnl::convolution_forward::desc(kind, algo, src, weights,
                                                     dst, k.strides, k.dilates,
                                                     k.padL, k.padR);
-  return {desc, engine()};
+  return {desc, attr, engine()};
 #endif
 }
 
@@ -155,10 +164,9 @@ bool winogradShape(const Window2DShape &s) {
 /// only the reference kernel) the direct one in layouts oneDNN chooses.
 /// Where the chosen layouts differ from the activations', \p e gets inner
 /// memories the activations are reordered through.
-dnnl::convolution_forward::primitive_desc choose(const Window2DShape &s,
-                                                 ConvCache::Entry &e,
-                                                 const memory::desc &weights,
-                                                 const ConvParams &k) {
+dnnl::convolution_forward::primitive_desc
+choose(const Window2DShape &s, ConvCache::Entry &e, const memory::desc &weights,
+       const ConvParams &k, const dnnl::primitive_attr &attr) {
   auto any = [](const memory::desc &d) {
     return memory::desc(d.dims(), memory::data_type::f32,
                         memory::format_tag::any);
@@ -173,25 +181,48 @@ dnnl::convolution_forward::primitive_desc choose(const Window2DShape &s,
   if (winogradShape(s)) {
     try {
       return inner(describe(dnnl::algorithm::convolution_winograd, any(e.src),
-                            weights, e.bias, any(e.dst), k));
+                            weights, e.bias, any(e.dst), k, attr));
     } catch (const dnnl::error &) {
       // No Winograd kernel on this processor: the direct one.
     }
   }
   auto direct = dnnl::algorithm::convolution_direct;
-  auto pd = describe(direct, e.src, weights, e.bias, e.dst, k);
+  auto pd = describe(direct, e.src, weights, e.bias, e.dst, k, attr);
   if (!reference(pd))
     return pd;
-  pd = describe(direct, any(e.src), weights, e.bias, any(e.dst), k);
+  pd = describe(direct, any(e.src), weights, e.bias, any(e.dst), k, attr);
   if (reference(pd))
     throw dnnl::error(dnnl_unimplemented, "only the reference kernel");
   return inner(pd);
 }
 
+/// \p epi's relus and residual add (of a tensor laid out as \p residual)
+/// as oneDNN post-ops (the batch norm is folded into the weights).
+dnnl::primitive_attr postOps(const ConvEpilogue &epi,
+                             const memory::desc &residual) {
+  dnnl::post_ops ops;
+  auto relu = [&] {
+#if DNNL_VERSION_MAJOR >= 3
+    ops.append_eltwise(dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+#else
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+#endif
+  };
+  if (epi.relu)
+    relu();
+  if (epi.residual) // read where it lies, in the result's layout
+    ops.append_binary(dnnl::algorithm::binary_add, residual);
+  if (epi.reluAfter)
+    relu();
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  return attr;
+}
+
 /// Compiles the primitive of \p p into \p e (the input viewed through
 /// \p rows and \p cols), as choose() says.
-void build(const Prepared &p, const Window2DShape &s, const DnnlDim &rows,
-           const DnnlDim &cols, ConvCache::Entry &e) {
+void build(const Prepared &p, const Window2DShape &s, const ConvEpilogue &epi,
+           const DnnlDim &rows, const DnnlDim &cols, ConvCache::Entry &e) {
   using tag = memory::format_tag;
   const WindowDim &r = s.rows, &c = s.cols;
   int64_t cin = s.g * s.ci, cout = s.g * s.co;
@@ -205,33 +236,85 @@ void build(const Prepared &p, const Window2DShape &s, const DnnlDim &rows,
   e.userWeights = memory::desc(wdims, memory::data_type::f32,
                                s.g > 1 ? tag::goihw : tag::oihw);
   memory::desc anyWeights(wdims, memory::data_type::f32, tag::any);
-  if (p.ins.size() > 2)
+  if (p.ins.size() > 2 || epi.norm[0])
     e.bias = memory::desc({cout}, memory::data_type::f32, tag::x);
   ConvParams k{{r.stride, c.stride},
                {r.dilation - 1, c.dilation - 1},
                {rows.padL, cols.padL},
                {rows.padR, cols.padR}};
-  auto pd = choose(s, e, anyWeights, k);
+  auto pd = choose(s, e, anyWeights, k, postOps(epi, e.dst));
   e.packed = memory(pd.weights_desc(), engine());
-  e.packedFrom = nullptr;
+  e.packedFrom.clear();
   e.primitive.emplace(pd);
 }
 
-/// Reorders \p p's weights into \p e's packed layout, unless they are
-/// resident weights it holds already.
-void pack(const Prepared &p, ConvCache::Entry &e, dnnl::stream &st) {
-  const Tensor &w = *p.ins[1];
-  const void *from = w.data.data();
-  if (w.resident && e.packedFrom == from)
+/// The tensors \p e's packed weights and bias derive from.
+llvm::SmallVector<const Tensor *, 6> packSources(const Prepared &p,
+                                                 const ConvEpilogue &epi) {
+  llvm::SmallVector<const Tensor *, 6> from{p.ins[1]};
+  if (p.ins.size() > 2)
+    from.push_back(p.ins[2]);
+  if (epi.norm[0])
+    from.append(std::begin(epi.norm), std::end(epi.norm));
+  return from;
+}
+
+/// \p p's weights times the batch norm's per-channel factor (scale /
+/// sqrt(var + epsilon), in double as the batch norm kernel computes it),
+/// and the bias as the batch norm maps it, into \p e.foldedBias.
+std::vector<float> foldNorm(const Prepared &p, const ConvEpilogue &epi,
+                            ConvCache::Entry &e) {
+  auto f32 = [](const Tensor *t) {
+    return reinterpret_cast<const float *>(t->data.data());
+  };
+  const float *w = f32(p.ins[1]),
+              *cb = p.ins.size() > 2 ? f32(p.ins[2]) : nullptr;
+  const float *scale = f32(epi.norm[0]), *shift = f32(epi.norm[1]),
+              *mean = f32(epi.norm[2]), *var = f32(epi.norm[3]);
+  int64_t channels = epi.norm[0]->numel(), per = p.ins[1]->numel() / channels;
+  std::vector<float> folded(size_t(p.ins[1]->numel()));
+  e.foldedBias.assign(size_t(channels), 0.0f);
+  for (int64_t o = 0; o < channels; ++o) {
+    double a = double(scale[o]) / std::sqrt(double(var[o]) + epi.epsilon);
+    for (int64_t i = o * per; i < (o + 1) * per; ++i)
+      folded[size_t(i)] = float(double(w[i]) * a);
+    double b = double(shift[o]) - double(mean[o]) * a;
+    e.foldedBias[size_t(o)] = float((cb ? double(cb[o]) : 0.0) * a + b);
+  }
+  return folded;
+}
+
+/// Reorders \p p's weights (with \p epi's batch norm folded in) into
+/// \p e's packed layout, unless they derive from resident tensors it holds
+/// already.
+void pack(const Prepared &p, const ConvEpilogue &epi, ConvCache::Entry &e,
+          dnnl::stream &st) {
+  llvm::SmallVector<const Tensor *, 6> sources = packSources(p, epi);
+  llvm::SmallVector<const void *, 6> from;
+  for (const Tensor *t : sources)
+    from.push_back(t->data.data());
+  bool resident =
+      llvm::all_of(sources, [](const Tensor *t) { return t->resident; });
+  if (resident && e.packedFrom == from)
     return;
-  memory user(e.userWeights, engine(), const_cast<void *>(from));
+  std::vector<float> folded;
+  const void *weights = from[0];
+  if (epi.norm[0]) {
+    folded = foldNorm(p, epi, e);
+    weights = folded.data();
+  }
+  memory user(e.userWeights, engine(), const_cast<void *>(weights));
   dnnl::reorder(user, e.packed).execute(st, user, e.packed);
-  e.packedFrom = w.resident ? from : nullptr;
+  st.wait();
+  e.packedFrom.clear();
+  if (resident)
+    e.packedFrom = from;
 }
 
 /// Runs \p e's primitive on \p p's buffers, through its inner layouts
-/// where it has them.
-void execute(const Prepared &p, ConvCache::Entry &e, dnnl::stream &st) {
+/// where it has them, with \p epi's residual.
+void execute(const Prepared &p, const ConvEpilogue &epi, ConvCache::Entry &e,
+             dnnl::stream &st) {
   auto buffer = [](const Tensor &t) {
     return const_cast<void *>(static_cast<const void *>(t.data.data()));
   };
@@ -244,20 +327,27 @@ void execute(const Prepared &p, ConvCache::Entry &e, dnnl::stream &st) {
   memory out = e.dstInner ? e.dstInner : dst;
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, e.packed}, {DNNL_ARG_DST, out}};
-  if (p.ins.size() > 2)
+  if (!e.foldedBias.empty())
+    args.emplace(DNNL_ARG_BIAS, memory(e.bias, engine(), e.foldedBias.data()));
+  else if (p.ins.size() > 2)
     args.emplace(DNNL_ARG_BIAS, memory(e.bias, engine(), buffer(*p.ins[2])));
+  if (epi.residual) // the post-op after the relu, if any
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(epi.relu ? 1 : 0) |
+                     DNNL_ARG_SRC_1,
+                 memory(e.dst, engine(), buffer(*epi.residual)));
   e.primitive->execute(st, args);
   if (e.dstInner)
     dnnl::reorder(out, dst).execute(st, out, dst);
 }
 } // namespace
 
-bool runConvDnnl(const Prepared &p, const Window2DShape &s, ConvCache *cache) {
+bool runConvDnnl(const Prepared &p, const Window2DShape &s, ConvCache *cache,
+                 const ConvEpilogue &epi, const void *key) {
   std::optional<DnnlDim> rows = dnnlDim(s.rows), cols = dnnlDim(s.cols);
   if (!rows || !cols)
     return false;
   ConvCache::Entry local;
-  ConvCache::Entry &e = cache ? cache->entry(p.c) : local;
+  ConvCache::Entry &e = cache ? cache->entry(key ? key : &p.c) : local;
   if (e.refused)
     return false;
   try {
@@ -270,10 +360,10 @@ bool runConvDnnl(const Prepared &p, const Window2DShape &s, ConvCache *cache) {
                              tbb::global_control::max_allowed_parallelism))));
 #endif
     if (!e.primitive)
-      build(p, s, *rows, *cols, e);
+      build(p, s, epi, *rows, *cols, e);
     dnnl::stream st(engine());
-    pack(p, e, st);
-    execute(p, e, st);
+    pack(p, epi, e, st);
+    execute(p, epi, e, st);
     st.wait();
   } catch (const dnnl::error &) {
     // No primitive for this convolution: nothing was written, the caller
@@ -285,7 +375,8 @@ bool runConvDnnl(const Prepared &p, const Window2DShape &s, ConvCache *cache) {
   return true;
 }
 #else
-bool runConvDnnl(const Prepared &, const Window2DShape &, ConvCache *) {
+bool runConvDnnl(const Prepared &, const Window2DShape &, ConvCache *,
+                 const ConvEpilogue &, const void *) {
   return false;
 }
 #endif

@@ -30,8 +30,9 @@ public:
   void clear();
 
   struct Entry;
-  /// The entry of \p c, made empty when absent.
-  Entry &entry(const plan::Compute &c);
+  /// The entry of \p key (a convolution's compute, or the last compute
+  /// of a chain it runs), made empty when absent.
+  Entry &entry(const void *key);
   /// Whether \p c ran on a oneDNN primitive it keeps.
   bool compiled(const plan::Compute &c) const;
 
@@ -40,12 +41,28 @@ private:
   std::unique_ptr<Entries> entries;
 };
 
+/// What a chain of computes after a convolution does to its result, run
+/// by oneDNN with it (cpu/ConvChain.h): a batch norm folded into the
+/// weights and bias, a relu, a residual added, a relu.
+struct ConvEpilogue {
+  /// The batch norm's scale, bias, mean and variance (f32 [channels]),
+  /// or none.
+  const Tensor *norm[4] = {};
+  double epsilon = 0;
+  bool relu = false;
+  /// Added after the relu (the output's shape and layout), or null.
+  const Tensor *residual = nullptr;
+  bool reluAfter = false;
+};
+
 /// Runs \p p, a 2-D f32 convolution of shape \p s (matchConv2D), input and
-/// output each NCHW or channels-last as \p s says, on oneDNN's primitive,
-/// its primitive and packed weights kept in \p cache where given. Returns
-/// false, having written nothing, where paxc is built without oneDNN or
-/// oneDNN takes no such convolution.
-bool runConvDnnl(const Prepared &p, const Window2DShape &s, ConvCache *cache);
+/// output each NCHW or channels-last as \p s says, and \p epi after it on
+/// oneDNN's primitive, its primitive and packed weights kept in \p cache
+/// where given (under \p key, else the compute). Returns false, having
+/// written nothing, where paxc is built without oneDNN or oneDNN takes no
+/// such convolution.
+bool runConvDnnl(const Prepared &p, const Window2DShape &s, ConvCache *cache,
+                 const ConvEpilogue &epi = {}, const void *key = nullptr);
 
 } // namespace pax::runtime::cpu
 

@@ -8,6 +8,7 @@
 // ones (offsets, halo rows), as a partitioned plan gives them.
 //
 //===----------------------------------------------------------------------===//
+#include "runtime/cpu/ConvChain.h"
 #include "runtime/cpu/DnnlConv.h"
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/GenericKernel.h"
@@ -334,6 +335,74 @@ TEST(FastKernelsTest, ChannelsLastConvRepacksWeightsThatChange) {
          again = runOnDevice(c, ins, shape, cache);
   EXPECT_EQ(first.data, again.data);
   expectClose(again, flipped, 1e-4);
+}
+
+/// A pointwise compute of \p kind over [n, h, w, c] reading \p ins buffers
+/// (\p params of them per channel) and writing buffer \p out.
+plan::Compute pointwise(const char *kind, std::vector<uint32_t> ins,
+                        size_t params, uint32_t out) {
+  auto b =
+      ComputeBuilder(kind).iter("n", 1).iter("h", 6).iter("w", 5).iter("c", 16);
+  for (size_t i = 0; i < ins.size(); ++i) {
+    if (i + params >= ins.size() && params)
+      b.in({dim(3)});
+    else
+      b.in({dim(0), dim(1), dim(2), dim(3)});
+    b.c.mutable_inputs(int(i))->set_buffer(ins[i]);
+  }
+  b.out({dim(0), dim(1), dim(2), dim(3)});
+  b.c.mutable_outputs(0)->set_buffer(out);
+  if (std::string(kind) == "batch_norm")
+    b.attrF("epsilon", 1e-3f);
+  return b.c;
+}
+
+TEST(FastKernelsTest, ConvChainEqualsItsComputesOneByOne) {
+  // conv -> batch norm -> relu -> add (a shortcut) -> relu, channels-last,
+  // as one oneDNN convolution against each compute on its own.
+  ConvCase k{1, 1, 8, 16, 6, 5, 3, 3, 1, 1, 1, 1, -1, -1, 6, 5, true};
+  plan::Compute conv = channelsLastConv(k, true);
+  conv.mutable_outputs(0)->set_buffer(10);
+  std::vector<plan::Compute> computes{
+      conv, pointwise("batch_norm", {10, 1, 2, 3, 4}, 4, 11),
+      pointwise("relu", {11}, 0, 12), pointwise("add", {5, 12}, 0, 13),
+      pointwise("relu", {13}, 0, 14)};
+  std::vector<const plan::Compute *> chain;
+  for (const plan::Compute &c : computes)
+    chain.push_back(&c);
+  size_t want = cpu::gemmBackend() == "onednn" ? 5 : 1;
+  ASSERT_EQ(cpu::convChainLength(chain), want);
+  std::vector<Tensor> ins = channelsLastInputs(k, true, 97);
+  std::vector<Tensor> norm{
+      random(plan::F32, {16}, 98), random(plan::F32, {16}, 99),
+      random(plan::F32, {16}, 100), random(plan::F32, {16}, 101, 0.5, 2)};
+  Tensor shortcut = random(plan::F32, {1, 6, 5, 16}, 102);
+  // One by one.
+  std::vector<Tensor> t(5, Tensor::zeros(plan::F32, {1, 6, 5, 16}));
+  ASSERT_EQ(run(computes[0], {&ins[0], &ins[1], &ins[2]}, {&t[0]}), "");
+  ASSERT_EQ(run(computes[1], {&t[0], &norm[0], &norm[1], &norm[2], &norm[3]},
+                {&t[1]}),
+            "");
+  ASSERT_EQ(run(computes[2], {&t[1]}, {&t[2]}), "");
+  ASSERT_EQ(run(computes[3], {&shortcut, &t[2]}, {&t[3]}), "");
+  ASSERT_EQ(run(computes[4], {&t[3]}, {&t[4]}), "");
+  // As one.
+  std::vector<ChainLink> links(5);
+  Tensor out = Tensor::zeros(plan::F32, {1, 6, 5, 16});
+  for (size_t i = 0; i < 5; ++i)
+    links[i].compute = &computes[i];
+  links[0].inputs = {&ins[0], &ins[1], &ins[2]};
+  links[1].inputs = {nullptr, &norm[0], &norm[1], &norm[2], &norm[3]};
+  links[2].inputs = {nullptr};
+  links[3].inputs = {&shortcut, nullptr};
+  links[4].inputs = {nullptr};
+  links[4].outputs = {&out};
+  cpu::ConvCache cache;
+  llvm::Expected<bool> fused = cpu::runConvChain(links, cache);
+  ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
+  ASSERT_EQ(*fused, want > 1);
+  if (*fused)
+    expectClose(as(plan::F64, out), as(plan::F64, t[4]), 1e-4);
 }
 
 TEST(FastKernelsTest, ChannelsLastMaxPoolMatchesReference) {

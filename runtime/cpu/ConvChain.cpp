@@ -1,0 +1,174 @@
+//===- ConvChain.cpp - A convolution and its epilogue as one kernel -------===//
+#include "runtime/cpu/ConvChain.h"
+
+#include "runtime/WindowShape.h"
+#include "runtime/cpu/Gemm.h"
+
+#include <optional>
+
+namespace pax::runtime::cpu {
+namespace {
+
+/// The links after the convolution, in the order they may come.
+enum class Link { Norm, Relu, Add, ReluAfter };
+
+bool sameExprs(const plan::Access &a, const plan::Access &b) {
+  if (a.exprs_size() != b.exprs_size())
+    return false;
+  for (int i = 0; i < a.exprs_size(); ++i)
+    if (a.exprs(i).SerializeAsString() != b.exprs(i).SerializeAsString())
+      return false;
+  return true;
+}
+
+/// True for a 2-D convolution whose result is channels-last.
+bool channelsLastConv(const plan::Compute &c) {
+  if (c.kind() != "conv" || c.outputs_size() != 1 || c.inputs_size() < 2)
+    return false;
+  const plan::Access &y = c.outputs(0);
+  bool grouped = attrInt(c, "group", 1) > 1;
+  return y.exprs_size() == 4 &&
+         isChannel(y.exprs(3), grouped ? 1 : -1, grouped ? 2 : 1);
+}
+
+/// The input of \p c that reads \p buffer point by point (through its
+/// result's map), or -1.
+int pointwiseInput(const plan::Compute &c, uint32_t buffer) {
+  if (c.outputs_size() != 1)
+    return -1;
+  for (int i = 0; i < c.inputs_size(); ++i)
+    if (c.inputs(i).buffer() == buffer && sameExprs(c.inputs(i), c.outputs(0)))
+      return i;
+  return -1;
+}
+
+/// True when batch norm \p c reads its four parameters along its result's
+/// channel (the last dim of a channels-last result).
+bool normAlongChannel(const plan::Compute &c) {
+  const plan::Access &y = c.outputs(0);
+  if (y.exprs_size() != 4)
+    return false;
+  for (int k = 1; k < 5; ++k)
+    if (c.inputs(k).exprs_size() != 1 ||
+        c.inputs(k).exprs(0).SerializeAsString() !=
+            y.exprs(3).SerializeAsString())
+      return false;
+  return true;
+}
+
+/// What \p c is as the link after \p stage (the last link so far; none
+/// right after the convolution), reading \p buffer, the result before it.
+std::optional<Link> linkAfter(std::optional<Link> stage, const plan::Compute &c,
+                              uint32_t buffer) {
+  int in = pointwiseInput(c, buffer);
+  if (in < 0)
+    return std::nullopt;
+  auto before = [&](Link l) { return !stage || *stage < l; };
+  const std::string &kind = c.kind();
+  if (kind == "batch_norm" && before(Link::Norm) && in == 0 &&
+      c.inputs_size() == 5 && normAlongChannel(c))
+    return Link::Norm;
+  if (kind == "relu" && c.inputs_size() == 1) {
+    if (before(Link::Relu))
+      return Link::Relu;
+    if (stage == Link::Add)
+      return Link::ReluAfter;
+  }
+  if ((kind == "add" || kind == "sum") && c.inputs_size() == 2 &&
+      before(Link::Add) && sameExprs(c.inputs(1 - in), c.outputs(0)))
+    return Link::Add;
+  return std::nullopt;
+}
+
+/// True when \p a and \p b share any byte.
+bool overlap(const Tensor &a, const Tensor &b) {
+  const uint8_t *a0 = a.data.data(), *b0 = b.data.data();
+  return a0 < b0 + b.data.size() && b0 < a0 + a.data.size();
+}
+
+bool denseF32(const Tensor &t, int64_t numel) {
+  return t.dtype == plan::F32 && t.numel() == numel &&
+         int64_t(t.data.size()) == t.bytes();
+}
+
+/// \p links' epilogue, from the buffers; false where they do not fit the
+/// convolution of \p s writing \p out.
+bool epilogue(llvm::ArrayRef<ChainLink> links, const Window2DShape &s,
+              const Tensor &out, ConvEpilogue &epi) {
+  std::optional<Link> stage;
+  for (size_t k = 1; k < links.size(); ++k) {
+    const plan::Compute &c = *links[k].compute;
+    uint32_t buffer = links[k - 1].compute->outputs(0).buffer();
+    stage = linkAfter(stage, c, buffer);
+    if (!stage)
+      return false;
+    if (*stage == Link::Norm) {
+      for (int j = 0; j < 4; ++j) {
+        epi.norm[j] = links[k].inputs[size_t(j + 1)];
+        if (!denseF32(*epi.norm[j], s.g * s.co))
+          return false;
+      }
+      epi.epsilon = attrReal(c, "epsilon", 1e-5);
+    } else if (*stage == Link::Add) {
+      epi.residual = links[k].inputs[size_t(1 - pointwiseInput(c, buffer))];
+      if (epi.residual->shape != out.shape ||
+          !denseF32(*epi.residual, out.numel()))
+        return false;
+    }
+    epi.relu |= *stage == Link::Relu;
+    epi.reluAfter |= *stage == Link::ReluAfter;
+  }
+  return true;
+}
+
+/// True when \p out shares no byte with what the chain reads (the residual
+/// may lie exactly where the result goes).
+bool apart(const ChainLink &conv, const ConvEpilogue &epi, const Tensor &out) {
+  for (const Tensor *t : conv.inputs)
+    if (overlap(*t, out))
+      return false;
+  for (const Tensor *t : epi.norm)
+    if (t && overlap(*t, out))
+      return false;
+  return !epi.residual || !overlap(*epi.residual, out) ||
+         (epi.residual->data.data() == out.data.data() &&
+          epi.residual->data.size() == out.data.size());
+}
+
+} // namespace
+
+size_t convChainLength(llvm::ArrayRef<const plan::Compute *> chain) {
+  if (chain.empty() || gemmBackend() != "onednn" ||
+      !channelsLastConv(*chain[0]))
+    return 1;
+  std::optional<Link> stage;
+  size_t n = 1;
+  for (; n < chain.size(); ++n) {
+    stage = linkAfter(stage, *chain[n], chain[n - 1]->outputs(0).buffer());
+    if (!stage)
+      break;
+  }
+  return n;
+}
+
+llvm::Expected<bool> runConvChain(llvm::ArrayRef<ChainLink> links,
+                                  ConvCache &cache) {
+  if (links.size() < 2 || links.back().outputs.size() != 1)
+    return false;
+  const ChainLink &conv = links[0];
+  Tensor *outs[1] = {links.back().outputs[0]};
+  auto p = prepare(*conv.compute, conv.inputs, outs);
+  if (!p) {
+    llvm::consumeError(p.takeError());
+    return false;
+  }
+  std::optional<Window2DShape> s =
+      matchConv2D(*p, attrInt(*conv.compute, "group", 1));
+  ConvEpilogue epi;
+  if (!s || !s->yLast || !epilogue(links, *s, *outs[0], epi) ||
+      !apart(conv, epi, *outs[0]))
+    return false;
+  return runConvDnnl(*p, *s, &cache, epi, links.back().compute);
+}
+
+} // namespace pax::runtime::cpu
