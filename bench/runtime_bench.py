@@ -15,6 +15,11 @@ a warm-up and is not counted.
 
   python3 bench/runtime_bench.py [--models resnet50,bert] [--threads N]
       [--repeat N] [--rounds N] [--build DIR] [--work DIR]
+      [--paxc-args="--channels-last"]
+
+paxc compiles with --paxc-args, by default --channels-last (the CPU
+backend's convolutions run channels-last on oneDNN, each with its batch
+norm, relus and residual add; a model without convolutions is unchanged).
 
 Models: resnet50 is the light ResNet50 (test/models/onnx-light) at batch 1;
 bert is BERT-base (tools/models/paxmodels.py) at sequence 128, batch 1.
@@ -159,6 +164,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--work", help="keep the models and outputs here")
+    ap.add_argument("--paxc-args", default="--channels-last",
+                    help="paxc's flags (default: --channels-last)")
     args = ap.parse_args()
     paxc, paxrun = build(args.build)
     allowed = sorted(os.sched_getaffinity(0))
@@ -168,7 +175,8 @@ def main():
     root = args.work or tempfile.mkdtemp(prefix="runtime_bench.")
     ok = True
     print(f"{args.threads} threads, {args.rounds} rounds of {args.repeat} runs "
-          "each after a warm-up; seconds per inference")
+          "each after a warm-up; seconds per inference; paxc "
+          f"{args.paxc_args or '(no flags)'}")
     print(f"{'model':10} {'paxrun med':>11} {'best':>8} {'onnxrt med':>11} "
           f"{'best':>8} {'paxrun/onnxrt':>14} {'rel L2':>9}")
     try:
@@ -177,7 +185,8 @@ def main():
             os.makedirs(work, exist_ok=True)
             feeds = prepare(name, work, args.seed)
             subprocess.run([paxc, os.path.join(work, "model.onnx"), "-o",
-                            os.path.join(work, "model.paxplan"), "--quiet"], check=True)
+                            os.path.join(work, "model.paxplan"), "--quiet"]
+                           + args.paxc_args.split(), check=True)
             sess = onnxruntime_session(work, args.threads)
             pax, ref = [], []
             for _ in range(args.rounds):

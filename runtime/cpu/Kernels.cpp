@@ -379,7 +379,7 @@ llvm::Error runContraction(const Prepared &p, Kernel k, ConvCache *convs) {
 /// Max or average over the window; padding is skipped by max and counted by
 /// average only with count_include_pad.
 llvm::Error runPool(const Prepared &p, bool isMax) {
-  if (isMax && runMaxPool2DF32(p))
+  if (isMax ? runMaxPool2DF32(p) : runAveragePool2DF32(p))
     return llvm::Error::success();
   bool includePad = !isMax && attrInt(p.c, "count_include_pad", 0) != 0;
   PaddedWindow window;

@@ -3,6 +3,7 @@
 
 #include "runtime/WindowShape.h"
 #include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/VectorMath.h"
 
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
@@ -265,6 +266,20 @@ void maxPoolPlanes(const float *x, float *y, const Window2DShape &s) {
   });
 }
 
+/// out[k] = max(out[k], in[k]) for \p n channels, NaN winning, four at a
+/// time.
+void maxInto(const float *in, float *out, int64_t n) {
+  int64_t k = 0;
+  for (; k + 4 <= n; k += 4) {
+    V4 v = loadV4(in + k), o = loadV4(out + k);
+    storeV4(out + k, (v > o) | (v != v) ? v : o);
+  }
+  for (; k < n; ++k) {
+    float v = in[k];
+    out[k] = v > out[k] || v != v ? v : out[k];
+  }
+}
+
 /// Max pool of channels-last images, one output row per task, the
 /// channels of each position side by side (as maxPoolPlanes per channel).
 void maxPoolChannelsLast(const float *x, float *y, const Window2DShape &s) {
@@ -284,16 +299,53 @@ void maxPoolChannelsLast(const float *x, float *y, const Window2DShape &s) {
         for (int64_t kw = kw0; kw < kw1; ++kw) {
           const float *in =
               x + ((n * r.size + r.at(oh, kh)) * c.size + c.at(ow, kw)) * ch;
-          for (int64_t k = 0; k < ch; ++k) {
-            float v = in[k];
-            out[k] = v > out[k] || v != v ? v : out[k];
-          }
+          maxInto(in, out, ch);
         }
     }
   });
 }
 
+/// Average pool of channels-last images over the window positions inside
+/// the input, one output row per task, each channel summed in double in
+/// window order (as the generic pool).
+void averagePoolChannelsLast(const float *x, float *y, const Window2DShape &s) {
+  const WindowDim &r = s.rows, &c = s.cols;
+  int64_t ch = s.ci;
+  tbb::parallel_for(int64_t(0), s.n * r.out, [&](int64_t job) {
+    int64_t n = job / r.out, oh = job % r.out;
+    auto [kh0, kh1] = r.inside(oh);
+    std::vector<double> sum(static_cast<size_t>(ch));
+    for (int64_t ow = 0; ow < c.out; ++ow) {
+      auto [kw0, kw1] = c.inside(ow);
+      std::fill(sum.begin(), sum.end(), 0.0);
+      for (int64_t kh = kh0; kh < kh1; ++kh)
+        for (int64_t kw = kw0; kw < kw1; ++kw) {
+          const float *in =
+              x + ((n * r.size + r.at(oh, kh)) * c.size + c.at(ow, kw)) * ch;
+          for (int64_t k = 0; k < ch; ++k)
+            sum[size_t(k)] += double(in[k]);
+        }
+      double count = double(std::max<int64_t>(0, kh1 - kh0) *
+                            std::max<int64_t>(0, kw1 - kw0));
+      float *out = y + (job * c.out + ow) * ch;
+      for (int64_t k = 0; k < ch; ++k)
+        out[k] = count > 0 ? float(sum[size_t(k)] / count)
+                           : std::numeric_limits<float>::quiet_NaN();
+    }
+  });
+}
+
 } // namespace
+
+bool runAveragePool2DF32(const Prepared &p) {
+  std::optional<Window2DShape> s = matchPool2D(p);
+  if (!s || !s->xLast || attrInt(p.c, "count_include_pad", 0) != 0)
+    return false;
+  averagePoolChannelsLast(
+      reinterpret_cast<const float *>(p.ins[0]->data.data()),
+      reinterpret_cast<float *>(p.outs[0]->data.data()), *s);
+  return true;
+}
 
 bool runConv2DF32(const Prepared &p, int64_t group, ConvCache *cache) {
   std::optional<Window2DShape> s = matchConv2D(p, group);

@@ -37,6 +37,11 @@ bool runCol2ImF32(const Prepared &p);
 /// having written nothing, when \p p is not one.
 bool runMaxPool2DF32(const Prepared &p);
 
+/// Runs \p p as a 2-D f32 channels-last average pool that does not count
+/// padding (windows as for runMaxPool2DF32). Returns false, having written
+/// nothing, when \p p is not one.
+bool runAveragePool2DF32(const Prepared &p);
+
 } // namespace pax::runtime::cpu
 
 #endif // PAX_RUNTIME_CPU_WINDOW2D_H
