@@ -280,58 +280,56 @@ void maxInto(const float *in, float *out, int64_t n) {
   }
 }
 
-/// Max pool of channels-last images, one output row per task, the
-/// channels of each position side by side (as maxPoolPlanes per channel).
-void maxPoolChannelsLast(const float *x, float *y, const Window2DShape &s) {
+/// Calls \p fn(position, inputs) for each output position of channels-last
+/// window op \p s (its index among the output's [n, oh, ow]), with the
+/// input positions its window reads inside the input, in window order; one
+/// output row per task.
+template <typename F>
+void forEachWindowChannelsLast(const Window2DShape &s, F fn) {
   const WindowDim &r = s.rows, &c = s.cols;
-  int64_t ch = s.ci;
   tbb::parallel_for(int64_t(0), s.n * r.out, [&](int64_t job) {
     int64_t n = job / r.out, oh = job % r.out;
     auto [kh0, kh1] = r.inside(oh);
+    llvm::SmallVector<int64_t, 16> inputs;
     for (int64_t ow = 0; ow < c.out; ++ow) {
       auto [kw0, kw1] = c.inside(ow);
-      float *out = y + (job * c.out + ow) * ch;
-      bool empty = kh0 >= kh1 || kw0 >= kw1;
-      std::fill(out, out + ch,
-                empty ? std::numeric_limits<float>::quiet_NaN()
-                      : -std::numeric_limits<float>::infinity());
+      inputs.clear();
       for (int64_t kh = kh0; kh < kh1; ++kh)
-        for (int64_t kw = kw0; kw < kw1; ++kw) {
-          const float *in =
-              x + ((n * r.size + r.at(oh, kh)) * c.size + c.at(ow, kw)) * ch;
-          maxInto(in, out, ch);
-        }
+        for (int64_t kw = kw0; kw < kw1; ++kw)
+          inputs.push_back((n * r.size + r.at(oh, kh)) * c.size + c.at(ow, kw));
+      fn(job * c.out + ow, llvm::ArrayRef<int64_t>(inputs));
     }
   });
 }
 
-/// Average pool of channels-last images over the window positions inside
-/// the input, one output row per task, each channel summed in double in
-/// window order (as the generic pool).
-void averagePoolChannelsLast(const float *x, float *y, const Window2DShape &s) {
-  const WindowDim &r = s.rows, &c = s.cols;
+/// Max pool of channels-last images, the channels of each position side by
+/// side (as maxPoolPlanes per channel).
+void maxPoolChannelsLast(const float *x, float *y, const Window2DShape &s) {
   int64_t ch = s.ci;
-  tbb::parallel_for(int64_t(0), s.n * r.out, [&](int64_t job) {
-    int64_t n = job / r.out, oh = job % r.out;
-    auto [kh0, kh1] = r.inside(oh);
-    std::vector<double> sum(static_cast<size_t>(ch));
-    for (int64_t ow = 0; ow < c.out; ++ow) {
-      auto [kw0, kw1] = c.inside(ow);
-      std::fill(sum.begin(), sum.end(), 0.0);
-      for (int64_t kh = kh0; kh < kh1; ++kh)
-        for (int64_t kw = kw0; kw < kw1; ++kw) {
-          const float *in =
-              x + ((n * r.size + r.at(oh, kh)) * c.size + c.at(ow, kw)) * ch;
-          for (int64_t k = 0; k < ch; ++k)
-            sum[size_t(k)] += double(in[k]);
-        }
-      double count = double(std::max<int64_t>(0, kh1 - kh0) *
-                            std::max<int64_t>(0, kw1 - kw0));
-      float *out = y + (job * c.out + ow) * ch;
+  forEachWindowChannelsLast(s, [&](int64_t at, llvm::ArrayRef<int64_t> in) {
+    float *out = y + at * ch;
+    std::fill(out, out + ch,
+              in.empty() ? std::numeric_limits<float>::quiet_NaN()
+                         : -std::numeric_limits<float>::infinity());
+    for (int64_t i : in)
+      maxInto(x + i * ch, out, ch);
+  });
+}
+
+/// Average pool of channels-last images over the window positions inside
+/// the input, each channel summed in double in window order (as the
+/// generic pool).
+void averagePoolChannelsLast(const float *x, float *y, const Window2DShape &s) {
+  int64_t ch = s.ci;
+  forEachWindowChannelsLast(s, [&](int64_t at, llvm::ArrayRef<int64_t> in) {
+    std::vector<double> sum(static_cast<size_t>(ch), 0.0);
+    for (int64_t i : in)
       for (int64_t k = 0; k < ch; ++k)
-        out[k] = count > 0 ? float(sum[size_t(k)] / count)
-                           : std::numeric_limits<float>::quiet_NaN();
-    }
+        sum[size_t(k)] += double(x[i * ch + k]);
+    float *out = y + at * ch;
+    for (int64_t k = 0; k < ch; ++k)
+      out[k] = in.empty() ? std::numeric_limits<float>::quiet_NaN()
+                          : float(sum[size_t(k)] / double(in.size()));
   });
 }
 
