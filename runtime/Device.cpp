@@ -87,8 +87,9 @@ private:
   /// Every buffer inside the arena (the plan's offsets are checked, not
   /// trusted); the arena reserved, the persistent buffers counted live.
   llvm::Error reserveArena();
-  /// The persistent buffers that hold a constant weight from the previous
-  /// run (RunOptions::weightsResident).
+  /// The persistent buffers of weights loaded from the model (kept), and
+  /// those that still hold them from the previous run (resident, under
+  /// RunOptions::weightsResident).
   void findResident();
   /// Allocates buffer \p b, zero-filled unless \p zero is false (or it
   /// is a resident weight).
@@ -160,7 +161,10 @@ private:
   std::vector<llvm::SmallVector<int64_t, 8>> chains;
   /// The instructions reading each buffer.
   std::vector<uint32_t> readers;
-  std::vector<bool> allocated, keep, resident;
+  /// kept: the persistent buffers of weights loaded from the model (the
+  /// same values at the same address until the next run that is not
+  /// resident); resident: those still there from the previous run.
+  std::vector<bool> allocated, keep, kept, resident;
   /// Live bytes: the persistent buffers (weights kept between runs) from
   /// the start, as the arena holds them; the rest from their first write.
   int64_t live = 0;
@@ -214,13 +218,13 @@ llvm::Error DeviceRun::reserveArena() {
 }
 
 void DeviceRun::findResident() {
-  resident.assign(nb, false);
-  if (options.weightsResident)
-    for (const plan::Instruction &inst : prog.instructions())
-      if (inst.has_load() && inst.load().source() != plan::LoadWeight::INPUT &&
-          inst.load().buffer() < nb &&
-          prog.buffers(int(inst.load().buffer())).persistent())
-        resident[inst.load().buffer()] = true;
+  kept.assign(nb, false);
+  for (const plan::Instruction &inst : prog.instructions())
+    if (inst.has_load() && inst.load().source() != plan::LoadWeight::INPUT &&
+        inst.load().buffer() < nb &&
+        prog.buffers(int(inst.load().buffer())).persistent())
+      kept[inst.load().buffer()] = true;
+  resident = options.weightsResident ? kept : std::vector<bool>(nb, false);
 }
 
 void DeviceRun::allocate(uint32_t b, bool zero) {
@@ -230,7 +234,7 @@ void DeviceRun::allocate(uint32_t b, bool zero) {
   buffers[b] = device.allocate(
       buf.dtype(), std::vector<int64_t>(buf.shape().begin(), buf.shape().end()),
       buf.offset(), zero && !resident[b]);
-  buffers[b].resident = resident[b];
+  buffers[b].resident = kept[b];
   allocated[b] = true;
   if (!buf.persistent())
     live += buffers[b].bytes();

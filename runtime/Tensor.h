@@ -88,11 +88,12 @@ struct Tensor {
   plan::DType dtype = plan::F32;
   std::vector<int64_t> shape;
   Bytes data;
-  /// A device buffer that holds the same values, at the same address, in
-  /// every run of the program until the device's next Device::beginRun
-  /// with resident false: a weight kept between runs
-  /// (RunOptions::weightsResident). Kernels may keep what they derive
-  /// from it (packed convolution weights) until then.
+  /// A device buffer that holds the same values, at the same address,
+  /// from its load on and in every later run of the program until the
+  /// device's next Device::beginRun with resident false: a weight loaded
+  /// from the model into a persistent buffer (kept between runs under
+  /// RunOptions::weightsResident). Kernels may keep what they derive from
+  /// it (packed convolution weights) until then.
   bool resident = false;
 
   /// A zero-filled tensor of \p shape.
