@@ -201,11 +201,11 @@ public:
     }
     case KernelId::Conv2D: {
 #ifdef PAX_HAVE_CUDNN
-      // cuDNN where the windows are symmetrically padded NCHW f32 (every
-      // convolution of the CNNs seen so far); otherwise (channels-last
-      // too) the generic kernel.
+      // cuDNN where the windows are symmetrically padded f32, NCHW or
+      // channels-last (every convolution of the CNNs seen so far);
+      // otherwise the generic kernel.
       if (!genericOnly())
-        if (auto s = matchConv2D(*p, attrInt(c, "group", 1)); s && s->nchw()) {
+        if (auto s = matchConv2D(*p, attrInt(c, "group", 1))) {
           auto done = dnn->conv(*p, *s, allowTf32.load());
           if (!done)
             return done.takeError();

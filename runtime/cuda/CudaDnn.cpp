@@ -115,14 +115,18 @@ llvm::Expected<bool> CudaDnn::conv(const Prepared &p, const Window2DShape &s,
   if (auto err =
           check(cudnnCreateConvolutionDescriptor(&d.conv), "descriptor"))
     return err;
+  // The activations as stored: NCHW, or channels-last (the dims given
+  // are still n, c, h, w).
+  cudnnTensorFormat_t xf = s.xLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                      yf = s.yLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   if (auto err = check(cudnnSetTensor4dDescriptor(
-                           d.x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(s.n),
-                           int(cin), int(s.rows.size), int(s.cols.size)),
+                           d.x, xf, CUDNN_DATA_FLOAT, int(s.n), int(cin),
+                           int(s.rows.size), int(s.cols.size)),
                        "input"))
     return err;
   if (auto err = check(cudnnSetTensor4dDescriptor(
-                           d.y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, int(s.n),
-                           int(cout), int(s.rows.out), int(s.cols.out)),
+                           d.y, yf, CUDNN_DATA_FLOAT, int(s.n), int(cout),
+                           int(s.rows.out), int(s.cols.out)),
                        "output"))
     return err;
   if (auto err = check(cudnnSetFilter4dDescriptor(
@@ -160,7 +164,8 @@ llvm::Expected<bool> CudaDnn::conv(const Prepared &p, const Window2DShape &s,
                               s.rows.size,  s.cols.size,   s.rows.kernel,
                               s.cols.kernel, s.rows.stride, s.cols.stride,
                               s.rows.dilation, s.cols.dilation, padH,
-                              padW,         s.g,           allowTf32};
+                              padW,         s.g,           allowTf32,
+                              s.xLast,      s.yLast};
   auto found = algorithms.find(key);
   if (found == algorithms.end()) {
     // cuDNN's heuristics, best first: the first that runs here.
@@ -202,7 +207,7 @@ llvm::Expected<bool> CudaDnn::conv(const Prepared &p, const Window2DShape &s,
   if (p.ins.size() > 2) {
     if (auto err = check(cudnnCreateTensorDescriptor(&d.bias), "descriptor"))
       return err;
-    if (auto err = check(cudnnSetTensor4dDescriptor(d.bias, CUDNN_TENSOR_NCHW,
+    if (auto err = check(cudnnSetTensor4dDescriptor(d.bias, yf,
                                                     CUDNN_DATA_FLOAT, 1,
                                                     int(cout), 1, 1),
                          "bias"))

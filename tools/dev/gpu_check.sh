@@ -9,7 +9,8 @@
 # small model on the CPU backend, then runs an MLP, GPT-2, Llama, BERT and
 # an LSTM LM on the CUDA backend as 1, 2, 4 and 8 virtual devices of the
 # GPU, a wider GPT-2 (rows longer than a thread block), and the light CNNs
-# on 1 and 4, each verified against the CPU reference; checks that 3
+# on 1 and 4 (three of them also compiled --channels-last), each verified
+# against the CPU reference; checks that 3
 # training steps of the GPT-2s on 1 and 2 leave the CPU's weights; and
 # profiles a GPT-2 run per kernel.
 # Needs the machine's python3 with onnx and numpy (the models are made
@@ -54,11 +55,13 @@ $gen lstm --layers 2 --hidden 64 --vocab 256 --batch 8 --seq 32 --weights random
 failed=0
 # check NAME MODEL N INPUTS...: compiles MODEL for N devices and runs it on
 # the CUDA backend with --verify (the CPU reference); prints its verdict.
+# PAXC_FLAGS (an array, default empty) adds paxc flags.
+PAXC_FLAGS=()
 check() {
   local name=$1 model=$2 n=$3 plan out
   shift 3
   plan="$work/$name.$n.paxplan"
-  paxc "$model" --gpus="$n" -o "$plan" --quiet || exit 1
+  paxc "$model" --gpus="$n" "${PAXC_FLAGS[@]}" -o "$plan" --quiet || exit 1
   if out=$(paxrun "$plan" "$@" --backend=cuda --verify --comm-stats 2>&1); then
     echo "$name on $n virtual device(s): $(echo "$out" | grep -m1 '^verify:')"
   else
@@ -110,6 +113,15 @@ for m in "$root"/test/models/onnx-light/*.onnx; do
     check "$(basename "$m" .onnx)" "$m" "$n" --random-inputs
   done
 done
+echo "== channels-last CNNs (cuDNN on NHWC activations) on 1 and 4 virtual devices"
+PAXC_FLAGS=(--channels-last)
+for m in resnet50 inception_v1 shufflenet; do
+  [ "${PAX_GPU_CHECK_CNNS:-1}" = 0 ] && break
+  for n in 1 4; do
+    check "nhwc-$m" "$root/test/models/onnx-light/light_$m.onnx" "$n" --random-inputs
+  done
+done
+PAXC_FLAGS=()
 echo "== kernels of a GPT-2 step on one device"
 paxrun "$work/gpt2.1.paxplan" --inputs "$work/gpt2/in" --backend=cuda --repeat=3 --profile=kernel --time || failed=1
 exit $failed
