@@ -13,6 +13,15 @@ llvm::Error computeError(const plan::Compute &c, const llvm::Twine &msg) {
                                      "): " + msg);
 }
 
+bool sameExprs(const plan::Access &a, const plan::Access &b) {
+  if (a.exprs_size() != b.exprs_size())
+    return false;
+  for (int i = 0; i < a.exprs_size(); ++i)
+    if (a.exprs(i).SerializeAsString() != b.exprs(i).SerializeAsString())
+      return false;
+  return true;
+}
+
 const plan::Attr *findAttr(const plan::Compute &c, llvm::StringRef name) {
   for (const plan::Attr &a : c.attrs())
     if (a.name() == name)

@@ -33,6 +33,9 @@ llvm::Error computeError(const plan::Compute &c, const llvm::Twine &msg);
 
 /// The attribute \p name of \p c, or nullptr.
 const plan::Attr *findAttr(const plan::Compute &c, llvm::StringRef name);
+
+/// True when \p a and \p b have the same exprs (their buffers aside).
+bool sameExprs(const plan::Access &a, const plan::Access &b);
 /// A numeric attribute (int or float), or \p def.
 double attrReal(const plan::Compute &c, llvm::StringRef name, double def);
 /// An int attribute, or \p def.

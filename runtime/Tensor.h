@@ -112,6 +112,11 @@ struct Tensor {
 
   /// Number of elements (1 for a scalar).
   int64_t numel() const;
+  /// Whether this tensor and \p o share any byte.
+  bool sharesBytes(const Tensor &o) const {
+    const uint8_t *a = data.data(), *b = o.data.data();
+    return a < b + o.data.size() && b < a + data.size();
+  }
   /// Bytes the elements take.
   int64_t bytes() const { return numel() * dtypeBytes(dtype); }
 

@@ -12,15 +12,6 @@ namespace {
 /// The links after the convolution, in the order they may come.
 enum class Link { Norm, Relu, Add, ReluAfter };
 
-bool sameExprs(const plan::Access &a, const plan::Access &b) {
-  if (a.exprs_size() != b.exprs_size())
-    return false;
-  for (int i = 0; i < a.exprs_size(); ++i)
-    if (a.exprs(i).SerializeAsString() != b.exprs(i).SerializeAsString())
-      return false;
-  return true;
-}
-
 /// True for a 2-D convolution whose result is channels-last.
 bool channelsLastConv(const plan::Compute &c) {
   if (c.kind() != "conv" || c.outputs_size() != 1 || c.inputs_size() < 2)
@@ -80,12 +71,6 @@ std::optional<Link> linkAfter(std::optional<Link> stage, const plan::Compute &c,
   return std::nullopt;
 }
 
-/// True when \p a and \p b share any byte.
-bool overlap(const Tensor &a, const Tensor &b) {
-  const uint8_t *a0 = a.data.data(), *b0 = b.data.data();
-  return a0 < b0 + b.data.size() && b0 < a0 + a.data.size();
-}
-
 bool denseF32(const Tensor &t, int64_t numel) {
   return t.dtype == plan::F32 && t.numel() == numel &&
          int64_t(t.data.size()) == t.bytes();
@@ -125,12 +110,12 @@ bool epilogue(llvm::ArrayRef<ChainLink> links, const Window2DShape &s,
 /// may lie exactly where the result goes).
 bool apart(const ChainLink &conv, const ConvEpilogue &epi, const Tensor &out) {
   for (const Tensor *t : conv.inputs)
-    if (overlap(*t, out))
+    if (t->sharesBytes(out))
       return false;
   for (const Tensor *t : epi.norm)
-    if (t && overlap(*t, out))
+    if (t && t->sharesBytes(out))
       return false;
-  return !epi.residual || !overlap(*epi.residual, out) ||
+  return !epi.residual || !epi.residual->sharesBytes(out) ||
          (epi.residual->data.data() == out.data.data() &&
           epi.residual->data.size() == out.data.size());
 }

@@ -5,6 +5,7 @@
 #include "runtime/cpu/ConvChain.h"
 #include "runtime/cpu/DnnlConv.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/PointwiseChain.h"
 
 #include <algorithm>
 #include <cstring>
@@ -61,7 +62,8 @@ namespace {
 /// Host memory and the CPU kernels (Kernels.h), with the convolutions'
 /// primitives and packed weights kept while the program and its resident
 /// weights stay the same; a convolution and its epilogue run as one
-/// (cpu/ConvChain.h).
+/// (cpu/ConvChain.h), and chains of elementwise ops tile by tile
+/// (cpu/PointwiseChain.h).
 class CpuDevice final : public HostMemoryDevice {
 public:
   Backend backend() const override { return Backend::Cpu; }
@@ -75,10 +77,13 @@ public:
     return runDeviceKernel(c, inputs, outputs, convs);
   }
   size_t fuses(llvm::ArrayRef<const plan::Compute *> chain) override {
-    return cpu::convChainLength(chain);
+    size_t n = cpu::convChainLength(chain);
+    return n > 1 ? n : cpu::pointwiseChainLength(chain);
   }
   llvm::Expected<bool> launchChain(llvm::ArrayRef<ChainLink> chain) override {
-    return cpu::runConvChain(chain, convs);
+    if (chain[0].compute->kind() == "conv")
+      return cpu::runConvChain(chain, convs);
+    return cpu::runPointwiseChain(chain);
   }
 
 private:

@@ -192,6 +192,17 @@ void applyScalar(ScalarOp op, const ScalarParams &params,
   }
 }
 
+} // namespace
+
+void applyElementwise(ScalarOp op, const ScalarParams &params,
+                      llvm::ArrayRef<const float *> args, float *out,
+                      int64_t n) {
+  if (!applyVector(op, params, args, out, n))
+    applyScalar(op, params, args, out, n);
+}
+
+namespace {
+
 /// True when every tensor of \p p is f32 and every map linear; where's
 /// condition (input 0) may be bool when \p op is where.
 bool linearF32(const Prepared &p, ScalarOp op = ScalarOp::Add) {

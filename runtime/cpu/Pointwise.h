@@ -33,6 +33,13 @@ void forEachRunPiece(
     llvm::ArrayRef<const AccessIndexer *> maps,
     llvm::function_ref<void(llvm::ArrayRef<int64_t> starts, int64_t count)> fn);
 
+/// Computes \p n points of elementwise \p op from \p args (one pointer
+/// per operand, \p n values each) into \p out, as runElementwiseF32
+/// computes each point.
+void applyElementwise(ScalarOp op, const ScalarParams &params,
+                      llvm::ArrayRef<const float *> args, float *out,
+                      int64_t n);
+
 /// Runs elementwise \p op when every tensor is f32 (where's condition may
 /// be bool), every map linear and there is one output: the common ops on
 /// four lanes at a time, the others through applyReal, as the generic

@@ -13,6 +13,7 @@
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/GenericKernel.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/PointwiseChain.h"
 
 #include "PlanBuilder.h"
 
@@ -403,6 +404,77 @@ TEST(FastKernelsTest, ConvChainEqualsItsComputesOneByOne) {
   ASSERT_EQ(*fused, want > 1);
   if (*fused)
     expectClose(as(plan::F64, out), as(plan::F64, t[4]), 1e-4);
+}
+
+/// An elementwise compute of \p kind over [3, 700] reading \p ins (a
+/// negative buffer id: a one-element constant) and writing \p out.
+plan::Compute elementwise(const char *kind, std::vector<int> ins,
+                          uint32_t out) {
+  auto b = ComputeBuilder(kind).iter("i", 3).iter("j", 700);
+  for (size_t k = 0; k < ins.size(); ++k) {
+    if (ins[k] < 0)
+      b.in({bcast(), bcast()});
+    else
+      b.in({dim(0), dim(1)});
+    b.c.mutable_inputs(int(k))->set_buffer(uint32_t(std::abs(ins[k])));
+  }
+  b.out({dim(0), dim(1)});
+  b.c.mutable_outputs(0)->set_buffer(out);
+  return b.c;
+}
+
+TEST(FastKernelsTest, PointwiseChainEqualsItsComputesOneByOne) {
+  // GELU as exporters write it: x / sqrt(2), erf, + 1, * x, * 0.5; the
+  // constants one-element broadcasts. Tile by tile it computes every point
+  // as the ops one by one do, bit for bit.
+  std::vector<plan::Compute> computes{
+      elementwise("div", {1, -2}, 10), elementwise("erf", {10}, 11),
+      elementwise("add", {11, -3}, 12), elementwise("mul", {1, 12}, 13),
+      elementwise("mul", {13, -4}, 14)};
+  std::vector<const plan::Compute *> chain;
+  for (const plan::Compute &c : computes)
+    chain.push_back(&c);
+  ASSERT_EQ(cpu::pointwiseChainLength(chain), 5u);
+  Tensor x = random(plan::F32, {3, 700}, 110, -4, 4);
+  x.setReal(5, NAN);
+  auto scalar = [](double v) {
+    Tensor t = Tensor::zeros(plan::F32, {1, 1});
+    t.setReal(0, v);
+    return t;
+  };
+  Tensor sqrt2 = scalar(1.4142135), one = scalar(1), half = scalar(0.5);
+  std::vector<Tensor> t(5, Tensor::zeros(plan::F32, {3, 700}));
+  ASSERT_EQ(run(computes[0], {&x, &sqrt2}, {&t[0]}), "");
+  ASSERT_EQ(run(computes[1], {&t[0]}, {&t[1]}), "");
+  ASSERT_EQ(run(computes[2], {&t[1], &one}, {&t[2]}), "");
+  ASSERT_EQ(run(computes[3], {&x, &t[2]}, {&t[3]}), "");
+  ASSERT_EQ(run(computes[4], {&t[3], &half}, {&t[4]}), "");
+  std::vector<ChainLink> links(5);
+  for (size_t i = 0; i < 5; ++i)
+    links[i].compute = &computes[i];
+  Tensor out = Tensor::zeros(plan::F32, {3, 700});
+  links[0].inputs = {&x, &sqrt2};
+  links[1].inputs = {nullptr};
+  links[2].inputs = {nullptr, &one};
+  links[3].inputs = {&x, nullptr};
+  links[4].inputs = {nullptr, &half};
+  links[4].outputs = {&out};
+  llvm::Expected<bool> fused = cpu::runPointwiseChain(links);
+  ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
+  ASSERT_TRUE(*fused);
+  EXPECT_EQ(out.data, t[4].data);
+  // A result partly over an input is refused (the device then runs the
+  // ops one by one).
+  Tensor arena = Tensor::zeros(plan::F32, {2 * 2100});
+  Tensor in = Tensor::view(plan::F32, {3, 700}, arena.data.data(), false);
+  Tensor over =
+      Tensor::view(plan::F32, {3, 700}, arena.data.data() + 16, false);
+  links[0].inputs = {&in, &sqrt2};
+  links[3].inputs = {&in, nullptr};
+  links[4].outputs = {&over};
+  fused = cpu::runPointwiseChain(links);
+  ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
+  EXPECT_FALSE(*fused);
 }
 
 TEST(FastKernelsTest, ChannelsLastPoolsMatchReference) {
