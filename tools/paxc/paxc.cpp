@@ -1104,6 +1104,203 @@ static int writeKernels(Module &m, bool partitioned, bool twoPhase) {
   return 0;
 }
 
+/// The model of --input read into the IR, its warnings printed, with
+/// paxc's graph-level rewrites (fuseImported).
+static llvm::Expected<ImportResult> importModel() {
+  auto options = importOptionsFromFlags();
+  if (!options)
+    return options.takeError();
+  auto imported = importOnnxFile(inputPath, *options);
+  if (!imported)
+    return imported.takeError();
+  if (!quiet)
+    for (const std::string &w : imported->warnings)
+      llvm::WithColor::warning(llvm::errs(), "paxc") << w << "\n";
+  Module &m = *imported->module;
+  fuseImported(m);
+  if (mode == "train" &&
+      llvm::none_of(m.globals, [](const std::unique_ptr<Global> &g) {
+        return g->isParameter && isFloat(g->value.type.elem);
+      }))
+    return llvm::createStringError(inputPath +
+                                   ": --mode=train: the model has no float "
+                                   "parameters to train");
+  return imported;
+}
+
+/// What the flags ask paxc to produce.
+struct Target {
+  /// A plan (-o FILE.paxplan, --emit=plan, plan-text or kernels).
+  bool planning = false;
+  /// Over more than one device, or a given cluster or strategy.
+  bool partitioned = false;
+  /// A searched strategy's report, JSON, trace, DOT or annotated model.
+  bool sharding = false;
+  /// A training step searched in two phases (searchForward).
+  bool twoPhase = false;
+};
+
+static Target targetFromFlags() {
+  Target t;
+  t.planning = emit == Emit::Plan || emit == Emit::PlanText ||
+               emit == Emit::Kernels ||
+               (!emit.getNumOccurrences() &&
+                llvm::StringRef(outputPath).ends_with(".paxplan"));
+  t.partitioned = (gpus.getNumOccurrences() && gpus > 1) ||
+                  strategyPath.getNumOccurrences() ||
+                  clusterName.getNumOccurrences();
+  t.sharding =
+      emit == Emit::Report || emit == Emit::Strategy || emit == Emit::Trace ||
+      emit == Emit::Dot || emit == Emit::OnnxSharded ||
+      (!emit.getNumOccurrences() &&
+       (gpus.getNumOccurrences() || strategyPath.getNumOccurrences() ||
+        clusterName.getNumOccurrences() || costDbPath.getNumOccurrences()));
+  // A training step searched in two phases: the forward program, priced as
+  // a training step (forward, backward, gradient synchronization), decides
+  // each op's configuration, which its backward ops then share; the search
+  // graph does not grow. Only the ops that belong to no forward op (the
+  // sums of gradients, the updates) are searched afterwards.
+  t.twoPhase = trainingStep && !strategyPath.getNumOccurrences() &&
+               ((t.planning && t.partitioned) || (!t.planning && t.sharding));
+  return t;
+}
+
+/// A training step's microbatches, forward choices, backward ops and ZeRO
+/// stages (with --mode=train and a loss); a model's gradients (with
+/// --gradients).
+static llvm::Error buildStep(Module &m, const Target &t,
+                             RecomputePolicy recomputing, int64_t perStep) {
+  if (trainingStep && !t.twoPhase && recomputing == RecomputePolicy::Auto)
+    return llvm::createStringError(
+        "--recompute=auto takes the search's choice per op, and a training "
+        "plan is searched only on more than one device (--gpus, --cluster) "
+        "without --strategy; use none or all");
+  if (trainingStep)
+    if (auto err = splitStep(m, perStep, t.twoPhase, t.planning))
+      return err;
+  ForwardChoices chosen;
+  if (t.twoPhase) {
+    auto first = searchForward(m, t.planning);
+    if (!first)
+      return first.takeError();
+    chosen = std::move(*first);
+  }
+  // Partitioned, a lookup's gradient and the updates may run whole on
+  // every device (replica dims of the plan's device count).
+  int64_t replicas = 1;
+  if (t.partitioned && (gradients || trainingStep)) {
+    if (!theCluster) {
+      auto cluster = clusterFromFlags();
+      if (!cluster)
+        return cluster.takeError();
+      theCluster = *cluster;
+    }
+    replicas = theCluster->gpus;
+  }
+  if (auto err = buildBackward(m, replicas, recomputing, chosen.recompute))
+    return err;
+  if (trainingStep && replicas > 1)
+    return applyZero(m, replicas, [&](const Global &g) {
+      auto fixed = parseZeroStage(zeroStage);
+      return fixed && *fixed >= 0 ? unsigned(*fixed) : chosen.zero.lookup(&g);
+    });
+  return llvm::Error::success();
+}
+
+/// Writes the plan of \p m (-o FILE.paxplan, --emit=plan or plan-text) to
+/// \p out, with --plan-stats.
+static llvm::Error writePlan(Module &m, const Target &t,
+                             llvm::ToolOutputFile &out) {
+  if (mode == "train" && !trainingStep)
+    return llvm::createStringError(
+        "a training plan needs a loss (--loss); --mode=train alone prices a "
+        "training step of the model as it is");
+  PlanOptions po;
+  auto p = buildPlan(m, t.partitioned, t.twoPhase, po);
+  if (!p)
+    return p.takeError();
+  if (auto err = writePlanStats(*p))
+    return err;
+  if (emit == Emit::PlanText) {
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(*p, &text);
+    out.os() << text;
+  } else {
+    out.os() << encodePlan(*p);
+  }
+  out.keep();
+  if (!quiet && emit != Emit::PlanText && outputPath != "-")
+    printPlanSummary(m, *p, po, t.partitioned);
+  return llvm::Error::success();
+}
+
+/// Writes \p m's IR or summary (no search) to \p out.
+static void writeModel(const Module &m, llvm::ToolOutputFile &out) {
+  if (emit == Emit::IR) {
+    printModule(m, out.os());
+  } else {
+    ModelSummary s = summarize(m);
+    if (format == Format::Json)
+      out.os() << llvm::formatv("{0:2}", summaryToJson(s)) << "\n";
+    else
+      printSummaryText(s, out.os());
+  }
+  out.keep();
+}
+
+/// Searches \p m's strategy and writes what --emit asks of it (report,
+/// strategy JSON, trace, DOT, annotated model) to \p out.
+static llvm::Error writeSharding(Module &m, const Target &t,
+                                 llvm::ToolOutputFile &out) {
+  auto report = shardModel(m, /*forPlan=*/false, /*keepGiven=*/t.twoPhase);
+  if (!report)
+    return report.takeError();
+  if (emit == Emit::Dot) {
+    writeStrategyDot(m, report->strategy, out.os());
+  } else if (emit == Emit::OnnxSharded) {
+    if (auto err = writeOnnxSharded(m, *report, out.os()))
+      return err;
+  } else if (emit == Emit::Trace) {
+    CostModel model(*report->cluster, report->mode);
+    SimOptions so;
+    so.delta = false;
+    Simulator sim(m, model, so);
+    sim.simulate(report->strategy.configs, report->strategy.offsets);
+    sim.writeTrace(out.os());
+  } else if (emit == Emit::Strategy || format == Format::Json) {
+    out.os() << llvm::formatv("{0:2}", strategyToJson(m, *report)) << "\n";
+  } else {
+    printReport(m, *report, out.os());
+  }
+  out.keep();
+  return llvm::Error::success();
+}
+
+/// Writes what the flags ask of \p m, the step built.
+static int writeOutput(Module &m, const Target &t) {
+  if (t.planning && emit == Emit::Kernels)
+    return writeKernels(m, t.partitioned, t.twoPhase);
+  std::error_code ec;
+  llvm::ToolOutputFile out(outputPath, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return fail("cannot write '" + outputPath + "': " + ec.message());
+  llvm::Error err = llvm::Error::success();
+  if (emit == Emit::CostProbe) {
+    err = writeCostProbe(m, out.os());
+    if (!err)
+      out.keep();
+  } else if (t.planning) {
+    err = writePlan(m, t, out);
+  } else if (!t.sharding) {
+    writeModel(m, out);
+  } else {
+    err = writeSharding(m, t, out);
+  }
+  if (err)
+    return fail(llvm::toString(std::move(err)));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions({&paxcCategory, &searchCategory});
@@ -1120,24 +1317,10 @@ int main(int argc, char **argv) {
   }
   if (inputPath.empty())
     return fail("no model given (paxc MODEL.onnx [options]; paxc --help)");
-  auto options = importOptionsFromFlags();
-  if (!options)
-    return fail(llvm::toString(options.takeError()));
-
-  auto imported = importOnnxFile(inputPath, *options);
+  auto imported = importModel();
   if (!imported)
     return fail(llvm::toString(imported.takeError()));
-  if (!quiet)
-    for (const std::string &w : imported->warnings)
-      llvm::WithColor::warning(llvm::errs(), "paxc") << w << "\n";
   Module &m = *imported->module;
-  fuseImported(m);
-  if (mode == "train" &&
-      llvm::none_of(m.globals, [](const std::unique_ptr<Global> &g) {
-        return g->isParameter && isFloat(g->value.type.elem);
-      }))
-    return fail(inputPath + ": --mode=train: the model has no float "
-                            "parameters to train");
 
   // A training step: --mode=train with a loss builds the backward pass and
   // the parameter updates into the program.
@@ -1150,64 +1333,12 @@ int main(int argc, char **argv) {
   auto perStep = microbatchesFromFlag();
   if (!perStep)
     return fail(llvm::toString(perStep.takeError()));
-  bool planning = emit == Emit::Plan || emit == Emit::PlanText ||
-                  emit == Emit::Kernels ||
-                  (!emit.getNumOccurrences() &&
-                   llvm::StringRef(outputPath).ends_with(".paxplan"));
-  if (!planStatsPath.empty() && !planning)
+  Target t = targetFromFlags();
+  if (!planStatsPath.empty() && !t.planning)
     return fail("--plan-stats describes a plan: write one (-o FILE.paxplan "
                 "or --emit=plan)");
-  bool partitioned = (gpus.getNumOccurrences() && gpus > 1) ||
-                     strategyPath.getNumOccurrences() ||
-                     clusterName.getNumOccurrences();
-  bool sharding =
-      emit == Emit::Report || emit == Emit::Strategy || emit == Emit::Trace ||
-      emit == Emit::Dot || emit == Emit::OnnxSharded ||
-      (!emit.getNumOccurrences() &&
-       (gpus.getNumOccurrences() || strategyPath.getNumOccurrences() ||
-        clusterName.getNumOccurrences() || costDbPath.getNumOccurrences()));
-  // A training step searched in two phases: the forward program, priced as
-  // a training step (forward, backward, gradient synchronization), decides
-  // each op's configuration, which its backward ops then share; the search
-  // graph does not grow. Only the ops that belong to no forward op (the
-  // sums of gradients, the updates) are searched afterwards.
-  bool twoPhase = trainingStep && !strategyPath.getNumOccurrences() &&
-                  ((planning && partitioned) || (!planning && sharding));
-  if (trainingStep && !twoPhase && *recomputing == RecomputePolicy::Auto)
-    return fail("--recompute=auto takes the search's choice per op, and a "
-                "training plan is searched only on more than one device "
-                "(--gpus, --cluster) without --strategy; use none or all");
-  if (trainingStep)
-    if (auto err = splitStep(m, *perStep, twoPhase, planning))
-      return fail(llvm::toString(std::move(err)));
-  ForwardChoices chosen;
-  if (twoPhase) {
-    auto first = searchForward(m, planning);
-    if (!first)
-      return fail(llvm::toString(first.takeError()));
-    chosen = std::move(*first);
-  }
-  // Partitioned, a lookup's gradient and the updates may run whole on
-  // every device (replica dims of the plan's device count).
-  int64_t replicas = 1;
-  if (partitioned && (gradients || trainingStep)) {
-    if (!theCluster) {
-      auto cluster = clusterFromFlags();
-      if (!cluster)
-        return fail(llvm::toString(cluster.takeError()));
-      theCluster = *cluster;
-    }
-    replicas = theCluster->gpus;
-  }
-  if (auto err = buildBackward(m, replicas, *recomputing, chosen.recompute))
+  if (auto err = buildStep(m, t, *recomputing, *perStep))
     return fail(llvm::toString(std::move(err)));
-  if (trainingStep && replicas > 1)
-    if (auto err = applyZero(m, replicas, [&](const Global &g) {
-          auto fixed = parseZeroStage(zeroStage);
-          return fixed && *fixed >= 0 ? unsigned(*fixed)
-                                      : chosen.zero.lookup(&g);
-        }))
-      return fail(llvm::toString(std::move(err)));
 
   std::string verifyErrors;
   if (!verifyModule(m, [&](const Op *op, const llvm::Twine &msg) {
@@ -1215,73 +1346,5 @@ int main(int argc, char **argv) {
             (op ? "op '" + op->name().str() + "': " : "") + msg.str() + "\n";
       }))
     return fail("internal: the imported IR does not verify:\n" + verifyErrors);
-
-  if (planning && emit == Emit::Kernels)
-    return writeKernels(m, partitioned, twoPhase);
-  std::error_code ec;
-  llvm::ToolOutputFile out(outputPath, ec, llvm::sys::fs::OF_Text);
-  if (ec)
-    return fail("cannot write '" + outputPath + "': " + ec.message());
-  if (emit == Emit::CostProbe) {
-    if (auto err = writeCostProbe(m, out.os()))
-      return fail(llvm::toString(std::move(err)));
-    out.keep();
-    return 0;
-  }
-  if (planning) {
-    if (mode == "train" && !trainingStep)
-      return fail("a training plan needs a loss (--loss); --mode=train alone "
-                  "prices a training step of the model as it is");
-    PlanOptions po;
-    auto p = buildPlan(m, partitioned, twoPhase, po);
-    if (!p)
-      return fail(llvm::toString(p.takeError()));
-    if (auto err = writePlanStats(*p))
-      return fail(llvm::toString(std::move(err)));
-    if (emit == Emit::PlanText) {
-      std::string text;
-      google::protobuf::TextFormat::PrintToString(*p, &text);
-      out.os() << text;
-    } else {
-      out.os() << encodePlan(*p);
-    }
-    out.keep();
-    if (!quiet && emit != Emit::PlanText && outputPath != "-")
-      printPlanSummary(m, *p, po, partitioned);
-    return 0;
-  }
-  if (!sharding) {
-    if (emit == Emit::IR) {
-      printModule(m, out.os());
-    } else {
-      ModelSummary s = summarize(m);
-      if (format == Format::Json)
-        out.os() << llvm::formatv("{0:2}", summaryToJson(s)) << "\n";
-      else
-        printSummaryText(s, out.os());
-    }
-    out.keep();
-    return 0;
-  }
-  auto report = shardModel(m, /*forPlan=*/false, /*keepGiven=*/twoPhase);
-  if (!report)
-    return fail(llvm::toString(report.takeError()));
-  if (emit == Emit::Dot) {
-    writeStrategyDot(m, report->strategy, out.os());
-  } else if (emit == Emit::OnnxSharded) {
-    if (auto err = writeOnnxSharded(m, *report, out.os()))
-      return fail(llvm::toString(std::move(err)));
-  } else if (emit == Emit::Trace) {
-    CostModel model(*report->cluster, report->mode);
-    SimOptions so;
-    so.delta = false;
-    Simulator sim(m, model, so);
-    sim.simulate(report->strategy.configs, report->strategy.offsets);
-    sim.writeTrace(out.os());
-  } else if (emit == Emit::Strategy || format == Format::Json)
-    out.os() << llvm::formatv("{0:2}", strategyToJson(m, *report)) << "\n";
-  else
-    printReport(m, *report, out.os());
-  out.keep();
-  return 0;
+  return writeOutput(m, t);
 }
