@@ -344,6 +344,113 @@ static bool copyBoxes(const Prepared &p, size_t sources, double fill) {
   return true;
 }
 
+/// An index out of its whole table, the first one seen by any thread.
+struct BadIndex {
+  std::mutex mutex;
+  std::optional<std::pair<int64_t, int64_t>> first;
+  void note(std::pair<int64_t, int64_t> b) {
+    std::lock_guard<std::mutex> guard(mutex);
+    first = first ? first : b;
+  }
+};
+
+/// One gather run of \p count points from \p point along the last walked
+/// dim, one index for all of them: a row piece copied at once where it
+/// lies inside the table and the result, else point by point as runCopy.
+static void gatherRun(const Prepared &p, llvm::MutableArrayRef<int64_t> point,
+                      int64_t count, double fill, BadIndex &bad) {
+  unsigned last = p.space.outer.back();
+  int64_t j = p.inMaps[1].index(point), value = 0;
+  bool masked = j < 0;
+  if (!masked) {
+    value = p.ins[1]->integer(j);
+    if (auto out = p.inMaps[0].lookupOutOfRange({value})) {
+      bad.note(*out);
+      masked = true;
+    }
+  }
+  auto at = [&](int64_t k, bool table) {
+    point[last] += k;
+    int64_t i = table ? (masked ? -1 : p.inMaps[0].index(point, {value}))
+                      : p.outMaps[0].index(point);
+    point[last] -= k;
+    return i;
+  };
+  int64_t o0 = at(0, false), i0 = at(0, true);
+  Tensor &out = *p.outs[0];
+  if (!masked && o0 >= 0 && i0 >= 0 && at(count - 1, false) - o0 == count - 1 &&
+      at(count - 1, true) - i0 == count - 1) {
+    int64_t n = dtypeBytes(out.dtype);
+    std::memcpy(out.data.data() + o0 * n, p.ins[0]->data.data() + i0 * n,
+                size_t(count * n));
+    return;
+  }
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t o = at(k, false), i = at(k, true);
+    if (o >= 0 && i >= 0)
+      copyElement(*p.ins[0], i, out, o);
+    else if (o >= 0)
+      out.setReal(o, fill);
+  }
+}
+
+/// A gather whose table and result step by one element along the last
+/// walked dim, which its indices do not move along: each run reads its
+/// index once (gatherRun). False when the maps do not allow it.
+static bool gatherRows(const Prepared &p, double fill, BadIndex &bad) {
+  const IterationSpace &s = p.space;
+  if (s.outer.empty() || s.innerPoints != 1 || p.outs.size() != 1 ||
+      p.ins.size() != 2 || p.ins[0]->dtype != p.outs[0]->dtype ||
+      p.inMaps[0].lookupCount() != 1)
+    return false;
+  unsigned last = s.outer.back();
+  if (p.inMaps[0].step(last) != 1 || p.outMaps[0].step(last) != 1 ||
+      p.inMaps[1].step(last) != 0)
+    return false;
+  forEachOuterRun(s, [&](llvm::MutableArrayRef<int64_t> point, int64_t n) {
+    gatherRun(p, point, n, fill, bad);
+  });
+  return true;
+}
+
+/// runCopy point by point: each result element from the first input whose
+/// map reaches inside it, the fill where none does (or a lookup is masked).
+static void copyPoints(const Prepared &p, size_t sources, unsigned tuple,
+                       double fill, BadIndex &bad) {
+  const IterationSpace &s = p.space;
+  bool lookup = tuple > 0;
+  forEachOuter(s, [&](llvm::MutableArrayRef<int64_t> point) {
+    llvm::SmallVector<int64_t, 4> lookupValues(tuple, 0);
+    do {
+      bool masked = false;
+      if (lookup) {
+        int64_t j = p.inMaps[1].index(point);
+        masked = j < 0;
+        for (unsigned t = 0; t < tuple && !masked; ++t)
+          lookupValues[t] = p.ins[1]->integer(j + t);
+        if (!masked)
+          if (auto out = p.inMaps[0].lookupOutOfRange(lookupValues)) {
+            bad.note(*out);
+            masked = true;
+          }
+      }
+      for (size_t r = 0; r < p.outs.size(); ++r) {
+        int64_t o = p.outMaps[r].index(point);
+        if (o < 0)
+          continue;
+        int64_t i = -1;
+        size_t k = 0;
+        for (; k < sources && i < 0 && !masked; ++k)
+          i = p.inMaps[k].index(point, lookupValues);
+        if (i >= 0)
+          copyElement(*p.ins[k - 1], i, *p.outs[r], o);
+        else
+          p.outs[r]->setReal(o, fill);
+      }
+    } while (s.nextInner(point));
+  });
+}
+
 /// Data movement and gather: each result element copies from the first
 /// input whose map reaches inside it (concat inputs cover disjoint ranges);
 /// pad's border and masked lookups get the `value` attribute (0).
@@ -371,43 +478,14 @@ static llvm::Error runCopy(const Prepared &p) {
   unsigned tuple = lookup ? std::max(1u, p.inMaps[0].lookupCount()) : 0;
   // An index outside the whole table is bad input (a split table masks the
   // rows other devices hold, but no device holds these).
-  std::mutex badMutex;
-  std::optional<std::pair<int64_t, int64_t>> bad;
-  forEachOuter(s, [&](llvm::MutableArrayRef<int64_t> point) {
-    llvm::SmallVector<int64_t, 4> lookupValues(tuple, 0);
-    do {
-      bool masked = false;
-      if (lookup) {
-        int64_t j = p.inMaps[1].index(point);
-        masked = j < 0;
-        for (unsigned t = 0; t < tuple && !masked; ++t)
-          lookupValues[t] = p.ins[1]->integer(j + t);
-        if (!masked)
-          if (auto out = p.inMaps[0].lookupOutOfRange(lookupValues)) {
-            std::lock_guard<std::mutex> guard(badMutex);
-            bad = bad ? bad : out;
-            masked = true;
-          }
-      }
-      for (size_t r = 0; r < p.outs.size(); ++r) {
-        int64_t o = p.outMaps[r].index(point);
-        if (o < 0)
-          continue;
-        int64_t i = -1;
-        size_t k = 0;
-        for (; k < sources && i < 0 && !masked; ++k)
-          i = p.inMaps[k].index(point, lookupValues);
-        if (i >= 0)
-          copyElement(*p.ins[k - 1], i, *p.outs[r], o);
-        else
-          p.outs[r]->setReal(o, fill);
-      }
-    } while (s.nextInner(point));
-  });
-  if (bad)
-    return computeError(p.c, llvm::formatv("index {0} is out of range for a "
-                                           "dim of {1} (valid: [-{1}, {1}))",
-                                           bad->first, bad->second));
+  BadIndex bad;
+  if (!(lookup && gatherRows(p, fill, bad)))
+    copyPoints(p, sources, tuple, fill, bad);
+  if (bad.first)
+    return computeError(p.c,
+                        llvm::formatv("index {0} is out of range for a "
+                                      "dim of {1} (valid: [-{1}, {1}))",
+                                      bad.first->first, bad.first->second));
   return llvm::Error::success();
 }
 
