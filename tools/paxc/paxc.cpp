@@ -688,8 +688,15 @@ static void fuseImported(Module &m) {
     fuseAttention(m);
   if (fuseBiasOps)
     fuseBias(m);
-  if (channelsLastFlag && mode != "train" && emit != Emit::OnnxSharded)
+  if (!channelsLastFlag)
+    return;
+  if (mode != "train" && emit != Emit::OnnxSharded)
     channelsLast(m);
+  else if (!quiet)
+    llvm::WithColor::warning(llvm::errs(), "paxc")
+        << "--channels-last applies to inference plans; "
+        << (mode == "train" ? "a training step" : "--emit=onnx-sharded")
+        << " keeps the model's layout\n";
 }
 
 /// The last op each source node became, by the node's name: an op fused
