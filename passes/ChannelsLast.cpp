@@ -5,6 +5,9 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
+#include <array>
+
 namespace pax {
 namespace {
 
@@ -184,7 +187,8 @@ bool Chooser::join(Op &op) {
 void Chooser::rewrite() {
   for (Value *v : chosen) {
     auto &shape = v->type.shape;
-    auto old = shape;
+    std::array<int64_t, 4> old;
+    std::copy_n(shape.begin(), 4, old.begin());
     for (unsigned j = 0; j < 4; ++j)
       shape[j] = old[kFrom[j]];
   }
