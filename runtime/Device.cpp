@@ -510,25 +510,36 @@ void DeviceRun::findChains() {
 llvm::Expected<bool> DeviceRun::launchFused(llvm::ArrayRef<int64_t> computes,
                                             bool stage) {
   // Only what the chain reads from outside and its result exist for it:
-  // the intermediate results may share bytes with what it reads.
+  // the intermediate results may share bytes with what it reads, and are
+  // given as their type and shape only.
+  size_t n = computes.size();
+  std::vector<Tensor> between(n);
   llvm::SmallVector<ChainLink, kMaxChain> links;
   uint32_t first = 0, out = 0;
-  for (size_t k = 0; k < computes.size(); ++k) {
+  for (size_t k = 0; k < n; ++k) {
     Uses u = usesOf(prog.instructions(int(computes[k])));
     ChainLink &l = links.emplace_back();
     l.compute = &prog.instructions(int(computes[k])).compute();
     for (uint32_t b : u.reads) {
-      if (!allocated[b] && (k == 0 || b != out))
+      bool chained = k > 0 && b == out;
+      if (!allocated[b] && !chained)
         return fail("instruction " + llvm::Twine(computes[k]) +
                     " reads buffer " + llvm::Twine(b) +
                     " before anything writes it");
-      l.inputs.push_back(&buffers[b]);
+      l.inputs.push_back(chained ? &between[k - 1] : &buffers[b]);
     }
     if (k == 0)
       first = u.writes[0];
     out = u.writes[0];
-    l.outputs.push_back(&buffers[out]);
+    const plan::Buffer &buf = prog.buffers(int(out));
+    between[k].dtype = buf.dtype();
+    between[k].shape.assign(buf.shape().begin(), buf.shape().end());
+    l.outputs.push_back(&between[k]);
   }
+  // Staged through the first result: only where it can hold the last.
+  const plan::Buffer &a = prog.buffers(int(first)), &b = prog.buffers(int(out));
+  if (stage && (a.dtype() != b.dtype() || !llvm::equal(a.shape(), b.shape())))
+    return false;
   // Written whole (maybe in place of an input), so not zero-filled.
   allocate(stage ? first : out, /*zero=*/false);
   links.back().outputs[0] = &buffers[stage ? first : out];

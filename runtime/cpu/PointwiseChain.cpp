@@ -74,11 +74,17 @@ struct Step {
 };
 
 /// \p links as steps over \p points points writing \p out; false where a
-/// buffer does not fit (not dense f32, another size, partly on \p out).
+/// buffer does not fit (not dense f32, another size, partly on \p out) or
+/// a result is not f32.
 bool steps(llvm::ArrayRef<ChainLink> links, int64_t points, const Tensor &out,
            std::vector<Step> &all) {
   for (size_t k = 0; k < links.size(); ++k) {
     const plan::Compute &c = *links[k].compute;
+    // Every result f32 (the tiles are), the points' count.
+    if (links[k].outputs.size() != 1 ||
+        links[k].outputs[0]->dtype != plan::F32 ||
+        links[k].outputs[0]->numel() != points)
+      return false;
     Step s{*parseScalarOp(c.kind()), {}, {}, {}};
     s.params = scalarParams(s.op, c);
     uint32_t before = k ? links[k - 1].compute->outputs(0).buffer() : ~0u;

@@ -449,9 +449,16 @@ TEST(FastKernelsTest, PointwiseChainEqualsItsComputesOneByOne) {
   ASSERT_EQ(run(computes[2], {&t[1], &one}, {&t[2]}), "");
   ASSERT_EQ(run(computes[3], {&x, &t[2]}, {&t[3]}), "");
   ASSERT_EQ(run(computes[4], {&t[3], &half}, {&t[4]}), "");
+  // The intermediate results as a device gives them: type and shape only.
   std::vector<ChainLink> links(5);
-  for (size_t i = 0; i < 5; ++i)
+  std::vector<Tensor> between(4);
+  for (size_t i = 0; i < 5; ++i) {
     links[i].compute = &computes[i];
+    if (i < 4) {
+      between[i].shape = {3, 700};
+      links[i].outputs = {&between[i]};
+    }
+  }
   Tensor out = Tensor::zeros(plan::F32, {3, 700});
   links[0].inputs = {&x, &sqrt2};
   links[1].inputs = {nullptr};
@@ -463,8 +470,13 @@ TEST(FastKernelsTest, PointwiseChainEqualsItsComputesOneByOne) {
   ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
   ASSERT_TRUE(*fused);
   EXPECT_EQ(out.data, t[4].data);
-  // A result partly over an input is refused (the device then runs the
-  // ops one by one).
+  // A result that is not f32 (a cast's) or partly over an input is
+  // refused (the device then runs the ops one by one).
+  between[1].dtype = plan::I64;
+  fused = cpu::runPointwiseChain(links);
+  ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
+  EXPECT_FALSE(*fused);
+  between[1].dtype = plan::F32;
   Tensor arena = Tensor::zeros(plan::F32, {2 * 2100});
   Tensor in = Tensor::view(plan::F32, {3, 700}, arena.data.data(), false);
   Tensor over =
