@@ -1,6 +1,8 @@
 //===- DnnlConv.cpp - 2-D convolutions on oneDNN's primitives -------------===//
 #include "runtime/cpu/DnnlConv.h"
 
+#include <cstdlib>
+#include <memory>
 #include <unordered_map>
 
 #ifdef PAX_HAVE_DNNL
@@ -39,6 +41,8 @@ struct ConvCache::Entry {
   /// The activations in the primitive's layouts, where they differ from
   /// the tensors' (reordered in and out), else empty.
   dnnl::memory srcInner, dstInner;
+  /// The primitive's scratchpad (given at each run).
+  dnnl::memory::desc scratchpad;
   /// oneDNN has no primitive for it: not asked again.
   bool refused = false;
 };
@@ -48,6 +52,10 @@ struct ConvCache::Entry {};
 
 struct ConvCache::Entries {
   std::unordered_map<const void *, Entry> byCompute;
+  /// The primitives' scratchpad (theirs, not oneDNN's per-thread one, which
+  /// a device thread that ends would leave behind).
+  std::unique_ptr<uint8_t, decltype(&std::free)> scratch{nullptr, &std::free};
+  size_t scratchBytes = 0;
 };
 
 ConvCache::ConvCache() : entries(std::make_unique<Entries>()) {}
@@ -56,6 +64,16 @@ void ConvCache::clear() { entries->byCompute.clear(); }
 ConvCache::Entry &ConvCache::entry(const void *key) {
   return entries->byCompute[key];
 }
+void *ConvCache::scratchpad(size_t bytes) {
+  if (bytes > entries->scratchBytes) {
+    size_t rounded = (bytes + 63) / 64 * 64;
+    entries->scratch.reset(
+        static_cast<uint8_t *>(std::aligned_alloc(64, rounded)));
+    entries->scratchBytes = entries->scratch ? rounded : 0;
+  }
+  return entries->scratch.get();
+}
+
 bool ConvCache::compiled(const plan::Compute &c) const {
 #ifdef PAX_HAVE_DNNL
   auto it = entries->byCompute.find(static_cast<const void *>(&c));
@@ -216,6 +234,7 @@ dnnl::primitive_attr postOps(const ConvEpilogue &epi,
     relu();
   dnnl::primitive_attr attr;
   attr.set_post_ops(ops);
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   return attr;
 }
 
@@ -245,6 +264,7 @@ void build(const Prepared &p, const Window2DShape &s, const ConvEpilogue &epi,
   auto pd = choose(s, e, anyWeights, k, postOps(epi, e.dst));
   e.packed = memory(pd.weights_desc(), engine());
   e.packedFrom.clear();
+  e.scratchpad = pd.scratchpad_desc();
   e.primitive.emplace(pd);
 }
 
@@ -314,7 +334,7 @@ void pack(const Prepared &p, const ConvEpilogue &epi, ConvCache::Entry &e,
 /// Runs \p e's primitive on \p p's buffers, through its inner layouts
 /// where it has them, with \p epi's residual.
 void execute(const Prepared &p, const ConvEpilogue &epi, ConvCache::Entry &e,
-             dnnl::stream &st) {
+             void *scratch, dnnl::stream &st) {
   auto buffer = [](const Tensor &t) {
     return const_cast<void *>(static_cast<const void *>(t.data.data()));
   };
@@ -335,6 +355,7 @@ void execute(const Prepared &p, const ConvEpilogue &epi, ConvCache::Entry &e,
     args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(epi.relu ? 1 : 0) |
                      DNNL_ARG_SRC_1,
                  memory(e.dst, engine(), buffer(*epi.residual)));
+  args.emplace(DNNL_ARG_SCRATCHPAD, memory(e.scratchpad, engine(), scratch));
   e.primitive->execute(st, args);
   if (e.dstInner)
     dnnl::reorder(out, dst).execute(st, out, dst);
@@ -363,7 +384,14 @@ bool runConvDnnl(const Prepared &p, const Window2DShape &s, ConvCache *cache,
       build(p, s, epi, *rows, *cols, e);
     dnnl::stream st(engine());
     pack(p, epi, e, st);
-    execute(p, epi, e, st);
+    // A device's shared scratchpad, else one for this call.
+    size_t bytes = e.scratchpad.get_size();
+    std::unique_ptr<uint8_t, decltype(&std::free)> own(nullptr, &std::free);
+    void *scratch = cache ? cache->scratchpad(bytes) : nullptr;
+    if (!cache && bytes)
+      own.reset(static_cast<uint8_t *>(
+          std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+    execute(p, epi, e, cache ? scratch : own.get(), st);
     st.wait();
   } catch (const dnnl::error &) {
     // No primitive for this convolution: nothing was written, the caller

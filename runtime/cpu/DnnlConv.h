@@ -35,6 +35,9 @@ public:
   Entry &entry(const void *key);
   /// Whether \p c ran on a oneDNN primitive it keeps.
   bool compiled(const plan::Compute &c) const;
+  /// At least \p bytes of scratch memory (64-byte aligned) that the
+  /// device's primitives share, one running at a time.
+  void *scratchpad(size_t bytes);
 
 private:
   struct Entries;
