@@ -546,6 +546,16 @@ llvm::Expected<bool> DeviceRun::launchFused(llvm::ArrayRef<int64_t> computes,
   llvm::Expected<bool> fused = device.launchChain(links);
   if (!fused || !*fused || !stage)
     return fused;
+  // The inputs that die in the chain are dead before the result takes
+  // their bytes (as when the computes run one by one).
+  for (int64_t i : computes)
+    for (uint32_t r : usesOf(prog.instructions(int(i))).reads)
+      if (r != first && allocated[r] && last[r] <= computes.back() &&
+          !keep[r] && !prog.buffers(int(r)).persistent()) {
+        live -= buffers[r].bytes();
+        buffers[r] = Tensor();
+        allocated[r] = false;
+      }
   allocate(out, /*zero=*/false);
   llvm::SmallVector<int64_t, 4> origin(buffers[out].shape.size(), 0);
   if (auto err = device.copyOverlap(buffers[first], origin, buffers[out],
