@@ -129,15 +129,13 @@ std::string notFusable(const Op &op) {
 
 bool fusable(const Op &op) { return notFusable(op).empty(); }
 
-/// Whether \p op computes each point alone: an elementwise or layout op,
-/// or an inference batch norm (a per-channel scale and shift), which may
-/// follow a contraction in its epilogue.
+/// Whether \p op computes each point alone: a fusable op (its maps read
+/// point by point or broadcast) with no reduction dims, such as an
+/// elementwise op or an inference batch norm's per-channel scale and
+/// shift, which may follow a contraction in its epilogue. Read off the
+/// iteration space, not the kind.
 bool pointByPoint(const Op &op) {
-  OpFamily f = opKindFamily(op.kind);
-  if (f == OpFamily::Elementwise || f == OpFamily::Layout)
-    return true;
-  return op.kind == OpKind::BatchNorm &&
-         llvm::all_of(op.iters, [](const IterDim &d) {
+  return fusable(op) && llvm::all_of(op.iters, [](const IterDim &d) {
            return d.kind == IterKind::Parallel;
          });
 }
