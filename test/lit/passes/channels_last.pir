@@ -1,6 +1,9 @@
 // RUN: paxc-opt %s --split-input-file -p pax-channels-last | FileCheck %s
 // RUN: not paxc-opt %s -p 'pax-channels-last{all=1}' 2>&1 | FileCheck %s --check-prefix=OPTION
 // OPTION: error: pass 'pax-channels-last' has no option 'all'
+// paxc's flag takes a boolean.
+// RUN: not paxc %s --channels-last=maybe 2>&1 | FileCheck %s --check-prefix=FLAG
+// FLAG: --channels-last option: 'maybe' is invalid value for boolean argument
 
 // The activations around the convolutions are stored [n, h, w, c]: the
 // first convolution reads the NCHW argument and writes NHWC; batch norm and
