@@ -137,7 +137,7 @@ size_t convChainLength(llvm::ArrayRef<const plan::Compute *> chain) {
 }
 
 llvm::Expected<bool> runConvChain(llvm::ArrayRef<ChainLink> links,
-                                  ConvCache &cache) {
+                                  DnnlCache &cache) {
   if (links.size() < 2 || links.back().outputs.size() != 1)
     return false;
   const ChainLink &conv = links[0];

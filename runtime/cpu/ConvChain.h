@@ -33,7 +33,7 @@ size_t convChainLength(llvm::ArrayRef<const plan::Compute *> chain);
 /// types or shapes, an output that shares bytes with an input) or oneDNN
 /// takes no such convolution.
 llvm::Expected<bool> runConvChain(llvm::ArrayRef<ChainLink> links,
-                                  ConvCache &cache);
+                                  DnnlCache &cache);
 
 } // namespace pax::runtime::cpu
 

@@ -69,12 +69,12 @@ public:
   Backend backend() const override { return Backend::Cpu; }
   void beginRun(bool resident) override {
     if (!resident)
-      convs.clear();
+      primitives.clear();
   }
   llvm::Error launch(const plan::Compute &c,
                      llvm::ArrayRef<const Tensor *> inputs,
                      llvm::ArrayRef<Tensor *> outputs) override {
-    return runDeviceKernel(c, inputs, outputs, convs);
+    return runDeviceKernel(c, inputs, outputs, primitives);
   }
   size_t fuses(llvm::ArrayRef<const plan::Compute *> chain) override {
     size_t n = cpu::convChainLength(chain);
@@ -82,12 +82,12 @@ public:
   }
   llvm::Expected<bool> launchChain(llvm::ArrayRef<ChainLink> chain) override {
     if (chain[0].compute->kind() == "conv")
-      return cpu::runConvChain(chain, convs);
+      return cpu::runConvChain(chain, primitives);
     return cpu::runPointwiseChain(chain);
   }
 
 private:
-  cpu::ConvCache convs;
+  cpu::DnnlCache primitives;
 };
 
 } // namespace

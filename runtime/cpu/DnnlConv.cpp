@@ -7,11 +7,6 @@
 
 #ifdef PAX_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
-#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
-#include <omp.h>
-#endif
-#include <tbb/global_control.h>
-#include <tbb/task_arena.h>
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -26,72 +21,30 @@
 namespace pax::runtime::cpu {
 
 #ifdef PAX_HAVE_DNNL
-struct ConvCache::Entry {
+namespace {
+using dnnl::memory;
+
+/// A convolution's compiled primitive and packed weights.
+struct ConvEntry final : DnnlCache::Entry {
+  bool compiled() const override { return primitive.has_value(); }
   std::optional<dnnl::convolution_forward> primitive;
-  dnnl::memory::desc userWeights, src, dst, bias;
+  memory::desc userWeights, src, dst, bias;
   /// The weights in the primitive's layout.
-  dnnl::memory packed;
-  /// The resident tensors \p packed (and \p bias) derive from, or none
-  /// (packed per call).
-  llvm::SmallVector<const void *, 6> packedFrom;
+  memory packed;
+  /// The resident tensors \p packed (and \p bias) derive from.
+  PackedFrom packedFrom;
   /// The bias with a batch norm folded in, else empty (the input's).
   std::vector<float> foldedBias;
   /// Elements from the input tensor's start to the window's first point.
   int64_t srcOffset = 0;
   /// The activations in the primitive's layouts, where they differ from
   /// the tensors' (reordered in and out), else empty.
-  dnnl::memory srcInner, dstInner;
+  memory srcInner, dstInner;
   /// The primitive's scratchpad (given at each run).
-  dnnl::memory::desc scratchpad;
+  memory::desc scratchpad;
   /// oneDNN has no primitive for it: not asked again.
   bool refused = false;
 };
-#else
-struct ConvCache::Entry {};
-#endif
-
-struct ConvCache::Entries {
-  std::unordered_map<const void *, Entry> byCompute;
-  /// The primitives' scratchpad (theirs, not oneDNN's per-thread one, which
-  /// a device thread that ends would leave behind).
-  std::unique_ptr<uint8_t, decltype(&std::free)> scratch{nullptr, &std::free};
-  size_t scratchBytes = 0;
-};
-
-ConvCache::ConvCache() : entries(std::make_unique<Entries>()) {}
-ConvCache::~ConvCache() = default;
-void ConvCache::clear() { entries->byCompute.clear(); }
-ConvCache::Entry &ConvCache::entry(const void *key) {
-  return entries->byCompute[key];
-}
-void *ConvCache::scratchpad(size_t bytes) {
-  if (bytes > entries->scratchBytes) {
-    size_t rounded = (bytes + 63) / 64 * 64;
-    entries->scratch.reset(
-        static_cast<uint8_t *>(std::aligned_alloc(64, rounded)));
-    entries->scratchBytes = entries->scratch ? rounded : 0;
-  }
-  return entries->scratch.get();
-}
-
-bool ConvCache::compiled(const plan::Compute &c) const {
-#ifdef PAX_HAVE_DNNL
-  auto it = entries->byCompute.find(static_cast<const void *>(&c));
-  return it != entries->byCompute.end() && it->second.primitive.has_value();
-#else
-  (void)c;
-  return false;
-#endif
-}
-
-#ifdef PAX_HAVE_DNNL
-namespace {
-using dnnl::memory;
-
-dnnl::engine &engine() {
-  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-  return e;
-}
 
 /// One spatial dim as oneDNN takes it: the input's rows from `shift`,
 /// `size` of them, padded by `padL` before and `padR` after.
@@ -146,10 +99,10 @@ describe(dnnl::algorithm algo, const memory::desc &src,
   bool biased = !bias.dims().empty();
 #if DNNL_VERSION_MAJOR >= 3
   if (biased)
-    return {engine(), kind,      algo,      src,    weights, bias,
-            dst,      k.strides, k.dilates, k.padL, k.padR,  attr};
-  return {engine(),  kind,      algo,   src,    weights, dst,
-          k.strides, k.dilates, k.padL, k.padR, attr};
+    return {dnnlEngine(), kind,      algo,      src,    weights, bias,
+            dst,          k.strides, k.dilates, k.padL, k.padR,  attr};
+  return {dnnlEngine(), kind,      algo,   src,    weights, dst,
+          k.strides,    k.dilates, k.padL, k.padR, attr};
 #else
   auto desc = biased
                   ? dnnl::convolution_forward::desc(kind, algo, src, weights,
@@ -158,7 +111,7 @@ describe(dnnl::algorithm algo, const memory::desc &src,
                   : dnnl::convolution_forward::desc(kind, algo, src, weights,
                                                     dst, k.strides, k.dilates,
                                                     k.padL, k.padR);
-  return {desc, attr, engine()};
+  return {desc, attr, dnnlEngine()};
 #endif
 }
 
@@ -183,7 +136,7 @@ bool winogradShape(const Window2DShape &s) {
 /// Where the chosen layouts differ from the activations', \p e gets inner
 /// memories the activations are reordered through.
 dnnl::convolution_forward::primitive_desc
-choose(const Window2DShape &s, ConvCache::Entry &e, const memory::desc &weights,
+choose(const Window2DShape &s, ConvEntry &e, const memory::desc &weights,
        const ConvParams &k, const dnnl::primitive_attr &attr) {
   auto any = [](const memory::desc &d) {
     return memory::desc(d.dims(), memory::data_type::f32,
@@ -191,9 +144,9 @@ choose(const Window2DShape &s, ConvCache::Entry &e, const memory::desc &weights,
   };
   auto inner = [&](const dnnl::convolution_forward::primitive_desc &pd) {
     if (pd.src_desc() != e.src)
-      e.srcInner = memory(pd.src_desc(), engine());
+      e.srcInner = memory(pd.src_desc(), dnnlEngine());
     if (pd.dst_desc() != e.dst)
-      e.dstInner = memory(pd.dst_desc(), engine());
+      e.dstInner = memory(pd.dst_desc(), dnnlEngine());
     return pd;
   };
   if (winogradShape(s)) {
@@ -241,7 +194,7 @@ dnnl::primitive_attr postOps(const ConvEpilogue &epi,
 /// Compiles the primitive of \p p into \p e (the input viewed through
 /// \p rows and \p cols), as choose() says.
 void build(const Prepared &p, const Window2DShape &s, const ConvEpilogue &epi,
-           const DnnlDim &rows, const DnnlDim &cols, ConvCache::Entry &e) {
+           const DnnlDim &rows, const DnnlDim &cols, ConvEntry &e) {
   using tag = memory::format_tag;
   const WindowDim &r = s.rows, &c = s.cols;
   int64_t cin = s.g * s.ci, cout = s.g * s.co;
@@ -262,7 +215,7 @@ void build(const Prepared &p, const Window2DShape &s, const ConvEpilogue &epi,
                {rows.padL, cols.padL},
                {rows.padR, cols.padR}};
   auto pd = choose(s, e, anyWeights, k, postOps(epi, e.dst));
-  e.packed = memory(pd.weights_desc(), engine());
+  e.packed = memory(pd.weights_desc(), dnnlEngine());
   e.packedFrom.clear();
   e.scratchpad = pd.scratchpad_desc();
   e.primitive.emplace(pd);
@@ -283,7 +236,7 @@ llvm::SmallVector<const Tensor *, 6> packSources(const Prepared &p,
 /// sqrt(var + epsilon), in double as the batch norm kernel computes it),
 /// and the bias as the batch norm maps it, into \p e.foldedBias.
 std::vector<float> foldNorm(const Prepared &p, const ConvEpilogue &epi,
-                            ConvCache::Entry &e) {
+                            ConvEntry &e) {
   auto f32 = [](const Tensor *t) {
     return reinterpret_cast<const float *>(t->data.data());
   };
@@ -307,39 +260,33 @@ std::vector<float> foldNorm(const Prepared &p, const ConvEpilogue &epi,
 /// Reorders \p p's weights (with \p epi's batch norm folded in) into
 /// \p e's packed layout, unless they derive from resident tensors it holds
 /// already.
-void pack(const Prepared &p, const ConvEpilogue &epi, ConvCache::Entry &e,
+void pack(const Prepared &p, const ConvEpilogue &epi, ConvEntry &e,
           dnnl::stream &st) {
   llvm::SmallVector<const Tensor *, 6> sources = packSources(p, epi);
-  llvm::SmallVector<const void *, 6> from;
-  for (const Tensor *t : sources)
-    from.push_back(t->data.data());
-  bool resident =
-      llvm::all_of(sources, [](const Tensor *t) { return t->resident; });
-  if (resident && e.packedFrom == from)
+  if (e.packedFrom.current(sources))
     return;
   std::vector<float> folded;
-  const void *weights = from[0];
+  const void *weights = sources[0]->data.data();
   if (epi.norm[0]) {
     folded = foldNorm(p, epi, e);
     weights = folded.data();
   }
-  memory user(e.userWeights, engine(), const_cast<void *>(weights));
+  memory user(e.userWeights, dnnlEngine(), const_cast<void *>(weights));
   dnnl::reorder(user, e.packed).execute(st, user, e.packed);
   st.wait();
-  e.packedFrom.clear();
-  if (resident)
-    e.packedFrom = from;
+  e.packedFrom.packed(sources);
 }
 
 /// Runs \p e's primitive on \p p's buffers, through its inner layouts
 /// where it has them, with \p epi's residual.
-void execute(const Prepared &p, const ConvEpilogue &epi, ConvCache::Entry &e,
+void execute(const Prepared &p, const ConvEpilogue &epi, ConvEntry &e,
              void *scratch, dnnl::stream &st) {
   auto buffer = [](const Tensor &t) {
     return const_cast<void *>(static_cast<const void *>(t.data.data()));
   };
   float *x = static_cast<float *>(buffer(*p.ins[0])) + e.srcOffset;
-  memory src(e.src, engine(), x), dst(e.dst, engine(), buffer(*p.outs[0]));
+  memory src(e.src, dnnlEngine(), x),
+      dst(e.dst, dnnlEngine(), buffer(*p.outs[0]));
   if (e.srcInner) {
     dnnl::reorder(src, e.srcInner).execute(st, src, e.srcInner);
     src = e.srcInner;
@@ -348,62 +295,52 @@ void execute(const Prepared &p, const ConvEpilogue &epi, ConvCache::Entry &e,
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, e.packed}, {DNNL_ARG_DST, out}};
   if (!e.foldedBias.empty())
-    args.emplace(DNNL_ARG_BIAS, memory(e.bias, engine(), e.foldedBias.data()));
+    args.emplace(DNNL_ARG_BIAS,
+                 memory(e.bias, dnnlEngine(), e.foldedBias.data()));
   else if (p.ins.size() > 2)
-    args.emplace(DNNL_ARG_BIAS, memory(e.bias, engine(), buffer(*p.ins[2])));
+    args.emplace(DNNL_ARG_BIAS,
+                 memory(e.bias, dnnlEngine(), buffer(*p.ins[2])));
   if (epi.residual) // the post-op after the relu, if any
     args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(epi.relu ? 1 : 0) |
                      DNNL_ARG_SRC_1,
-                 memory(e.dst, engine(), buffer(*epi.residual)));
-  args.emplace(DNNL_ARG_SCRATCHPAD, memory(e.scratchpad, engine(), scratch));
+                 memory(e.dst, dnnlEngine(), buffer(*epi.residual)));
+  args.emplace(DNNL_ARG_SCRATCHPAD,
+               memory(e.scratchpad, dnnlEngine(), scratch));
   e.primitive->execute(st, args);
   if (e.dstInner)
     dnnl::reorder(out, dst).execute(st, out, dst);
 }
 } // namespace
 
-bool runConvDnnl(const Prepared &p, const Window2DShape &s, ConvCache *cache,
+bool runConvDnnl(const Prepared &p, const Window2DShape &s, DnnlCache *cache,
                  const ConvEpilogue &epi, const void *key) {
   std::optional<DnnlDim> rows = dnnlDim(s.rows), cols = dnnlDim(s.cols);
   if (!rows || !cols)
     return false;
-  ConvCache::Entry local;
-  ConvCache::Entry &e = cache ? cache->entry(key ? key : &p.c) : local;
+  ConvEntry local;
+  ConvEntry &e = cache ? cache->entry<ConvEntry>(key ? key : &p.c) : local;
   if (e.refused)
     return false;
   try {
-#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
-    // oneDNN's threads, as many as this device's kernels have (a
-    // primitive takes the count when it is made).
-    omp_set_num_threads(int(
-        std::min<size_t>(size_t(tbb::this_task_arena::max_concurrency()),
-                         tbb::global_control::active_value(
-                             tbb::global_control::max_allowed_parallelism))));
-#endif
+    useDeviceThreads();
     if (!e.primitive)
       build(p, s, epi, *rows, *cols, e);
-    dnnl::stream st(engine());
+    dnnl::stream st(dnnlEngine());
     pack(p, epi, e, st);
-    // A device's shared scratchpad, else one for this call.
-    size_t bytes = e.scratchpad.get_size();
-    std::unique_ptr<uint8_t, decltype(&std::free)> own(nullptr, &std::free);
-    void *scratch = cache ? cache->scratchpad(bytes) : nullptr;
-    if (!cache && bytes)
-      own.reset(static_cast<uint8_t *>(
-          std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
-    execute(p, epi, e, cache ? scratch : own.get(), st);
+    Scratch scratch(cache, e.scratchpad.get_size());
+    execute(p, epi, e, scratch.get(), st);
     st.wait();
   } catch (const dnnl::error &) {
     // No primitive for this convolution: nothing was written, the caller
     // runs another kernel.
-    e = ConvCache::Entry();
+    e = ConvEntry();
     e.refused = true;
     return false;
   }
   return true;
 }
 #else
-bool runConvDnnl(const Prepared &, const Window2DShape &, ConvCache *,
+bool runConvDnnl(const Prepared &, const Window2DShape &, DnnlCache *,
                  const ConvEpilogue &, const void *) {
   return false;
 }

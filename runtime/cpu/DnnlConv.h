@@ -5,44 +5,17 @@
 // activations at about twice the rate of im2col and a GEMM on NCHW ones.
 // The primitive wants its weights in a blocked layout of its choosing: they
 // are reordered from the model's [co, ci, kh, kw] once per weight that stays
-// the same from run to run (Tensor::resident), kept in a ConvCache with the
-// compiled primitive, and once per call otherwise.
+// the same from run to run (Tensor::resident), kept in the device's
+// DnnlCache with the compiled primitive, and once per call otherwise.
 //
 //===----------------------------------------------------------------------===//
 #ifndef PAX_RUNTIME_CPU_DNNLCONV_H
 #define PAX_RUNTIME_CPU_DNNLCONV_H
 
 #include "runtime/WindowShape.h"
-
-#include <memory>
+#include "runtime/cpu/DnnlCache.h"
 
 namespace pax::runtime::cpu {
-
-/// One CPU device's compiled convolution primitives and packed weights, by
-/// compute; dropped when the device starts a run of another program or
-/// with other weights (Device::beginRun).
-class ConvCache {
-public:
-  ConvCache();
-  ~ConvCache();
-  ConvCache(const ConvCache &) = delete;
-  ConvCache &operator=(const ConvCache &) = delete;
-  void clear();
-
-  struct Entry;
-  /// The entry of \p key (a convolution's compute, or the last compute
-  /// of a chain it runs), made empty when absent.
-  Entry &entry(const void *key);
-  /// Whether \p c ran on a oneDNN primitive it keeps.
-  bool compiled(const plan::Compute &c) const;
-  /// At least \p bytes of scratch memory (64-byte aligned) that the
-  /// device's primitives share, one running at a time.
-  void *scratchpad(size_t bytes);
-
-private:
-  struct Entries;
-  std::unique_ptr<Entries> entries;
-};
 
 /// What a chain of computes after a convolution does to its result, run
 /// by oneDNN with it (cpu/ConvChain.h): a batch norm folded into the
@@ -64,7 +37,7 @@ struct ConvEpilogue {
 /// where given (under \p key, else the compute). Returns false, having
 /// written nothing, where paxc is built without oneDNN or oneDNN takes no
 /// such convolution.
-bool runConvDnnl(const Prepared &p, const Window2DShape &s, ConvCache *cache,
+bool runConvDnnl(const Prepared &p, const Window2DShape &s, DnnlCache *cache,
                  const ConvEpilogue &epi = {}, const void *key = nullptr);
 
 } // namespace pax::runtime::cpu

@@ -328,7 +328,7 @@ void runMatmulF32(const Prepared &p, const MatmulDims &d, float alpha,
 /// Sum over the inner dims of input 0 times input 1 (a point outside either
 /// tensor, as in conv's padding, adds nothing), scaled by gemm's alpha; gemm
 /// adds beta times C, conv adds the bias.
-llvm::Error runContraction(const Prepared &p, Kernel k, ConvCache *convs) {
+llvm::Error runContraction(const Prepared &p, Kernel k, DnnlCache *primitives) {
   double alpha = k == Kernel::Gemm ? attrReal(p.c, "alpha", 1.0) : 1.0;
   double beta = k == Kernel::Gemm ? attrReal(p.c, "beta", 1.0) : 1.0;
   const IterationSpace &s = p.space;
@@ -338,7 +338,8 @@ llvm::Error runContraction(const Prepared &p, Kernel k, ConvCache *convs) {
   bool linear =
       llvm::all_of(p.inMaps, [](const auto &m) { return m.isLinear(); }) &&
       p.outMaps[0].isLinear();
-  if (k == Kernel::Conv && runConv2DF32(p, attrInt(p.c, "group", 1), convs))
+  if (k == Kernel::Conv &&
+      runConv2DF32(p, attrInt(p.c, "group", 1), primitives))
     return llvm::Error::success();
   if (k == Kernel::MatMul && runConvWeightGrad2DF32(p))
     return llvm::Error::success();
@@ -534,7 +535,8 @@ llvm::Error runPointwise(const plan::Compute &c,
 namespace {
 llvm::Error dispatch(const plan::Compute &c,
                      llvm::ArrayRef<const Tensor *> inputs,
-                     llvm::ArrayRef<Tensor *> outputs, cpu::ConvCache *convs) {
+                     llvm::ArrayRef<Tensor *> outputs,
+                     cpu::DnnlCache *primitives) {
   using namespace cpu;
   using plan::KernelId;
   auto id = plan::computeKernel(c);
@@ -581,7 +583,7 @@ llvm::Error dispatch(const plan::Compute &c,
   case Kernel::MatMul:
   case Kernel::Gemm:
   case Kernel::Conv:
-    return runContraction(*p, *k, convs);
+    return runContraction(*p, *k, primitives);
   case Kernel::MaxPool:
   case Kernel::AveragePool:
     return runPool(*p, *k == Kernel::MaxPool);
@@ -610,8 +612,8 @@ llvm::Error runKernel(const plan::Compute &c,
 llvm::Error runDeviceKernel(const plan::Compute &c,
                             llvm::ArrayRef<const Tensor *> inputs,
                             llvm::ArrayRef<Tensor *> outputs,
-                            cpu::ConvCache &convs) {
-  return dispatch(c, inputs, outputs, &convs);
+                            cpu::DnnlCache &primitives) {
+  return dispatch(c, inputs, outputs, &primitives);
 }
 
 llvm::Error paddedWindow(const plan::Compute &c, llvm::ArrayRef<int64_t> shape,

@@ -14,7 +14,7 @@
 
 namespace pax::runtime {
 namespace cpu {
-class ConvCache;
+class DnnlCache;
 } // namespace cpu
 
 /// Executes \p c on the CPU. Kinds with a specific kernel run it (matmul,
@@ -31,12 +31,12 @@ class ConvCache;
 llvm::Error runKernel(const plan::Compute &c,
                       llvm::ArrayRef<const Tensor *> inputs,
                       llvm::ArrayRef<Tensor *> outputs);
-/// runKernel on a device that keeps its convolutions' oneDNN primitives
-/// and packed weights in \p convs (cpu/DnnlConv.h).
+/// runKernel on a device that keeps its oneDNN primitives and packed
+/// weights in \p primitives (cpu/DnnlCache.h).
 llvm::Error runDeviceKernel(const plan::Compute &c,
                             llvm::ArrayRef<const Tensor *> inputs,
                             llvm::ArrayRef<Tensor *> outputs,
-                            cpu::ConvCache &convs);
+                            cpu::DnnlCache &primitives);
 
 /// The padded spatial dims of pool \p c's input of \p shape (its `pads`),
 /// for count_include_pad.

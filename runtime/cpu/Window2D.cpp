@@ -345,7 +345,7 @@ bool runAveragePool2DF32(const Prepared &p) {
   return true;
 }
 
-bool runConv2DF32(const Prepared &p, int64_t group, ConvCache *cache) {
+bool runConv2DF32(const Prepared &p, int64_t group, DnnlCache *cache) {
   std::optional<Window2DShape> s = matchConv2D(p, group);
   if (!s)
     return false;

@@ -16,7 +16,7 @@ namespace pax::runtime::cpu {
 /// channels-last input or output, on oneDNN (runConvDnnl, \p cache).
 /// Returns false, having written nothing, when \p p is not such a
 /// convolution.
-bool runConv2DF32(const Prepared &p, int64_t group, ConvCache *cache);
+bool runConv2DF32(const Prepared &p, int64_t group, DnnlCache *cache);
 
 /// Runs \p p as the weight gradient of such a convolution (a matmul over
 /// its dims of dy [n, co, oh, ow] and the input's windows, written [co, ci,

@@ -276,7 +276,7 @@ std::vector<Tensor> channelsLastInputs(const ConvCase &k, bool xLast,
 /// Runs \p c on \p ins through a device's cache (cpu::runDeviceKernel);
 /// with oneDNN built in, it must have run on a oneDNN primitive.
 Tensor runOnDevice(const plan::Compute &c, const std::vector<Tensor> &ins,
-                   std::vector<int64_t> outShape, cpu::ConvCache &cache) {
+                   std::vector<int64_t> outShape, cpu::DnnlCache &cache) {
   std::vector<const Tensor *> in;
   for (const Tensor &t : ins)
     in.push_back(&t);
@@ -310,7 +310,7 @@ TEST(FastKernelsTest, ChannelsLastConvMatchesReference) {
       plan::Compute c = channelsLastConv(k, xLast);
       std::vector<Tensor> ins = channelsLastInputs(k, xLast, seed += 3);
       std::vector<int64_t> shape{k.n, k.oh, k.ow, k.g * k.co};
-      cpu::ConvCache cache;
+      cpu::DnnlCache cache;
       expectClose(runOnDevice(c, ins, shape, cache),
                   runBoth(c, ins, shape).second, 1e-4);
     }
@@ -323,7 +323,7 @@ TEST(FastKernelsTest, ChannelsLastConvRepacksWeightsThatChange) {
   plan::Compute c = channelsLastConv(k, true);
   std::vector<Tensor> ins = channelsLastInputs(k, true, 90);
   std::vector<int64_t> shape{1, 8, 8, 16};
-  cpu::ConvCache cache;
+  cpu::DnnlCache cache;
   expectClose(runOnDevice(c, ins, shape, cache), runBoth(c, ins, shape).second,
               1e-4);
   for (int64_t i = 0; i < ins[1].numel(); ++i)
@@ -398,7 +398,7 @@ TEST(FastKernelsTest, ConvChainEqualsItsComputesOneByOne) {
   links[3].inputs = {&shortcut, nullptr};
   links[4].inputs = {nullptr};
   links[4].outputs = {&out};
-  cpu::ConvCache cache;
+  cpu::DnnlCache cache;
   llvm::Expected<bool> fused = cpu::runConvChain(links, cache);
   ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
   ASSERT_EQ(*fused, want > 1);
