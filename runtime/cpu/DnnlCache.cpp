@@ -99,4 +99,10 @@ void useDeviceThreads() {
 #endif
 }
 
+void useOneThread() {
+#if defined(PAX_HAVE_DNNL) && DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+  omp_set_num_threads(1);
+#endif
+}
+
 } // namespace pax::runtime::cpu

@@ -108,6 +108,10 @@ dnnl::engine &dnnlEngine();
 /// threads as this device's kernels have.
 void useDeviceThreads();
 
+/// Makes the oneDNN primitives and GEMMs created and run on this thread
+/// use this thread alone (its caller's tasks are the parallelism).
+void useOneThread();
+
 } // namespace pax::runtime::cpu
 
 #endif // PAX_RUNTIME_CPU_DNNLCACHE_H

@@ -8,12 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/Gemm.h"
+#include "runtime/cpu/DnnlCache.h"
 
 #ifdef PAX_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
-#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
-#include <omp.h>
-#endif
 #endif
 
 #include <tbb/parallel_for.h>
@@ -25,8 +23,6 @@
 namespace pax::runtime::cpu {
 namespace {
 
-/// Multiply-adds a block gets at least (a few tens of microseconds).
-constexpr int64_t kBlockWork = int64_t(1) << 23;
 /// Blocks are cut in rows and columns of these multiples.
 constexpr int64_t kRowGranule = 16, kColGranule = 64;
 /// A block is cut no smaller than this on either side (unless C is): a
@@ -35,6 +31,8 @@ constexpr int64_t kRowGranule = 16, kColGranule = 64;
 /// of 128; against a B stored by columns, blocks of 16 x 64 ran 8x slower
 /// than of 128 x 128.
 constexpr int64_t kMinRowBlock = 32, kMinColBlock = 128;
+/// Multiply-adds a block gets at least (a few tens of microseconds).
+constexpr int64_t kBlockWork = int64_t(1) << 23;
 /// The least rows of a block when B is stored by columns.
 constexpr int64_t kMinRowBlockBByColumns = 128;
 constexpr int64_t kMaxBlocks = 1024;
@@ -166,12 +164,10 @@ bool dnnlBlock(ConstMatrixF32 a, ConstMatrixF32 b, MatrixF32 c, float alpha) {
   // C stored by columns (a weight's gradient written transposed): C^T =
   // B^T A^T, which oneDNN writes by rows.
   if (tc != 'N')
-    return c.rowStride == 1 && dnnlBlock(transposed(b), transposed(a),
-                                         transposed(c), alpha);
-#if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+    return c.rowStride == 1 &&
+           dnnlBlock(transposed(b), transposed(a), transposed(c), alpha);
   // One oneDNN thread per block: the blocks are this library's parallelism.
-  omp_set_num_threads(1);
-#endif
+  useOneThread();
   return dnnl_sgemm(ta, tb, c.rows, c.cols, a.cols, alpha, a.data, lda, b.data,
                     ldb, 0.0f, c.data, ldc) == dnnl_success;
 }
@@ -179,9 +175,11 @@ bool dnnlBlock(ConstMatrixF32 a, ConstMatrixF32 b, MatrixF32 c, float alpha) {
 
 } // namespace
 
-GemmBlocking GemmBlocking::of(int64_t m, int64_t n, int64_t k,
-                              bool bByColumns) {
-  int64_t minRows = bByColumns ? kMinRowBlockBByColumns : kMinRowBlock;
+GemmBlocking GemmBlocking::of(int64_t m, int64_t n, int64_t k, bool bByColumns,
+                              int64_t minRowBlock) {
+  int64_t minRows = minRowBlock > 0 ? minRowBlock
+                    : bByColumns    ? kMinRowBlockBByColumns
+                                    : kMinRowBlock;
   GemmBlocking g;
   g.m = m;
   g.n = n;

@@ -29,9 +29,10 @@ struct GemmBlocking {
   /// the same work for the threads of a large machine, each big enough to
   /// run near a core's peak. \p bByColumns: B is stored by columns (its
   /// rows contiguous, a transposed weight), which a GEMM packs slowly, once
-  /// per row block: the row blocks are then taller.
+  /// per row block: the row blocks are then taller. \p minRowBlock, where
+  /// positive: the fewest rows of a block (unless C has fewer).
   static GemmBlocking of(int64_t m, int64_t n, int64_t k,
-                         bool bByColumns = false);
+                         bool bByColumns = false, int64_t minRowBlock = 0);
 
   /// Whether \p b is stored by columns, as `of` means it.
   template <typename T> static bool byColumns(const MatrixView<T> &b) {

@@ -7,6 +7,7 @@
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/GenericKernel.h"
 #include "runtime/cpu/KernelContext.h"
+#include "runtime/cpu/DnnlMatmul.h"
 #include "runtime/cpu/Matmul.h"
 #include "runtime/cpu/Pointwise.h"
 #include "runtime/cpu/Recurrent.h"
@@ -185,7 +186,8 @@ llvm::Error runContraction(const Prepared &p, Kernel k, DnnlCache *primitives) {
     return llvm::Error::success();
   if (k != Kernel::Conv) {
     if (std::optional<MatmulDims> d = matchMatmul(p)) {
-      runMatmulF32(p, *d, float(alpha), float(beta));
+      if (!runMatmulDnnl(p, *d, float(alpha), float(beta), primitives))
+        runMatmulF32(p, *d, float(alpha), float(beta));
       return llvm::Error::success();
     }
   }

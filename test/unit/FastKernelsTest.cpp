@@ -569,6 +569,85 @@ TEST(FastKernelsTest, MatmulDoesNotDependOnThreadCount) {
                              {2, 130, 300});
 }
 
+/// A product with a weight B ([k, n], or [n, k] when \p bT) shared by the
+/// batch: on a device with oneDNN it runs on the matmul primitive.
+struct WeightProduct {
+  plan::Compute c;
+  std::vector<Tensor> ins;
+  std::vector<int64_t> outShape;
+};
+
+WeightProduct weightProducts(int which, unsigned seed) {
+  auto t = [&](std::vector<int64_t> shape) {
+    return random(plan::F32, std::move(shape), seed++);
+  };
+  switch (which) {
+  case 0: { // A batch of sequences, folded into the rows.
+    auto b = ComputeBuilder("matmul").iter("b", 3).iter("m", 40).iter("n", 70);
+    b.red("k", 33).in({dim(0), dim(1), dim(3)}).in({dim(3), dim(2)});
+    b.out({dim(0), dim(1), dim(2)});
+    return {b.c, {t({3, 40, 33}), t({33, 70})}, {3, 40, 70}};
+  }
+  case 1: { // B transposed, A rows [4, 44) of a larger tensor, a bias.
+    auto b = ComputeBuilder("gemm").iter("m", 40).iter("n", 300).red("k", 65);
+    b.c.mutable_iters(0)->set_global_offset(4);
+    b.in({dim(0, 4), dim(2)}).in({dim(1), dim(2)}).in({dim(1)});
+    b.out({dim(0), dim(1)});
+    return {b.c, {t({50, 65}), t({300, 65}), t({300})}, {40, 300}};
+  }
+  case 2: { // A whole C added, and a batch that is not adjacent to the rows.
+    auto b = ComputeBuilder("gemm").iter("m", 36).iter("b", 2).iter("n", 130);
+    b.red("k", 20).in({dim(0), dim(1), dim(3)}).in({dim(3), dim(2)});
+    b.in({dim(1), dim(0), dim(2)}).out({dim(1), dim(0), dim(2)});
+    return {b.c, {t({36, 2, 20}), t({20, 130}), t({2, 36, 130})}, {2, 36, 130}};
+  }
+  default: { // Large enough for several blocks of rows and columns.
+    auto b = ComputeBuilder("gemm").iter("m", 300).iter("n", 700).red("k", 96);
+    b.in({dim(0), dim(2)}).in({dim(2), dim(1)}).in({bcast(), dim(1)});
+    b.out({dim(0), dim(1)});
+    return {b.c, {t({300, 96}), t({96, 700}), t({1, 700})}, {300, 700}};
+  }
+  }
+}
+
+TEST(FastKernelsTest, MatmulWithAWeightMatchesReference) {
+  // On a device: the matmul primitive (batch folded into rows, transposed
+  // B, block offsets, a bias, a whole C, batch points apart, several
+  // blocks), against the reference kernel in f64.
+  for (int which = 0; which < 4; ++which) {
+    SCOPED_TRACE("product " + std::to_string(which));
+    WeightProduct w = weightProducts(which, 100 + 10 * unsigned(which));
+    cpu::DnnlCache cache;
+    expectClose(runOnDevice(w.c, w.ins, w.outShape, cache),
+                runBoth(w.c, w.ins, w.outShape).second, 1e-5);
+  }
+}
+
+TEST(FastKernelsTest, MatmulWithAWeightRepacksWeightsThatChange) {
+  WeightProduct w = weightProducts(3, 140);
+  cpu::DnnlCache cache;
+  expectClose(runOnDevice(w.c, w.ins, w.outShape, cache),
+              runBoth(w.c, w.ins, w.outShape).second, 1e-5);
+  for (int64_t i = 0; i < w.ins[1].numel(); ++i)
+    w.ins[1].setReal(i, -w.ins[1].real(i));
+  Tensor flipped = runBoth(w.c, w.ins, w.outShape).second;
+  expectClose(runOnDevice(w.c, w.ins, w.outShape, cache), flipped, 1e-5);
+  w.ins[1].resident = true;
+  Tensor first = runOnDevice(w.c, w.ins, w.outShape, cache),
+         again = runOnDevice(w.c, w.ins, w.outShape, cache);
+  EXPECT_EQ(first.data, again.data);
+  expectClose(again, flipped, 1e-5);
+}
+
+TEST(FastKernelsTest, MatmulWithAWeightDoesNotDependOnThreadCount) {
+  // The primitive's blocks depend on the sizes only, each runs on one
+  // thread.
+  for (int which : {0, 3}) {
+    WeightProduct w = weightProducts(which, 150);
+    expectSameOnAnyThreadCount(w.c, w.ins, w.outShape);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Elementwise ops and batch norm.
 //===----------------------------------------------------------------------===//
