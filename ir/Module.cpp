@@ -3,6 +3,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <cstring>
+
 namespace pax {
 
 namespace {
@@ -186,6 +188,28 @@ Global *Module::findGlobal(llvm::StringRef name) const {
     if (g->name() == name)
       return g.get();
   return nullptr;
+}
+
+std::optional<double> scalarConstant(const Value *v) {
+  if (v->kind != Value::Kind::Global || v->global->isParameter ||
+      v->type.numel() != 1)
+    return std::nullopt;
+  const Global &g = *v->global;
+  if (g.source == DataSource::Fill)
+    return g.fill;
+  if (g.source != DataSource::Dense && g.source != DataSource::Initializer)
+    return std::nullopt;
+  if (v->type.elem == DType::F32 && g.bytes.size() == 4) {
+    float f;
+    std::memcpy(&f, g.bytes.data(), 4);
+    return double(f);
+  }
+  if (v->type.elem == DType::F64 && g.bytes.size() == 8) {
+    double d;
+    std::memcpy(&d, g.bytes.data(), 8);
+    return d;
+  }
+  return std::nullopt;
 }
 
 } // namespace pax

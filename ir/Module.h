@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -112,6 +113,10 @@ struct Global {
 
   const std::string &name() const { return value.name; }
 };
+
+/// The value of a constant scalar (a global of one f32 or f64 element that
+/// is not a parameter, its value in the IR), if \p v is one.
+std::optional<double> scalarConstant(const Value *v);
 
 /// An operand: a value and how the op's iteration dims index it.
 struct Operand {

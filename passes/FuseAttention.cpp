@@ -7,7 +7,6 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
-#include <cstring>
 #include <optional>
 
 namespace pax {
@@ -35,30 +34,6 @@ struct Chain {
   double scale = 1;
   bool nanToZero = false;
 };
-
-/// The value of a constant scalar (a global of one element), if \p v is
-/// one.
-std::optional<double> scalarConstant(const Value *v) {
-  if (v->kind != Value::Kind::Global || v->global->isParameter ||
-      v->type.numel() != 1)
-    return std::nullopt;
-  const Global &g = *v->global;
-  if (g.source == DataSource::Fill)
-    return g.fill;
-  if (g.source != DataSource::Dense && g.source != DataSource::Initializer)
-    return std::nullopt;
-  if (v->type.elem == DType::F32 && g.bytes.size() == 4) {
-    float f;
-    std::memcpy(&f, g.bytes.data(), 4);
-    return double(f);
-  }
-  if (v->type.elem == DType::F64 && g.bytes.size() == 8) {
-    double d;
-    std::memcpy(&d, g.bytes.data(), 8);
-    return d;
-  }
-  return std::nullopt;
-}
 
 /// \p m with each op dim replaced by its attention dim (DimMap); nullopt
 /// when it reads something other than plain dims, broadcasts and whole
