@@ -4,6 +4,7 @@
 #include "passes/ChannelsLast.h"
 #include "passes/FuseAttention.h"
 #include "passes/FuseBias.h"
+#include "passes/FuseGelu.h"
 #include "passes/FuseKernels.h"
 
 #include "ir/Soap.h"
@@ -65,6 +66,16 @@ FuseAttentionPass::create(const PassOptions &o) {
 
 llvm::Error FuseAttentionPass::run(Module &m, PassContext &) {
   fuseAttention(m);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Pass>>
+FuseGeluPass::create(const PassOptions &o) {
+  return createWithoutOptions<FuseGeluPass>("pax-fuse-gelu", o);
+}
+
+llvm::Error FuseGeluPass::run(Module &m, PassContext &) {
+  fuseGelu(m);
   return llvm::Error::success();
 }
 

@@ -24,6 +24,14 @@ public:
   llvm::Error run(Module &m, PassContext &ctx) override;
 };
 
+/// fuseGelu (FuseGelu.h).
+class FuseGeluPass : public Pass {
+public:
+  static llvm::Expected<std::unique_ptr<Pass>> create(const PassOptions &o);
+  llvm::StringRef argument() const override { return "pax-fuse-gelu"; }
+  llvm::Error run(Module &m, PassContext &ctx) override;
+};
+
 /// fuseBias (FuseBias.h).
 class FuseBiasPass : public Pass {
 public:

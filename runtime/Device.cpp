@@ -143,7 +143,8 @@ private:
   llvm::Error execute(int64_t i, const plan::Instruction &inst, const Uses &u);
   llvm::Error launch(const plan::Compute &c, const Uses &u);
   llvm::Error slice(int64_t i, const plan::Slice &s);
-  llvm::Error trace(const plan::Instruction &inst, double start);
+  llvm::Error trace(const plan::Instruction &inst, double start,
+                    int instructions = 1);
 
   const plan::Plan &plan;
   const plan::DeviceProgram &prog;
@@ -329,16 +330,20 @@ llvm::Error DeviceRun::execute(int64_t i, const plan::Instruction &inst,
   return fail("instruction " + llvm::Twine(i) + " is empty");
 }
 
-llvm::Error DeviceRun::trace(const plan::Instruction &inst, double start) {
+llvm::Error DeviceRun::trace(const plan::Instruction &inst, double start,
+                             int instructions) {
   if (!device.hostAccessible())
     if (auto err = device.synchronize())
       return fail(llvm::toString(std::move(err)));
-  stats.trace.push_back({traceName(inst, plan),
+  std::string name = traceName(inst, plan);
+  if (instructions > 1)
+    name += " + " + std::to_string(instructions - 1) + " fused";
+  stats.trace.push_back({std::move(name),
                          inst.has_compute()      ? "compute"
                          : inst.has_collective() ? "collective"
                          : inst.has_load()       ? "load"
                                                  : "slice",
-                         start, traceClock()});
+                         start, traceClock(), instructions});
   return llvm::Error::success();
 }
 
@@ -485,6 +490,8 @@ void DeviceRun::findChains() {
   for (int64_t i = 0; i < n; ++i)
     for (uint32_t b : usesOf(prog.instructions(int(i))).reads)
       ++readers[b];
+  if (!options.fuseChains)
+    return;
   for (int64_t i = 0; i < n; ++i) {
     if (kernelAt[size_t(i)] || !prog.instructions(int(i)).has_compute())
       continue;
@@ -592,7 +599,8 @@ llvm::Error DeviceRun::stepChain(llvm::ArrayRef<int64_t> chain) {
                          std::chrono::steady_clock::now() - start)
                          .count());
   if (options.trace)
-    if (auto err = trace(prog.instructions(int(computes[0])), traceStart))
+    if (auto err = trace(prog.instructions(int(computes[0])), traceStart,
+                         int(computes.size())))
       return err;
   for (int64_t i : computes)
     release(i, usesOf(prog.instructions(int(i))));

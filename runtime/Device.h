@@ -28,6 +28,9 @@ struct TraceEvent {
   std::string name;
   const char *category = "compute"; ///< compute, collective, load, slice
   double start = 0, end = 0;
+  /// The instructions it stands for: more than one for computes that ran
+  /// fused as one kernel (Device::launchChain).
+  int instructions = 1;
 };
 
 /// What one device did.
@@ -56,6 +59,9 @@ struct RunOptions {
   /// are loaded every run. Repeated inference runs; never a training step,
   /// whose weights change.
   bool weightsResident = false;
+  /// Runs the chains of computes the device fuses (Device::fuses) as one
+  /// kernel each; false: every compute on its own.
+  bool fuseChains = true;
   /// Records each instruction's start and end (DeviceStats::trace); a
   /// device whose work is asynchronous is synchronized after each.
   bool trace = false;

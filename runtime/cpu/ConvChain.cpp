@@ -2,6 +2,7 @@
 #include "runtime/cpu/ConvChain.h"
 
 #include "runtime/WindowShape.h"
+#include "runtime/cpu/Epilogue.h"
 #include "runtime/cpu/Gemm.h"
 
 #include <optional>
@@ -20,17 +21,6 @@ bool channelsLastConv(const plan::Compute &c) {
   bool grouped = attrInt(c, "group", 1) > 1;
   return y.exprs_size() == 4 &&
          isChannel(y.exprs(3), grouped ? 1 : -1, grouped ? 2 : 1);
-}
-
-/// The input of \p c that reads \p buffer point by point (through its
-/// result's map), or -1.
-int pointwiseInput(const plan::Compute &c, uint32_t buffer) {
-  if (c.outputs_size() != 1)
-    return -1;
-  for (int i = 0; i < c.inputs_size(); ++i)
-    if (c.inputs(i).buffer() == buffer && sameExprs(c.inputs(i), c.outputs(0)))
-      return i;
-  return -1;
 }
 
 /// True when batch norm \p c reads its four parameters along its result's
@@ -69,11 +59,6 @@ std::optional<Link> linkAfter(std::optional<Link> stage, const plan::Compute &c,
       before(Link::Add) && sameExprs(c.inputs(1 - in), c.outputs(0)))
     return Link::Add;
   return std::nullopt;
-}
-
-bool denseF32(const Tensor &t, int64_t numel) {
-  return t.dtype == plan::F32 && t.numel() == numel &&
-         int64_t(t.data.size()) == t.bytes();
 }
 
 /// \p links' epilogue, from the buffers; false where they do not fit the

@@ -5,6 +5,7 @@
 #include "runtime/cpu/ConvChain.h"
 #include "runtime/cpu/DnnlConv.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/MatmulChain.h"
 #include "runtime/cpu/PointwiseChain.h"
 
 #include <algorithm>
@@ -61,9 +62,9 @@ namespace {
 
 /// Host memory and the CPU kernels (Kernels.h), with the convolutions'
 /// primitives and packed weights kept while the program and its resident
-/// weights stay the same; a convolution and its epilogue run as one
-/// (cpu/ConvChain.h), and chains of elementwise ops tile by tile
-/// (cpu/PointwiseChain.h).
+/// weights stay the same; a convolution or a matrix product and its
+/// epilogue run as one (cpu/ConvChain.h, cpu/MatmulChain.h), and chains of
+/// elementwise ops tile by tile (cpu/PointwiseChain.h).
 class CpuDevice final : public HostMemoryDevice {
 public:
   Backend backend() const override { return Backend::Cpu; }
@@ -78,11 +79,16 @@ public:
   }
   size_t fuses(llvm::ArrayRef<const plan::Compute *> chain) override {
     size_t n = cpu::convChainLength(chain);
+    if (n < 2)
+      n = cpu::matmulChainLength(chain);
     return n > 1 ? n : cpu::pointwiseChainLength(chain);
   }
   llvm::Expected<bool> launchChain(llvm::ArrayRef<ChainLink> chain) override {
-    if (chain[0].compute->kind() == "conv")
+    const std::string &kind = chain[0].compute->kind();
+    if (kind == "conv")
       return cpu::runConvChain(chain, primitives);
+    if (kind == "matmul" || kind == "gemm")
+      return cpu::runMatmulChain(chain, primitives);
     return cpu::runPointwiseChain(chain);
   }
 

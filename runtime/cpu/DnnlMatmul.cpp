@@ -59,11 +59,11 @@ struct Layout {
 struct MatmulLayouts {
   Layout src, weights, dst, c;
   CJoins cJoins = CJoins::None;
-  bool gelu = false, relu = false, added = false;
+  Activation activation = Activation::None;
+  bool added = false;
   bool operator==(const MatmulLayouts &o) const {
     return src == o.src && weights == o.weights && dst == o.dst && c == o.c &&
-           cJoins == o.cJoins && gelu == o.gelu && relu == o.relu &&
-           added == o.added;
+           cJoins == o.cJoins && activation == o.activation && added == o.added;
   }
 };
 
@@ -144,13 +144,12 @@ MatmulLayouts layoutsOf(const Prepared &p, const MatmulDims &d,
     l.c = at(2, d.m, d.n);
     l.cJoins = l.c.rows == 1 && l.c.cols > 1 ? CJoins::Bias : CJoins::Added;
   }
-  l.gelu = epi.gelu;
-  l.relu = epi.relu;
+  l.activation = epi.activation;
   l.added = epi.addend != nullptr;
   return l;
 }
 
-/// C where it is a binary post-op, the gelu, the relu and the addend, as
+/// C where it is a binary post-op, the activation and the addend, as
 /// oneDNN's post-ops on a block of \p r x \p c.
 dnnl::primitive_attr postOps(const MatmulLayouts &l, int64_t r, int64_t c) {
   dnnl::post_ops ops;
@@ -163,9 +162,11 @@ dnnl::primitive_attr postOps(const MatmulLayouts &l, int64_t r, int64_t c) {
   };
   if (l.cJoins == CJoins::Added)
     ops.append_binary(dnnl::algorithm::binary_add, l.c.block(r, c));
-  if (l.gelu)
+  if (l.activation == Activation::GeluErf)
     eltwise(dnnl::algorithm::eltwise_gelu_erf);
-  if (l.relu)
+  if (l.activation == Activation::GeluTanh)
+    eltwise(dnnl::algorithm::eltwise_gelu_tanh);
+  if (l.activation == Activation::Relu)
     eltwise(dnnl::algorithm::eltwise_relu);
   if (l.added)
     ops.append_binary(dnnl::algorithm::binary_add, l.dst.block(r, c));
@@ -286,7 +287,8 @@ void runBlock(const Prepared &p, llvm::ArrayRef<int64_t> point, int64_t block,
                      ? DNNL_ARG_BIAS
                      : DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1,
                  at(*p.ins[2], p.inMaps[2], l.c, r0, c0));
-  int addendIndex = int(l.cJoins == CJoins::Added) + int(l.gelu) + int(l.relu);
+  int addendIndex =
+      int(l.cJoins == CJoins::Added) + int(l.activation != Activation::None);
   if (epi.addend)
     args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(addendIndex) | DNNL_ARG_SRC_1,
                  at(*epi.addend, p.outMaps[0], l.dst, r0, c0));

@@ -21,12 +21,15 @@
 
 namespace pax::runtime::cpu {
 
+/// An elementwise function of a product's result that oneDNN applies as
+/// the result is written.
+enum class Activation { None, GeluErf, GeluTanh, Relu };
+
 /// What a chain of computes after a matrix product does to its result, run
-/// by oneDNN with it, in this order: a gelu (erf's), a relu, an addend (the
+/// by oneDNN with it, in this order: an activation, then an addend (the
 /// output's shape and strides) added.
 struct MatmulEpilogue {
-  bool gelu = false;
-  bool relu = false;
+  Activation activation = Activation::None;
   const Tensor *addend = nullptr;
 };
 

@@ -2,8 +2,8 @@
 #ifndef PAX_RUNTIME_CPU_KERNELCONTEXT_H
 #define PAX_RUNTIME_CPU_KERNELCONTEXT_H
 
-#include "runtime/Tensor.h"
 #include "runtime/Prepared.h"
+#include "runtime/Tensor.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 

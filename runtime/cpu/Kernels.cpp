@@ -4,10 +4,10 @@
 #include "codegen/plan/Kernels.h"
 
 #include "runtime/cpu/Attention.h"
+#include "runtime/cpu/DnnlMatmul.h"
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/GenericKernel.h"
 #include "runtime/cpu/KernelContext.h"
-#include "runtime/cpu/DnnlMatmul.h"
 #include "runtime/cpu/Matmul.h"
 #include "runtime/cpu/Pointwise.h"
 #include "runtime/cpu/Recurrent.h"

@@ -48,8 +48,8 @@ prepareRecurrent(const plan::Compute &c, RecurrentCell cell,
                                "and h side), the vectors R multiplied, dH0" +
                                (lstm ? " and dC0" : ""));
   if (ins.size() < 3 || outs.empty() || outs.size() > maxOuts)
-    return computeError(c, "needs X, W, R and one to " +
-                               llvm::Twine(maxOuts) + " outputs");
+    return computeError(c, "needs X, W, R and one to " + llvm::Twine(maxOuts) +
+                               " outputs");
   if (c.iters_size() != NumDims)
     return computeError(c, "needs iteration dims [dir, s, b, g, h, k], has " +
                                llvm::Twine(c.iters_size()));
@@ -148,8 +148,8 @@ prepareRecurrent(const plan::Compute &c, RecurrentCell cell,
   }
   l.outputs = int32_t(outs.size());
   for (size_t i = 0; i < outs.size(); ++i) {
-    auto m = AccessIndexer::compile(c, c.outputs(int(i)), outs[i]->shape,
-                                    space, "output " + llvm::Twine(i));
+    auto m = AccessIndexer::compile(c, c.outputs(int(i)), outs[i]->shape, space,
+                                    "output " + llvm::Twine(i));
     if (!m)
       return m.takeError();
     l.out[i] = outs[i]->data.data();

@@ -13,6 +13,7 @@
 #include "runtime/cpu/Gemm.h"
 #include "runtime/cpu/GenericKernel.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/MatmulChain.h"
 #include "runtime/cpu/PointwiseChain.h"
 
 #include "PlanBuilder.h"
@@ -404,6 +405,64 @@ TEST(FastKernelsTest, ConvChainEqualsItsComputesOneByOne) {
   ASSERT_EQ(*fused, want > 1);
   if (*fused)
     expectClose(as(plan::F64, out), as(plan::F64, t[4]), 1e-4);
+}
+
+/// A compute of \p kind over [64, 96] reading buffers \p ins point by point
+/// and writing buffer \p out.
+plan::Compute pointwise2D(const char *kind, std::vector<uint32_t> ins,
+                          uint32_t out) {
+  auto b = ComputeBuilder(kind).iter("i", 64).iter("j", 96);
+  for (size_t k = 0; k < ins.size(); ++k) {
+    b.in({dim(0), dim(1)});
+    b.c.mutable_inputs(int(k))->set_buffer(ins[k]);
+  }
+  b.out({dim(0), dim(1)});
+  b.c.mutable_outputs(0)->set_buffer(out);
+  return b.c;
+}
+
+TEST(FastKernelsTest, MatmulChainEqualsItsComputesOneByOne) {
+  // gemm (with a bias) -> gelu -> add (a residual), as one oneDNN matmul
+  // with post-ops against each compute on its own.
+  auto g = ComputeBuilder("gemm").iter("m", 64).iter("n", 96).red("k", 40);
+  g.in({dim(0), dim(2)}).in({dim(2), dim(1)}).in({dim(1)});
+  g.out({dim(0), dim(1)});
+  g.c.mutable_outputs(0)->set_buffer(10);
+  std::vector<plan::Compute> computes{g.c, pointwise2D("gelu", {10}, 11),
+                                      pointwise2D("add", {5, 11}, 12)};
+  std::vector<const plan::Compute *> chain;
+  for (const plan::Compute &c : computes)
+    chain.push_back(&c);
+  size_t want = cpu::gemmBackend() == "onednn" ? 3 : 1;
+  ASSERT_EQ(cpu::matmulChainLength(chain), want);
+  // An activation after the add ends the chain there.
+  plan::Compute relu = pointwise2D("relu", {12}, 13);
+  chain.push_back(&relu);
+  EXPECT_EQ(cpu::matmulChainLength(chain), want);
+  Tensor a = random(plan::F32, {64, 40}, 110),
+         w = random(plan::F32, {40, 96}, 111),
+         bias = random(plan::F32, {96}, 112),
+         residual = random(plan::F32, {64, 96}, 113);
+  // One by one.
+  std::vector<Tensor> t(3, Tensor::zeros(plan::F32, {64, 96}));
+  ASSERT_EQ(run(computes[0], {&a, &w, &bias}, {&t[0]}), "");
+  ASSERT_EQ(run(computes[1], {&t[0]}, {&t[1]}), "");
+  ASSERT_EQ(run(computes[2], {&residual, &t[1]}, {&t[2]}), "");
+  // As one, the result written over the residual (in place).
+  Tensor out = residual;
+  std::vector<ChainLink> links(3);
+  for (size_t i = 0; i < 3; ++i)
+    links[i].compute = &computes[i];
+  links[0].inputs = {&a, &w, &bias};
+  links[1].inputs = {nullptr};
+  links[2].inputs = {&out, nullptr};
+  links[2].outputs = {&out};
+  cpu::DnnlCache cache;
+  llvm::Expected<bool> fused = cpu::runMatmulChain(links, cache);
+  ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
+  ASSERT_EQ(*fused, want > 1);
+  if (*fused)
+    expectClose(as(plan::F64, out), as(plan::F64, t[2]), 1e-5);
 }
 
 /// An elementwise compute of \p kind over [3, 700] reading \p ins (a

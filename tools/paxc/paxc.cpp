@@ -15,6 +15,7 @@
 #include "passes/ChannelsLast.h"
 #include "passes/FuseAttention.h"
 #include "passes/FuseBias.h"
+#include "passes/FuseGelu.h"
 #include "passes/FuseKernels.h"
 #include "passes/autodiff/Autodiff.h"
 #include "passes/autodiff/Microbatches.h"
@@ -222,6 +223,13 @@ static cl::opt<bool> channelsLastFlag(
              "(pax-channels-last), where the CPU and cuDNN convolutions are "
              "fastest; inference only (a training step, and "
              "--emit=onnx-sharded, keep the model's layout)"),
+    cl::cat(paxcCategory));
+
+static cl::opt<bool> fuseGeluOps(
+    "fuse-gelu", cl::init(true),
+    cl::desc("Replace each group of elementwise ops that computes a GELU "
+             "(erf's or tanh's) of one value by one gelu op (default true; "
+             "=false keeps the group)"),
     cl::cat(paxcCategory));
 
 static cl::opt<bool> fuseAttentionOps(
@@ -681,11 +689,13 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
 }
 
 /// The graph-level rewrites after import, each unless its flag is false:
-/// attention chains, then each matmul with the add after it; then, for an
-/// inference, channels-last activations where asked for.
+/// attention chains, GELUs, then each matmul with the add after it; then,
+/// for an inference, channels-last activations where asked for.
 static void fuseImported(Module &m) {
   if (fuseAttentionOps)
     fuseAttention(m);
+  if (fuseGeluOps)
+    fuseGelu(m);
   if (fuseBiasOps)
     fuseBias(m);
   if (!channelsLastFlag)

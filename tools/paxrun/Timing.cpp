@@ -38,7 +38,8 @@ void printProfile(std::vector<runtime::KernelProfileEntry> profile,
                                 total / runs, 100.0, "");
 }
 
-/// Writes --trace: one row per device, its instructions as they ran.
+/// Writes --trace: one row per device, its instructions as they ran (one
+/// event for computes that ran fused, args.instructions saying how many).
 llvm::Error writeTrace(llvm::ArrayRef<runtime::DeviceStats> stats,
                        llvm::StringRef tracePath) {
   llvm::json::Array events;
@@ -60,7 +61,10 @@ llvm::Error writeTrace(llvm::ArrayRef<runtime::DeviceStats> stats,
                                           {"pid", 0},
                                           {"tid", int64_t(d)},
                                           {"ts", (e.start - first) * 1e6},
-                                          {"dur", (e.end - e.start) * 1e6}});
+                                          {"dur", (e.end - e.start) * 1e6},
+                                          {"args", llvm::json::Object{
+                                                       {"instructions",
+                                                        e.instructions}}}});
   }
   std::error_code ec;
   llvm::raw_fd_ostream os(tracePath, ec);

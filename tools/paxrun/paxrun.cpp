@@ -158,6 +158,14 @@ static cl::opt<std::string> backendName("backend", cl::desc(backendHelp),
                                         cl::init("cpu"), cl::value_desc("name"),
                                         cl::cat(runCategory));
 
+static cl::opt<bool> fuseKernels(
+    "fuse-kernels", cl::init(true),
+    cl::desc("Run each chain of computes the device fuses (a convolution or "
+             "matrix product and its epilogue, elementwise ops) as one "
+             "kernel (default true; =false: every compute on its own, so "
+             "that a profile times each)"),
+    cl::cat(runCategory));
+
 static cl::opt<std::string> tracePath(
     "trace",
     cl::desc("Write the last run's instructions per device as a "
@@ -355,6 +363,7 @@ static llvm::Error runThreads(const plan::Plan &plan,
                               bool gather = true,
                               std::vector<bool> leaveOutputs = {}) {
   runtime::ThreadRunOptions options;
+  options.fuseChains = fuseKernels;
   options.leaveOutputs = std::move(leaveOutputs);
   options.weightsResident = weightsResident;
   options.trace = trace;
@@ -601,6 +610,7 @@ static int measureLinksMain(int argc, char **argv) {
         runtime::abortMpiWorld(llvm::toString(comm.takeError()));
       std::vector<runtime::DeviceStats> st(1);
       runtime::RunOptions o;
+      o.fuseChains = fuseKernels;
       o.trace = true;
       if (auto err = runtime::runDevice(p, p.programs(world.rank()), fillFeed(),
                                         comm->get(), *deviceSet.devices[0],
@@ -636,6 +646,7 @@ static int measureLinksMain(int argc, char **argv) {
     std::vector<runtime::Tensor> outputs;
     std::vector<runtime::DeviceStats> st;
     runtime::ThreadRunOptions o;
+    o.fuseChains = fuseKernels;
     o.trace = true;
     if (auto err = runtime::runThreads(
             p, progs, deviceSet,
@@ -702,6 +713,7 @@ static StepRunner stepRunner(const plan::Plan &plan,
     for (ResidentFeed &r : resident)
       r.hostCurrent = *hostCurrent;
     runtime::RunOptions o;
+    o.fuseChains = fuseKernels;
     if (!updates)
       o.leaveOutputs = onlyLoss;
     return o;
@@ -1031,6 +1043,7 @@ int main(int argc, char **argv) {
     for (unsigned run = 1; run <= runs; ++run) {
       clock.begin(run);
       runtime::RunOptions options;
+      options.fuseChains = fuseKernels;
       options.weightsResident = run > 1;
       options.trace = !tracePath.empty() && run == runs;
       auto ran = runRank(*plan, *world, deviceSet, feed, outputs, stats,

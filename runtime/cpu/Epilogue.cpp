@@ -1,0 +1,22 @@
+//===- Epilogue.cpp - What chains of computes after a product share -------===//
+#include "runtime/cpu/Epilogue.h"
+
+#include "runtime/Prepared.h"
+
+namespace pax::runtime::cpu {
+
+int pointwiseInput(const plan::Compute &c, uint32_t buffer) {
+  if (c.outputs_size() != 1)
+    return -1;
+  for (int i = 0; i < c.inputs_size(); ++i)
+    if (c.inputs(i).buffer() == buffer && sameExprs(c.inputs(i), c.outputs(0)))
+      return i;
+  return -1;
+}
+
+bool denseF32(const Tensor &t, int64_t numel) {
+  return t.dtype == plan::F32 && t.numel() == numel &&
+         int64_t(t.data.size()) == t.bytes();
+}
+
+} // namespace pax::runtime::cpu
