@@ -171,10 +171,14 @@ bool applyVector(ScalarOp op, const ScalarParams &params,
     return true;
   case ScalarOp::Gelu:
     if (params.tanhGelu)
-      return false;
-    map1(a[0], o, n, [](V4 x) {
-      return 0.5f * x * (1.0f + fastErf(x * 0.70710678118654752f));
-    });
+      map1(a[0], o, n, [](V4 x) {
+        V4 inner = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+        return 0.5f * x * (1.0f + fastTanh(inner));
+      });
+    else
+      map1(a[0], o, n, [](V4 x) {
+        return 0.5f * x * (1.0f + fastErf(x * 0.70710678118654752f));
+      });
     return true;
   default:
     return false;

@@ -740,6 +740,7 @@ TEST(FastKernelsTest, ElementwiseMatchesGenericKernel) {
     const char *kind;
     int arity;
     bool exact;
+    const char *approximate = nullptr;
   };
   for (Op op : {Op{"add", 2, true},        Op{"sub", 2, true},
                 Op{"mul", 2, true},        Op{"div", 2, true},
@@ -751,7 +752,7 @@ TEST(FastKernelsTest, ElementwiseMatchesGenericKernel) {
                 Op{"sigmoid", 1, false},   Op{"exp", 1, false},
                 Op{"tanh", 1, false},      Op{"abs", 1, true},
                 Op{"sqrt", 1, true},       Op{"erf", 1, false},
-                Op{"gelu", 1, false}})
+                Op{"gelu", 1, false},      Op{"gelu", 1, false, "tanh"}})
     for (bool block : {false, true})
       for (bool transposed : {false, true}) {
         SCOPED_TRACE(std::string(op.kind) + "/" + std::to_string(op.arity) +
@@ -759,6 +760,8 @@ TEST(FastKernelsTest, ElementwiseMatchesGenericKernel) {
                      (transposed ? " transposed" : ""));
         auto b =
             ComputeBuilder(op.kind).iter("i", 3).iter("j", 5).iter("k", 70);
+        if (op.approximate)
+          b.attrS("approximate", op.approximate);
         std::vector<Tensor> ins{block ? big : x};
         b.in({dim(0, block ? 2 : 0), dim(1), dim(2)});
         if (op.arity > 1) {

@@ -87,6 +87,12 @@ struct ComputeBuilder {
     a->set_f(v);
     return *this;
   }
+  ComputeBuilder &attrS(std::string name, std::string v) {
+    plan::Attr *a = c.add_attrs();
+    a->set_name(std::move(name));
+    a->set_s(std::move(v));
+    return *this;
+  }
   ComputeBuilder &attrInts(std::string name, std::vector<int64_t> v) {
     plan::Attr *a = c.add_attrs();
     a->set_name(std::move(name));
