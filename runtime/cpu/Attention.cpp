@@ -2,7 +2,8 @@
 #include "runtime/cpu/Attention.h"
 
 #include "runtime/cpu/Gemm.h"
-#include "runtime/cpu/VectorMath.h"
+#include "runtime/cpu/PointwiseVector.h"
+#include "runtime/cpu/VectorWidth.h"
 
 #include "runtime/IterationSpace.h"
 #include "runtime/Prepared.h"
@@ -289,6 +290,8 @@ struct Tile {
   void scores(int64_t j0, int64_t nb, std::vector<bool> *flows);
   void editRow(int64_t r, int64_t j0, int64_t nb, float *x,
                std::vector<bool> *flows);
+  bool scaleAndAdd(int64_t r, int64_t j0, int64_t nb, float *x);
+  void finishForward(int64_t r);
   void gradientScores(int64_t j0, int64_t nb, std::vector<bool> &flows);
   void forwardBlock(int64_t j0, int64_t nb);
   void gradQBlock(int64_t j0, int64_t nb);
@@ -310,6 +313,8 @@ void Tile::editRow(int64_t r, int64_t j0, int64_t nb, float *x,
                    std::vector<bool> *flows) {
   point[rowDim] = first + r;
   point[walkDim] = j0;
+  if (scaleAndAdd(r, j0, nb, x))
+    return;
   int64_t gRow = point[rowDim] + p.space.globalOffsets[rowDim];
   int64_t gWalk = j0 + p.space.globalOffsets[walkDim];
   auto hidden = [&](int64_t jj) {
@@ -350,6 +355,38 @@ void Tile::editRow(int64_t r, int64_t j0, int64_t nb, float *x,
         (*flows)[size_t(r * nb + jj)] = false;
 }
 
+/// editRow where the scores are only scaled and at most one f32 mask is
+/// added along the row (no causal mask): one pass, as editRow computes it
+/// (the scaled score rounded to f32, then the sum). False otherwise.
+bool Tile::scaleAndAdd(int64_t r, int64_t j0, int64_t nb, float *x) {
+  if (p.causal || p.masks > 1)
+    return false;
+  const float *add = nullptr;
+  int64_t step = 0;
+  if (p.masks == 1) {
+    const Access &m = p.mask[0];
+    if (!m.map.linear || m.type != int32_t(plan::F32) ||
+        p.maskKind[0] != attention::AddMask)
+      return false;
+    point[rowDim] = first + r;
+    point[walkDim] = j0;
+    add = reinterpret_cast<const float *>(m.data) + m.at(point);
+    step = m.map.coef[walkDim];
+  }
+  double scale = p.scale;
+  if (!add) {
+    for (int64_t jj = 0; jj < nb; ++jj)
+      x[jj] = float(x[jj] * scale);
+  } else if (step == 1) {
+    for (int64_t jj = 0; jj < nb; ++jj)
+      x[jj] = float(double(float(x[jj] * scale)) + double(add[jj]));
+  } else {
+    for (int64_t jj = 0; jj < nb; ++jj)
+      x[jj] = float(double(float(x[jj] * scale)) + double(add[jj * step]));
+  }
+  return true;
+}
+
 void Tile::scores(int64_t j0, int64_t nb, std::vector<bool> *flows) {
   s.resize(size_t(count * nb));
   product(rowA.data(), walkA.data(), count, p.e, j0, nb, s.data());
@@ -359,8 +396,8 @@ void Tile::scores(int64_t j0, int64_t nb, std::vector<bool> *flows) {
     editRow(r, j0, nb, &s[size_t(r * nb)], flows);
 }
 
-/// The weights exp(x - m) of \p nb scores \p x, in place, four at a time
-/// on VectorMath.h's fastExp (within 2 ulp of f32's): 0 for a NaN or +inf
+/// The weights exp(x - m) of \p nb scores \p x, in place, a vector at a
+/// time on VectorMath.h's fastExp (within 2 ulp of f32's): 0 for a NaN or +inf
 /// score, when \p m is -inf, and where x - m is below -87 (where f32's e^x
 /// leaves the normal range; a weight that small is lost against the
 /// row's largest, 1). Returns their sum.
@@ -369,17 +406,14 @@ double weights(float *x, int64_t nb, double m) {
     std::fill(x, x + nb, 0.0f);
     return 0;
   }
-  const V4 mv = splat(float(m)), low = splat(-87.0f), inf = splat(INFINITY);
   double sum = 0;
   int64_t jj = 0;
-  for (; jj + 4 <= nb; jj += 4) {
-    V4 v = loadV4(x + jj), d = v - mv;
-    I4 keep = (v == v) & (v != inf) & (d >= low);
-    V4 w = fastExp(keep ? d : low);
-    w = keep ? w : splat(0.0f);
-    storeV4(x + jj, w);
-    sum += double(w[0]) + double(w[1]) + double(w[2]) + double(w[3]);
-  }
+  // Sixteen lanes where the processor has them, then four: the same
+  // weights, summed in the same order.
+  if (wideVectors() && nb >= 16 &&
+      expWeightsWide(x, nb & ~int64_t(15), float(m), sum))
+    jj = nb & ~int64_t(15);
+  jj = expWeightsOf<V4>(x, jj, nb, float(m), sum);
   for (; jj < nb; ++jj) {
     bool skip = std::isnan(x[jj]) || x[jj] == INFINITY;
     double w = skip ? 0.0 : expOrZero(double(x[jj]) - m);
@@ -389,6 +423,32 @@ double weights(float *x, int64_t nb, double m) {
   return sum;
 }
 
+/// The largest of \p nb scores \p x that are neither NaN nor +inf (-inf
+/// when none), four at a time; \p bad set to 1 where one is.
+float rowMax(const float *x, int64_t nb, double &bad) {
+  const V4 inf = splat(INFINITY);
+  V4 top = splat(-INFINITY);
+  I4 flagged = {};
+  int64_t jj = 0;
+  for (; jj + 4 <= nb; jj += 4) {
+    V4 v = loadV4(x + jj);
+    I4 keep = (v == v) & (v != inf);
+    flagged |= ~keep;
+    top = keep & (v > top) ? v : top;
+  }
+  float best = std::max(std::max(top[0], top[1]), std::max(top[2], top[3]));
+  bool any = (flagged[0] | flagged[1] | flagged[2] | flagged[3]) != 0;
+  for (; jj < nb; ++jj) {
+    if (std::isnan(x[jj]) || x[jj] == INFINITY)
+      any = true;
+    else
+      best = std::max(best, x[jj]);
+  }
+  if (any)
+    bad = 1;
+  return best;
+}
+
 /// The online softmax over a block: each row's maximum, its rescale, and
 /// the block's weights exp(s - m) left in s for P.V.
 void Tile::forwardBlock(int64_t j0, int64_t nb) {
@@ -396,13 +456,8 @@ void Tile::forwardBlock(int64_t j0, int64_t nb) {
   for (int64_t r = 0; r < count; ++r) {
     double *row = &scratch[size_t(r * each)];
     float *x = &s[size_t(r * nb)];
-    double &m = row[p.v], &l = row[p.v + 1], &bad = row[p.v + 2], top = m;
-    for (int64_t jj = 0; jj < nb; ++jj) {
-      if (std::isnan(x[jj]) || x[jj] == INFINITY)
-        bad = 1;
-      else
-        top = std::max(top, double(x[jj]));
-    }
+    double &m = row[p.v], &l = row[p.v + 1], &bad = row[p.v + 2];
+    double top = std::max(m, double(rowMax(x, nb, bad)));
     if (top > m) {
       double c = std::exp(m - top);
       l *= c;
@@ -478,8 +533,30 @@ void Tile::walk() {
   point[walkDim] = 0;
   for (int64_t r = 0; r < count; ++r) {
     point[rowDim] = first + r;
-    attention::finishRow(p, point, &scratch[size_t(r * each)]);
+    if (p.pass == Pass::Forward && p.out[0].type == int32_t(plan::F32))
+      finishForward(r);
+    else
+      attention::finishRow(p, point, &scratch[size_t(r * each)]);
   }
+}
+
+/// attention::forwardFinish for an f32 output, written directly.
+void Tile::finishForward(int64_t r) {
+  const double *row = &scratch[size_t(r * each)];
+  double m = row[p.v], l = row[p.v + 1];
+  bool none = row[p.v + 2] != 0 || m == -INFINITY;
+  float *o = reinterpret_cast<float *>(p.out[0].data) + p.out[0].at(point);
+  int64_t inner = p.out[0].inner;
+  if (none) {
+    float invalid = p.nanToZero ? 0.0f : NAN;
+    for (int64_t h = 0; h < p.v; ++h)
+      o[h * inner] = invalid;
+  } else {
+    for (int64_t h = 0; h < p.v; ++h)
+      o[h * inner] = float(row[h] / l);
+  }
+  double lse = none ? (p.nanToZero ? INFINITY : NAN) : m + std::log(l);
+  p.out[1].write(p.out[1].at(point), 0, lse);
 }
 
 } // namespace

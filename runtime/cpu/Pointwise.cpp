@@ -1,7 +1,8 @@
 //===- Pointwise.cpp - f32 fast paths of the pointwise kernels ------------===//
 #include "runtime/cpu/Pointwise.h"
 
-#include "runtime/cpu/VectorMath.h"
+#include "runtime/cpu/PointwiseVector.h"
+#include "runtime/cpu/VectorWidth.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
@@ -20,44 +21,6 @@ constexpr int64_t kPiece = 16384;
 constexpr int64_t kLanes = 1024;
 /// Inputs an elementwise fast path takes at most.
 constexpr size_t kMaxArgs = 4;
-
-/// Applies \p f to \p n lanes of \p a into \p o, four at a time; the last
-/// partial vector is padded with zeros, which never reach \p o.
-template <typename F> void map1(const float *a, float *o, int64_t n, F f) {
-  int64_t j = 0;
-  for (; j + 4 <= n; j += 4) {
-    V4 x;
-    std::memcpy(&x, a + j, sizeof(x));
-    V4 r = f(x);
-    std::memcpy(o + j, &r, sizeof(r));
-  }
-  if (j < n) {
-    V4 x = {};
-    std::memcpy(&x, a + j, size_t(n - j) * sizeof(float));
-    V4 r = f(x);
-    std::memcpy(o + j, &r, size_t(n - j) * sizeof(float));
-  }
-}
-
-/// Like map1 over two operands.
-template <typename F>
-void map2(const float *a, const float *b, float *o, int64_t n, F f) {
-  int64_t j = 0;
-  for (; j + 4 <= n; j += 4) {
-    V4 x, y;
-    std::memcpy(&x, a + j, sizeof(x));
-    std::memcpy(&y, b + j, sizeof(y));
-    V4 r = f(x, y);
-    std::memcpy(o + j, &r, sizeof(r));
-  }
-  if (j < n) {
-    V4 x = {}, y = {};
-    std::memcpy(&x, a + j, size_t(n - j) * sizeof(float));
-    std::memcpy(&y, b + j, size_t(n - j) * sizeof(float));
-    V4 r = f(x, y);
-    std::memcpy(o + j, &r, size_t(n - j) * sizeof(float));
-  }
-}
 
 /// \p n points of an operand stepping by \p step from \p p, contiguous:
 /// the tensor itself when it is, otherwise a copy in \p buf.
@@ -78,111 +41,13 @@ void scatter(const float *v, float *o, int64_t step, int64_t n) {
     o[j * step] = v[j];
 }
 
-/// The vectorized ops; false for the others. Each gives what the generic
-/// kernel gives (the f32 result of the double one), but erf, gelu, exp,
-/// tanh and sigmoid (VectorMath.h, a few ulp from it).
+/// The vectorized ops on the widest vectors this processor has
+/// (VectorWidth.h); false for the others.
 bool applyVector(ScalarOp op, const ScalarParams &params,
                  llvm::ArrayRef<const float *> a, float *o, int64_t n) {
-  V4 zero = {};
-  bool binary = op == ScalarOp::Add || op == ScalarOp::Sub ||
-                op == ScalarOp::Mul || op == ScalarOp::Div;
-  if (binary ? a.size() != 2 : a.empty())
-    return false; // as the generic kernel, through applyReal
-  switch (op) {
-  case ScalarOp::Add:
-    map2(a[0], a[1], o, n, [](V4 x, V4 y) { return x + y; });
-    return true;
-  case ScalarOp::Sub:
-    map2(a[0], a[1], o, n, [](V4 x, V4 y) { return x - y; });
-    return true;
-  case ScalarOp::Mul:
-    map2(a[0], a[1], o, n, [](V4 x, V4 y) { return x * y; });
-    return true;
-  case ScalarOp::Div:
-    map2(a[0], a[1], o, n, [](V4 x, V4 y) { return x / y; });
-    return true;
-  case ScalarOp::Sum:
-    // 0 + x + y in double, rounded once, is x + y rounded once.
-    if (a.size() > 2)
-      return false;
-    if (a.size() == 1)
-      map1(a[0], o, n, [](V4 x) { return x; });
-    else
-      map2(a[0], a[1], o, n, [](V4 x, V4 y) { return x + y; });
-    return true;
-  case ScalarOp::Max:
-  case ScalarOp::Min: {
-    // std::max and std::min, folded left: NaN wins only from the left.
-    bool isMax = op == ScalarOp::Max;
-    map1(a[0], o, n, [](V4 x) { return x; });
-    for (size_t k = 1; k < a.size(); ++k)
-      map2(o, a[k], o, n, [&](V4 r, V4 v) {
-        return isMax ? (r < v ? v : r) : (v < r ? v : r);
-      });
-    return true;
-  }
-  case ScalarOp::Relu:
-    map1(a[0], o, n, [&](V4 x) { return x > zero ? x : zero; });
-    return true;
-  case ScalarOp::Neg:
-    map1(a[0], o, n, [](V4 x) { return -x; });
-    return true;
-  case ScalarOp::Reciprocal:
-    map1(a[0], o, n, [](V4 x) { return 1.0f / x; });
-    return true;
-  case ScalarOp::Sqrt:
-    // The f32 square root is the f32 rounding of the double one.
-    map1(a[0], o, n, [](V4 x) {
-      for (int i = 0; i < 4; ++i)
-        x[i] = std::sqrt(x[i]);
-      return x;
-    });
-    return true;
-  case ScalarOp::Exp:
-    map1(a[0], o, n, fastExp);
-    return true;
-  case ScalarOp::Tanh:
-    map1(a[0], o, n, fastTanh);
-    return true;
-  case ScalarOp::Sigmoid:
-    map1(a[0], o, n, fastSigmoid);
-    return true;
-  case ScalarOp::Where:
-    if (a.size() != 3)
-      return false;
-    for (int64_t j = 0; j < n; ++j)
-      o[j] = a[0][j] != 0 ? a[1][j] : a[2][j];
-    return true;
-  case ScalarOp::Pow:
-    // As applyReal: small integer exponents as products (in double, so
-    // that a cube rounds once), others std::pow.
-    if (a.size() != 2)
-      return false;
-    for (int64_t j = 0; j < n; ++j) {
-      double x = a[0][j], y = a[1][j];
-      o[j] = float(y == 2   ? x * x
-                   : y == 1 ? x
-                   : y == 3 ? x * x * x
-                            : std::pow(x, y));
-    }
-    return true;
-  case ScalarOp::Erf:
-    map1(a[0], o, n, fastErf);
-    return true;
-  case ScalarOp::Gelu:
-    if (params.tanhGelu)
-      map1(a[0], o, n, [](V4 x) {
-        V4 inner = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-        return 0.5f * x * (1.0f + fastTanh(inner));
-      });
-    else
-      map1(a[0], o, n, [](V4 x) {
-        return 0.5f * x * (1.0f + fastErf(x * 0.70710678118654752f));
-      });
-    return true;
-  default:
-    return false;
-  }
+  if (wideVectors())
+    return applyVectorWide(op, params, a.data(), a.size(), o, n);
+  return applyVectorOf<V4>(op, params, a.data(), a.size(), o, n);
 }
 
 /// Every op, point by point through applyReal, as the generic kernel.
@@ -386,7 +251,7 @@ bool runBatchNormF32(const Prepared &p, double epsilon) {
           int64_t c = starts[2] + j0 * cs;
           if (cs == 0) {
             V4 av = splat(a[c]), bv = splat(b[c]);
-            map1(in, dst, n, [&](V4 v) { return v * av + bv; });
+            map1<V4>(in, dst, n, [&](V4 v) { return v * av + bv; });
           } else if (cs == 1) {
             // Channels innermost (channels-last): a and b step along.
             const float *ac = a.data() + c, *bc = b.data() + c;

@@ -14,7 +14,9 @@
 #include "runtime/cpu/GenericKernel.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/MatmulChain.h"
+#include "runtime/cpu/Pointwise.h"
 #include "runtime/cpu/PointwiseChain.h"
+#include "runtime/cpu/VectorWidth.h"
 
 #include "PlanBuilder.h"
 
@@ -884,6 +886,58 @@ TEST(FastKernelsTest, FastErfIsCloseToErf) {
   one.in({dim(0)}).out({dim(0)});
   ASSERT_EQ(run(one.c, {&nan}, {&out}), "");
   EXPECT_TRUE(std::isnan(out.real(0)));
+}
+
+TEST(FastKernelsTest, SixteenLanesEqualFour) {
+  // The AVX-512 kernels compute every lane as the four-lane ones: the
+  // same bits, on values across every polynomial's range and its edges
+  // (NaN, infinities, overflow, underflow), a length no vector divides.
+  cpu::setWideVectors(true);
+  if (!cpu::wideVectors())
+    GTEST_SKIP() << "no AVX-512 kernels here (built without, or the "
+                    "processor lacks it)";
+  std::vector<float> x, y;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> wide(-100, 100), narrow(-5, 5);
+  for (int i = 0; i < 1003; ++i) {
+    x.push_back(i % 3 ? narrow(rng) : wide(rng));
+    y.push_back(narrow(rng));
+  }
+  for (float v : {NAN, INFINITY, -INFINITY, 88.5f, -87.5f, -200.0f, 0.0f})
+    x[size_t(rng() % x.size())] = v;
+  using runtime::ScalarOp;
+  ScalarParams tanhGelu;
+  tanhGelu.tanhGelu = true;
+  std::pair<ScalarOp, ScalarParams> ops[] = {
+      {ScalarOp::Add, {}},  {ScalarOp::Mul, {}},  {ScalarOp::Div, {}},
+      {ScalarOp::Exp, {}},  {ScalarOp::Tanh, {}}, {ScalarOp::Sigmoid, {}},
+      {ScalarOp::Erf, {}},  {ScalarOp::Gelu, {}}, {ScalarOp::Gelu, tanhGelu},
+      {ScalarOp::Sqrt, {}}, {ScalarOp::Relu, {}}, {ScalarOp::Max, {}},
+      {ScalarOp::Pow, {}},  {ScalarOp::Neg, {}}};
+  for (auto &[op, params] : ops) {
+    bool binary = op == ScalarOp::Add || op == ScalarOp::Mul ||
+                  op == ScalarOp::Div || op == ScalarOp::Max ||
+                  op == ScalarOp::Pow;
+    std::vector<const float *> args{x.data()};
+    if (binary)
+      args.push_back(y.data());
+    std::vector<float> four(x.size()), sixteen(x.size());
+    cpu::setWideVectors(false);
+    cpu::applyElementwise(op, params, args, four.data(), int64_t(x.size()));
+    cpu::setWideVectors(true);
+    cpu::applyElementwise(op, params, args, sixteen.data(), int64_t(x.size()));
+    EXPECT_EQ(0, std::memcmp(four.data(), sixteen.data(),
+                             four.size() * sizeof(float)))
+        << "op " << int(op);
+  }
+  // Attention's softmax weights: the same weights and the same sum.
+  std::vector<float> four = x, sixteen = x;
+  double sumFour = 0, sumSixteen = 0;
+  int64_t n = int64_t(x.size()) & ~int64_t(15);
+  cpu::expWeightsFour(four.data(), n, 3.0f, sumFour);
+  ASSERT_TRUE(cpu::expWeightsWide(sixteen.data(), n, 3.0f, sumSixteen));
+  EXPECT_EQ(0, std::memcmp(four.data(), sixteen.data(), size_t(n) * 4));
+  EXPECT_EQ(sumFour, sumSixteen);
 }
 
 TEST(FastKernelsTest, BatchNormMatchesReference) {
