@@ -197,6 +197,22 @@ PAX_VECTOR_INLINE int64_t expWeightsOf(float *x, int64_t jj, int64_t nb,
   return jj;
 }
 
+/// A softmax row's exponentials e^(x - mx) on vectors of V from point \p j
+/// of \p n into \p e, point j's added to \p part[j % 4] in order. Returns
+/// the point it stopped at (the rest, fewer than a vector, left).
+template <typename V>
+PAX_VECTOR_INLINE int64_t expRowOf(const float *x, int64_t j, int64_t n,
+                                   float mx, float *e, double part[4]) {
+  constexpr int64_t w = VecTraits<V>::lanes;
+  for (; j + w <= n; j += w) {
+    V v = fastExp(loadT<V>(x + j) - mx);
+    storeT(e + j, v);
+    for (int64_t i = 0; i < w; ++i)
+      part[i % 4] += v[i];
+  }
+  return j;
+}
+
 } // namespace
 } // namespace pax::runtime::cpu
 

@@ -25,6 +25,11 @@ bool expWeightsWide(float *x, int64_t nb, float m, double &sum) {
   expWeightsOf<V16>(x, 0, nb, m, sum);
   return true;
 }
+
+bool expRowWide(const float *x, int64_t n, float mx, float *e, double part[4]) {
+  expRowOf<V16>(x, 0, n, mx, e, part);
+  return true;
+}
 #else
 bool applyVectorWide(ScalarOp, const ScalarParams &, const float *const *,
                      size_t, float *, int64_t) {
@@ -32,6 +37,10 @@ bool applyVectorWide(ScalarOp, const ScalarParams &, const float *const *,
 }
 
 bool expWeightsWide(float *, int64_t, float, double &) { return false; }
+
+bool expRowWide(const float *, int64_t, float, float *, double[4]) {
+  return false;
+}
 #endif
 
 } // namespace pax::runtime::cpu

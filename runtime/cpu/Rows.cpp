@@ -2,7 +2,8 @@
 #include "runtime/cpu/Rows.h"
 
 #include "runtime/cpu/Pointwise.h"
-#include "runtime/cpu/VectorMath.h"
+#include "runtime/cpu/PointwiseVector.h"
+#include "runtime/cpu/VectorWidth.h"
 
 #include <algorithm>
 #include <cmath>
@@ -60,13 +61,11 @@ void softmaxRow(const Row &r, bool isLog, std::vector<float> &e) {
     x = e.data();
   }
   double part[4] = {0, 0, 0, 0};
-  int64_t j = 0;
-  for (; j + 4 <= r.n; j += 4) {
-    V4 v = fastExp(loadV4(x + j) - mx);
-    storeV4(e.data() + j, v);
-    for (int i = 0; i < 4; ++i)
-      part[i] += v[i];
-  }
+  int64_t j = 0, wide = r.n & ~int64_t(15);
+  // Sixteen lanes where the processor has them: the same values and sums.
+  if (wide && wideVectors() && expRowWide(x, wide, mx, e.data(), part))
+    j = wide;
+  j = expRowOf<V4>(x, j, r.n, mx, e.data(), part);
   for (; j < r.n; ++j) {
     float v = fastExp(splat(x[j] - mx))[0];
     e[size_t(j)] = v;

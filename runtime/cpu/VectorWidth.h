@@ -41,6 +41,12 @@ bool applyVectorWide(ScalarOp op, const ScalarParams &params,
 /// built.
 bool expWeightsWide(float *x, int64_t nb, float m, double &sum);
 
+/// A softmax row's exponentials e^(x - mx) of the first \p n points (a
+/// multiple of sixteen) of \p x into \p e, point j's added to part[j % 4]
+/// in order (cpu/Rows.cpp). False, having done nothing, where the
+/// sixteen-lane kernels are not built.
+bool expRowWide(const float *x, int64_t n, float mx, float *e, double part[4]);
+
 /// expWeightsWide on four lanes, for the points a sixteen-lane vector does
 /// not fill (and tests); \p nb a multiple of four.
 void expWeightsFour(float *x, int64_t nb, float m, double &sum);

@@ -930,6 +930,18 @@ TEST(FastKernelsTest, SixteenLanesEqualFour) {
                              four.size() * sizeof(float)))
         << "op " << int(op);
   }
+  // Softmax and log-softmax rows (exponentials summed four ways).
+  for (const char *kind : {"softmax", "log_softmax"}) {
+    auto sm = ComputeBuilder(kind).iter("a", 3).red("b", 333);
+    sm.in({dim(0), dim(1)}).out({dim(0), dim(1)});
+    Tensor in = random(plan::F32, {3, 333}, 47, -30, 30);
+    Tensor four = Tensor::zeros(plan::F32, {3, 333}), sixteen = four;
+    cpu::setWideVectors(false);
+    ASSERT_EQ(run(sm.c, {&in}, {&four}), "");
+    cpu::setWideVectors(true);
+    ASSERT_EQ(run(sm.c, {&in}, {&sixteen}), "");
+    EXPECT_EQ(four.data, sixteen.data) << kind;
+  }
   // Attention's softmax weights: the same weights and the same sum.
   std::vector<float> four = x, sixteen = x;
   double sumFour = 0, sumSixteen = 0;
