@@ -46,6 +46,7 @@ enum class ScalarOp {
   Softplus,
   Softsign,
   Gelu,
+  GeluGrad,
   Mish,
   Tanh,
   Erf,
@@ -131,13 +132,26 @@ PAX_HD inline double activation(ScalarOp op, double x, double y,
     return x / (1 + fabs(x));
   case ScalarOp::Gelu:
     if (p.tanhGelu)
-      return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+      return 0.5 * x *
+             (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     return 0.5 * x * (1 + erf(x * 0.7071067811865476));
   case ScalarOp::Mish:
     return x * tanh(softplus(x));
   default:
     return NAN;
   }
+}
+
+/// GELU's derivative at \p x: Phi(x) + x phi(x), or that of tanh's
+/// approximation.
+PAX_HD inline double geluDerivative(double x, bool tanhForm) {
+  if (tanhForm) {
+    const double k = 0.7978845608028654, a = 0.044715;
+    double t = tanh(k * (x + a * x * x * x));
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * a * x * x);
+  }
+  return 0.5 * (1 + erf(x * 0.7071067811865476)) +
+         x * exp(-0.5 * x * x) * 0.3989422804014327;
 }
 
 /// The one-operand math functions.
@@ -282,6 +296,8 @@ PAX_HD inline double applyReal(ScalarOp op, const double *a, int n,
     return n == 0 ? 0.0 : foldReal(op, a, n);
   case ScalarOp::Where:
     return x != 0 ? y : (n > 2 ? a[2] : 0.0);
+  case ScalarOp::GeluGrad:
+    return y * geluDerivative(x, p.tanhGelu);
   case ScalarOp::Clip: {
     // Bounds are operands from opset 11, attributes `min` and `max` before.
     double lo = n > 1 ? a[1] : p.min;

@@ -57,6 +57,7 @@ std::optional<KernelId> kernelForKind(llvm::StringRef kind) {
       .Cases("relu", "leaky_relu", "prelu", "elu", "selu", K::Pointwise)
       .Cases("celu", "sigmoid", "hard_sigmoid", "hard_swish", K::Pointwise)
       .Cases("softplus", "softsign", "gelu", "mish", "tanh", K::Pointwise)
+      .Case("gelu_grad", K::Pointwise)
       .Cases("erf", "exp", "log", "sqrt", "reciprocal", K::Pointwise)
       .Cases("neg", "abs", "sign", "floor", "ceil", K::Pointwise)
       .Cases("round", "cos", "sin", "clip", "cast", K::Pointwise)

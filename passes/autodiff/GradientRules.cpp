@@ -327,7 +327,7 @@ constexpr RuleEntry kRules[] = {
     {OpKind::MaxPool, maxPoolRule},
     {OpKind::AveragePool, averagePoolRule},
     {OpKind::BatchNorm, batchNormRule},
-    {OpKind::Gelu, fromResultRule<geluDerivative>},
+    {OpKind::Gelu, geluRule},
     {OpKind::Clip, clipRule},
     {OpKind::LeakyRelu, fromResultRule<leakyReluDerivative>},
     {OpKind::HardSigmoid, fromResultRule<hardSigmoidDerivative>},

@@ -16,13 +16,13 @@ llvm::Error reluRule(GradientBuilder &b, const Op &op, Value *dy) {
   Value *zero = b.constant(0, elem);
   TensorType mask = resultOf(op)->type;
   mask.elem = DType::I1;
-  Value *positive = b.over(OpKind::Greater,
-                           {operandRead(op, 0), {zero, {}}}, b.resultMap(),
-                           mask, "positive");
+  Value *positive = b.over(OpKind::Greater, {operandRead(op, 0), {zero, {}}},
+                           b.resultMap(), mask, "positive");
   b.accumulateOperand(
-      0, overResult(b, OpKind::Where,
-                    {{positive, b.resultMap()}, {dy, b.resultMap()}, {zero, {}}},
-                    op, "where"));
+      0,
+      overResult(b, OpKind::Where,
+                 {{positive, b.resultMap()}, {dy, b.resultMap()}, {zero, {}}},
+                 op, "where"));
   return llvm::Error::success();
 }
 
@@ -39,9 +39,9 @@ Value *tanhDerivative(GradientBuilder &b, const Op &op) {
 // sigmoid' = y (1 - y)
 Value *sigmoidDerivative(GradientBuilder &b, const Op &op) {
   Read y{resultOf(op), b.resultMap()};
-  Value *rest = overResult(
-      b, OpKind::Sub, {{b.constant(1, resultOf(op)->type.elem), {}}, y}, op,
-      "one_minus");
+  Value *rest = overResult(b, OpKind::Sub,
+                           {{b.constant(1, resultOf(op)->type.elem), {}}, y},
+                           op, "one_minus");
   return overResult(b, OpKind::Mul, {y, {rest, b.resultMap()}}, op, "mul");
 }
 
@@ -68,10 +68,11 @@ llvm::Error powRule(GradientBuilder &b, const Op &op, Value *dy) {
   Read base = operandRead(op, 0), exponent = operandRead(op, 1);
   Read dyr{dy, b.resultMap()};
   if (b.needs(0)) {
-    Value *e1 = overResult(b, OpKind::Sub, {exponent, {b.constant(1, elem), {}}},
-                           op, "exponent_minus_one");
-    Value *p = overResult(b, OpKind::Pow, {base, {e1, b.resultMap()}}, op,
-                          "power");
+    Value *e1 =
+        overResult(b, OpKind::Sub, {exponent, {b.constant(1, elem), {}}}, op,
+                   "exponent_minus_one");
+    Value *p =
+        overResult(b, OpKind::Pow, {base, {e1, b.resultMap()}}, op, "power");
     Value *ep = overResult(b, OpKind::Mul, {exponent, {p, b.resultMap()}}, op,
                            "derivative");
     b.accumulateOperand(
@@ -79,9 +80,9 @@ llvm::Error powRule(GradientBuilder &b, const Op &op, Value *dy) {
   }
   if (b.needs(1)) {
     Value *l = overResult(b, OpKind::Log, {base}, op, "log");
-    Value *yl = overResult(
-        b, OpKind::Mul, {{resultOf(op), b.resultMap()}, {l, b.resultMap()}},
-        op, "y_log");
+    Value *yl = overResult(b, OpKind::Mul,
+                           {{resultOf(op), b.resultMap()}, {l, b.resultMap()}},
+                           op, "y_log");
     b.accumulateOperand(
         1, overResult(b, OpKind::Mul, {dyr, {yl, b.resultMap()}}, op, "de"));
   }
@@ -115,10 +116,10 @@ Value *erfDerivative(GradientBuilder &b, const Op &op) {
   Value *x2 = overResult(b, OpKind::Mul, {x, x}, op, "square");
   Value *n = overResult(b, OpKind::Neg, {{x2, b.resultMap()}}, op, "neg");
   Value *e = overResult(b, OpKind::Exp, {{n, b.resultMap()}}, op, "exp");
-  return overResult(b, OpKind::Mul,
-                    {{e, b.resultMap()},
-                     {b.constant(1.1283791670955126, elem), {}}},
-                    op, "scaled");
+  return overResult(
+      b, OpKind::Mul,
+      {{e, b.resultMap()}, {b.constant(1.1283791670955126, elem), {}}}, op,
+      "scaled");
 }
 
 // sin' = cos x, cos' = -sin x
@@ -131,74 +132,28 @@ Value *cosDerivative(GradientBuilder &b, const Op &op) {
   return overResult(b, OpKind::Neg, {{s, b.resultMap()}}, op, "neg");
 }
 
-// gelu' = Phi(x) + x phi(x) (Phi, phi: the standard normal's distribution
-// and density); with approximate = "tanh", t = tanh(k (x + 0.044715 x^3)):
-// 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2), k = sqrt(2/pi).
-Value *geluDerivative(GradientBuilder &b, const Op &op) {
-  Pointwise p{b, op};
-  Read x = operandRead(op, 0);
-  Value *x2 = p.apply(OpKind::Mul, {x, x}, "square");
-  bool tanhForm = false;
+// dx = gelu_grad(x, dy) = dy gelu'(x), one op: gelu' = Phi(x) + x phi(x)
+// (Phi, phi: the standard normal's distribution and density), or with
+// approximate = "tanh", t = tanh(k (x + 0.044715 x^3)): 0.5 (1 + t) +
+// 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2), k = sqrt(2/pi) (ScalarMath.h).
+llvm::Error geluRule(GradientBuilder &b, const Op &op, Value *dy) {
+  AttrMap attrs;
   if (auto it = op.attrs.find("approximate"); it != op.attrs.end())
-    if (auto *s = std::get_if<std::string>(&it->second))
-      tanhForm = *s == "tanh";
-  if (!tanhForm) {
-    Value *scaled = p.apply(OpKind::Mul, {x, p.c(M_SQRT1_2)}, "over_sqrt2");
-    Value *erf = p.apply(OpKind::Erf, {p.at(scaled)}, "erf");
-    Value *cdf = p.apply(OpKind::Mul,
-                         {p.at(p.apply(OpKind::Add, {p.at(erf), p.c(1)},
-                                       "one_plus")),
-                          p.c(0.5)},
-                         "cdf");
-    Value *g = p.apply(OpKind::Exp,
-                       {p.at(p.apply(OpKind::Mul, {p.at(x2), p.c(-0.5)},
-                                     "minus_half_square"))},
-                       "gauss");
-    Value *pdf = p.apply(OpKind::Mul, {p.at(g), p.c(0.3989422804014327)},
-                         "pdf");
-    Value *xpdf = p.apply(OpKind::Mul, {x, p.at(pdf)}, "x_pdf");
-    return p.apply(OpKind::Add, {p.at(cdf), p.at(xpdf)}, "derivative");
-  }
-  const double k = 0.7978845608028654, a = 0.044715;
-  Value *inner = p.apply(
-      OpKind::Mul,
-      {x, p.at(p.apply(OpKind::Add,
-                       {p.c(1), p.at(p.apply(OpKind::Mul, {p.at(x2), p.c(a)},
-                                             "a_square"))},
-                       "one_plus_a_square"))},
-      "inner");
-  Value *t = p.apply(OpKind::Tanh,
-                     {p.at(p.apply(OpKind::Mul, {p.at(inner), p.c(k)}, "u"))},
-                     "tanh");
-  Value *left = p.apply(OpKind::Mul,
-                        {p.at(p.apply(OpKind::Add, {p.at(t), p.c(1)},
-                                      "one_plus_t")),
-                         p.c(0.5)},
-                        "left");
-  Value *sech2 = p.apply(
-      OpKind::Sub,
-      {p.c(1), p.at(p.apply(OpKind::Mul, {p.at(t), p.at(t)}, "t_square"))},
-      "sech_square");
-  Value *du = p.apply(
-      OpKind::Add,
-      {p.c(k), p.at(p.apply(OpKind::Mul, {p.at(x2), p.c(3 * a * k)},
-                            "du_square"))},
-      "du");
-  Value *right = p.apply(
-      OpKind::Mul,
-      {p.at(p.apply(OpKind::Mul, {x, p.at(sech2)}, "x_sech_square")),
-       p.at(p.apply(OpKind::Mul, {p.at(du), p.c(0.5)}, "half_du"))},
-      "right");
-  return p.apply(OpKind::Add, {p.at(left), p.at(right)}, "derivative");
+    attrs["approximate"] = it->second;
+  b.accumulateOperand(0, b.over(OpKind::GeluGrad,
+                                {operandRead(op, 0), {dy, b.resultMap()}},
+                                b.resultMap(), resultOf(op)->type, "gelu_grad",
+                                std::move(attrs)));
+  return llvm::Error::success();
 }
 
 /// dx = dy where \p keep holds, 0 elsewhere.
 void maskedGradient(GradientBuilder &b, const Op &op, Value *dy, Value *keep) {
-  b.accumulateOperand(
-      0, overResult(b, OpKind::Where,
-                    {{keep, b.resultMap()}, {dy, b.resultMap()},
-                     {b.constant(0, dy->type.elem), {}}},
-                    op, "where"));
+  b.accumulateOperand(0, overResult(b, OpKind::Where,
+                                    {{keep, b.resultMap()},
+                                     {dy, b.resultMap()},
+                                     {b.constant(0, dy->type.elem), {}}},
+                                    op, "where"));
 }
 
 // clip: dy passes where min <= x <= max (torch's convention at the bounds).
@@ -235,11 +190,11 @@ Value *leakyReluDerivative(GradientBuilder &b, const Op &op) {
 Value *hardSigmoidDerivative(GradientBuilder &b, const Op &op) {
   Pointwise p{b, op};
   Read y = p.at(resultOf(op));
-  Value *inside = p.mask(
-      OpKind::And,
-      {p.at(p.mask(OpKind::Greater, {y, p.c(0)}, "above_zero")),
-       p.at(p.mask(OpKind::Less, {y, p.c(1)}, "below_one"))},
-      "inside");
+  Value *inside =
+      p.mask(OpKind::And,
+             {p.at(p.mask(OpKind::Greater, {y, p.c(0)}, "above_zero")),
+              p.at(p.mask(OpKind::Less, {y, p.c(1)}, "below_one"))},
+             "inside");
   return p.apply(OpKind::Where,
                  {p.at(inside), p.c(op.floatAttr("alpha", 0.2)), p.c(0)},
                  "slope");
@@ -281,9 +236,9 @@ Value *eluDerivative(GradientBuilder &b, const Op &op) {
   Pointwise p{b, op};
   Value *pos =
       p.mask(OpKind::GreaterOrEqual, {operandRead(op, 0), p.c(0)}, "positive");
-  Value *below = p.apply(
-      OpKind::Add, {p.at(resultOf(op)), p.c(op.floatAttr("alpha", 1))},
-      "y_plus_alpha");
+  Value *below =
+      p.apply(OpKind::Add, {p.at(resultOf(op)), p.c(op.floatAttr("alpha", 1))},
+              "y_plus_alpha");
   return p.apply(OpKind::Where, {p.at(pos), p.c(1), p.at(below)}, "slope");
 }
 
@@ -293,7 +248,8 @@ Value *seluDerivative(GradientBuilder &b, const Op &op) {
   Pointwise p{b, op};
   double alpha = op.floatAttr("alpha", 1.67326319217681884765625),
          gamma = op.floatAttr("gamma", 1.05070102214813232421875);
-  Value *pos = p.mask(OpKind::Greater, {operandRead(op, 0), p.c(0)}, "positive");
+  Value *pos =
+      p.mask(OpKind::Greater, {operandRead(op, 0), p.c(0)}, "positive");
   Value *below = p.apply(OpKind::Add, {p.at(resultOf(op)), p.c(gamma * alpha)},
                          "y_plus_gamma_alpha");
   return p.apply(OpKind::Where, {p.at(pos), p.c(gamma), p.at(below)}, "slope");
@@ -306,22 +262,22 @@ Value *celuDerivative(GradientBuilder &b, const Op &op) {
   double alpha = op.floatAttr("alpha", 1);
   Value *pos =
       p.mask(OpKind::GreaterOrEqual, {operandRead(op, 0), p.c(0)}, "positive");
-  Value *below = p.apply(
-      OpKind::Add,
-      {p.at(p.apply(OpKind::Mul, {p.at(resultOf(op)), p.c(1 / alpha)},
-                    "y_over_alpha")),
-       p.c(1)},
-      "exp_x_over_alpha");
+  Value *below =
+      p.apply(OpKind::Add,
+              {p.at(p.apply(OpKind::Mul, {p.at(resultOf(op)), p.c(1 / alpha)},
+                            "y_over_alpha")),
+               p.c(1)},
+              "exp_x_over_alpha");
   return p.apply(OpKind::Where, {p.at(pos), p.c(1), p.at(below)}, "slope");
 }
 
 // softsign = x / (1 + |x|): slope 1 / (1 + |x|)^2.
 Value *softsignDerivative(GradientBuilder &b, const Op &op) {
   Pointwise p{b, op};
-  Value *den = p.apply(
-      OpKind::Add,
-      {p.at(p.apply(OpKind::Abs, {operandRead(op, 0)}, "abs")), p.c(1)},
-      "one_plus_abs");
+  Value *den =
+      p.apply(OpKind::Add,
+              {p.at(p.apply(OpKind::Abs, {operandRead(op, 0)}, "abs")), p.c(1)},
+              "one_plus_abs");
   return p.apply(OpKind::Reciprocal,
                  {p.at(p.apply(OpKind::Mul, {p.at(den), p.at(den)}, "square"))},
                  "slope");
@@ -332,15 +288,15 @@ Value *softsignDerivative(GradientBuilder &b, const Op &op) {
 Value *mishDerivative(GradientBuilder &b, const Op &op) {
   Pointwise p{b, op};
   Read x = operandRead(op, 0);
-  Value *t = p.apply(OpKind::Tanh,
-                     {p.at(p.apply(OpKind::Softplus, {x}, "softplus"))}, "tanh");
+  Value *t = p.apply(
+      OpKind::Tanh, {p.at(p.apply(OpKind::Softplus, {x}, "softplus"))}, "tanh");
   Value *sech2 = p.apply(
       OpKind::Sub,
       {p.c(1), p.at(p.apply(OpKind::Mul, {p.at(t), p.at(t)}, "t_square"))},
       "sech_square");
-  Value *xs = p.apply(
-      OpKind::Mul, {x, p.at(p.apply(OpKind::Sigmoid, {x}, "sigmoid"))},
-      "x_sigmoid");
+  Value *xs =
+      p.apply(OpKind::Mul, {x, p.at(p.apply(OpKind::Sigmoid, {x}, "sigmoid"))},
+              "x_sigmoid");
   return p.apply(
       OpKind::Add,
       {p.at(t), p.at(p.apply(OpKind::Mul, {p.at(xs), p.at(sech2)}, "right"))},
@@ -355,10 +311,9 @@ llvm::Error preluRule(GradientBuilder &b, const Op &op, Value *dy) {
   Read x = operandRead(op, 0);
   Value *pos = p.mask(OpKind::GreaterOrEqual, {x, p.c(0)}, "positive");
   if (b.needs(0)) {
-    Value *slope = p.apply(OpKind::Where, {p.at(pos), p.c(1), operandRead(op, 1)},
-                           "slope");
-    b.accumulateOperand(
-        0, p.apply(OpKind::Mul, {p.at(dy), p.at(slope)}, "dx"));
+    Value *slope = p.apply(OpKind::Where,
+                           {p.at(pos), p.c(1), operandRead(op, 1)}, "slope");
+    b.accumulateOperand(0, p.apply(OpKind::Mul, {p.at(dy), p.at(slope)}, "dx"));
   }
   if (b.needs(1)) {
     Value *below = p.apply(OpKind::Where, {p.at(pos), p.c(0), x}, "x_below");
@@ -379,8 +334,7 @@ llvm::Error zeroRule(GradientBuilder &, const Op &, Value *) {
 llvm::Error maxMinRule(GradientBuilder &b, const Op &op, Value *dy) {
   if (op.operands.size() != 2)
     return llvm::createStringError(
-        "autodiff: op '" + op.name().str() + "' (" +
-        opKindName(op.kind).str() +
+        "autodiff: op '" + op.name().str() + "' (" + opKindName(op.kind).str() +
         ") has more than two operands; its gradient is not supported yet");
   Pointwise p{b, op};
   Value *first = p.mask(op.kind == OpKind::Max ? OpKind::GreaterOrEqual

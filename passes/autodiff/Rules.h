@@ -122,7 +122,7 @@ Value *cosDerivative(GradientBuilder &b, const Op &op);
 /// gelu' = Phi(x) + x phi(x) (Phi, phi: the standard normal's distribution
 /// and density); with approximate = "tanh", t = tanh(k (x + 0.044715 x^3)):
 /// 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2), k = sqrt(2/pi).
-Value *geluDerivative(GradientBuilder &b, const Op &op);
+llvm::Error geluRule(GradientBuilder &b, const Op &op, Value *dy);
 
 /// clip: dy passes where min <= x <= max (torch's convention at the bounds).
 llvm::Error clipRule(GradientBuilder &b, const Op &op, Value *dy);

@@ -169,6 +169,24 @@ PAX_VECTOR_INLINE bool applyVectorOf(ScalarOp op, const ScalarParams &params,
         return 0.5f * x * (1.0f + fastErf(x * 0.70710678118654752f));
       });
     return true;
+  case ScalarOp::GeluGrad:
+    if (na != 2)
+      return false;
+    if (params.tanhGelu)
+      map2<V>(a[0], a[1], o, n, [](V x, V dy) {
+        V t = fastTanh(0.7978845608028654f * (x + 0.044715f * x * x * x));
+        V d = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) *
+                                      0.7978845608028654f *
+                                      (1.0f + 0.134145f * x * x);
+        return dy * d;
+      });
+    else
+      map2<V>(a[0], a[1], o, n, [](V x, V dy) {
+        V d = 0.5f * (1.0f + fastErf(x * 0.70710678118654752f)) +
+              x * fastExp(-0.5f * x * x) * 0.3989422804014327f;
+        return dy * d;
+      });
+    return true;
   default:
     return false;
   }

@@ -45,6 +45,7 @@ std::optional<ScalarOp> parseScalarOp(llvm::StringRef kind) {
       .Case("softplus", S::Softplus)
       .Case("softsign", S::Softsign)
       .Case("gelu", S::Gelu)
+      .Case("gelu_grad", S::GeluGrad)
       .Case("mish", S::Mish)
       .Case("tanh", S::Tanh)
       .Case("erf", S::Erf)

@@ -754,7 +754,8 @@ TEST(FastKernelsTest, ElementwiseMatchesGenericKernel) {
                 Op{"sigmoid", 1, false},   Op{"exp", 1, false},
                 Op{"tanh", 1, false},      Op{"abs", 1, true},
                 Op{"sqrt", 1, true},       Op{"erf", 1, false},
-                Op{"gelu", 1, false},      Op{"gelu", 1, false, "tanh"}})
+                Op{"gelu", 1, false},      Op{"gelu", 1, false, "tanh"},
+                Op{"gelu_grad", 2, false}, Op{"gelu_grad", 2, false, "tanh"}})
     for (bool block : {false, true})
       for (bool transposed : {false, true}) {
         SCOPED_TRACE(std::string(op.kind) + "/" + std::to_string(op.arity) +
@@ -909,15 +910,18 @@ TEST(FastKernelsTest, SixteenLanesEqualFour) {
   ScalarParams tanhGelu;
   tanhGelu.tanhGelu = true;
   std::pair<ScalarOp, ScalarParams> ops[] = {
-      {ScalarOp::Add, {}},  {ScalarOp::Mul, {}},  {ScalarOp::Div, {}},
-      {ScalarOp::Exp, {}},  {ScalarOp::Tanh, {}}, {ScalarOp::Sigmoid, {}},
-      {ScalarOp::Erf, {}},  {ScalarOp::Gelu, {}}, {ScalarOp::Gelu, tanhGelu},
-      {ScalarOp::Sqrt, {}}, {ScalarOp::Relu, {}}, {ScalarOp::Max, {}},
-      {ScalarOp::Pow, {}},  {ScalarOp::Neg, {}}};
+      {ScalarOp::Add, {}},        {ScalarOp::Mul, {}},
+      {ScalarOp::Div, {}},        {ScalarOp::Exp, {}},
+      {ScalarOp::Tanh, {}},       {ScalarOp::Sigmoid, {}},
+      {ScalarOp::Erf, {}},        {ScalarOp::Gelu, {}},
+      {ScalarOp::Gelu, tanhGelu}, {ScalarOp::Sqrt, {}},
+      {ScalarOp::Relu, {}},       {ScalarOp::Max, {}},
+      {ScalarOp::Pow, {}},        {ScalarOp::Neg, {}},
+      {ScalarOp::GeluGrad, {}},   {ScalarOp::GeluGrad, tanhGelu}};
   for (auto &[op, params] : ops) {
     bool binary = op == ScalarOp::Add || op == ScalarOp::Mul ||
                   op == ScalarOp::Div || op == ScalarOp::Max ||
-                  op == ScalarOp::Pow;
+                  op == ScalarOp::Pow || op == ScalarOp::GeluGrad;
     std::vector<const float *> args{x.data()};
     if (binary)
       args.push_back(y.data());
