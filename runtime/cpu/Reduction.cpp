@@ -3,6 +3,8 @@
 
 #include "llvm/ADT/StringSwitch.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -55,6 +57,54 @@ static void reducePoint(const Prepared &p, ReduceOp op, bool selectLast,
   }
 }
 
+/// Outputs a column-sum task holds (its doubles stay in L1).
+constexpr int64_t kColumns = 256;
+
+/// The outer dim the input walks with step 1 while the innermost inner dim
+/// is strided (a bias gradient: sums down the columns of a row-major
+/// matrix), or -1.
+static int columnDim(const Prepared &p) {
+  const AccessIndexer &im = p.inMaps[0];
+  if (p.space.inner.empty() || im.step(p.space.inner.back()) == 1)
+    return -1;
+  for (unsigned d : p.space.outer)
+    if (im.step(d) == 1 && p.space.extents[d] >= 16)
+      return int(d);
+  return -1;
+}
+
+/// reduceLinearF32 where columnDim finds a dim: each task sums up to
+/// kColumns outputs along it at once, reading the input row by row; each
+/// output's inner points are added in the same order, so the sums are the
+/// same, bit for bit.
+static void reduceColumnsF32(const Prepared &p, ReduceOp op, unsigned col) {
+  const IterationSpace &s = p.space;
+  const float *in = reinterpret_cast<const float *>(p.ins[0]->data.data());
+  float *out = reinterpret_cast<float *>(p.outs[0]->data.data());
+  const AccessIndexer &im = p.inMaps[0];
+  int64_t cols = s.extents[col], chunks = (cols + kColumns - 1) / kColumns;
+  int64_t rest = s.outerPoints / cols;
+  double count = double(std::max<int64_t>(1, s.globalInnerPoints()));
+  tbb::parallel_for(int64_t(0), rest * chunks, [&](int64_t t) {
+    llvm::SmallVector<int64_t, 8> point(s.extents.size(), 0);
+    s.setOuter((t / chunks) * cols, point); // col is 0 there
+    int64_t c0 = (t % chunks) * kColumns, n = std::min(kColumns, cols - c0);
+    point[col] = c0;
+    double acc[kColumns] = {};
+    if (s.innerPoints > 0)
+      do {
+        const float *row = in + im.index(point);
+        for (int64_t c = 0; c < n; ++c)
+          acc[c] += double(row[c]);
+      } while (s.nextInner(point));
+    for (int64_t c = 0; c < n; ++c) {
+      point[col] = c0 + c;
+      out[p.outMaps[0].index(point)] =
+          float(op == ReduceOp::Mean ? acc[c] / count : acc[c]);
+    }
+  });
+}
+
 /// Sum and mean of f32 through linear maps: the generic walk (in double,
 /// the inner points in order) on raw pointers and precomputed strides, so
 /// the sums are the generic kernel's, bit for bit.
@@ -64,6 +114,10 @@ static bool reduceLinearF32(const Prepared &p, ReduceOp op) {
       p.outs[0]->dtype != plan::F32 || !p.inMaps[0].isLinear() ||
       !p.outMaps[0].isLinear())
     return false;
+  if (int col = columnDim(p); col >= 0) {
+    reduceColumnsF32(p, op, unsigned(col));
+    return true;
+  }
   const IterationSpace &s = p.space;
   const float *in = reinterpret_cast<const float *>(p.ins[0]->data.data());
   float *out = reinterpret_cast<float *>(p.outs[0]->data.data());

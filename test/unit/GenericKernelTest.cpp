@@ -187,7 +187,8 @@ TEST(GenericKernelTest, ConcatSplitAndPadOverBoxes) {
   // Overlapping inputs: the first whose map reaches inside wins.
   auto over = ComputeBuilder("concat").iter("j", 4);
   over.in({dim(0)}).in({dim(0, -1)}).out({dim(0)});
-  Tensor x = make(plan::F32, {3}, {1, 2, 3}), y = make(plan::F32, {3}, {4, 5, 6});
+  Tensor x = make(plan::F32, {3}, {1, 2, 3}),
+         y = make(plan::F32, {3}, {4, 5, 6});
   Tensor o = make(plan::F32, {4});
   ASSERT_EQ(run(over.c, {&x, &y}, {&o}), "");
   EXPECT_EQ(reals(o), V({1, 2, 3, 6}));
@@ -205,8 +206,8 @@ TEST(GenericKernelTest, ConcatSplitAndPadOverBoxes) {
   Tensor m = make(plan::F32, {2, 2}, {1, 2, 3, 4});
   Tensor padded = make(plan::F32, {4, 4});
   ASSERT_EQ(run(pad.c, {&m}, {&padded}), "");
-  EXPECT_EQ(reals(padded), V({-1, -1, -1, -1, -1, -1, 1, 2, -1, -1, 3, 4, -1,
-                              -1, -1, -1}));
+  EXPECT_EQ(reals(padded),
+            V({-1, -1, -1, -1, -1, -1, 1, 2, -1, -1, 3, 4, -1, -1, -1, -1}));
 }
 
 TEST(GenericKernelTest, GatherWrapsNegativeIndices) {
@@ -435,6 +436,30 @@ TEST(GenericKernelTest, ReduceSumIsDeterministicAcrossThreadCounts) {
   }
 }
 
+TEST(GenericKernelTest, ColumnSumsAddInTheInnerPointsOrder) {
+  // A bias gradient: [3, 40, 300] summed over the first two dims, which the
+  // kernel reads row by row for runs of columns; each column's sum is still
+  // the inner points in order (b, then s), bit for bit.
+  auto b = ComputeBuilder("reduce_sum")
+               .iter("n", 300)
+               .iter("b", 3, plan::IterDim::RED)
+               .iter("s", 40, plan::IterDim::RED);
+  b.in({dim(1), dim(2), dim(0)}).out({dim(0)});
+  Tensor x = make(plan::F32, {3, 40, 300});
+  std::mt19937 gen(2);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.setReal(i, dist(gen));
+  Tensor z = make(plan::F32, {300});
+  ASSERT_EQ(run(b.c, {&x}, {&z}), "");
+  for (int64_t c = 0; c < 300; ++c) {
+    double s = 0;
+    for (int64_t r = 0; r < 3 * 40; ++r)
+      s += x.real(r * 300 + c);
+    EXPECT_EQ(float(z.real(c)), float(s)) << "column " << c;
+  }
+}
+
 } // namespace
 
 // random_uniform's hash, which the CUDA kernels compute too, is XXH3-64 of
@@ -454,12 +479,13 @@ TEST(RandomMathTest, IsXxh3OfTheFourWords) {
 TEST(FlatSpaceTest, DividersDivideEveryNumberBelow2To31) {
   using pax::runtime::flat::divide;
   using pax::runtime::flat::makeDivider;
-  std::vector<uint32_t> divisors = {1,    2,      3,       5,         7,
-                                    10,   64,     112,     768,       1000,
-                                    3072, 50257,  65535,   65536,     1u << 20,
-                                    (1u << 31) - 1, 123456789};
-  std::vector<uint32_t> numbers = {0, 1, 2, 3, 111, 112, 113, (1u << 31) - 1,
-                                   (1u << 31) - 2, (1u << 30), 4095, 4096};
+  std::vector<uint32_t> divisors = {
+      1,        2,    3,    5,     7,     10,    64,       112,
+      768,      1000, 3072, 50257, 65535, 65536, 1u << 20, (1u << 31) - 1,
+      123456789};
+  std::vector<uint32_t> numbers = {
+      0,          1,    2,   3, 111, 112, 113, (1u << 31) - 1, (1u << 31) - 2,
+      (1u << 30), 4095, 4096};
   uint64_t x = 88172645463325252ull; // xorshift
   for (int i = 0; i < 20000; ++i) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
