@@ -434,7 +434,7 @@ float rowMax(const float *x, int64_t nb, double &bad) {
     V4 v = loadV4(x + jj);
     I4 keep = (v == v) & (v != inf);
     flagged |= ~keep;
-    top = keep & (v > top) ? v : top;
+    top = (keep & (v > top)) ? v : top;
   }
   float best = std::max(std::max(top[0], top[1]), std::max(top[2], top[3]));
   bool any = (flagged[0] | flagged[1] | flagged[2] | flagged[3]) != 0;
