@@ -72,15 +72,26 @@ void applyElementwise(ScalarOp op, const ScalarParams &params,
 
 namespace {
 
+/// True for the comparisons of two floats, whose results are bools.
+bool comparison(ScalarOp op) {
+  return op == ScalarOp::Equal || op == ScalarOp::Less ||
+         op == ScalarOp::LessOrEqual || op == ScalarOp::Greater ||
+         op == ScalarOp::GreaterOrEqual;
+}
+
 /// True when every tensor of \p p is f32 and every map linear; where's
-/// condition (input 0) may be bool when \p op is where.
+/// condition (input 0) may be bool when \p op is where, and a comparison's
+/// result is bool.
 bool linearF32(const Prepared &p, ScalarOp op = ScalarOp::Add) {
   auto f32 = [](const Tensor *t) { return t->dtype == plan::F32; };
   auto linear = [](const AccessIndexer &m) { return m.isLinear(); };
   bool boolCond =
       op == ScalarOp::Where && !p.ins.empty() && p.ins[0]->dtype == plan::I1;
+  auto out = [&](const Tensor *t) {
+    return f32(t) || (t->dtype == plan::I1 && comparison(op));
+  };
   return llvm::all_of(p.ins.drop_front(boolCond ? 1 : 0), f32) &&
-         llvm::all_of(p.outs, f32) && llvm::all_of(p.inMaps, linear) &&
+         llvm::all_of(p.outs, out) && llvm::all_of(p.inMaps, linear) &&
          llvm::all_of(p.outMaps, linear);
 }
 
@@ -184,7 +195,11 @@ bool runElementwiseF32(const Prepared &p, ScalarOp op,
   maps.push_back(&p.outMaps[0]);
   RunPlan plan = RunPlan::of(p.space, p.space.outer, maps);
   size_t nIn = p.ins.size();
-  float *out = dataF32(p.outs[0]);
+  // A comparison's bools: computed as 1.0f or 0.0f, stored as bytes.
+  uint8_t *bools = p.outs[0]->dtype == plan::I1
+                       ? reinterpret_cast<uint8_t *>(p.outs[0]->data.data())
+                       : nullptr;
+  float *out = bools ? nullptr : dataF32(p.outs[0]);
   int64_t outStep = plan.steps[nIn];
   forEachRunPiece(
       p.space, plan, maps, [&](llvm::ArrayRef<int64_t> starts, int64_t count) {
@@ -204,12 +219,16 @@ bool runElementwiseF32(const Prepared &p, ScalarOp op,
                 dataF32(p.ins[k]) + starts[k] + j0 * plan.steps[k];
             args[k] = contiguous(in, plan.steps[k], n, bufs[k]);
           }
-          float *o = out + starts[nIn] + j0 * outStep;
-          float *dst = outStep == 1 ? o : obuf;
+          int64_t at = starts[nIn] + j0 * outStep;
+          float *dst = !bools && outStep == 1 ? out + at : obuf;
           llvm::ArrayRef<const float *> a(args, nIn);
           if (!applyVector(op, params, a, dst, n))
             applyScalar(op, params, a, dst, n);
-          scatter(dst, o, outStep, n);
+          if (bools)
+            for (int64_t j = 0; j < n; ++j)
+              bools[at + j * outStep] = dst[j] != 0.0f;
+          else
+            scatter(dst, out + at, outStep, n);
         }
       });
   return true;

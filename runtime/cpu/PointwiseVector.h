@@ -169,6 +169,28 @@ PAX_VECTOR_INLINE bool applyVectorOf(ScalarOp op, const ScalarParams &params,
         return 0.5f * x * (1.0f + fastErf(x * 0.70710678118654752f));
       });
     return true;
+  case ScalarOp::Equal:
+  case ScalarOp::Less:
+  case ScalarOp::LessOrEqual:
+  case ScalarOp::Greater:
+  case ScalarOp::GreaterOrEqual: {
+    // 1 or 0, as the generic kernel's predicate; NaN compares false.
+    if (na != 2)
+      return false;
+    const V one = splatT<V>(1.0f), none = splatT<V>(0.0f);
+    auto pick = [&](MaskOf<V> m) { return m ? one : none; };
+    if (op == ScalarOp::Equal)
+      map2<V>(a[0], a[1], o, n, [&](V x, V y) { return pick(x == y); });
+    else if (op == ScalarOp::Less)
+      map2<V>(a[0], a[1], o, n, [&](V x, V y) { return pick(x < y); });
+    else if (op == ScalarOp::LessOrEqual)
+      map2<V>(a[0], a[1], o, n, [&](V x, V y) { return pick(x <= y); });
+    else if (op == ScalarOp::Greater)
+      map2<V>(a[0], a[1], o, n, [&](V x, V y) { return pick(x > y); });
+    else
+      map2<V>(a[0], a[1], o, n, [&](V x, V y) { return pick(x >= y); });
+    return true;
+  }
   case ScalarOp::GeluGrad:
     if (na != 2)
       return false;

@@ -801,6 +801,23 @@ TEST(FastKernelsTest, ElementwiseWithMissingOperandsMatchesGenericKernel) {
   }
 }
 
+TEST(FastKernelsTest, ComparisonsMatchGenericKernel) {
+  // f32 operands (one broadcast, NaNs and ties among them) to bools.
+  Tensor x = random(plan::F32, {3, 70}, 30), y = random(plan::F32, {70}, 31);
+  x.setReal(5, NAN);
+  x.setReal(9, y.real(9));
+  for (const char *kind :
+       {"equal", "less", "less_or_equal", "greater", "greater_or_equal"}) {
+    auto b = ComputeBuilder(kind).iter("i", 3).iter("j", 70);
+    b.in({dim(0), dim(1)}).in({dim(1)}).out({dim(1), dim(0)});
+    Tensor fast = Tensor::zeros(plan::I1, {70, 3}), slow = fast;
+    EXPECT_EQ(run(b.c, {&x, &y}, {&fast}), "");
+    llvm::Error e = runGeneric(b.c, {&x, &y}, {&slow});
+    EXPECT_FALSE(bool(e)) << llvm::toString(std::move(e));
+    EXPECT_EQ(fast.data, slow.data) << kind;
+  }
+}
+
 TEST(FastKernelsTest, WhereWithABoolConditionMatchesGenericKernel) {
   // The condition a bool [3, 70] read transposed, x broadcast along it.
   Tensor cond = Tensor::zeros(plan::I1, {70, 3});
@@ -917,11 +934,13 @@ TEST(FastKernelsTest, SixteenLanesEqualFour) {
       {ScalarOp::Gelu, tanhGelu}, {ScalarOp::Sqrt, {}},
       {ScalarOp::Relu, {}},       {ScalarOp::Max, {}},
       {ScalarOp::Pow, {}},        {ScalarOp::Neg, {}},
-      {ScalarOp::GeluGrad, {}},   {ScalarOp::GeluGrad, tanhGelu}};
+      {ScalarOp::GeluGrad, {}},   {ScalarOp::GeluGrad, tanhGelu},
+      {ScalarOp::Greater, {}},    {ScalarOp::Equal, {}}};
   for (auto &[op, params] : ops) {
     bool binary = op == ScalarOp::Add || op == ScalarOp::Mul ||
                   op == ScalarOp::Div || op == ScalarOp::Max ||
-                  op == ScalarOp::Pow || op == ScalarOp::GeluGrad;
+                  op == ScalarOp::Pow || op == ScalarOp::GeluGrad ||
+                  op == ScalarOp::Greater || op == ScalarOp::Equal;
     std::vector<const float *> args{x.data()};
     if (binary)
       args.push_back(y.data());
