@@ -9,6 +9,7 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <algorithm>
 #include <chrono>
@@ -347,6 +348,32 @@ llvm::Error DeviceRun::trace(const plan::Instruction &inst, double start,
   return llvm::Error::success();
 }
 
+/// True when compute \p c writes every element of output \p k's buffer
+/// \p buf: a kernel that writes each point of its space once (elementwise,
+/// products, rows, reductions, attention; not a scatter that adds, a
+/// convolution's data gradient summed window by window, or a copy that may
+/// leave gaps) through plain dims, each once, spanning the buffer's shape.
+/// Such a buffer needs no zeros before it.
+static bool overwritesWhole(const plan::Compute &c, int k,
+                            const plan::Buffer &buf) {
+  static const llvm::StringSet<> whole = {
+      "gemm",   "pointwise",  "norm_rows", "softmax_rows",
+      "reduce", "batch_norm", "attention"};
+  const plan::Access &a = c.outputs(k);
+  if (!whole.contains(c.kernel()) || a.exprs_size() != buf.shape_size())
+    return false;
+  llvm::SmallVector<bool, 8> seen(size_t(c.iters_size()), false);
+  for (int d = 0; d < a.exprs_size(); ++d) {
+    const plan::AccessExpr &e = a.exprs(d);
+    if (e.kind() != plan::AccessExpr::AFFINE || e.dims_size() != 1 ||
+        e.stride() != 1 || e.offset() != 0 || e.dims(0) >= seen.size() ||
+        seen[e.dims(0)] || c.iters(int(e.dims(0))).extent() != buf.shape(d))
+      return false;
+    seen[e.dims(0)] = true;
+  }
+  return true;
+}
+
 llvm::Error DeviceRun::ready(int64_t i, const Uses &u) {
   for (uint32_t b : u.reads) {
     const auto &shape = prog.buffers(int(b)).shape();
@@ -356,8 +383,12 @@ llvm::Error DeviceRun::ready(int64_t i, const Uses &u) {
       return fail("instruction " + llvm::Twine(i) + " reads buffer " +
                   llvm::Twine(b) + " before anything writes it");
   }
-  for (uint32_t b : u.writes)
-    allocate(b);
+  const plan::Instruction &inst = prog.instructions(int(i));
+  for (size_t k = 0; k < u.writes.size(); ++k) {
+    uint32_t b = u.writes[k];
+    allocate(b, !inst.has_compute() || !overwritesWhole(inst.compute(), int(k),
+                                                        prog.buffers(int(b))));
+  }
   ++stats.instructions;
   return llvm::Error::success();
 }
