@@ -64,19 +64,13 @@ PAX_VECTOR_INLINE void map2(const float *a, const float *b, float *o, int64_t n,
   }
 }
 
-/// The vectorized ops on vectors of V, \p na operands \p a; false for the
-/// others. Each gives what the generic kernel gives (the f32 result of the
-/// double one), but erf, gelu, exp, tanh and sigmoid (VectorMath.h, a few
-/// ulp from it); every lane alike whatever V's width.
+/// Arithmetic on vectors of V (add, sub, mul, div, sum, max, min, relu,
+/// neg, reciprocal, sqrt, where, pow): exactly the generic kernel's f32
+/// results; false for the other ops.
 template <typename V>
-PAX_VECTOR_INLINE bool applyVectorOf(ScalarOp op, const ScalarParams &params,
-                                     const float *const *a, size_t na, float *o,
-                                     int64_t n) {
+PAX_VECTOR_INLINE bool applyArithmeticOf(ScalarOp op, const float *const *a,
+                                         size_t na, float *o, int64_t n) {
   V zero = {};
-  bool binary = op == ScalarOp::Add || op == ScalarOp::Sub ||
-                op == ScalarOp::Mul || op == ScalarOp::Div;
-  if (binary ? na != 2 : na == 0)
-    return false; // as the generic kernel, through applyReal
   switch (op) {
   case ScalarOp::Add:
     map2<V>(a[0], a[1], o, n, [](V x, V y) { return x + y; });
@@ -127,15 +121,6 @@ PAX_VECTOR_INLINE bool applyVectorOf(ScalarOp op, const ScalarParams &params,
       return x;
     });
     return true;
-  case ScalarOp::Exp:
-    map1<V>(a[0], o, n, [](V x) { return fastExp(x); });
-    return true;
-  case ScalarOp::Tanh:
-    map1<V>(a[0], o, n, [](V x) { return fastTanh(x); });
-    return true;
-  case ScalarOp::Sigmoid:
-    map1<V>(a[0], o, n, [](V x) { return fastSigmoid(x); });
-    return true;
   case ScalarOp::Where:
     if (na != 3)
       return false;
@@ -155,6 +140,28 @@ PAX_VECTOR_INLINE bool applyVectorOf(ScalarOp op, const ScalarParams &params,
                             : std::pow(x, y));
     }
     return true;
+  default:
+    return false;
+  }
+}
+
+/// exp, tanh, sigmoid, erf, gelu and gelu_grad on vectors of V
+/// (VectorMath.h, a few ulp from the generic kernel's); false for the
+/// other ops.
+template <typename V>
+PAX_VECTOR_INLINE bool
+applyTranscendentalOf(ScalarOp op, const ScalarParams &params,
+                      const float *const *a, size_t na, float *o, int64_t n) {
+  switch (op) {
+  case ScalarOp::Exp:
+    map1<V>(a[0], o, n, [](V x) { return fastExp(x); });
+    return true;
+  case ScalarOp::Tanh:
+    map1<V>(a[0], o, n, [](V x) { return fastTanh(x); });
+    return true;
+  case ScalarOp::Sigmoid:
+    map1<V>(a[0], o, n, [](V x) { return fastSigmoid(x); });
+    return true;
   case ScalarOp::Erf:
     map1<V>(a[0], o, n, [](V x) { return fastErf(x); });
     return true;
@@ -169,6 +176,35 @@ PAX_VECTOR_INLINE bool applyVectorOf(ScalarOp op, const ScalarParams &params,
         return 0.5f * x * (1.0f + fastErf(x * 0.70710678118654752f));
       });
     return true;
+  case ScalarOp::GeluGrad:
+    if (na != 2)
+      return false;
+    if (params.tanhGelu)
+      map2<V>(a[0], a[1], o, n, [](V x, V dy) {
+        V t = fastTanh(0.7978845608028654f * (x + 0.044715f * x * x * x));
+        V d = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) *
+                                      0.7978845608028654f *
+                                      (1.0f + 0.134145f * x * x);
+        return dy * d;
+      });
+    else
+      map2<V>(a[0], a[1], o, n, [](V x, V dy) {
+        V d = 0.5f * (1.0f + fastErf(x * 0.70710678118654752f)) +
+              x * fastExp(-0.5f * x * x) * 0.3989422804014327f;
+        return dy * d;
+      });
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Comparisons of two operands on vectors of V, 1 or 0 as floats; false
+/// for the other ops.
+template <typename V>
+PAX_VECTOR_INLINE bool applyComparisonOf(ScalarOp op, const float *const *a,
+                                         size_t na, float *o, int64_t n) {
+  switch (op) {
   case ScalarOp::Equal:
   case ScalarOp::Less:
   case ScalarOp::LessOrEqual:
@@ -191,27 +227,26 @@ PAX_VECTOR_INLINE bool applyVectorOf(ScalarOp op, const ScalarParams &params,
       map2<V>(a[0], a[1], o, n, [&](V x, V y) { return pick(x >= y); });
     return true;
   }
-  case ScalarOp::GeluGrad:
-    if (na != 2)
-      return false;
-    if (params.tanhGelu)
-      map2<V>(a[0], a[1], o, n, [](V x, V dy) {
-        V t = fastTanh(0.7978845608028654f * (x + 0.044715f * x * x * x));
-        V d = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) *
-                                      0.7978845608028654f *
-                                      (1.0f + 0.134145f * x * x);
-        return dy * d;
-      });
-    else
-      map2<V>(a[0], a[1], o, n, [](V x, V dy) {
-        V d = 0.5f * (1.0f + fastErf(x * 0.70710678118654752f)) +
-              x * fastExp(-0.5f * x * x) * 0.3989422804014327f;
-        return dy * d;
-      });
-    return true;
   default:
     return false;
   }
+}
+
+/// The vectorized ops on vectors of V, \p na operands \p a; false for the
+/// others. Each gives what the generic kernel gives (the f32 result of the
+/// double one), but erf, gelu, exp, tanh and sigmoid (VectorMath.h, a few
+/// ulp from it); every lane alike whatever V's width.
+template <typename V>
+PAX_VECTOR_INLINE bool applyVectorOf(ScalarOp op, const ScalarParams &params,
+                                     const float *const *a, size_t na, float *o,
+                                     int64_t n) {
+  bool binary = op == ScalarOp::Add || op == ScalarOp::Sub ||
+                op == ScalarOp::Mul || op == ScalarOp::Div;
+  if (binary ? na != 2 : na == 0)
+    return false; // as the generic kernel, through applyReal
+  return applyArithmeticOf<V>(op, a, na, o, n) ||
+         applyTranscendentalOf<V>(op, params, a, na, o, n) ||
+         applyComparisonOf<V>(op, a, na, o, n);
 }
 
 /// Attention's softmax weights on vectors of V from point \p jj of \p nb
