@@ -111,14 +111,7 @@ size_t convChainLength(llvm::ArrayRef<const plan::Compute *> chain) {
   if (chain.empty() || gemmBackend() != "onednn" ||
       !channelsLastConv(*chain[0]))
     return 1;
-  std::optional<Link> stage;
-  size_t n = 1;
-  for (; n < chain.size(); ++n) {
-    stage = linkAfter(stage, *chain[n], chain[n - 1]->outputs(0).buffer());
-    if (!stage)
-      break;
-  }
-  return n;
+  return chainLength<Link>(chain, linkAfter);
 }
 
 llvm::Expected<bool> runConvChain(llvm::ArrayRef<ChainLink> links,
@@ -127,11 +120,9 @@ llvm::Expected<bool> runConvChain(llvm::ArrayRef<ChainLink> links,
     return false;
   const ChainLink &conv = links[0];
   Tensor *outs[1] = {links.back().outputs[0]};
-  auto p = prepare(*conv.compute, conv.inputs, outs);
-  if (!p) {
-    llvm::consumeError(p.takeError());
+  std::optional<Prepared> p = prepareHead(conv, outs);
+  if (!p)
     return false;
-  }
   std::optional<Window2DShape> s =
       matchConv2D(*p, attrInt(*conv.compute, "group", 1));
   ConvEpilogue epi;

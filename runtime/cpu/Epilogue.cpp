@@ -14,6 +14,16 @@ int pointwiseInput(const plan::Compute &c, uint32_t buffer) {
   return -1;
 }
 
+std::optional<Prepared> prepareHead(const ChainLink &head,
+                                    llvm::ArrayRef<Tensor *> outs) {
+  auto p = prepare(*head.compute, head.inputs, outs);
+  if (!p) {
+    llvm::consumeError(p.takeError());
+    return std::nullopt;
+  }
+  return std::move(*p);
+}
+
 bool denseF32(const Tensor &t, int64_t numel) {
   return t.dtype == plan::F32 && t.numel() == numel &&
          int64_t(t.data.size()) == t.bytes();

@@ -11,13 +11,36 @@
 #define PAX_RUNTIME_CPU_EPILOGUE_H
 
 #include "codegen/plan/Plan.pb.h"
+#include "runtime/Backend.h"
+#include "runtime/Prepared.h"
 #include "runtime/Tensor.h"
+
+#include <optional>
 
 namespace pax::runtime::cpu {
 
 /// The input of \p c that reads \p buffer point by point (through its
 /// result's map), or -1.
 int pointwiseInput(const plan::Compute &c, uint32_t buffer);
+
+/// How many computes of \p chain, from the first, \p linkAfter (the stage
+/// so far, none after the head; the compute; the buffer it reads) takes.
+template <typename Stage, typename F>
+size_t chainLength(llvm::ArrayRef<const plan::Compute *> chain, F linkAfter) {
+  std::optional<Stage> stage;
+  size_t n = 1;
+  for (; n < chain.size(); ++n) {
+    stage = linkAfter(stage, *chain[n], chain[n - 1]->outputs(0).buffer());
+    if (!stage)
+      break;
+  }
+  return n;
+}
+
+/// The head of a chain prepared to write \p outs (the last link's output,
+/// which the Prepared refers to: it must outlive it), or none.
+std::optional<Prepared> prepareHead(const ChainLink &head,
+                                    llvm::ArrayRef<Tensor *> outs);
 
 /// True for a dense f32 tensor of \p numel elements.
 bool denseF32(const Tensor &t, int64_t numel);

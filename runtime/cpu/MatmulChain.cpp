@@ -78,14 +78,7 @@ size_t matmulChainLength(llvm::ArrayRef<const plan::Compute *> chain) {
       (chain[0]->kind() != "matmul" && chain[0]->kind() != "gemm") ||
       chain[0]->outputs_size() != 1)
     return 1;
-  std::optional<Link> stage;
-  size_t n = 1;
-  for (; n < chain.size(); ++n) {
-    stage = linkAfter(stage, *chain[n], chain[n - 1]->outputs(0).buffer());
-    if (!stage)
-      break;
-  }
-  return n;
+  return chainLength<Link>(chain, linkAfter);
 }
 
 llvm::Expected<bool> runMatmulChain(llvm::ArrayRef<ChainLink> links,
@@ -94,11 +87,9 @@ llvm::Expected<bool> runMatmulChain(llvm::ArrayRef<ChainLink> links,
     return false;
   const ChainLink &product = links[0];
   Tensor *outs[1] = {links.back().outputs[0]};
-  auto p = prepare(*product.compute, product.inputs, outs);
-  if (!p) {
-    llvm::consumeError(p.takeError());
+  std::optional<Prepared> p = prepareHead(product, outs);
+  if (!p)
     return false;
-  }
   std::optional<MatmulDims> d = matchMatmul(*p);
   MatmulEpilogue epi;
   if (!d || !epilogue(links, *outs[0], epi) || !apart(product, epi, *outs[0]))
