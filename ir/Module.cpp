@@ -190,6 +190,16 @@ Global *Module::findGlobal(llvm::StringRef name) const {
   return nullptr;
 }
 
+llvm::DenseMap<const Value *, unsigned> Func::countUses() const {
+  llvm::DenseMap<const Value *, unsigned> uses;
+  for (const auto &op : ops)
+    for (const Operand &o : op->operands)
+      ++uses[o.value];
+  for (const Value *v : returns)
+    ++uses[v];
+  return uses;
+}
+
 std::optional<double> scalarConstant(const Value *v) {
   if (v->kind != Value::Kind::Global || v->global->isParameter ||
       v->type.numel() != 1)

@@ -5,6 +5,7 @@
 #include "ir/Layout.h"
 #include "ir/Types.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -177,6 +178,8 @@ struct Func {
 
   Value *addArg(std::string name, TensorType type);
   Op *addOp(OpKind kind);
+  /// How many times each value is read: by an op's operand, or returned.
+  llvm::DenseMap<const Value *, unsigned> countUses() const;
 };
 
 /// A module: globals and one function, `@main`.

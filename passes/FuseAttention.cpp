@@ -115,13 +115,7 @@ private:
   llvm::DenseMap<const Value *, bool> parameterDependent;
 };
 
-void Fuser::countUses() {
-  for (const auto &op : m.main.ops)
-    for (const Operand &o : op->operands)
-      ++uses[o.value];
-  for (const Value *v : m.main.returns)
-    ++uses[v];
-}
+void Fuser::countUses() { uses = m.main.countUses(); }
 
 bool Fuser::dependsOnParameter(const Value *v) {
   if (v->kind == Value::Kind::Global)

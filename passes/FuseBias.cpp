@@ -41,11 +41,7 @@ public:
   explicit Fuser(Module &m) : m(m) {
     for (size_t i = 0; i < m.main.ops.size(); ++i)
       position[m.main.ops[i].get()] = i;
-    for (const auto &op : m.main.ops)
-      for (const Operand &o : op->operands)
-        ++uses[o.value];
-    for (const Value *v : m.main.returns)
-      ++uses[v];
+    uses = m.main.countUses();
   }
 
   unsigned run();

@@ -88,13 +88,7 @@ double apply(OpKind k, double a, double b) {
 
 class Fuser {
 public:
-  explicit Fuser(Module &m) : m(m) {
-    for (const auto &op : m.main.ops)
-      for (const Operand &o : op->operands)
-        ++uses[o.value];
-    for (const Value *v : m.main.returns)
-      ++uses[v];
-  }
+  explicit Fuser(Module &m) : m(m), uses(m.main.countUses()) {}
 
   unsigned run();
 
