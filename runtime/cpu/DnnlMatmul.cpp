@@ -266,8 +266,9 @@ void runBlock(const Prepared &p, llvm::ArrayRef<int64_t> point, int64_t block,
               const MatmulEpilogue &epi, const MatmulEntry &e, void *scratch) {
   const MatmulLayouts &l = e.layouts;
   // Plain variables, not a structured binding: lambdas capture them.
-  int64_t r0 = e.blocking.rows(block).first, r1 = e.blocking.rows(block).second;
-  int64_t c0 = e.blocking.cols(block).first, c1 = e.blocking.cols(block).second;
+  std::pair<int64_t, int64_t> rows = e.blocking.rows(block),
+                              cols = e.blocking.cols(block);
+  int64_t r0 = rows.first, r1 = rows.second, c0 = cols.first, c1 = cols.second;
   const BlockPrimitive &b = e.shape(r1 - r0, c1 - c0);
   auto at = [&](const Tensor &t, const AccessIndexer &map, const Layout &lay,
                 int64_t r, int64_t c) {
