@@ -138,9 +138,23 @@ private:
   /// device can, else one by one.
   llvm::Error stepChain(llvm::ArrayRef<int64_t> chain);
   /// The device's one kernel for \p computes; false where it cannot.
-  /// With \p stage, computed where the first result goes, then copied.
+  /// With \p stage, computed where the first result goes (or, where that
+  /// cannot hold the last, in a host scratch tensor), then copied.
   llvm::Expected<bool> launchFused(llvm::ArrayRef<int64_t> computes,
                                    bool stage);
+  /// The links of \p computes, their intermediate results in \p between
+  /// (type and shape only); \p first and \p out: the first and the last
+  /// result's buffers.
+  llvm::Error chainLinks(llvm::ArrayRef<int64_t> computes,
+                         std::vector<Tensor> &between,
+                         llvm::SmallVectorImpl<ChainLink> &links,
+                         uint32_t &first, uint32_t &out);
+  /// Frees the buffers \p computes read that die with them, but
+  /// \p keepBuffer.
+  void releaseDeadReads(llvm::ArrayRef<int64_t> computes, uint32_t keepBuffer);
+  /// A host tensor of buffer \p b's type and shape, its bytes reused from
+  /// chain to chain.
+  Tensor *scratchFor(const plan::Buffer &b);
   llvm::Error execute(int64_t i, const plan::Instruction &inst, const Uses &u);
   llvm::Error launch(const plan::Compute &c, const Uses &u);
   llvm::Error slice(int64_t i, const plan::Slice &s);
@@ -161,6 +175,9 @@ private:
   std::vector<int64_t> last;
   std::vector<const plan::GeneratedKernel *> kernelAt;
   std::vector<llvm::SmallVector<int64_t, 8>> chains;
+  /// Where a staged chain whose first result cannot hold its last computes.
+  std::vector<uint8_t> scratchBytes;
+  Tensor scratch;
   /// The instructions reading each buffer.
   std::vector<uint32_t> readers;
   /// kept: the persistent buffers of weights loaded from the model (the
@@ -545,15 +562,15 @@ void DeviceRun::findChains() {
   }
 }
 
-llvm::Expected<bool> DeviceRun::launchFused(llvm::ArrayRef<int64_t> computes,
-                                            bool stage) {
+llvm::Error DeviceRun::chainLinks(llvm::ArrayRef<int64_t> computes,
+                                  std::vector<Tensor> &between,
+                                  llvm::SmallVectorImpl<ChainLink> &links,
+                                  uint32_t &first, uint32_t &out) {
   // Only what the chain reads from outside and its result exist for it:
   // the intermediate results may share bytes with what it reads, and are
   // given as their type and shape only.
   size_t n = computes.size();
-  std::vector<Tensor> between(n);
-  llvm::SmallVector<ChainLink, kMaxChain> links;
-  uint32_t first = 0, out = 0;
+  between.assign(n, Tensor());
   for (size_t k = 0; k < n; ++k) {
     Uses u = usesOf(prog.instructions(int(computes[k])));
     ChainLink &l = links.emplace_back();
@@ -574,30 +591,63 @@ llvm::Expected<bool> DeviceRun::launchFused(llvm::ArrayRef<int64_t> computes,
     between[k].shape.assign(buf.shape().begin(), buf.shape().end());
     l.outputs.push_back(&between[k]);
   }
-  // Staged through the first result: only where it can hold the last.
-  const plan::Buffer &a = prog.buffers(int(first)), &b = prog.buffers(int(out));
-  if (stage && (a.dtype() != b.dtype() || !llvm::equal(a.shape(), b.shape())))
-    return false;
-  // Written whole (maybe in place of an input), so not zero-filled.
-  allocate(stage ? first : out, /*zero=*/false);
-  links.back().outputs[0] = &buffers[stage ? first : out];
-  llvm::Expected<bool> fused = device.launchChain(links);
-  if (!fused || !*fused || !stage)
-    return fused;
-  // The inputs that die in the chain are dead before the result takes
-  // their bytes (as when the computes run one by one).
+  return llvm::Error::success();
+}
+
+void DeviceRun::releaseDeadReads(llvm::ArrayRef<int64_t> computes,
+                                 uint32_t keepBuffer) {
   for (int64_t i : computes)
     for (uint32_t r : usesOf(prog.instructions(int(i))).reads)
-      if (r != first && allocated[r] && last[r] <= computes.back() &&
+      if (r != keepBuffer && allocated[r] && last[r] <= computes.back() &&
           !keep[r] && !prog.buffers(int(r)).persistent()) {
         live -= buffers[r].bytes();
         buffers[r] = Tensor();
         allocated[r] = false;
       }
+}
+
+Tensor *DeviceRun::scratchFor(const plan::Buffer &b) {
+  Tensor shaped;
+  shaped.dtype = b.dtype();
+  shaped.shape.assign(b.shape().begin(), b.shape().end());
+  if (int64_t(scratchBytes.size()) < shaped.bytes())
+    scratchBytes.assign(size_t(shaped.bytes()), 0);
+  scratch = Tensor::view(shaped.dtype, shaped.shape, scratchBytes.data(),
+                         /*zero=*/false);
+  return &scratch;
+}
+
+llvm::Expected<bool> DeviceRun::launchFused(llvm::ArrayRef<int64_t> computes,
+                                            bool stage) {
+  std::vector<Tensor> between;
+  llvm::SmallVector<ChainLink, kMaxChain> links;
+  uint32_t first = 0, out = 0;
+  if (auto err = chainLinks(computes, between, links, first, out))
+    return err;
+  // Staged through the first result where it can hold the last; on a
+  // device whose memory is the host's, else through a scratch tensor.
+  const plan::Buffer &a = prog.buffers(int(first)), &b = prog.buffers(int(out));
+  bool fitsFirst = a.dtype() == b.dtype() && llvm::equal(a.shape(), b.shape());
+  bool scratched = stage && !fitsFirst;
+  if (scratched && !device.hostAccessible())
+    return false;
+  Tensor *dst = scratched ? scratchFor(b) : nullptr;
+  if (!scratched) {
+    // Written whole (maybe in place of an input), so not zero-filled.
+    allocate(stage ? first : out, /*zero=*/false);
+    dst = &buffers[stage ? first : out];
+  }
+  links.back().outputs[0] = dst;
+  llvm::Expected<bool> fused = device.launchChain(links);
+  if (!fused || !*fused || !stage)
+    return fused;
+  // The inputs that die in the chain are dead before the result takes
+  // their bytes (as when the computes run one by one).
+  releaseDeadReads(computes, scratched ? ~0u : first);
   allocate(out, /*zero=*/false);
   llvm::SmallVector<int64_t, 4> origin(buffers[out].shape.size(), 0);
-  if (auto err = device.copyOverlap(buffers[first], origin, buffers[out],
-                                    origin, /*add=*/false))
+  if (auto err =
+          device.copyOverlap(*dst, origin, buffers[out], origin, /*add=*/false))
     return err;
   return true;
 }
