@@ -6,6 +6,7 @@
 #include "runtime/cpu/DnnlConv.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/MatmulChain.h"
+#include "runtime/cpu/MaxPoolGrad.h"
 #include "runtime/cpu/PointwiseChain.h"
 
 #include <algorithm>
@@ -63,8 +64,9 @@ namespace {
 /// Host memory and the CPU kernels (Kernels.h), with the convolutions'
 /// primitives and packed weights kept while the program and its resident
 /// weights stay the same; a convolution or a matrix product and its
-/// epilogue run as one (cpu/ConvChain.h, cpu/MatmulChain.h), and chains of
-/// elementwise ops tile by tile (cpu/PointwiseChain.h).
+/// epilogue run as one (cpu/ConvChain.h, cpu/MatmulChain.h), a max pool's
+/// gradient as one pass (cpu/MaxPoolGrad.h), and chains of elementwise ops
+/// tile by tile (cpu/PointwiseChain.h).
 class CpuDevice final : public HostMemoryDevice {
 public:
   Backend backend() const override { return Backend::Cpu; }
@@ -81,6 +83,8 @@ public:
     size_t n = cpu::convChainLength(chain);
     if (n < 2)
       n = cpu::matmulChainLength(chain);
+    if (n < 2)
+      n = cpu::maxPoolGradChainLength(chain);
     return n > 1 ? n : cpu::pointwiseChainLength(chain);
   }
   llvm::Expected<bool> launchChain(llvm::ArrayRef<ChainLink> chain) override {
@@ -89,6 +93,8 @@ public:
       return cpu::runConvChain(chain, primitives);
     if (kind == "matmul" || kind == "gemm")
       return cpu::runMatmulChain(chain, primitives);
+    if (kind == "equal")
+      return cpu::runMaxPoolGradChain(chain);
     return cpu::runPointwiseChain(chain);
   }
 

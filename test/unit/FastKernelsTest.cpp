@@ -14,6 +14,7 @@
 #include "runtime/cpu/GenericKernel.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/MatmulChain.h"
+#include "runtime/cpu/MaxPoolGrad.h"
 #include "runtime/cpu/Pointwise.h"
 #include "runtime/cpu/PointwiseChain.h"
 #include "runtime/cpu/VectorWidth.h"
@@ -407,6 +408,83 @@ TEST(FastKernelsTest, ConvChainEqualsItsComputesOneByOne) {
   ASSERT_EQ(*fused, want > 1);
   if (*fused)
     expectClose(as(plan::F64, out), as(plan::F64, t[4]), 1e-4);
+}
+
+/// The computes of a 3x3, stride-2, padded max pool of x [2, 3, 7, 7]
+/// (buffer 1) into y (2) and of its input gradient from dy (3) as autodiff
+/// writes it: equal, where (with the constant of buffer 4), scatter_add.
+std::vector<plan::Compute> maxPoolGradComputes() {
+  auto space = [](const char *kind, bool reduce) {
+    auto b = ComputeBuilder(kind).iter("n", 2).iter("c", 3).iter("oh", 4);
+    b.iter("ow", 4);
+    if (reduce)
+      return b.red("kh", 3).red("kw", 3);
+    return b.iter("kh", 3).iter("kw", 3);
+  };
+  auto bind = [](ComputeBuilder &b, std::vector<uint32_t> bufs) {
+    for (size_t i = 0; i + 1 < bufs.size(); ++i)
+      b.c.mutable_inputs(int(i))->set_buffer(bufs[i]);
+    b.c.mutable_outputs(0)->set_buffer(bufs.back());
+    return b.c;
+  };
+  Expr rows = window(2, 4, 2, 1, -1), cols = window(3, 5, 2, 1, -1);
+  ComputeBuilder pool = space("max_pool", true);
+  pool.in({dim(0), dim(1), rows, cols}).out({dim(0), dim(1), dim(2), dim(3)});
+  ComputeBuilder eq = space("equal", false), where = space("where", false),
+                 scatter = space("scatter_add", false);
+  std::initializer_list<Expr> points{dim(0), dim(1), dim(2),
+                                     dim(3), dim(4), dim(5)};
+  eq.in({dim(0), dim(1), rows, cols}).in({dim(0), dim(1), dim(2), dim(3)});
+  eq.out(points);
+  where.in(points).in({dim(0), dim(1), dim(2), dim(3)}).in({}).out(points);
+  scatter.in(points).out({dim(0), dim(1), rows, cols});
+  return {bind(pool, {1, 2}), bind(eq, {1, 2, 10}), bind(where, {10, 3, 4, 11}),
+          bind(scatter, {11, 12})};
+}
+
+TEST(FastKernelsTest, MaxPoolGradChainEqualsItsComputesOneByOne) {
+  std::vector<plan::Compute> c = maxPoolGradComputes();
+  std::vector<const plan::Compute *> chain{&c[1], &c[2], &c[3]};
+  ASSERT_EQ(cpu::maxPoolGradChainLength(chain), 3u);
+  // dy read through another map is not a pool's gradient.
+  plan::Compute other = c[2];
+  other.mutable_inputs(1)->mutable_exprs(3)->set_dims(0, 4);
+  EXPECT_EQ(cpu::maxPoolGradChainLength({&c[1], &other, &c[3]}), 1u);
+  // Few distinct values: windows with ties, maxima shared by windows.
+  Tensor x = random(plan::F32, {2, 3, 7, 7}, 120);
+  for (int64_t i = 0; i < x.numel(); ++i)
+    x.setReal(i, std::round(x.real(i) * 2) / 2);
+  Tensor y = Tensor::zeros(plan::F32, {2, 3, 4, 4}),
+         dy = random(plan::F32, {2, 3, 4, 4}, 121),
+         zero = Tensor::zeros(plan::F32, {});
+  ASSERT_EQ(run(c[0], {&x}, {&y}), "");
+  // One by one.
+  Tensor hit = Tensor::zeros(plan::I1, {2, 3, 4, 4, 3, 3}),
+         routed = Tensor::zeros(plan::F32, {2, 3, 4, 4, 3, 3}),
+         want = Tensor::zeros(plan::F32, {2, 3, 7, 7});
+  ASSERT_EQ(run(c[1], {&x, &y}, {&hit}), "");
+  ASSERT_EQ(run(c[2], {&hit, &dy, &zero}, {&routed}), "");
+  ASSERT_EQ(run(c[3], {&routed}, {&want}), "");
+  // As one, over a result that held other values.
+  Tensor got = random(plan::F32, {2, 3, 7, 7}, 122);
+  std::vector<ChainLink> links(3);
+  for (size_t i = 0; i < 3; ++i)
+    links[i].compute = chain[i];
+  links[0].inputs = {&x, &y};
+  links[1].inputs = {nullptr, &dy, &zero};
+  links[2].inputs = {nullptr};
+  links[2].outputs = {&got};
+  llvm::Expected<bool> fused = cpu::runMaxPoolGradChain(links);
+  ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
+  ASSERT_TRUE(*fused);
+  EXPECT_EQ(got.data, want.data);
+  // A result over dy's bytes is not written.
+  Tensor alias =
+      Tensor::view(plan::F32, {2, 3, 4, 4}, got.data.data(), /*zero=*/false);
+  links[1].inputs[1] = &alias;
+  fused = cpu::runMaxPoolGradChain(links);
+  ASSERT_TRUE(bool(fused));
+  EXPECT_FALSE(*fused);
 }
 
 /// A compute of \p kind over [64, 96] reading buffers \p ins point by point
