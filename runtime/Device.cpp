@@ -391,6 +391,26 @@ static bool overwritesWhole(const plan::Compute &c, int k,
   return true;
 }
 
+/// True when load \p l fills every element of its buffer \p buf: its box
+/// lies inside the weight (DataFeed::loadWeight writes each element there).
+static bool loadFillsWhole(const plan::LoadWeight &l, const plan::Buffer &buf) {
+  if (l.offset_size() != buf.shape_size() ||
+      l.global_shape_size() != buf.shape_size())
+    return false;
+  for (int d = 0; d < buf.shape_size(); ++d)
+    if (l.offset(d) < 0 || l.offset(d) + buf.shape(d) > l.global_shape(d))
+      return false;
+  return true;
+}
+
+/// True when \p inst writes every element of its \p k-th written buffer.
+static bool writesWhole(const plan::Instruction &inst, int k,
+                        const plan::Buffer &buf) {
+  if (inst.has_compute())
+    return overwritesWhole(inst.compute(), k, buf);
+  return inst.has_load() && loadFillsWhole(inst.load(), buf);
+}
+
 llvm::Error DeviceRun::ready(int64_t i, const Uses &u) {
   for (uint32_t b : u.reads) {
     const auto &shape = prog.buffers(int(b)).shape();
@@ -403,8 +423,7 @@ llvm::Error DeviceRun::ready(int64_t i, const Uses &u) {
   const plan::Instruction &inst = prog.instructions(int(i));
   for (size_t k = 0; k < u.writes.size(); ++k) {
     uint32_t b = u.writes[k];
-    allocate(b, !inst.has_compute() || !overwritesWhole(inst.compute(), int(k),
-                                                        prog.buffers(int(b))));
+    allocate(b, !writesWhole(inst, int(k), prog.buffers(int(b))));
   }
   ++stats.instructions;
   return llvm::Error::success();

@@ -16,7 +16,9 @@ namespace pax::runtime {
 class DataFeed {
 public:
   virtual ~DataFeed() = default;
-  /// Fills \p out, the box of the weight starting at `load.offset`.
+  /// Fills \p out, the box of the weight starting at `load.offset`: every
+  /// element of it that lies inside the weight (the device does not zero
+  /// a buffer such a load fills whole).
   virtual llvm::Error loadWeight(const plan::LoadWeight &load, Tensor &out) = 0;
   /// Fills \p out, the box of graph input `b.index` starting at `b.offset`.
   virtual llvm::Error input(const plan::Binding &b, Tensor &out) = 0;
