@@ -90,7 +90,8 @@ private:
   llvm::Error reserveArena();
   /// The persistent buffers of weights loaded from the model (kept), and
   /// those that still hold them from the previous run (resident, under
-  /// RunOptions::weightsResident).
+  /// RunOptions::weightsResident; the carried ones under
+  /// RunOptions::carryWeights).
   void findResident();
   /// Allocates buffer \p b, zero-filled unless \p zero is false (or it
   /// is a resident weight).
@@ -184,6 +185,8 @@ private:
   /// same values at the same address until the next run that is not
   /// resident); resident: those still there from the previous run.
   std::vector<bool> allocated, keep, kept, resident;
+  /// The resident buffers that carried the previous step's update.
+  std::vector<bool> carriedNow;
   /// Live bytes: the persistent buffers (weights kept between runs) from
   /// the start, as the arena holds them; the rest from their first write.
   int64_t live = 0;
@@ -243,7 +246,16 @@ void DeviceRun::findResident() {
         inst.load().buffer() < nb &&
         prog.buffers(int(inst.load().buffer())).persistent())
       kept[inst.load().buffer()] = true;
+  // A carried weight changes at the end of every step: never kept.
+  for (uint32_t b : prog.carried())
+    if (b < nb)
+      kept[b] = false;
   resident = options.weightsResident ? kept : std::vector<bool>(nb, false);
+  carriedNow.assign(nb, false);
+  if (options.carryWeights)
+    for (uint32_t b : prog.carried())
+      if (b < nb && prog.buffers(int(b)).persistent())
+        resident[b] = carriedNow[b] = true;
 }
 
 void DeviceRun::allocate(uint32_t b, bool zero) {
@@ -444,8 +456,11 @@ llvm::Error DeviceRun::step(int64_t i) {
   double traceStart = options.trace ? traceClock() : 0;
   if (auto err = ready(i, u))
     return err;
-  if (inst.has_load() && resident[inst.load().buffer()])
-    return llvm::Error::success(); // still there from the previous run
+  if (inst.has_load() && resident[inst.load().buffer()]) {
+    // Still there from the previous run.
+    stats.carriedLoads += carriedNow[inst.load().buffer()] ? 1 : 0;
+    return llvm::Error::success();
+  }
   if (auto err = execute(i, inst, u))
     return err;
   if (options.trace)

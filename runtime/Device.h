@@ -45,6 +45,9 @@ struct DeviceStats {
   /// The arena the buffers lived in (the program's planned peak).
   int64_t arenaBytes = 0;
   int64_t instructions = 0;
+  /// Weight loads not run: the buffer carried the update of the step
+  /// before (RunOptions::carryWeights).
+  int64_t carriedLoads = 0;
   /// Wall seconds of the program, where the caller timed it (an MPI rank).
   double seconds = 0;
   /// Its instructions' times, with RunOptions::trace.
@@ -61,6 +64,12 @@ struct RunOptions {
   /// are loaded every run. Repeated inference runs; never a training step,
   /// whose weights change.
   bool weightsResident = false;
+  /// The device's previous run was this training step's program, in the
+  /// same session: the program's carried buffers (DeviceProgram.carried,
+  /// persistent) hold the weights that run updated, so they are not
+  /// loaded (nor zero-filled) again. Unlike weightsResident, the values
+  /// changed: kernels keep nothing derived from them between runs.
+  bool carryWeights = false;
   /// Runs the chains of computes the device fuses (Device::fuses) as one
   /// kernel each; false: every compute on its own.
   bool fuseChains = true;
