@@ -810,6 +810,44 @@ static void planBuffers(plan::DeviceProgram &prog) {
                            : placeInOrder(prog, first, last, size));
 }
 
+/// A training step's program keeps on its device each weight block it
+/// updates where it loads that block: the load's buffer becomes persistent
+/// (alive for the whole program, in the arena from step to step), a slice
+/// at the program's end copies the update (output `update/NAME` bound to
+/// the same box) into it, and the buffer is `carried`, so that the next
+/// step's load is skipped (RunOptions::carryWeights). \p names: the
+/// program's output names, by index.
+static void carryUpdates(plan::DeviceProgram &prog,
+                         llvm::ArrayRef<std::string> names) {
+  for (const plan::Binding &b : prog.outputs()) {
+    if (b.index() >= names.size())
+      continue;
+    llvm::StringRef name = names[b.index()];
+    if (!name.consume_front("update/"))
+      continue;
+    const plan::Buffer &u = prog.buffers(int(b.buffer()));
+    for (int i = 0, e = prog.instructions_size(); i < e; ++i) {
+      if (!prog.instructions(i).has_load())
+        continue;
+      const plan::LoadWeight &l = prog.instructions(i).load();
+      plan::Buffer &w = *prog.mutable_buffers(int(l.buffer()));
+      if (l.tensor() != name || !llvm::equal(l.offset(), b.offset()) ||
+          !llvm::equal(w.shape(), u.shape()) || w.dtype() != u.dtype() ||
+          llvm::is_contained(prog.carried(), l.buffer()))
+        continue;
+      w.set_persistent(true);
+      prog.add_carried(l.buffer());
+      if (l.buffer() == b.buffer())
+        continue; // the update is the weight as loaded
+      plan::Slice &copy = *prog.add_instructions()->mutable_slice();
+      copy.set_input(b.buffer());
+      copy.set_output(l.buffer());
+      for (int d = 0; d < u.shape_size(); ++d)
+        copy.add_offset(0);
+    }
+  }
+}
+
 llvm::Error Emitter::run(std::vector<plan::DeviceProgram> &programs) {
   programs.assign(size_t(n), plan::DeviceProgram());
   progs = &programs;
@@ -865,6 +903,8 @@ llvm::Error Emitter::run(std::vector<plan::DeviceProgram> &programs) {
     }
   }
   for (plan::DeviceProgram &prog : programs) {
+    if (steps)
+      carryUpdates(prog, f.returnNames);
     hoistLoadsOutOfFusedRuns(prog);
     planBuffers(prog);
   }

@@ -347,28 +347,40 @@ void Peak::moveThrough(const Buffers &steps, llvm::ArrayRef<double> dies,
 void Peak::planLoads() {
   const Func &f = m.main;
   // A repeated inference run keeps its weights; a training step's load
-  // from its first reader to its last.
+  // from its first reader to its last, but for the blocks it updates.
   bool persistent = !m.isTrainingStep();
   llvm::DenseMap<const Value *, unsigned> readers;
   for (const auto &op : f.ops)
     for (const Operand &o : op->operands)
       if (o.value->kind != Value::Kind::Result)
         ++readers[o.value];
+  // A training step's load of a block an updated global is kept in stays
+  // in the device's arena from step to step (the plan carries the update
+  // into it): held for the whole program.
+  llvm::DenseMap<const Value *, std::vector<std::pair<int64_t, Box>>> keptAt;
+  auto carried = [&](const Value *v, int64_t device, const Box &box) {
+    if (persistent || !kept.count(v))
+      return false;
+    auto [it, fresh] = keptAt.try_emplace(v);
+    if (fresh)
+      it->second = keptBoxes(v);
+    return llvm::is_contained(it->second, std::pair{device, box});
+  };
   auto load = [&](const Value *v, int64_t device, const Box &box, size_t i,
                   bool share) {
+    bool input = v->kind == Value::Kind::Argument;
+    bool whole = (persistent && !input) || carried(v, device, box);
     std::optional<size_t> at =
         share ? sharedLoad(v, device, box) : std::nullopt;
     if (!at) {
-      bool input = v->kind == Value::Kind::Argument;
       at = loads.size();
       loads.push_back({device, bytesOf(box, v->type), input ? 0 : i, i});
-      if (persistent && !input)
+      if (whole)
         loads.back().first = 0;
       if (share)
         shared[{v, device}].push_back({box, *at});
     }
-    loads[*at].last =
-        persistent && v->kind != Value::Kind::Argument ? f.ops.size() : i;
+    loads[*at].last = whole ? f.ops.size() : i;
   };
   for (size_t i = 0; i < f.ops.size(); ++i) {
     const Op &op = *f.ops[i];

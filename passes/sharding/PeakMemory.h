@@ -6,12 +6,13 @@
 // a weight or an input that a device reads (the box its block of the
 // reader's iteration space reaches, one buffer per distinct box, as the
 // plan loads them), for the whole program (a training step's from its
-// first reader to its last; an updated global a reader must gather, in the
-// blocks it is kept in); and the buffers of each operand's moves while that
-// reader runs: one per collective of the resharding plan, each step's and
-// the one before it held at once, each operand's last kept for the op, a
-// source that only moves read freed once its last move has read it.
-// Program order is the op order. This is the peak of a program (an
+// first reader to its last, but for the blocks of updated globals kept on
+// the device, which the plan carries from step to step; an updated global
+// a reader must gather, in the blocks it is kept in); and the buffers of each
+// operand's moves while that reader runs: one per collective of the resharding
+// plan, each step's and the one before it held at once, each operand's last
+// kept for the op, a source that only moves read freed once its last move has
+// read it. Program order is the op order. This is the peak of a program (an
 // inference run or a training step with its backward pass and updates in
 // it), not the lever-priced step of CostModel's training mode.
 //

@@ -7,6 +7,7 @@
 #include "tools/common/TensorFiles.h"
 
 #include <cstring>
+#include <optional>
 
 namespace pax {
 
@@ -146,8 +147,35 @@ llvm::Error ResidentFeed::loadWeight(const plan::LoadWeight &load,
   return host->loadWeight(load, out);
 }
 
+/// The carried buffer (DeviceProgram.carried) that holds, after every
+/// run, the update \p b of weight \p name binds, when every load of that
+/// weight on \p prog is carried (so no run reads the block from the
+/// feed); else none.
+static std::optional<uint32_t> carriedUpdate(const plan::DeviceProgram &prog,
+                                             const plan::Binding &b,
+                                             llvm::StringRef name) {
+  auto carried = [&](uint32_t buf) {
+    return llvm::is_contained(prog.carried(), buf);
+  };
+  std::optional<uint32_t> into;
+  if (carried(b.buffer()))
+    into = b.buffer();
+  for (const plan::Instruction &inst : prog.instructions()) {
+    if (inst.has_load() && inst.load().tensor() == name &&
+        !carried(inst.load().buffer()))
+      return std::nullopt;
+    if (inst.has_slice() && inst.slice().input() == b.buffer() &&
+        carried(inst.slice().output()))
+      into = inst.slice().output();
+  }
+  return into;
+}
+
 /// Keeps, on \p resident, the blocks of the updated weights (outputs
-/// `update/NAME`) that \p prog's device computed into \p buffers.
+/// `update/NAME`) that \p prog's device computed into \p buffers: on a
+/// host arena, a view of the carried buffer that holds the block from
+/// step to step (the arena stays the session's), else moved off it (the
+/// run is over); downloaded off a GPU's.
 llvm::Error keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
                         runtime::Device &device,
                         std::vector<runtime::Tensor> &buffers,
@@ -163,9 +191,13 @@ llvm::Error keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
     llvm::StringRef name = plan.outputs(int(b.index())).name();
     if (!name.consume_front("update/"))
       continue;
-    // Moved off a host arena (the run is over), downloaded off a GPU's.
     runtime::Tensor block;
-    if (device.hostAccessible()) {
+    std::optional<uint32_t> carried = carriedUpdate(prog, b, name);
+    if (device.hostAccessible() && carried) {
+      const plan::Buffer &w = prog.buffers(int(*carried));
+      block = device.allocate(w.dtype(), {w.shape().begin(), w.shape().end()},
+                              w.offset(), /*zero=*/false);
+    } else if (device.hostAccessible()) {
       block = std::move(buffers[b.buffer()]).owned();
     } else {
       auto got = runtime::hostCopy(device, buffers[b.buffer()]);

@@ -117,6 +117,9 @@ public:
   /// those from the host, loads of an updated tensor after the first step
   /// (blocks the device does not keep: the host's gathered copy).
   int64_t residentLoads = 0, hostLoads = 0, strayLoads = 0;
+  /// Loads the device did not run: the buffer carried the update of the
+  /// step before (DeviceProgram.carried).
+  int64_t carriedLoads = 0;
 
 private:
   struct Block {
@@ -129,8 +132,10 @@ private:
 };
 
 /// Keeps, on \p resident, the blocks of the updated weights (outputs
-/// `update/NAME`) that \p prog's device computed into \p buffers: moved
-/// off a host arena (the run is over), downloaded off a GPU's.
+/// `update/NAME`) that \p prog's device computed into \p buffers: on a
+/// host arena, a view of the carried buffer that holds a block from step
+/// to step (valid while the session's arena stays), else moved off it;
+/// downloaded off a GPU's.
 llvm::Error keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
                         runtime::Device &device,
                         std::vector<runtime::Tensor> &buffers,

@@ -208,6 +208,8 @@ llvm::Expected<bool> runRank(const plan::Plan &plan, runtime::MpiWorld &world,
   mine.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
+  if (resident)
+    resident->carriedLoads += mine.carriedLoads;
   runtime::Device &device = *deviceSet.devices[0];
   auto results = packRankResults(plan, *prog, device, buffers, mine, options);
   if (!results)

@@ -350,23 +350,21 @@ static runtime::Tensor randomTensor(const plan::TensorInfo &info,
   return t;
 }
 
-/// Runs \p programs of \p plan as threads on this process's devices;
-/// fills \p outputs (whole tensors). With \p resident (a training session:
-/// one per device), each device loads weights through its own and keeps
-/// its updated blocks there.
+/// Runs \p programs of \p plan as threads on this process's devices, as
+/// \p run says (fuseKernels applied); fills \p outputs (whole tensors;
+/// none unless \p gather). With \p resident (a training session: one per
+/// device), each device loads weights through its own and keeps its
+/// updated blocks there.
 static llvm::Error runThreads(const plan::Plan &plan,
                               llvm::ArrayRef<const plan::DeviceProgram *> progs,
                               Feed &feed, std::vector<runtime::Tensor> &outputs,
                               std::vector<runtime::DeviceStats> &stats,
-                              std::vector<ResidentFeed> *resident = nullptr,
-                              bool weightsResident = false, bool trace = false,
-                              bool gather = true,
-                              std::vector<bool> leaveOutputs = {}) {
+                              std::vector<ResidentFeed> *resident,
+                              const runtime::RunOptions &run,
+                              bool gather = true) {
   runtime::ThreadRunOptions options;
+  static_cast<runtime::RunOptions &>(options) = run;
   options.fuseChains = fuseKernels;
-  options.leaveOutputs = std::move(leaveOutputs);
-  options.weightsResident = weightsResident;
-  options.trace = trace;
   options.gatherOutputs = gather;
   // Once, in a run that gathers (and so compares) every output.
   if (options.leaveOutputs.empty()) {
@@ -383,10 +381,12 @@ static llvm::Error runThreads(const plan::Plan &plan,
     return err;
   // The devices keep their updated blocks (moved: the run is over).
   if (resident)
-    for (size_t d = 0; d < progs.size(); ++d)
+    for (size_t d = 0; d < progs.size(); ++d) {
+      (*resident)[d].carriedLoads += stats[d].carriedLoads;
       if (auto err = keepUpdates(plan, *progs[d], *deviceSet.devices[d],
                                  deviceSet.buffers[d], (*resident)[d]))
         return err;
+    }
   return llvm::Error::success();
 }
 
@@ -495,9 +495,11 @@ static llvm::Error runTimed(const plan::Plan &plan,
     // The constant weights stay in the devices' arenas after the first
     // run; the outputs are gathered from the last (the others' would be
     // overwritten).
-    if (auto err =
-            runThreads(plan, progs, feed, outputs, stats, nullptr, run > 1,
-                       !tracePath.empty() && run == runs, run == runs))
+    runtime::RunOptions o;
+    o.weightsResident = run > 1;
+    o.trace = !tracePath.empty() && run == runs;
+    if (auto err = runThreads(plan, progs, feed, outputs, stats, nullptr, o,
+                              run == runs))
       return err;
     clock.end();
   }
@@ -660,15 +662,16 @@ static int measureLinksMain(int argc, char **argv) {
   return 0;
 }
 
-/// The weight loads of a training session (the devices' own, the host's,
-/// stray), summed over the ranks on rank 0, printed there.
+/// The weight loads of a training session (carried, the devices' own, the
+/// host's, stray), summed over the ranks on rank 0, printed there.
 static int reportLoads(const std::vector<ResidentFeed> &resident,
                        runtime::MpiWorld *world, bool reports) {
-  std::array<int64_t, 3> loads = {0, 0, 0};
+  std::array<int64_t, 4> loads = {0, 0, 0, 0};
   for (const ResidentFeed &r : resident) {
-    loads[0] += r.residentLoads;
-    loads[1] += r.hostLoads;
-    loads[2] += r.strayLoads;
+    loads[0] += r.carriedLoads;
+    loads[1] += r.residentLoads;
+    loads[2] += r.hostLoads;
+    loads[3] += r.strayLoads;
   }
 #ifdef PAX_HAVE_MPI
   // Rank 0 speaks for the others: the sums of their counts.
@@ -679,7 +682,7 @@ static int reportLoads(const std::vector<ResidentFeed> &resident,
     if (!all)
       return fail("could not gather the weight load counts");
     if (world->rank() == 0) {
-      loads = {0, 0, 0};
+      loads = {0, 0, 0, 0};
       for (const auto &v : *all)
         for (size_t i = 0; i < loads.size(); ++i)
           loads[i] += reinterpret_cast<const int64_t *>(v.data())[i];
@@ -690,10 +693,11 @@ static int reportLoads(const std::vector<ResidentFeed> &resident,
 #endif
   if (reports)
     llvm::errs() << llvm::formatv(
-        "paxrun: weight loads: {0} from the devices' own updated blocks, "
-        "{1} from the host (the first step's, constants, and {2} of "
-        "updated tensors held in another layout)\n",
-        loads[0], loads[1], loads[2]);
+        "paxrun: weight loads: {0} carried on the devices from the step "
+        "before (not run), {1} from the devices' own updated blocks, {2} "
+        "from the host (the first step's, constants, and {3} of updated "
+        "tensors held in another layout)\n",
+        loads[0], loads[1], loads[2], loads[3]);
   return 0;
 }
 
@@ -707,13 +711,17 @@ static StepRunner stepRunner(const plan::Plan &plan,
                              runtime::MpiWorld *world) {
   std::vector<bool> onlyLoss(size_t(plan.outputs_size()), true);
   onlyLoss[0] = false;
-  // Whether the host's copies are the last step's.
+  // Whether the host's copies are the last step's; whether a step ran
+  // (its updates carried in the devices' arenas).
   auto hostCurrent = std::make_shared<bool>(true);
-  auto prepare = [&resident, onlyLoss, hostCurrent](bool updates) {
+  auto ran = std::make_shared<bool>(false);
+  auto prepare = [&resident, onlyLoss, hostCurrent, ran](bool updates) {
     for (ResidentFeed &r : resident)
       r.hostCurrent = *hostCurrent;
     runtime::RunOptions o;
     o.fuseChains = fuseKernels;
+    o.carryWeights = *ran;
+    *ran = true;
     if (!updates)
       o.leaveOutputs = onlyLoss;
     return o;
@@ -742,8 +750,7 @@ static StepRunner stepRunner(const plan::Plan &plan,
           hostCurrent](std::vector<runtime::Tensor> &out, bool updates) {
     runtime::RunOptions o = prepare(updates);
     *hostCurrent = updates;
-    return runThreads(plan, progs, feed, out, stats, &resident, false, false,
-                      true, o.leaveOutputs);
+    return runThreads(plan, progs, feed, out, stats, &resident, o);
   };
 }
 
