@@ -209,6 +209,92 @@ static void copyElement(const Tensor &from, int64_t i, Tensor &to, int64_t o) {
   }
 }
 
+namespace {
+/// Side of the square tiles copyTransposed moves at once.
+constexpr int64_t kTransposeTile = 32;
+
+/// One tile of a transposed copy: \p rows x \p cols elements, the input
+/// contiguous along a row (rows \p inRow apart), the output along a
+/// column (columns \p outCol apart). The inner loop walks the side whose
+/// lines lie farther apart contiguously: with power-of-two strides the
+/// other side's lines share cache sets, and those are the fewer.
+template <typename T>
+void transposeTile(const T *in, T *out, int64_t rows, int64_t cols,
+                   int64_t inRow, int64_t outCol) {
+  if (inRow >= outCol) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        out[r + c * outCol] = in[r * inRow + c];
+    return;
+  }
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = 0; r < rows; ++r)
+      out[r + c * outCol] = in[r * inRow + c];
+}
+} // namespace
+
+/// copyRuns of a transposing copy (a Transpose, a layout change): the
+/// output contiguous along a dim a, the input along another dim b;
+/// copied in square tiles over (a, b), each tile's reads and writes in the
+/// cache, tiles and the other dims' points in parallel. False (nothing
+/// written) where the maps or the element size do not allow it.
+static bool copyTransposed(const Prepared &p) {
+  const IterationSpace &s = p.space;
+  if (p.outs.size() != 1 || s.outer.size() < 2)
+    return false;
+  const AccessIndexer &in = p.inMaps[0], &out = p.outMaps[0];
+  auto dimWhere = [&](const AccessIndexer &one, const AccessIndexer &other) {
+    return llvm::find_if(s.outer, [&](unsigned d) {
+      return one.step(d) == 1 && other.step(d) != 1;
+    });
+  };
+  auto ia = dimWhere(out, in), b = dimWhere(in, out);
+  if (ia == s.outer.end())
+    return false;
+  unsigned a = *ia;
+  int64_t size = dtypeBytes(p.ins[0]->dtype);
+  if (b == s.outer.end() || s.extents[a] < kTransposeTile ||
+      s.extents[*b] < kTransposeTile || (size != 4 && size != 8 && size != 2))
+    return false;
+  int64_t na = s.extents[a], nb = s.extents[*b];
+  int64_t tilesA = (na + kTransposeTile - 1) / kTransposeTile,
+          tilesB = (nb + kTransposeTile - 1) / kTransposeTile;
+  int64_t others = s.outerPoints / (na * nb), inA = in.step(a),
+          outB = out.step(*b);
+  const uint8_t *from = p.ins[0]->data.data();
+  uint8_t *to = p.outs[0]->data.data();
+  tbb::parallel_for(int64_t(0), others * tilesB, [&](int64_t job) {
+    llvm::SmallVector<int64_t, 8> point(s.extents.size(), 0);
+    int64_t rest = job / tilesB; // the other outer dims, row-major
+    for (unsigned d : llvm::reverse(s.outer))
+      if (d != a && d != *b) {
+        point[d] = rest % s.extents[d];
+        rest /= s.extents[d];
+      }
+    int64_t b0 = job % tilesB * kTransposeTile;
+    point[*b] = b0;
+    int64_t i0 = in.index(point), o0 = out.index(point);
+    int64_t cols = std::min(kTransposeTile, nb - b0);
+    for (int64_t t = 0; t < tilesA; ++t) {
+      int64_t a0 = t * kTransposeTile, rows = std::min(kTransposeTile, na - a0);
+      int64_t i = i0 + a0 * inA, o = o0 + a0;
+      if (size == 4)
+        transposeTile(reinterpret_cast<const uint32_t *>(from) + i,
+                      reinterpret_cast<uint32_t *>(to) + o, rows, cols, inA,
+                      outB);
+      else if (size == 8)
+        transposeTile(reinterpret_cast<const uint64_t *>(from) + i,
+                      reinterpret_cast<uint64_t *>(to) + o, rows, cols, inA,
+                      outB);
+      else
+        transposeTile(reinterpret_cast<const uint16_t *>(from) + i,
+                      reinterpret_cast<uint16_t *>(to) + o, rows, cols, inA,
+                      outB);
+    }
+  });
+  return true;
+}
+
 /// Data movement from one input of the outputs' dtype, every map linear:
 /// strided copies along the last outer dim, one memcpy when both are
 /// contiguous.
@@ -470,7 +556,8 @@ static llvm::Error runCopy(const Prepared &p) {
       p.outs, [&](const Tensor *t) { return t->dtype == p.ins[0]->dtype; });
   if (!lookup && sources == 1 && s.inner.empty() && !s.outer.empty() &&
       sameDType && allLinear(p)) {
-    copyRuns(p);
+    if (!copyTransposed(p))
+      copyRuns(p);
     return llvm::Error::success();
   }
   if (!lookup && sameDType && copyBoxes(p, sources, fill))

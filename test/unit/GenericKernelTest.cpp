@@ -386,6 +386,46 @@ TEST(GenericKernelTest, LargeAddAndTransposeAcrossTasks) {
     }
 }
 
+TEST(GenericKernelTest, TransposesInTilesEqualElementByElement) {
+  // Both orientations (the output or the input contiguous along the last
+  // dim), a batch dim around them, sides that are no multiple of the tile,
+  // and 8-, 4- and 2-byte elements (the tiled path) besides 1-byte ones.
+  struct Case {
+    plan::DType dt;
+    int64_t batch, rows, cols;
+    bool outLast; // the output contiguous along the space's last dim
+  };
+  for (Case k :
+       {Case{plan::F32, 1, 8192, 256, false},
+        Case{plan::F32, 1, 8192, 256, true}, Case{plan::F32, 3, 70, 33, false},
+        Case{plan::I64, 2, 33, 97, true}, Case{plan::F16, 2, 64, 40, false},
+        Case{plan::I1, 1, 40, 40, true}}) {
+    SCOPED_TRACE(testing::Message() << k.rows << "x" << k.cols);
+    auto t = ComputeBuilder("transpose").iter("b", k.batch);
+    t.iter("r", k.rows).iter("c", k.cols);
+    // x [b, r, c] read plainly, written [b, c, r]; or x [b, c, r] read
+    // transposed, written [b, r, c].
+    if (k.outLast)
+      t.in({dim(0), dim(2), dim(1)}).out({dim(0), dim(1), dim(2)});
+    else
+      t.in({dim(0), dim(1), dim(2)}).out({dim(0), dim(2), dim(1)});
+    std::vector<int64_t> xs =
+        k.outLast ? std::vector<int64_t>{k.batch, k.cols, k.rows}
+                  : std::vector<int64_t>{k.batch, k.rows, k.cols};
+    std::vector<int64_t> ys = {xs[0], xs[2], xs[1]};
+    Tensor x = make(k.dt, xs), y = make(k.dt, ys);
+    for (int64_t i = 0; i < x.numel(); ++i)
+      x.setReal(i, double(i % (k.dt == plan::I1 ? 2 : 1000)));
+    tbb::task_arena arena(2);
+    arena.execute([&] { EXPECT_EQ(run(t.c, {&x}, {&y}), ""); });
+    for (int64_t b = 0; b < xs[0]; ++b)
+      for (int64_t i = 0; i < xs[1]; ++i)
+        for (int64_t j = 0; j < xs[2]; ++j)
+          ASSERT_EQ(y.real((b * ys[1] + j) * ys[2] + i),
+                    x.real((b * xs[1] + i) * xs[2] + j));
+  }
+}
+
 TEST(GenericKernelTest, Errors) {
   auto mm = ComputeBuilder("matmul").iter("m", 2);
   mm.in({dim(0)}).out({dim(0)});
