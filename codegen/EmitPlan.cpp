@@ -127,6 +127,9 @@ public:
                     plan::DeviceProgram &program);
 
 private:
+  /// Binds each returned value's blocks as outputs of the programs that
+  /// hold them (the first holder of a block owns it).
+  llvm::Error bindReturns(std::vector<plan::DeviceProgram> &programs);
   struct Held {
     uint32_t buffer;
     Box box;
@@ -848,27 +851,8 @@ static void carryUpdates(plan::DeviceProgram &prog,
   }
 }
 
-llvm::Error Emitter::run(std::vector<plan::DeviceProgram> &programs) {
-  programs.assign(size_t(n), plan::DeviceProgram());
-  progs = &programs;
-  held.clear();
-  held.resize(size_t(n));
-  leaves.clear();
-  leaves.resize(size_t(n));
-  for (int64_t d = 0; d < n; ++d)
-    programs[d].set_device(uint32_t(d));
+llvm::Error Emitter::bindReturns(std::vector<plan::DeviceProgram> &programs) {
   const Func &f = m.main;
-  for (const auto &op : f.ops) {
-    for (size_t r = 0; r < op->results.size(); ++r)
-      names[op->results[r].value.get()] =
-          op->name().str() +
-          (op->results.size() > 1 ? ":" + std::to_string(r) : std::string());
-    llvm::Error err = opKindFamily(op->kind) == OpFamily::Collective
-                          ? emitCollective(*op)
-                          : emitCompute(*op);
-    if (err)
-      return err;
-  }
   for (size_t i = 0; i < f.returns.size(); ++i) {
     const Value *v = f.returns[i];
     if (v->kind != Value::Kind::Result) {
@@ -902,6 +886,32 @@ llvm::Error Emitter::run(std::vector<plan::DeviceProgram> &programs) {
         b->add_offset(lo);
     }
   }
+  return llvm::Error::success();
+}
+
+llvm::Error Emitter::run(std::vector<plan::DeviceProgram> &programs) {
+  programs.assign(size_t(n), plan::DeviceProgram());
+  progs = &programs;
+  held.clear();
+  held.resize(size_t(n));
+  leaves.clear();
+  leaves.resize(size_t(n));
+  for (int64_t d = 0; d < n; ++d)
+    programs[d].set_device(uint32_t(d));
+  const Func &f = m.main;
+  for (const auto &op : f.ops) {
+    for (size_t r = 0; r < op->results.size(); ++r)
+      names[op->results[r].value.get()] =
+          op->name().str() +
+          (op->results.size() > 1 ? ":" + std::to_string(r) : std::string());
+    llvm::Error err = opKindFamily(op->kind) == OpFamily::Collective
+                          ? emitCollective(*op)
+                          : emitCompute(*op);
+    if (err)
+      return err;
+  }
+  if (auto err = bindReturns(programs))
+    return err;
   for (plan::DeviceProgram &prog : programs) {
     if (steps)
       carryUpdates(prog, f.returnNames);
