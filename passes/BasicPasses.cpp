@@ -2,6 +2,7 @@
 #include "passes/BasicPasses.h"
 
 #include "passes/ChannelsLast.h"
+#include "passes/FoldCopies.h"
 #include "passes/FuseAttention.h"
 #include "passes/FuseBias.h"
 #include "passes/FuseGelu.h"
@@ -86,6 +87,16 @@ FuseBiasPass::create(const PassOptions &o) {
 
 llvm::Error FuseBiasPass::run(Module &m, PassContext &) {
   fuseBias(m);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Pass>>
+FoldCopiesPass::create(const PassOptions &o) {
+  return createWithoutOptions<FoldCopiesPass>("pax-fold-copies", o);
+}
+
+llvm::Error FoldCopiesPass::run(Module &m, PassContext &) {
+  foldCopies(m);
   return llvm::Error::success();
 }
 

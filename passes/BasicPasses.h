@@ -40,6 +40,14 @@ public:
   llvm::Error run(Module &m, PassContext &ctx) override;
 };
 
+/// foldCopies (FoldCopies.h).
+class FoldCopiesPass : public Pass {
+public:
+  static llvm::Expected<std::unique_ptr<Pass>> create(const PassOptions &o);
+  llvm::StringRef argument() const override { return "pax-fold-copies"; }
+  llvm::Error run(Module &m, PassContext &ctx) override;
+};
+
 /// channelsLast (ChannelsLast.h).
 class ChannelsLastPass : public Pass {
 public:

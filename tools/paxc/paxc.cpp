@@ -13,6 +13,7 @@
 #include "ir/Summary.h"
 #include "ir/Verifier.h"
 #include "passes/ChannelsLast.h"
+#include "passes/FoldCopies.h"
 #include "passes/FuseAttention.h"
 #include "passes/FuseBias.h"
 #include "passes/FuseGelu.h"
@@ -215,6 +216,15 @@ static cl::opt<bool> fuseBiasOps(
     cl::desc("Make each matmul whose only reader is an add (a bias, a "
              "residual) one gemm that adds it, the product never stored "
              "(default true; =false keeps the pair)"),
+    cl::cat(paxcCategory));
+
+static cl::opt<bool> foldCopiesFlag(
+    "fold-copies", cl::init(true),
+    cl::desc("Read through copies (pax-fold-copies): identity reshapes, "
+             "transposes and slices removed, a copy of a copy (a reshape "
+             "then a transpose) one copy reading the first one's input "
+             "(default true; =false keeps every copy; not with "
+             "--emit=onnx-sharded)"),
     cl::cat(paxcCategory));
 
 static cl::opt<bool> channelsLastFlag(
@@ -689,8 +699,9 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
 }
 
 /// The graph-level rewrites after import, each unless its flag is false:
-/// attention chains, GELUs, then each matmul with the add after it; then,
-/// for an inference, channels-last activations where asked for.
+/// attention chains, GELUs, each matmul with the add after it, copies read
+/// through; then, for an inference, channels-last activations where asked
+/// for.
 static void fuseImported(Module &m) {
   if (fuseAttentionOps)
     fuseAttention(m);
@@ -698,6 +709,8 @@ static void fuseImported(Module &m) {
     fuseGelu(m);
   if (fuseBiasOps)
     fuseBias(m);
+  if (foldCopiesFlag && emit != Emit::OnnxSharded)
+    foldCopies(m);
   if (!channelsLastFlag)
     return;
   if (mode != "train" && emit != Emit::OnnxSharded)
