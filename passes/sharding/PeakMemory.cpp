@@ -67,6 +67,13 @@ private:
     return !planReshard(from, to, t, perNode).empty();
   }
   void findKept();
+  /// Whether op \p i's result \p r, in layout \p l, is an update that
+  /// EmitPlan computes in place of its weight's carried block: an
+  /// elementwise op that reads the weight, if at all, at the points it
+  /// writes and is its last reader, the update kept where it is computed.
+  bool
+  inPlaceUpdate(const Op &op, unsigned r, const TensorLayout &l, size_t i,
+                const llvm::DenseMap<const Value *, size_t> &lastUse) const;
   bool gathers(const Value *v, const TensorLayout &to) const;
   /// Every box of a graph input or a weight a device loads: inputs bound
   /// before the first op, weights loaded for the whole program (a training
@@ -143,6 +150,8 @@ private:
   std::vector<double> live, extra, peak;
   llvm::DenseMap<const Value *, Held> results;
   llvm::DenseMap<const Value *, TensorLayout> kept;
+  /// The global each returned update (`update/NAME`) updates.
+  llvm::DenseMap<const Value *, const Global *> updateOf;
 };
 } // namespace
 
@@ -161,6 +170,12 @@ void Peak::findKept() {
   // The strategy's configurations are checked: nothing here fails.
   for (auto &[g, l] : llvm::cantFail(std::move(found)))
     kept[g] = std::move(l);
+  for (size_t r = 0; r < f.returns.size(); ++r) {
+    llvm::StringRef name = f.returnNames[r];
+    if (name.consume_front("update/"))
+      if (const Global *g = m.findGlobal(name))
+        updateOf[f.returns[r]] = g;
+  }
 }
 
 /// Whether operand \p v, an updated global kept in \p kept, reaches a
@@ -463,6 +478,23 @@ void Peak::release(const Op &op, size_t i,
     }
 }
 
+bool Peak::inPlaceUpdate(
+    const Op &op, unsigned r, const TensorLayout &l, size_t i,
+    const llvm::DenseMap<const Value *, size_t> &lastUse) const {
+  const Value *v = op.results[r].value.get();
+  auto it = updateOf.find(v);
+  if (it == updateOf.end() || opKindFamily(op.kind) != OpFamily::Elementwise ||
+      op.results.size() != 1)
+    return false;
+  const Value *w = &it->second->value;
+  auto k = kept.find(w);
+  if (k == kept.end() || moves(l, k->second, v->type) || lastUse.lookup(w) > i)
+    return false;
+  return llvm::all_of(op.operands, [&](const Operand &o) {
+    return o.value != w || o.map == op.results[r].map;
+  });
+}
+
 double Peak::run() {
   const Func &f = m.main;
   findKept();
@@ -493,7 +525,8 @@ double Peak::run() {
     for (unsigned r = 0; r < op.results.size(); ++r) {
       const Value *v = op.results[r].value.get();
       TensorLayout l = placed(resultLayout(op, c, r), i);
-      Held h{l, all, bytesOf(l, v->type)};
+      Held h{l, all,
+             inPlaceUpdate(op, r, l, i, lastUse) ? 0 : bytesOf(l, v->type)};
       add(live, h, 1);
       results[v] = h;
     }
