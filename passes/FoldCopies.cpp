@@ -133,6 +133,7 @@ private:
   unsigned removeUnread();
 
   Module &m;
+  llvm::DenseMap<const Value *, unsigned> uses;
 };
 
 void Folder::replaceReads(const Value *from, Value *to) {
@@ -146,11 +147,16 @@ bool Folder::foldReads(Op &op) {
   bool changed = false;
   for (Operand &o : op.operands) {
     const Value *v = o.value;
-    if (v->kind != Value::Kind::Result || !innerCopy(*v->def))
+    // Only a copy this is the one reader of: a value the split would leave
+    // read in two layouts gains nothing.
+    if (v->kind != Value::Kind::Result || !innerCopy(*v->def) ||
+        uses.lookup(v) != 1)
       continue;
     const Op &inner = *v->def;
     if (auto map = compose(inner, o.map, op)) {
+      --uses[v];
       o.value = inner.operands[0].value;
+      ++uses[o.value];
       o.map = std::move(*map);
       changed = true;
     }
@@ -185,6 +191,7 @@ unsigned Folder::run() {
     if (identityCopy(*op) && !returned(op->results[0].value.get()))
       replaceReads(op->results[0].value.get(), op->operands[0].value);
   // In program order: a copy of a copy of a copy folds twice.
+  uses = m.main.countUses();
   for (const auto &op : m.main.ops)
     if (outerCopy(*op))
       foldReads(*op);

@@ -9,8 +9,10 @@
 // - removes identity copies (a reshape, transpose or slice that reads its
 //   input through the same plain dims, in order, as it writes a result of
 //   the same type): every reader reads the input instead;
-// - makes a copy that reads another copy's result read that copy's input
-//   through the two maps composed, when the inner copy writes plain dims
+// - makes a copy that reads another copy's result, as its only reader
+//   (a value left read in two layouts would gain nothing), read that
+//   copy's input through the two maps composed, when the inner copy
+//   writes plain dims
 //   (each of its iteration dims once, a permutation) and every expression
 //   composes: its plain dims and groups of dims take the outer copy's
 //   expressions (a group only plain dims of the same extents). The outer

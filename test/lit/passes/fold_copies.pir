@@ -88,3 +88,28 @@ module @kept {
     return %1, %3, %5, %6
   }
 }
+
+// -----
+
+// A copy with two readers stays, and its copy reader reads it: the value
+// would otherwise be read in two layouts.
+// CHECK-LABEL: module @shared
+// CHECK:      %0 = compute "transpose"
+// CHECK:      compute "reshape"
+// CHECK-NEXT:     ins(%0[(d0, d1), d2])
+// CHECK:      compute "relu"
+// CHECK-NEXT:     ins(%0[d0, d1])
+module @shared {
+  func @main(%x: tensor<4x6xf32>) -> (r: tensor<2x3x4xf32>, y: tensor<6x4xf32>) {
+    %0 = compute "transpose" iter [d0: 4 par, d1: 6 par]
+        ins(%x[d0, d1])
+        outs([d1, d0] : tensor<6x4xf32>) {name = "t", perm = [1, 0]}
+    %1 = compute "reshape" iter [d0: 2 par, d1: 3 par, d2: 4 par]
+        ins(%0[(d0, d1), d2])
+        outs([d0, d1, d2] : tensor<2x3x4xf32>) {name = "r"}
+    %2 = compute "relu" iter [d0: 6 par, d1: 4 par]
+        ins(%0[d0, d1])
+        outs([d0, d1] : tensor<6x4xf32>) {name = "relu"}
+    return %1, %2
+  }
+}
