@@ -2,6 +2,7 @@
 #include "codegen/EmitPlan.h"
 
 #include "codegen/EmitCompute.h"
+#include "codegen/plan/Access.h"
 #include "codegen/plan/PlanFile.h"
 #include "ir/Printer.h"
 #include "ir/Reach.h"
@@ -831,28 +832,7 @@ static bool readsBuffer(const plan::Instruction &inst, uint32_t b) {
 /// True when compute \p c writes every element of \p buf through its
 /// one output, plain dims each once.
 static bool writesWholeOnce(const plan::Compute &c, const plan::Buffer &buf) {
-  if (c.outputs_size() != 1 || c.outputs(0).exprs_size() != buf.shape_size())
-    return false;
-  llvm::SmallVector<uint32_t, 6> seen;
-  for (int d = 0; d < buf.shape_size(); ++d) {
-    const plan::AccessExpr &e = c.outputs(0).exprs(d);
-    if (e.kind() != plan::AccessExpr::AFFINE || e.dims_size() != 1 ||
-        e.stride() != 1 || e.offset() != 0 ||
-        llvm::is_contained(seen, e.dims(0)) ||
-        c.iters(int(e.dims(0))).extent() != buf.shape(d))
-      return false;
-    seen.push_back(e.dims(0));
-  }
-  return true;
-}
-
-/// True when \p a and \p b have the same expressions (their buffers
-/// aside).
-static bool sameExprsOf(const plan::Access &a, const plan::Access &b) {
-  return llvm::equal(a.exprs(), b.exprs(),
-                     [](const plan::AccessExpr &x, const plan::AccessExpr &y) {
-                       return x.SerializeAsString() == y.SerializeAsString();
-                     });
+  return c.outputs_size() == 1 && plan::coversPlainly(c, c.outputs(0), buf);
 }
 
 /// True when \p c reads \p w, if at all, at the points compute \p writer
@@ -867,7 +847,8 @@ static bool readsAtWrittenPoints(const plan::Compute &c, uint32_t w,
                     return x.extent() == y.extent() && x.kind() == y.kind();
                   });
   return llvm::all_of(c.inputs(), [&](const plan::Access &a) {
-    return a.buffer() != w || (sameSpace && sameExprsOf(a, writer.outputs(0)));
+    return a.buffer() != w ||
+           (sameSpace && plan::sameExprs(a, writer.outputs(0)));
   });
 }
 

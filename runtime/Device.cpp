@@ -1,6 +1,7 @@
 //===- Device.cpp - The interpreter of one device's program ---------------===//
 #include "runtime/Device.h"
 
+#include "codegen/plan/Access.h"
 #include "codegen/plan/PlanFile.h"
 
 #include "runtime/Exchange.h"
@@ -388,19 +389,8 @@ static bool overwritesWhole(const plan::Compute &c, int k,
   static const llvm::StringSet<> whole = {
       "gemm",   "pointwise",  "norm_rows", "softmax_rows",
       "reduce", "batch_norm", "attention"};
-  const plan::Access &a = c.outputs(k);
-  if (!whole.contains(c.kernel()) || a.exprs_size() != buf.shape_size())
-    return false;
-  llvm::SmallVector<bool, 8> seen(size_t(c.iters_size()), false);
-  for (int d = 0; d < a.exprs_size(); ++d) {
-    const plan::AccessExpr &e = a.exprs(d);
-    if (e.kind() != plan::AccessExpr::AFFINE || e.dims_size() != 1 ||
-        e.stride() != 1 || e.offset() != 0 || e.dims(0) >= seen.size() ||
-        seen[e.dims(0)] || c.iters(int(e.dims(0))).extent() != buf.shape(d))
-      return false;
-    seen[e.dims(0)] = true;
-  }
-  return true;
+  return whole.contains(c.kernel()) &&
+         plan::coversPlainly(c, c.outputs(k), buf);
 }
 
 /// True when load \p l fills every element of its buffer \p buf: its box

@@ -13,15 +13,6 @@ llvm::Error computeError(const plan::Compute &c, const llvm::Twine &msg) {
                                      "): " + msg);
 }
 
-bool sameExprs(const plan::Access &a, const plan::Access &b) {
-  if (a.exprs_size() != b.exprs_size())
-    return false;
-  for (int i = 0; i < a.exprs_size(); ++i)
-    if (a.exprs(i).SerializeAsString() != b.exprs(i).SerializeAsString())
-      return false;
-  return true;
-}
-
 const plan::Attr *findAttr(const plan::Compute &c, llvm::StringRef name) {
   for (const plan::Attr &a : c.attrs())
     if (a.name() == name)
@@ -67,10 +58,10 @@ static llvm::Error checkTensor(const plan::Compute &c, const Tensor *t,
 /// each point reads whole.
 static llvm::Error checkTuples(const Prepared &p, unsigned n) {
   const Tensor &idx = *p.ins[1];
-  if (n > 1 && (idx.shape.empty() || idx.shape.back() != int64_t(n) ||
-                p.c.inputs(1).exprs_size() != int(idx.shape.size()) ||
-                p.c.inputs(1).exprs().rbegin()->kind() !=
-                    plan::AccessExpr::FULL))
+  if (n > 1 &&
+      (idx.shape.empty() || idx.shape.back() != int64_t(n) ||
+       p.c.inputs(1).exprs_size() != int(idx.shape.size()) ||
+       p.c.inputs(1).exprs().rbegin()->kind() != plan::AccessExpr::FULL))
     return computeError(p.c, "data is looked up in " + llvm::Twine(n) +
                                  " dims, but the indices' last dim is not "
                                  "an index tuple of " +

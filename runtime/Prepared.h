@@ -9,6 +9,7 @@
 #ifndef PAX_RUNTIME_PREPARED_H
 #define PAX_RUNTIME_PREPARED_H
 
+#include "codegen/plan/Access.h"
 #include "runtime/IterationSpace.h"
 #include "runtime/Tensor.h"
 
@@ -35,7 +36,7 @@ llvm::Error computeError(const plan::Compute &c, const llvm::Twine &msg);
 const plan::Attr *findAttr(const plan::Compute &c, llvm::StringRef name);
 
 /// True when \p a and \p b have the same exprs (their buffers aside).
-bool sameExprs(const plan::Access &a, const plan::Access &b);
+using plan::sameExprs;
 /// A numeric attribute (int or float), or \p def.
 double attrReal(const plan::Compute &c, llvm::StringRef name, double def);
 /// An int attribute, or \p def.
