@@ -73,6 +73,19 @@ struct Step {
   llvm::SmallVector<bool, kMaxOperands> one;
 };
 
+/// True when link \p k of \p links writes bools that the next link, a
+/// `where`, reads as its condition and nothing else of it.
+bool conditionBetween(llvm::ArrayRef<ChainLink> links, size_t k) {
+  if (links[k].outputs[0]->dtype != plan::I1 || k + 1 >= links.size())
+    return false;
+  const plan::Compute &next = *links[k + 1].compute;
+  uint32_t b = links[k].compute->outputs(0).buffer();
+  if (next.kind() != "where" || next.inputs_size() != 3 ||
+      next.inputs(0).buffer() != b)
+    return false;
+  return next.inputs(1).buffer() != b && next.inputs(2).buffer() != b;
+}
+
 /// \p links as steps over \p points points writing \p out; false where a
 /// buffer does not fit (not dense f32, another size, partly on \p out) or
 /// a result is not f32.
@@ -80,9 +93,12 @@ bool steps(llvm::ArrayRef<ChainLink> links, int64_t points, const Tensor &out,
            std::vector<Step> &all) {
   for (size_t k = 0; k < links.size(); ++k) {
     const plan::Compute &c = *links[k].compute;
-    // Every result f32 (the tiles are), the points' count.
+    // Every result f32 (the tiles are), or a comparison's bools that only
+    // the next link's `where` reads, as its condition (a tile of 1.0f and
+    // 0.0f, as runElementwiseF32 computes them); the points' count.
     if (links[k].outputs.size() != 1 ||
-        links[k].outputs[0]->dtype != plan::F32 ||
+        (links[k].outputs[0]->dtype != plan::F32 &&
+         !conditionBetween(links, k)) ||
         links[k].outputs[0]->numel() != points)
       return false;
     Step s{*parseScalarOp(c.kind()), {}, {}, {}};

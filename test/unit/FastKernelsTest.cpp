@@ -628,6 +628,39 @@ TEST(FastKernelsTest, PointwiseChainEqualsItsComputesOneByOne) {
   EXPECT_FALSE(*fused);
 }
 
+TEST(FastKernelsTest, PointwiseChainTakesAComparisonAsWheresCondition) {
+  // relu's gradient: where(x > 0, dy, 0); the bools never stored, a tile
+  // of 1.0f and 0.0f instead. The same bits as one by one, NaN included;
+  // bools that the where reads as a value (not its condition) are refused.
+  std::vector<plan::Compute> computes{elementwise("greater", {1, -2}, 10),
+                                      elementwise("where", {10, 3, -2}, 11)};
+  ASSERT_EQ(cpu::pointwiseChainLength({&computes[0], &computes[1]}), 2u);
+  Tensor x = random(plan::F32, {3, 700}, 130, -2, 2),
+         dy = random(plan::F32, {3, 700}, 131),
+         zero = Tensor::zeros(plan::F32, {1, 1});
+  x.setReal(7, NAN);
+  x.setReal(8, 0.0);
+  Tensor hit = Tensor::zeros(plan::I1, {3, 700}),
+         want = Tensor::zeros(plan::F32, {3, 700});
+  ASSERT_EQ(run(computes[0], {&x, &zero}, {&hit}), "");
+  ASSERT_EQ(run(computes[1], {&hit, &dy, &zero}, {&want}), "");
+  Tensor between, out = Tensor::zeros(plan::F32, {3, 700});
+  between.dtype = plan::I1;
+  between.shape = {3, 700};
+  std::vector<ChainLink> links(2);
+  links[0] = {&computes[0], {&x, &zero}, {&between}};
+  links[1] = {&computes[1], {nullptr, &dy, &zero}, {&out}};
+  llvm::Expected<bool> fused = cpu::runPointwiseChain(links);
+  ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
+  ASSERT_TRUE(*fused);
+  EXPECT_EQ(out.data, want.data);
+  plan::Compute asValue = elementwise("where", {1, 10, -2}, 11);
+  links[1] = {&asValue, {&x, nullptr, &zero}, {&out}};
+  fused = cpu::runPointwiseChain(links);
+  ASSERT_TRUE(bool(fused));
+  EXPECT_FALSE(*fused);
+}
+
 TEST(FastKernelsTest, ChannelsLastPoolsMatchReference) {
   // 3x3 stride 2 padding 1 over [n, h, w, c], a NaN inside: max, and an
   // average that does not count the padding.
