@@ -14,6 +14,23 @@ bool sameExprs(const Access &a, const Access &b) {
   return true;
 }
 
+bool plainDimsInOrder(const Access &a) {
+  for (int d = 0; d < a.exprs_size(); ++d) {
+    const AccessExpr &e = a.exprs(d);
+    if (e.kind() != AccessExpr::AFFINE || e.dims_size() != 1 ||
+        e.dims(0) != uint32_t(d) || e.stride() != 1 || e.offset() != 0)
+      return false;
+  }
+  return true;
+}
+
+bool broadcastsOne(const Access &a) {
+  for (const AccessExpr &e : a.exprs())
+    if (e.kind() != AccessExpr::BROADCAST)
+      return false;
+  return true;
+}
+
 bool coversPlainly(const Compute &c, const Access &a, const Buffer &buf) {
   if (a.exprs_size() != buf.shape_size())
     return false;

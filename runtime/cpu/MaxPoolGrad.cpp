@@ -3,30 +3,18 @@
 
 #include "runtime/Prepared.h"
 #include "runtime/WindowShape.h"
+#include "runtime/cpu/Epilogue.h"
 
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
-#include <cstring>
 
 namespace pax::runtime::cpu {
 namespace {
 
 /// True when \p a is dims 0..n-1 of its compute, plainly, in order.
 bool plainInOrder(const plan::Access &a, int n) {
-  if (a.exprs_size() != n)
-    return false;
-  for (int d = 0; d < n; ++d)
-    if (!isPlainDim(a.exprs(d), unsigned(d)))
-      return false;
-  return true;
-}
-
-/// True when \p a reads one value for every point.
-bool scalarRead(const plan::Access &a) {
-  return llvm::all_of(a.exprs(), [](const plan::AccessExpr &e) {
-    return e.kind() == plan::AccessExpr::BROADCAST;
-  });
+  return a.exprs_size() == n && plan::plainDimsInOrder(a);
 }
 
 /// True when \p c's space is [n, c, oh, ow, kh, kw], all parallel.
@@ -57,7 +45,7 @@ bool routes(const plan::Compute &c, const plan::Compute &equal, uint32_t hit) {
   if (c.kind() != "where" || c.inputs_size() != 3 || c.outputs_size() != 1 ||
       !windowPoints(c) || c.inputs(0).buffer() != hit ||
       !plainInOrder(c.inputs(0), 6) || !plainInOrder(c.outputs(0), 6) ||
-      !plainInOrder(c.inputs(1), 4) || !scalarRead(c.inputs(2)))
+      !plainInOrder(c.inputs(1), 4) || !plan::broadcastsOne(c.inputs(2)))
     return false;
   for (int d = 0; d < 6; ++d)
     if (c.iters(d).extent() != equal.iters(d).extent())
@@ -80,9 +68,8 @@ bool scattersBack(const plan::Compute &c, const plan::Compute &equal,
 }
 
 /// True for a dense f32 tensor of \p shape.
-bool denseF32(const Tensor *t, llvm::ArrayRef<int64_t> shape) {
-  return t->dtype == plan::F32 && int64_t(t->data.size()) == t->bytes() &&
-         llvm::equal(t->shape, shape);
+bool denseOf(const Tensor *t, llvm::ArrayRef<int64_t> shape) {
+  return denseF32(*t, t->numel()) && llvm::equal(t->shape, shape);
 }
 
 const float *floats(const Tensor *t) {
@@ -138,10 +125,9 @@ llvm::Expected<bool> runMaxPoolGradChain(llvm::ArrayRef<ChainLink> links) {
   auto w = matchWindow(eq, eq.inputs(0).exprs(3), 3, 5, x->shape[3]);
   int64_t n = eq.iters(0).extent(), c = eq.iters(1).extent();
   if (!r || !w || x->shape[0] != n || x->shape[1] != c ||
-      !denseF32(x, x->shape) || !denseF32(dx, x->shape) ||
-      !denseF32(y, {n, c, r->out, w->out}) ||
-      !denseF32(dy, {n, c, r->out, w->out}) || !denseF32(other, other->shape) ||
-      other->numel() != 1)
+      !denseOf(x, x->shape) || !denseOf(dx, x->shape) ||
+      !denseOf(y, {n, c, r->out, w->out}) ||
+      !denseOf(dy, {n, c, r->out, w->out}) || !denseF32(*other, 1))
     return false;
   for (const Tensor *t : {x, y, dy, other})
     if (t->sharesBytes(*dx))

@@ -22,23 +22,12 @@ constexpr int kMaxOperands = 4;
 /// True when \p a is plain dims in order over all of \p c's dims, all
 /// parallel: point i of the space is element i of the tensor.
 bool inOrder(const plan::Compute &c, const plan::Access &a) {
-  if (a.exprs_size() != c.iters_size())
-    return false;
-  for (int d = 0; d < c.iters_size(); ++d) {
-    const plan::AccessExpr &e = a.exprs(d);
-    if (c.iters(d).kind() != plan::IterDim::PAR ||
-        e.kind() != plan::AccessExpr::AFFINE || e.dims_size() != 1 ||
-        e.dims(0) != unsigned(d) || e.stride() != 1 || e.offset() != 0)
-      return false;
-  }
-  return true;
-}
-
-/// True when \p a reads one element for every point.
-bool broadcastOne(const plan::Access &a) {
-  return llvm::all_of(a.exprs(), [](const plan::AccessExpr &e) {
-    return e.kind() == plan::AccessExpr::BROADCAST;
-  });
+  return a.exprs_size() == c.iters_size() &&
+         llvm::all_of(c.iters(),
+                      [](const plan::IterDim &d) {
+                        return d.kind() == plan::IterDim::PAR;
+                      }) &&
+         plan::plainDimsInOrder(a);
 }
 
 /// True when \p c can be a link: an elementwise op whose result and
@@ -52,7 +41,7 @@ bool linkable(const plan::Compute &c, const plan::Compute &first) {
     if (c.iters(d).extent() != first.iters(d).extent())
       return false;
   return llvm::all_of(c.inputs(), [&](const plan::Access &a) {
-    return sameExprs(a, c.outputs(0)) || broadcastOne(a);
+    return sameExprs(a, c.outputs(0)) || plan::broadcastsOne(a);
   });
 }
 
@@ -107,7 +96,7 @@ bool steps(llvm::ArrayRef<ChainLink> links, int64_t points, const Tensor &out,
     for (int i = 0; i < c.inputs_size(); ++i) {
       const Tensor *t = links[k].inputs[size_t(i)];
       bool chained = k && c.inputs(i).buffer() == before;
-      bool one = broadcastOne(c.inputs(i));
+      bool one = plan::broadcastsOne(c.inputs(i));
       if (!chained &&
           (t->dtype != plan::F32 || t->numel() != (one ? 1 : points) ||
            int64_t(t->data.size()) != t->bytes() ||
