@@ -6,6 +6,10 @@
 #include "runtime/Run.h"
 #include "tools/common/TensorFiles.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+
 #include <cstring>
 #include <optional>
 
@@ -147,29 +151,43 @@ llvm::Error ResidentFeed::loadWeight(const plan::LoadWeight &load,
   return host->loadWeight(load, out);
 }
 
-/// The carried buffer (DeviceProgram.carried) that holds, after every
-/// run, the update \p b of weight \p name binds, when every load of that
-/// weight on \p prog is carried (so no run reads the block from the
-/// feed); else none.
-static std::optional<uint32_t> carriedUpdate(const plan::DeviceProgram &prog,
-                                             const plan::Binding &b,
-                                             llvm::StringRef name) {
-  auto carried = [&](uint32_t buf) {
-    return llvm::is_contained(prog.carried(), buf);
-  };
-  std::optional<uint32_t> into;
-  if (carried(b.buffer()))
-    into = b.buffer();
-  for (const plan::Instruction &inst : prog.instructions()) {
-    if (inst.has_load() && inst.load().tensor() == name &&
-        !carried(inst.load().buffer()))
-      return std::nullopt;
-    if (inst.has_slice() && inst.slice().input() == b.buffer() &&
-        carried(inst.slice().output()))
-      into = inst.slice().output();
+namespace {
+/// Where \p prog's updates stay from step to step, read off the program in
+/// one pass: the carried buffers (DeviceProgram.carried), the carried
+/// buffer each update slice copies into, and the weights some load of
+/// which is not carried.
+class CarriedUpdates {
+public:
+  explicit CarriedUpdates(const plan::DeviceProgram &prog) {
+    carried.insert(prog.carried().begin(), prog.carried().end());
+    for (const plan::Instruction &inst : prog.instructions()) {
+      if (inst.has_load() && !carried.count(inst.load().buffer()))
+        loadedAnew.insert(inst.load().tensor());
+      if (inst.has_slice() && carried.count(inst.slice().output()))
+        copiedInto[inst.slice().input()] = inst.slice().output();
+    }
   }
-  return into;
-}
+  /// The carried buffer that holds, after every run, the update \p b of
+  /// weight \p name binds, when no load of that weight runs (so no run
+  /// reads the block from the feed); else none.
+  std::optional<uint32_t> of(const plan::Binding &b,
+                             llvm::StringRef name) const {
+    if (loadedAnew.count(name))
+      return std::nullopt;
+    if (carried.count(b.buffer()))
+      return b.buffer();
+    auto it = copiedInto.find(b.buffer());
+    if (it == copiedInto.end())
+      return std::nullopt;
+    return it->second;
+  }
+
+private:
+  llvm::DenseSet<uint32_t> carried;
+  llvm::DenseMap<uint32_t, uint32_t> copiedInto;
+  llvm::StringSet<> loadedAnew;
+};
+} // namespace
 
 /// Keeps, on \p resident, the blocks of the updated weights (outputs
 /// `update/NAME`) that \p prog's device computed into \p buffers: on a
@@ -184,6 +202,7 @@ llvm::Error keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
   for (const plan::TensorInfo &out : plan.outputs())
     if (llvm::StringRef(out.name()).starts_with("update/"))
       resident.updated(out.name().substr(7));
+  CarriedUpdates kept(prog);
   for (const plan::Binding &b : prog.outputs()) {
     if (b.index() >= uint32_t(plan.outputs_size()) ||
         b.buffer() >= buffers.size())
@@ -192,7 +211,7 @@ llvm::Error keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
     if (!name.consume_front("update/"))
       continue;
     runtime::Tensor block;
-    std::optional<uint32_t> carried = carriedUpdate(prog, b, name);
+    std::optional<uint32_t> carried = kept.of(b, name);
     if (device.hostAccessible() && carried) {
       const plan::Buffer &w = prog.buffers(int(*carried));
       block = device.allocate(w.dtype(), {w.shape().begin(), w.shape().end()},

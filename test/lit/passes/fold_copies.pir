@@ -1,4 +1,7 @@
 // RUN: paxc-opt %s --split-input-file -p pax-fold-copies | FileCheck %s
+// The pass takes no options; paxc's flag takes a boolean.
+// RUN: not paxc-opt %s -p 'pax-fold-copies{all=1}' 2>&1 | FileCheck %s --check-prefix=OPTION
+// OPTION: error: pass 'pax-fold-copies' has no option 'all'
 // RUN: not paxc %s --fold-copies=maybe 2>&1 | FileCheck %s --check-prefix=FLAG
 // FLAG: fold-copies{{.*}}maybe
 
