@@ -84,6 +84,8 @@ static void emitAccess(const AccessMap &map, uint32_t buffer,
     x->set_stride(e.stride);
     x->set_dilation(e.dilation);
     x->set_offset(e.offset);
+    if (e.whole > 1)
+      x->set_whole(e.whole);
   }
 }
 

@@ -43,7 +43,8 @@ static llvm::Error rebase(const Op &op, const IterBlock &b, const Box &box,
       break;
     }
     case plan::AccessExpr::GROUP: {
-      int64_t off = e.offset() - box.lo[i], scale = 1;
+      int64_t off = e.offset() - box.lo[i],
+              scale = std::max<int64_t>(1, e.whole());
       for (int k = e.dims_size() - 1; k >= 0; --k) {
         off += b.offset[e.dims(k)] * scale;
         scale *= op.iters[e.dims(k)].extent;

@@ -55,10 +55,10 @@ static void storeElementwise(const ElementwiseFn &fn,
                              llvm::ArrayRef<const ConstTensor *> in,
                              llvm::ArrayRef<int64_t> idx, ConstTensor &t,
                              int64_t o) {
-  bool real = in.empty() ? t.isReal()
-                         : llvm::any_of(in, [](const ConstTensor *c) {
-                             return c->isReal();
-                           });
+  bool real =
+      in.empty()
+          ? t.isReal()
+          : llvm::any_of(in, [](const ConstTensor *c) { return c->isReal(); });
   if (!real) {
     llvm::SmallVector<int64_t, 3> args;
     for (size_t k = 0; k < in.size(); ++k)
@@ -118,6 +118,7 @@ static int64_t elementIndex(const AccessMap &map, const TensorType &type,
     case AccessExpr::Kind::Group:
       for (unsigned d : e.dims)
         idx = idx * iters[d].extent + point[d];
+      idx += e.offset;
       break;
     case AccessExpr::Kind::Lookup:
       idx = lookupIndex ? lookupIndex->integer(lookupFlat) : 0;
@@ -153,9 +154,9 @@ foldOp(const Op &op, llvm::ArrayRef<const ConstTensor *> in) {
   bool allSplat =
       llvm::all_of(in, [](const ConstTensor *c) { return c->count() == 1; });
   // (Asked of splats only: an empty constant holds no value to compare.)
-  bool splatSafe = allSplat &&
-                   ((elementwise && op.kind != OpKind::Trilu) || lookup ||
-                    (layout && op.kind != OpKind::Pad &&
+  bool splatSafe =
+      allSplat && ((elementwise && op.kind != OpKind::Trilu) || lookup ||
+                   (layout && op.kind != OpKind::Pad &&
                     llvm::all_of(in, [&](const ConstTensor *c) {
                       return c->real(0) == in[0]->real(0);
                     })));

@@ -48,10 +48,13 @@ AccessExpr AccessExpr::window(unsigned out, unsigned win, int64_t stride,
   return e;
 }
 
-AccessExpr AccessExpr::group(llvm::ArrayRef<unsigned> dims) {
+AccessExpr AccessExpr::group(llvm::ArrayRef<unsigned> dims, int64_t whole,
+                             int64_t offset) {
   AccessExpr e;
   e.kind = Kind::Group;
   e.dims.assign(dims.begin(), dims.end());
+  e.whole = whole;
+  e.offset = offset;
   return e;
 }
 
@@ -90,7 +93,14 @@ std::string accessExprStr(const AccessExpr &e, llvm::ArrayRef<IterDim> space) {
     std::string s = "(";
     for (size_t i = 0; i < e.dims.size(); ++i)
       s += (i ? ", " : "") + space[e.dims[i]].name;
-    return s + ")";
+    if (e.whole > 1)
+      s += ", *" + std::to_string(e.whole);
+    s += ")";
+    if (e.offset > 0)
+      s += " + " + std::to_string(e.offset);
+    else if (e.offset < 0)
+      s += " - " + std::to_string(-e.offset);
+    return s;
   }
   case AccessExpr::Kind::Affine: {
     std::string s = termStr(e.stride, space[e.dims[0]].name);
@@ -122,7 +132,7 @@ int64_t accessSpan(const AccessExpr &e, llvm::ArrayRef<IterDim> space) {
   case AccessExpr::Kind::Lookup:
     return space[e.dims[0]].extent;
   case AccessExpr::Kind::Group: {
-    int64_t n = 1;
+    int64_t n = e.whole;
     for (unsigned d : e.dims)
       n *= space[d].extent;
     return n;

@@ -41,23 +41,29 @@ struct AccessExpr {
     Broadcast, ///< `_`: a size-1 dim, read at index 0 by every point
     Full,      ///< `*`: every point may read the whole dim
     Affine,    ///< `s*d + t*k + c`: a dim, a strided window, or an offset
-    Group,     ///< `(h, d)`: row-major group, index = h * extent(d) + d
+    Group,     ///< `(h, d)`: row-major group, index = h * extent(d) + d;
+               ///< `(h, *64) + 768`: each h reads 64 whole from 768 + 64*h
     Lookup,    ///< `gather(v)`: a data-dependent index in the range of v
   };
 
   Kind kind = Kind::Full;
   /// Iteration dims, by index into the op's iteration space. Affine: one
-  /// (`d`) or two (`d`, window dim `k`); Group: two or more; Lookup: one.
+  /// (`d`) or two (`d`, window dim `k`); Group: two or more, or one or more
+  /// and a whole trailing dim; Lookup: one.
   llvm::SmallVector<unsigned, 2> dims;
   int64_t stride = 1;   ///< Affine: coefficient of dims[0]
   int64_t dilation = 1; ///< Affine: coefficient of dims[1]
-  int64_t offset = 0;   ///< Affine: constant term
+  int64_t offset = 0;   ///< Affine, Group: constant term
+  /// Group: the extent of a trailing dim read whole (`*64`), below the
+  /// group's dims; 1 when there is none.
+  int64_t whole = 1;
 
   static AccessExpr dim(unsigned d);
   static AccessExpr shifted(unsigned d, int64_t stride, int64_t offset);
   static AccessExpr window(unsigned out, unsigned win, int64_t stride,
                            int64_t dilation, int64_t offset);
-  static AccessExpr group(llvm::ArrayRef<unsigned> dims);
+  static AccessExpr group(llvm::ArrayRef<unsigned> dims, int64_t whole = 1,
+                          int64_t offset = 0);
   static AccessExpr lookup(unsigned d);
   static AccessExpr broadcast();
   static AccessExpr full();
@@ -67,12 +73,15 @@ struct AccessExpr {
     return kind == Kind::Affine && dims.size() == 1 && stride == 1 &&
            offset == 0;
   }
+  /// True for a group that reads a trailing dim whole: `(h, *64)`.
+  bool readsWhole() const { return kind == Kind::Group && whole > 1; }
   /// True when iteration dim \p d occurs in this expression.
   bool uses(unsigned d) const;
 
   friend bool operator==(const AccessExpr &a, const AccessExpr &b) {
     return a.kind == b.kind && a.dims == b.dims && a.stride == b.stride &&
-           a.dilation == b.dilation && a.offset == b.offset;
+           a.dilation == b.dilation && a.offset == b.offset &&
+           a.whole == b.whole;
   }
 };
 

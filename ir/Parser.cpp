@@ -265,6 +265,7 @@ private:
   bool parseAttrValue(AttrValue &v);
   bool parseLayout(AttrValue &v);
   bool parseGroups(AttrValue &v);
+  bool parseGroup(const Op &op, AccessExpr &e);
   bool parseIntList(std::vector<int64_t> &out, const char *what);
   bool parseGlobal(Module &m, bool isParam);
   bool parseDense(Global &g);
@@ -658,6 +659,41 @@ bool Parser::parseDimName(const Op &op, unsigned &dim) {
   return true;
 }
 
+// (h, d), (h, *64), (h, *64) + 768
+bool Parser::parseGroup(const Op &op, AccessExpr &e) {
+  advance();
+  llvm::SmallVector<unsigned, 4> dims;
+  int64_t whole = 1;
+  do {
+    if (consumeIf('*')) {
+      if (tok.kind != Token::Int || tok.i < 2)
+        return fail("expected the extent (2 or more) of the dim a group "
+                    "reads whole after '*'");
+      whole = tok.i;
+      advance();
+      break;
+    }
+    unsigned d;
+    if (!parseDimName(op, d))
+      return false;
+    dims.push_back(d);
+  } while (consumeIf(','));
+  if (!expect(')', "to close the dim group (a whole dim '*N' comes last)"))
+    return false;
+  if (dims.empty() || dims.size() + (whole > 1) < 2)
+    return fail(whole > 1 ? "a dim group needs a dim before its whole one"
+                          : "a dim group needs at least two dims");
+  int64_t offset = 0;
+  if (consumeIf('+')) {
+    if (tok.kind != Token::Int || tok.i < 0)
+      return fail("expected a group's offset after '+'");
+    offset = tok.i;
+    advance();
+  }
+  e = AccessExpr::group(dims, whole, offset);
+  return true;
+}
+
 bool Parser::parseExpr(const Op &op, AccessExpr &e) {
   if (tok.isKeyword("_")) {
     advance();
@@ -678,22 +714,8 @@ bool Parser::parseExpr(const Op &op, AccessExpr &e) {
     e = AccessExpr::lookup(d);
     return true;
   }
-  if (tok.is('(')) {
-    advance();
-    llvm::SmallVector<unsigned, 4> dims;
-    do {
-      unsigned d;
-      if (!parseDimName(op, d))
-        return false;
-      dims.push_back(d);
-    } while (consumeIf(','));
-    if (!expect(')', "to close the dim group"))
-      return false;
-    if (dims.size() < 2)
-      return fail("a dim group needs at least two dims");
-    e = AccessExpr::group(dims);
-    return true;
-  }
+  if (tok.is('('))
+    return parseGroup(op, e);
   // Affine: terms `c*d`, `d` or `c`, joined by + and -.
   llvm::SMLoc start = tok.loc();
   llvm::SmallVector<std::pair<int64_t, unsigned>, 2> terms;

@@ -77,7 +77,8 @@ Box reachedBox(const Op &op, const AccessMap &map, const TensorType &t,
     }
     case AccessExpr::Kind::Group: {
       lo = hi = e.offset;
-      int64_t scale = 1;
+      hi += e.whole - 1;
+      int64_t scale = e.whole;
       for (size_t k = e.dims.size(); k-- > 0;) {
         unsigned d = e.dims[k];
         lo += b.offset[d] * scale;

@@ -148,13 +148,19 @@ void Verifier::verifyMap(const Op &op, const AccessMap &map,
     case AccessExpr::Kind::Full:
       break;
     case AccessExpr::Kind::Group:
+      // A result's group covers its dim; an operand's may read a part.
+      if (e.offset < 0 || e.offset + accessSpan(e, op.iters) > dim ||
+          (isResult && (e.offset || accessSpan(e, op.iters) != dim)))
+        error(&op, where() + accessExprStr(e, op.iters) + " spans " +
+                       llvm::Twine(accessSpan(e, op.iters)) +
+                       " but the dim has " + llvm::Twine(dim));
+      break;
     case AccessExpr::Kind::Lookup:
       if (accessSpan(e, op.iters) != dim)
         error(&op, where() + accessExprStr(e, op.iters) + " spans " +
                        llvm::Twine(accessSpan(e, op.iters)) +
                        " but the dim has " + llvm::Twine(dim));
-      if (isResult && e.kind == AccessExpr::Kind::Lookup &&
-          op.kind != OpKind::ScatterAdd)
+      if (isResult && op.kind != OpKind::ScatterAdd)
         error(&op, where() + "only scatter_add writes a result through "
                              "gather()");
       break;

@@ -34,7 +34,8 @@ groupedDims(const AccessMap &map) {
     out.emplace_back();
     if (e.kind == AccessExpr::Kind::Broadcast)
       continue;
-    if (!e.isPlainDim() && e.kind != AccessExpr::Kind::Group)
+    if (!e.isPlainDim() &&
+        (e.kind != AccessExpr::Kind::Group || e.offset != 0 || e.readsWhole()))
       return std::nullopt;
     for (unsigned d : e.dims) {
       if (llvm::is_contained(seen, d))

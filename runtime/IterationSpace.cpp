@@ -122,7 +122,10 @@ compileExpr(const plan::Compute &c, const plan::AccessExpr &e,
   case plan::AccessExpr::GROUP: {
     if (e.dims_size() < 1)
       return "has an empty group access";
-    int64_t scale = 1;
+    if (e.whole() > 1 && !fullFromZero)
+      return "has a group reading a dim whole '*" + std::to_string(e.whole()) +
+             "', which the generic kernel cannot walk";
+    int64_t scale = std::max<int64_t>(1, e.whole());
     for (int i = e.dims_size() - 1; i >= 0; --i) {
       coefs.push_back({e.dims(i), scale});
       scale *= c.iters(int(e.dims(i))).extent();
@@ -198,6 +201,8 @@ AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
     }
     // The index's range over the whole space decides the fast path.
     int64_t lo = t.offset, hi = t.offset;
+    if (e.kind() == plan::AccessExpr::GROUP && e.whole() > 1)
+      hi += e.whole() - 1; // read whole from the group's index
     for (auto [d, k] : coefs) {
       int64_t span = k * (space.extents[d] - 1);
       lo += std::min<int64_t>(0, span);
@@ -270,8 +275,8 @@ AccessIndexer::inRangeBox(const IterationSpace &space) const {
   return box;
 }
 
-std::optional<std::pair<int64_t, int64_t>> AccessIndexer::lookupOutOfRange(
-    llvm::ArrayRef<int64_t> lookupValues) const {
+std::optional<std::pair<int64_t, int64_t>>
+AccessIndexer::lookupOutOfRange(llvm::ArrayRef<int64_t> lookupValues) const {
   for (int32_t i = 0; i < map.rank; ++i) {
     const flat::Term &t = map.terms[i];
     if (t.lookupSlot < 0 || size_t(t.lookupSlot) >= lookupValues.size())

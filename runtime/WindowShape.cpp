@@ -28,7 +28,8 @@ bool isChannel(const plan::AccessExpr &e, int g, unsigned d) {
   if (g < 0)
     return isPlainDim(e, d);
   return e.kind() == plan::AccessExpr::GROUP && e.dims_size() == 2 &&
-         e.dims(0) == unsigned(g) && e.dims(1) == d && e.offset() == 0;
+         e.whole() <= 1 && e.dims(0) == unsigned(g) && e.dims(1) == d &&
+         e.offset() == 0;
 }
 
 /// The window `s*o + d*k + offset` of \p e over dims (o, k) of \p c.

@@ -72,6 +72,11 @@ static int splitter(const AccessExpr &e, const Op &op, int64_t tensorExtent,
     return int(d);
   }
   case AccessExpr::Kind::Group:
+    // A group reading a part of the dim (a head of Q in [b, s, 3 * h * d])
+    // splits it off the tensor's even blocks.
+    if (e.offset != 0 || accessSpan(e, op.iters) != tensorExtent)
+      irregular = true;
+    return int(e.dims[0]);
   case AccessExpr::Kind::Lookup:
     return int(e.dims[0]);
   case AccessExpr::Kind::Broadcast:

@@ -53,11 +53,14 @@ llvm::Error compileAccess(const plan::Compute &c, const plan::Access &access,
   head = 1;
   a.inner = 0;
   for (int i = 0; i < access.exprs_size(); ++i) {
-    if (access.exprs(i).kind() != plan::AccessExpr::FULL)
+    const plan::AccessExpr &e = access.exprs(i);
+    bool inGroup = e.kind() == plan::AccessExpr::GROUP && e.whole() > 1;
+    if (e.kind() != plan::AccessExpr::FULL && !inGroup)
       continue;
     if (a.inner)
       return computeError(c, what + " reads more than one dim whole");
-    head = t->shape[size_t(i)];
+    // `*`: the whole dim; `(h, *64)`: 64 from each head's index on.
+    head = inGroup ? e.whole() : t->shape[size_t(i)];
     a.inner = 1;
     for (size_t j = size_t(i) + 1; j < t->shape.size(); ++j)
       a.inner *= t->shape[j];

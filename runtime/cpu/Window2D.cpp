@@ -213,7 +213,7 @@ std::optional<Col2Im> matchCol2Im(const Prepared &p) {
     return std::nullopt;
   m.n = e0.dims(0);
   if (e1.kind() == plan::AccessExpr::GROUP && e1.dims_size() == 2 &&
-      e1.offset() == 0) {
+      e1.whole() <= 1 && e1.offset() == 0) {
     m.grouped = true, m.g = e1.dims(0), m.c = e1.dims(1);
   } else if (e1.kind() == plan::AccessExpr::AFFINE && e1.dims_size() == 1 &&
              isPlainDim(e1, e1.dims(0))) {

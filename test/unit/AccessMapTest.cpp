@@ -81,6 +81,8 @@ TEST(AccessExprTest, EqualityComparesEveryField) {
   EXPECT_FALSE(AccessExpr::window(OH, KH, 2, 1, -1) ==
                AccessExpr::window(OH, KH, 2, 1, 0));
   EXPECT_FALSE(AccessExpr::group({H, D}) == AccessExpr::group({D, H}));
+  EXPECT_FALSE(AccessExpr::group({H}, 8) == AccessExpr::group({H}, 4));
+  EXPECT_FALSE(AccessExpr::group({H}, 8) == AccessExpr::group({H}, 8, 32));
   EXPECT_FALSE(AccessExpr::dim(V) == AccessExpr::lookup(V));
 }
 
@@ -108,6 +110,9 @@ TEST(AccessExprTest, TextOfEachForm) {
   EXPECT_EQ(str(AccessExpr::window(OH, KH, 2, 1, -1)), "2*oh + kh - 1");
   EXPECT_EQ(str(AccessExpr::group({H, D})), "(h, d)");
   EXPECT_EQ(str(AccessExpr::group({N, H, D})), "(n, h, d)");
+  EXPECT_EQ(str(AccessExpr::group({H}, 8)), "(h, *8)");
+  EXPECT_EQ(str(AccessExpr::group({H}, 8, 32)), "(h, *8) + 32");
+  EXPECT_EQ(str(AccessExpr::group({H, D}, 1, 32)), "(h, d) + 32");
   EXPECT_EQ(str(AccessExpr::lookup(V)), "gather(v)");
   EXPECT_EQ(str(AccessExpr::broadcast()), "_");
   EXPECT_EQ(str(AccessExpr::full()), "*");
@@ -133,6 +138,11 @@ TEST(AccessExprTest, SpanOfEachForm) {
   EXPECT_EQ(span(AccessExpr::window(OH, KH, 1, 1, 0)), 7);
   EXPECT_EQ(span(AccessExpr::group({H, D})), 32);
   EXPECT_EQ(span(AccessExpr::group({N, H, D})), 64);
+  // Each of h's 4 indices reads 8 whole; the offset moves the range.
+  EXPECT_EQ(span(AccessExpr::group({H}, 8)), 32);
+  EXPECT_EQ(span(AccessExpr::group({H}, 8, 64)), 32);
+  EXPECT_TRUE(AccessExpr::group({H}, 8).readsWhole());
+  EXPECT_FALSE(AccessExpr::group({H, D}).readsWhole());
   EXPECT_EQ(span(AccessExpr::lookup(V)), 100);
   EXPECT_EQ(span(AccessExpr::broadcast()), 1);
   EXPECT_EQ(span(AccessExpr::full()), -1);
@@ -157,7 +167,7 @@ TEST(OpKindTest, EveryKindRoundTrips) {
     unsigned flops;
   };
   const Row rows[] = {
-#define PAX_OP(Enum, Text, Family, Flops, Partials)                                      \
+#define PAX_OP(Enum, Text, Family, Flops, Partials)                            \
   {OpKind::Enum, Text, OpFamily::Family, Flops},
 #include "ir/OpKinds.def"
   };

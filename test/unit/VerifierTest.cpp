@@ -45,6 +45,17 @@ TEST(ParserErrorTest, ReportsMessageAndLine) {
       {withOp("    %0 = compute \"relu\" iter [a: 4 par]\n"
               "      ins(%x[(a), *]) outs([a, *] : tensor<4x6xf32>)"),
        "a dim group needs at least two dims", 4},
+      {withOp("    %0 = compute \"relu\" iter [a: 4 par]\n"
+              "      ins(%x[a, (*6)]) outs([a, *] : tensor<4x6xf32>)"),
+       "a dim group needs a dim before its whole one", 4},
+      {withOp("    %0 = compute \"relu\" iter [a: 4 par]\n"
+              "      ins(%x[a, (a, *1)]) outs([a, *] : tensor<4x6xf32>)"),
+       "expected the extent (2 or more) of the dim a group reads whole after "
+       "'*'",
+       4},
+      {withOp("    %0 = compute \"relu\" iter [a: 4 par]\n"
+              "      ins(%x[a, (a, *2, a)]) outs([a, *] : tensor<4x6xf32>)"),
+       "expected ')' to close the dim group (a whole dim '*N' comes last)", 4},
       {withOp("", "  const @c : tensor<2x2xf32> = dense<[1.0, 2.0, 3.0]>\n"),
        "dense data of @c has 3 values but its type tensor<2x2xf32> has 4",
        kAnyLine},
@@ -127,6 +138,12 @@ std::vector<DimCase> dimCases() {
       "operand 0, dim 1: '_' needs a size-1 dim, not 6");
   add({E::dim(0), E::group({0, 1})}, {E::dim(0), E::full()},
       "operand 0, dim 1: (a, b) spans 8 but the dim has 6");
+  // A group may read a part of an operand's dim, not past its end.
+  add({E::dim(0), E::group({1}, 2, 3)}, {E::dim(0), E::full()},
+      "operand 0, dim 1: (b, *2) + 3 spans 4 but the dim has 6");
+  // A result's group writes its whole dim.
+  add({E::dim(0), E::full()}, {E::dim(0), E::group({1}, 2, 2)},
+      "result 0, dim 1: (b, *2) + 2 spans 4 but the dim has 6");
   add({E::dim(0), E::lookup(1)}, {E::dim(0), E::full()},
       "operand 0, dim 1: gather(b) spans 2 but the dim has 6");
   add({E::dim(0), E::dim(7)}, {E::dim(0), E::full()},
