@@ -92,11 +92,19 @@ llvm::Error FuseBiasPass::run(Module &m, PassContext &) {
 
 llvm::Expected<std::unique_ptr<Pass>>
 FoldCopiesPass::create(const PassOptions &o) {
-  return createWithoutOptions<FoldCopiesPass>("pax-fold-copies", o);
+  if (auto err = o.checkKnown("pax-fold-copies", {"attention"}))
+    return err;
+  std::string attention = o.get("attention", "0");
+  if (attention != "0" && attention != "1")
+    return llvm::createStringError("pax-fold-copies: attention=" + attention +
+                                   ": expected 0 or 1");
+  auto p = std::make_unique<FoldCopiesPass>();
+  p->attention = attention == "1";
+  return p;
 }
 
 llvm::Error FoldCopiesPass::run(Module &m, PassContext &) {
-  foldCopies(m);
+  foldCopies(m, {attention});
   return llvm::Error::success();
 }
 

@@ -18,6 +18,12 @@
 //   expressions (a group only plain dims of the same extents). The outer
 //   copy is a reshape, transpose, slice, split or expand (kinds that read
 //   inside their input only, so no padding meets a regrouped index);
+// - with `attention`, lets attention (whose kernels read through any map)
+//   read Q, K and V through the copies before it, a split's parts too (the
+//   heads of [b, s, 3 * h * d] read as `(h, *64) + 768`), and write its
+//   output where the one copy after it writes (the heads merged back into
+//   the hidden dim): no copy is left around it. Inference only: a training
+//   step's attention gradients write what attention reads;
 // - removes the copies no one reads any more.
 //
 // The ops that stay compute the same values: every point reads the element
@@ -30,7 +36,12 @@
 
 namespace pax {
 
+struct FoldCopiesOptions {
+  /// Attention reads and writes through the copies around it.
+  bool attention = false;
+};
+
 /// Folds \p m's copies as above; returns how many ops it removed.
-unsigned foldCopies(Module &m);
+unsigned foldCopies(Module &m, const FoldCopiesOptions &options = {});
 
 } // namespace pax

@@ -499,6 +499,10 @@ strategyFromJson(const Module &m, llvm::StringRef text, llvm::StringRef origin,
   if (auto model = root->getString("model"); model && *model != m.name)
     return llvm::createStringError(origin + ": the strategy is for model '" +
                                    *model + "', not '" + m.name + "'");
+  // A training step's levers first: an inference of the same model has
+  // other ops (its copies around attention folded).
+  if (auto err = readLevers(*root, *ops, origin, levers))
+    return err;
   const Func &f = m.main;
   if (ops->size() != f.ops.size())
     return llvm::createStringError(
@@ -535,8 +539,6 @@ strategyFromJson(const Module &m, llvm::StringRef text, llvm::StringRef origin,
     }
     configs.push_back(std::move(*c));
   }
-  if (auto err = readLevers(*root, *ops, origin, levers))
-    return err;
   return configs;
 }
 

@@ -222,7 +222,9 @@ static cl::opt<bool> foldCopiesFlag(
     "fold-copies", cl::init(true),
     cl::desc("Read through copies (pax-fold-copies): identity reshapes, "
              "transposes and slices removed, a copy of a copy (a reshape "
-             "then a transpose) one copy reading the first one's input "
+             "then a transpose) one copy reading the first one's input; "
+             "in an inference, attention reading Q, K and V and writing "
+             "its output through the copies and splits around it "
              "(default true; =false keeps every copy; not with "
              "--emit=onnx-sharded)"),
     cl::cat(paxcCategory));
@@ -700,8 +702,8 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
 
 /// The graph-level rewrites after import, each unless its flag is false:
 /// attention chains, GELUs, each matmul with the add after it, copies read
-/// through; then, for an inference, channels-last activations where asked
-/// for.
+/// through (attention's too, unless a backward pass follows); then, for an
+/// inference, channels-last activations where asked for.
 static void fuseImported(Module &m) {
   if (fuseAttentionOps)
     fuseAttention(m);
@@ -710,7 +712,7 @@ static void fuseImported(Module &m) {
   if (fuseBiasOps)
     fuseBias(m);
   if (foldCopiesFlag && emit != Emit::OnnxSharded)
-    foldCopies(m);
+    foldCopies(m, {/*attention=*/mode != "train" && !gradients});
   if (!channelsLastFlag)
     return;
   if (mode != "train" && emit != Emit::OnnxSharded)
