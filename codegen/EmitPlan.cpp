@@ -424,6 +424,8 @@ llvm::Error Emitter::emitBlock(const Op &op, const Placement &pl, int64_t d,
   plan::Compute c = pax::emitCompute(op, ins, outs);
   c.set_cost_key(proto.cost_key());
   c.set_flops(proto.flops());
+  if (op.sources > 1)
+    c.set_source_ops(op.sources);
   for (size_t j = 0; j < op.iters.size(); ++j) {
     plan::IterDim &it = *c.mutable_iters(int(j));
     it.set_extent(b.extent[j]);

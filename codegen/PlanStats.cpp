@@ -19,6 +19,53 @@ double bufferBytes(const plan::DeviceProgram &prog, uint32_t b) {
   return double(planBufferBytes(prog.buffers(int(b))));
 }
 
+/// Elements of tensor dim \p i (of extent \p dim) that \p e reaches over
+/// \p c's iteration space.
+int64_t reachedExtent(const plan::Compute &c, const plan::AccessExpr &e,
+                      int64_t dim) {
+  auto extent = [&](int k) {
+    uint32_t d = e.dims(k);
+    return d < uint32_t(c.iters_size()) ? c.iters(int(d)).extent() : 1;
+  };
+  int64_t n = dim;
+  switch (e.kind()) {
+  case plan::AccessExpr::BROADCAST:
+    n = 1;
+    break;
+  case plan::AccessExpr::AFFINE:
+    n = 1;
+    if (e.dims_size() > 0)
+      n += std::abs(e.stride()) * (extent(0) - 1);
+    if (e.dims_size() > 1)
+      n += std::abs(e.dilation()) * (extent(1) - 1);
+    break;
+  case plan::AccessExpr::GROUP:
+    n = std::max<int64_t>(1, e.whole());
+    for (int k = 0; k < e.dims_size(); ++k)
+      n *= extent(k);
+    break;
+  default: // the whole dim: `*`, a lookup's table
+    break;
+  }
+  return std::clamp<int64_t>(n, 0, dim);
+}
+
+/// Bytes of its buffer \p a reaches over \p c's iteration space: an
+/// operand read through a part of a buffer (attention's head of Q in the
+/// projection that holds Q, K and V) moves that part only.
+double accessBytes(const plan::DeviceProgram &prog, const plan::Compute &c,
+                   const plan::Access &a) {
+  if (a.buffer() >= uint32_t(prog.buffers_size()))
+    return 0;
+  const plan::Buffer &buf = prog.buffers(int(a.buffer()));
+  if (a.exprs_size() != buf.shape_size())
+    return double(planBufferBytes(buf));
+  double bytes = double(planDTypeBytes(buf.dtype()));
+  for (int i = 0; i < a.exprs_size(); ++i)
+    bytes *= double(reachedExtent(c, a.exprs(i), buf.shape(i)));
+  return bytes;
+}
+
 /// Whether a compute of \p kind runs as a library kernel that reads its
 /// operands from memory and writes its results there, whatever is fused
 /// around it.
@@ -74,10 +121,11 @@ private:
     w.kind = c.kind();
     w.flops = c.flops();
     for (const plan::Access &a : c.inputs())
-      w.bytes += bufferBytes(prog, a.buffer());
+      w.bytes += accessBytes(prog, c, a);
     for (const plan::Access &a : c.outputs())
-      w.bytes += bufferBytes(prog, a.buffer());
-    ++stats.ops;
+      w.bytes += accessBytes(prog, c, a);
+    stats.ops += std::max<uint32_t>(1, c.source_ops());
+    ++stats.planOps;
     ++stats.kernels;
     stats.trafficBytes += w.bytes;
     stats.work.push_back(w);
@@ -95,10 +143,13 @@ private:
     KernelWork w;
     w.kind = "generated";
     for (uint32_t i = k.first(); i < k.first() + k.count(); ++i)
-      if (i < uint32_t(prog.instructions_size()))
-        w.flops += prog.instructions(int(i)).compute().flops();
+      if (i < uint32_t(prog.instructions_size())) {
+        const plan::Compute &c = prog.instructions(int(i)).compute();
+        w.flops += c.flops();
+        stats.ops += std::max<uint32_t>(1, c.source_ops());
+      }
     w.bytes = double(k.traffic_bytes());
-    stats.ops += k.count();
+    stats.planOps += k.count();
     ++stats.kernels;
     stats.fusedKernels += k.count() > 1;
     stats.trafficBytes += w.bytes;
@@ -177,6 +228,7 @@ llvm::json::Value planStatsJson(const plan::Plan &plan, double peakFlops,
     ProgramStats s = programStats(prog);
     llvm::json::Object d{{"device", int64_t(prog.device())},
                          {"ops", s.ops},
+                         {"plan_ops", s.planOps},
                          {"kernels", s.kernels},
                          {"fused_kernels", s.fusedKernels},
                          {"flops", s.flops()},

@@ -1,6 +1,7 @@
 //===- PlanStats.h - What a device's program costs per step ---------------===//
 //
-// For `paxc --plan-stats`: per device program, the compute ops it runs, the
+// For `paxc --plan-stats`: per device program, the compute ops it runs
+// (counted before any fusion, and as the plan's instructions), the
 // kernels it launches for them (a fused kernel runs several), the bytes of
 // device memory those kernels and its collectives read and write, the least
 // such traffic any program of the same plan could have, and a roofline
@@ -33,7 +34,11 @@ struct KernelWork {
 };
 
 struct ProgramStats {
-  int64_t ops = 0;          ///< compute ops (before fusion)
+  /// Compute ops before fusion: those of the program before the
+  /// graph-level fusions (attention's chain, a GELU's group, a bias add,
+  /// the copies read through), which \c planOps became.
+  int64_t ops = 0;
+  int64_t planOps = 0;      ///< compute instructions in the plan
   int64_t kernels = 0;      ///< compute kernels launched per step
   int64_t fusedKernels = 0; ///< of those, kernels that run several ops
   /// Bytes the compute kernels and the collectives read and write.

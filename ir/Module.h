@@ -141,6 +141,11 @@ public:
   llvm::SmallVector<Operand, 4> operands;
   llvm::SmallVector<Result, 1> results;
   AttrMap attrs;
+  /// How many ops of the program before the graph-level fusions this op
+  /// stands for: 1, plus each op a fusion merged into it (attention's
+  /// chain, a GELU's group, a bias add, the copies read through). Not part
+  /// of the IR text; plans carry it for --plan-stats.
+  unsigned sources = 1;
 
   /// Adds a result of \p type written through \p map; returns its value.
   Value *addResult(TensorType type, AccessMap map);

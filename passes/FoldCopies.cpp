@@ -164,16 +164,18 @@ public:
   unsigned run();
 
 private:
-  /// Every operand reading \p from reads \p to (returned values aside).
-  void replaceReads(const Value *from, Value *to);
+  /// Every operand reading \p from reads \p to (returned values aside);
+  /// the first such reader stands for identity copy \p copy too.
+  void replaceReads(const Value *from, Value *to, const Op &copy);
   /// The copy \p v is a result of, when \p op, its one reader, may read
   /// through it; null otherwise.
   const Op *foldable(const Value *v, const Op &op) const;
   /// Makes each operand of \p op that reads a copy's result read its input,
   /// as many copies deep as compose; true where one changed.
   bool foldReads(Op &op);
-  /// Forgets the reads of copy \p c once no one reads its results.
-  void releaseIfUnread(const Op &c);
+  /// Forgets the reads of copy \p c once no one reads its results; \p by,
+  /// whose read made it so, stands for it.
+  void releaseIfUnread(const Op &c, Op &by);
   /// The copy reading \p op's result 0 as its one reader, when \p op may
   /// write the copy's result instead, through \p map.
   Op *foldableWrite(const Op &op, AccessMap &map) const;
@@ -189,11 +191,16 @@ private:
   llvm::DenseSet<const Op *> released;
 };
 
-void Folder::replaceReads(const Value *from, Value *to) {
+void Folder::replaceReads(const Value *from, Value *to, const Op &copy) {
+  bool counted = false;
   for (const auto &op : m.main.ops)
     for (Operand &o : op->operands)
-      if (o.value == from)
+      if (o.value == from) {
         o.value = to;
+        if (!counted)
+          op->sources += copy.sources;
+        counted = true;
+      }
 }
 
 const Op *Folder::foldable(const Value *v, const Op &op) const {
@@ -207,12 +214,13 @@ const Op *Folder::foldable(const Value *v, const Op &op) const {
   return innerCopy(inner) || split ? &inner : nullptr;
 }
 
-void Folder::releaseIfUnread(const Op &c) {
+void Folder::releaseIfUnread(const Op &c, Op &by) {
   if (released.count(&c) || llvm::any_of(c.results, [&](const Result &r) {
         return uses.lookup(r.value.get()) > 0;
       }))
     return;
   released.insert(&c);
+  by.sources += c.sources;
   for (const Operand &o : c.operands)
     --uses[o.value];
 }
@@ -228,7 +236,7 @@ bool Folder::foldReads(Op &op) {
       o.value = inner->operands[0].value;
       ++uses[o.value];
       o.map = std::move(*map);
-      releaseIfUnread(*inner);
+      releaseIfUnread(*inner, op);
       changed = true;
     }
   }
@@ -272,6 +280,7 @@ bool Folder::foldWrite(Op &op) {
   Op *copy = foldableWrite(op, map);
   if (!copy)
     return false;
+  op.sources += copy->sources;
   Result &mine = op.results[0], &its = copy->results[0];
   std::swap(mine.value, its.value);
   mine.value->def = &op;
@@ -309,7 +318,7 @@ unsigned Folder::run() {
   };
   for (const auto &op : m.main.ops)
     if (identityCopy(*op) && !returned(op->results[0].value.get()))
-      replaceReads(op->results[0].value.get(), op->operands[0].value);
+      replaceReads(op->results[0].value.get(), op->operands[0].value, *op);
   // In program order: a copy of a copy of a copy folds twice.
   uses = m.main.countUses();
   for (const auto &op : m.main.ops)

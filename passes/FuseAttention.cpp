@@ -372,6 +372,10 @@ void Fuser::replace(Chain &c, Op &softmax) {
          c.scores[i],
          i + 1 == rank ? IterKind::Reduction : IterKind::Parallel});
   op->operands = {c.q, c.k, c.v};
+  op->sources = 0;
+  for (const Op *gone : llvm::DenseSet<const Op *>(c.dead.begin(), c.dead.end()))
+    op->sources += gone->sources;
+  op->sources = std::max(op->sources, 1u);
   op->operands.append(c.masks.begin(), c.masks.end());
   Value *old = c.pv->results[0].value.get();
   Value *out = op->addResult(old->type, c.out);

@@ -87,6 +87,7 @@ Op *Fuser::match(const Op &add, unsigned k, AccessMap &c) const {
 
 void Fuser::fuse(Op &mm, Op &add, unsigned k, AccessMap c) {
   mm.kind = OpKind::Gemm;
+  mm.sources += add.sources;
   mm.operands.push_back({add.operands[1 - k].value, std::move(c)});
   mm.attrs["alpha"] = 1.0f;
   mm.attrs["beta"] = 1.0f;

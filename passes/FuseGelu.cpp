@@ -190,6 +190,7 @@ bool Fuser::replace(const Value *x, Op &root, Form form,
   root.operands = {{const_cast<Value *>(x), root.results[0].map}};
   root.attrs["approximate"] = std::string(form == Form::Tanh ? "tanh" : "none");
   for (Op *op : llvm::drop_begin(group)) {
+    root.sources += op->sources;
     dead.insert(op);
     op->operands.clear();
     op->results.clear();

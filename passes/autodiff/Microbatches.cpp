@@ -163,6 +163,7 @@ llvm::Expected<Op *> Splitter::copy(const Op &op, int64_t k) {
   }
   Op *c = f.addOp(op.kind);
   c->attrs = op.attrs;
+  c->sources = op.sources;
   c->attrs["name"] = llvm::formatv("{0}/mb{1}", op.name(), k).str();
   c->attrs["microbatch"] = k;
   c->iters = op.iters;

@@ -41,6 +41,7 @@ Value *Recomputer::copyOf(Value *v) {
         {recomputed(o.value) ? copyOf(o.value) : o.value, o.map});
   Op *c = f.addOp(op.kind);
   c->iters = op.iters;
+  c->sources = op.sources;
   c->attrs = op.attrs;
   c->operands = std::move(operands);
   for (const Result &r : op.results)
