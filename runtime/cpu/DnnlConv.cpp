@@ -44,6 +44,11 @@ struct ConvEntry final : DnnlCache::Entry {
   memory::desc scratchpad;
   /// oneDNN has no primitive for it: not asked again.
   bool refused = false;
+  /// The residual is added by oneDNN's sum post-op: copied into the
+  /// primitive's output before it runs (unless it is that output), so that
+  /// the 1x1 and direct kernels take it (a binary add sends them to slower
+  /// ones).
+  bool sumResidual = false;
 };
 
 /// One spatial dim as oneDNN takes it: the input's rows from `shift`,
@@ -167,10 +172,11 @@ choose(const Window2DShape &s, ConvEntry &e, const memory::desc &weights,
   return inner(pd);
 }
 
-/// \p epi's relus and residual add (of a tensor laid out as \p residual)
-/// as oneDNN post-ops (the batch norm is folded into the weights).
+/// \p epi's relus and residual add (of a tensor laid out as \p residual;
+/// a sum into the output where \p sum) as oneDNN post-ops (the batch norm
+/// is folded into the weights).
 dnnl::primitive_attr postOps(const ConvEpilogue &epi,
-                             const memory::desc &residual) {
+                             const memory::desc &residual, bool sum) {
   dnnl::post_ops ops;
   auto relu = [&] {
 #if DNNL_VERSION_MAJOR >= 3
@@ -181,7 +187,9 @@ dnnl::primitive_attr postOps(const ConvEpilogue &epi,
   };
   if (epi.relu)
     relu();
-  if (epi.residual) // read where it lies, in the result's layout
+  if (epi.residual && sum) // in the output before the primitive runs
+    ops.append_sum(1.0f);
+  else if (epi.residual) // read where it lies, in the result's layout
     ops.append_binary(dnnl::algorithm::binary_add, residual);
   if (epi.reluAfter)
     relu();
@@ -214,7 +222,9 @@ void build(const Prepared &p, const Window2DShape &s, const ConvEpilogue &epi,
                {r.dilation - 1, c.dilation - 1},
                {rows.padL, cols.padL},
                {rows.padR, cols.padR}};
-  auto pd = choose(s, e, anyWeights, k, postOps(epi, e.dst));
+  // Winograd's kernels keep the binary add.
+  e.sumResidual = epi.residual && !winogradShape(s);
+  auto pd = choose(s, e, anyWeights, k, postOps(epi, e.dst, e.sumResidual));
   e.packed = memory(pd.weights_desc(), dnnlEngine());
   e.packedFrom.clear();
   e.scratchpad = pd.scratchpad_desc();
@@ -300,7 +310,12 @@ void execute(const Prepared &p, const ConvEpilogue &epi, ConvEntry &e,
   else if (p.ins.size() > 2)
     args.emplace(DNNL_ARG_BIAS,
                  memory(e.bias, dnnlEngine(), buffer(*p.ins[2])));
-  if (epi.residual) // the post-op after the relu, if any
+  if (epi.residual && e.sumResidual) {
+    if (e.dstInner || epi.residual->data.data() != p.outs[0]->data.data()) {
+      memory residual(e.dst, dnnlEngine(), buffer(*epi.residual));
+      dnnl::reorder(residual, out).execute(st, residual, out);
+    }
+  } else if (epi.residual) // the post-op after the relu, if any
     args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(epi.relu ? 1 : 0) |
                      DNNL_ARG_SRC_1,
                  memory(e.dst, dnnlEngine(), buffer(*epi.residual)));
