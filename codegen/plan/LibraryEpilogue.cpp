@@ -1,0 +1,197 @@
+//===- LibraryEpilogue.cpp - A product's epilogue a BLAS library runs -----===//
+#include "codegen/plan/LibraryEpilogue.h"
+
+#include "codegen/plan/Access.h"
+#include "codegen/plan/PlanFile.h"
+
+#include <optional>
+#include <string>
+
+namespace pax::plan {
+namespace {
+
+/// String attribute \p name of \p c, or "".
+std::string stringAttr(const Compute &c, const std::string &name) {
+  for (const Attr &a : c.attrs())
+    if (a.name() == name)
+      return a.s();
+  return "";
+}
+
+/// Real attribute \p name of \p c, or \p dflt.
+double realAttr(const Compute &c, const std::string &name, double dflt) {
+  for (const Attr &a : c.attrs())
+    if (a.name() == name)
+      return a.has_f() ? double(a.f()) : double(a.i());
+  return dflt;
+}
+
+/// How many instructions read each buffer, and the program's outputs.
+std::vector<int> readersOf(const DeviceProgram &prog) {
+  std::vector<int> readers(size_t(prog.buffers_size()), 0);
+  auto read = [&](uint32_t b) {
+    if (b < readers.size())
+      ++readers[b];
+  };
+  for (const Instruction &inst : prog.instructions()) {
+    if (inst.has_compute())
+      for (const Access &a : inst.compute().inputs())
+        read(a.buffer());
+    else if (inst.has_collective())
+      read(inst.collective().input());
+    else if (inst.has_slice())
+      read(inst.slice().input());
+  }
+  for (const Binding &out : prog.outputs())
+    read(out.buffer());
+  return readers;
+}
+
+/// True when buffers \p a and \p b of \p prog share arena bytes.
+bool overlap(const DeviceProgram &prog, uint32_t a, uint32_t b) {
+  const Buffer &x = prog.buffers(int(a)), &y = prog.buffers(int(b));
+  return x.offset() < y.offset() + planBufferBytes(y) &&
+         y.offset() < x.offset() + planBufferBytes(x);
+}
+
+/// Matches epilogues against one program.
+class Matcher {
+public:
+  explicit Matcher(const DeviceProgram &prog)
+      : prog(prog), readers(readersOf(prog)) {}
+
+  /// The epilogue of product \p i that kernel \p k computes, if a library
+  /// runs them as one.
+  std::optional<LibraryEpilogue> match(uint32_t i,
+                                       const GeneratedKernel &k) const;
+
+private:
+  /// Whether \p a is buffer \p b's plain dims in order, \p b of \p shape.
+  bool plainOver(const Access &a, const Buffer &shape) const;
+  /// Whether product \p c's own C is a bias: a row vector over its result's
+  /// last dim, added with beta 1.
+  bool biasOf(const Compute &c) const;
+  /// Takes pointwise compute \p c of the epilogue, reading \p from, into
+  /// \p e; false where it is not one a library runs.
+  bool take(const Compute &c, uint32_t from, LibraryEpilogue &e) const;
+
+  const DeviceProgram &prog;
+  std::vector<int> readers;
+};
+
+bool Matcher::plainOver(const Access &a, const Buffer &shape) const {
+  if (a.buffer() >= uint32_t(prog.buffers_size()))
+    return false;
+  const Buffer &b = prog.buffers(int(a.buffer()));
+  if (b.dtype() != F32 || b.shape_size() != shape.shape_size())
+    return false;
+  for (int d = 0; d < b.shape_size(); ++d)
+    if (b.shape(d) != shape.shape(d))
+      return false;
+  return plainDimsInOrder(a);
+}
+
+bool Matcher::biasOf(const Compute &c) const {
+  const Access &a = c.inputs(2), &out = c.outputs(0);
+  if (a.buffer() >= uint32_t(prog.buffers_size()) || a.exprs_size() != 1 ||
+      realAttr(c, "beta", 1.0) != 1.0 || out.exprs_size() < 1)
+    return false;
+  const Buffer &b = prog.buffers(int(a.buffer()));
+  const AccessExpr &e = a.exprs(0), &last = out.exprs(out.exprs_size() - 1);
+  return b.dtype() == F32 && e.kind() == AccessExpr::AFFINE &&
+         e.dims_size() == 1 && e.stride() == 1 && e.offset() == 0 &&
+         last.dims_size() == 1 && e.dims(0) == last.dims(0);
+}
+
+bool Matcher::take(const Compute &c, uint32_t from, LibraryEpilogue &e) const {
+  const Buffer &shape = prog.buffers(int(from));
+  if (c.outputs_size() != 1 || !plainOver(c.outputs(0), shape) ||
+      readers[from] != 1)
+    return false;
+  for (const Access &a : c.inputs())
+    if (!plainOver(a, shape))
+      return false;
+  bool activated = e.activation != LibraryEpilogue::Activation::None;
+  if (c.kind() == "add" && c.inputs_size() == 2 && e.addend < 0 && !activated) {
+    int at = c.inputs(0).buffer() == from ? 0 : 1;
+    if (c.inputs(at).buffer() != from || c.inputs(1 - at).buffer() == from)
+      return false;
+    e.addend = c.inputs(1 - at).buffer();
+    return true;
+  }
+  if (c.inputs_size() != 1 || c.inputs(0).buffer() != from || activated)
+    return false;
+  if (c.kind() == "relu")
+    e.activation = LibraryEpilogue::Activation::Relu;
+  else if (c.kind() == "gelu" && stringAttr(c, "approximate") == "tanh")
+    e.activation = LibraryEpilogue::Activation::GeluTanh;
+  return activated != (e.activation != LibraryEpilogue::Activation::None);
+}
+
+std::optional<LibraryEpilogue> Matcher::match(uint32_t i,
+                                              const GeneratedKernel &k) const {
+  if (k.first() != i + 1 || k.count() < 1 ||
+      int64_t(k.first()) + k.count() > prog.instructions_size())
+    return std::nullopt;
+  const Instruction &head = prog.instructions(int(i));
+  if (!head.has_compute())
+    return std::nullopt;
+  const Compute &p = head.compute();
+  if ((p.kind() != "gemm" && p.kind() != "matmul") || p.fused().empty() ||
+      p.outputs_size() != 1 || p.inputs_size() < 2 || p.inputs_size() > 3 ||
+      p.outputs(0).buffer() >= uint32_t(prog.buffers_size()) ||
+      prog.buffers(int(p.outputs(0).buffer())).dtype() != F32)
+    return std::nullopt;
+  LibraryEpilogue e;
+  e.product = i;
+  e.kernel = &k;
+  uint32_t from = p.outputs(0).buffer();
+  for (uint32_t j = k.first(); j < k.first() + k.count(); ++j) {
+    const Instruction &inst = prog.instructions(int(j));
+    if (!inst.has_compute() || inst.compute().fused() != p.fused() ||
+        !take(inst.compute(), from, e))
+      return std::nullopt;
+    from = inst.compute().outputs(0).buffer();
+  }
+  if (p.inputs_size() == 3) {
+    // The product's own C: a bias, or else the library's C, of the
+    // result's shape, unless the epilogue adds one already.
+    const Buffer &result = prog.buffers(int(p.outputs(0).buffer()));
+    if (biasOf(p))
+      e.bias = p.inputs(2).buffer();
+    else if (e.addend < 0 && realAttr(p, "beta", 1.0) == 1.0 &&
+             plainOver(p.inputs(2), result))
+      e.addend = p.inputs(2).buffer();
+    else
+      return std::nullopt;
+  }
+  // One call reads the product's operands while it writes the result:
+  // only the addend may lie where the result goes, exactly.
+  for (const Access &a : p.inputs())
+    if (int64_t(a.buffer()) != e.addend && overlap(prog, a.buffer(), from))
+      return std::nullopt;
+  if (e.addend >= 0 && overlap(prog, uint32_t(e.addend), from) &&
+      prog.buffers(int(e.addend)).offset() != prog.buffers(int(from)).offset())
+    return std::nullopt;
+  e.output = from;
+  return e;
+}
+
+} // namespace
+
+std::vector<LibraryEpilogue> libraryEpilogues(const DeviceProgram &prog) {
+  Matcher m(prog);
+  std::vector<LibraryEpilogue> out;
+  auto kernel = prog.kernels().begin();
+  for (int i = 0; i + 1 < prog.instructions_size(); ++i) {
+    while (kernel != prog.kernels().end() && kernel->first() <= uint32_t(i))
+      ++kernel;
+    if (kernel == prog.kernels().end())
+      break;
+    if (auto e = m.match(uint32_t(i), *kernel))
+      out.push_back(*e);
+  }
+  return out;
+}
+
+} // namespace pax::plan
