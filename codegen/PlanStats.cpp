@@ -1,6 +1,7 @@
 //===- PlanStats.cpp - What a device's program costs per step -------------===//
 #include "codegen/PlanStats.h"
 
+#include "codegen/plan/LibraryEpilogue.h"
 #include "codegen/plan/PlanFile.h"
 #include "ir/Module.h"
 
@@ -81,14 +82,21 @@ bool materializes(const std::string &kind) {
 /// Accumulates one program's stats, instruction by instruction.
 class Counter {
 public:
-  explicit Counter(const plan::DeviceProgram &prog) : prog(prog) {}
+  explicit Counter(const plan::DeviceProgram &prog) : prog(prog) {
+    for (const plan::LibraryEpilogue &e : plan::libraryEpilogues(prog))
+      epilogues[e.product] = e;
+  }
 
   ProgramStats run() {
     auto kernel = prog.kernels().begin();
     for (int i = 0; i < prog.instructions_size(); ++i) {
       const plan::Instruction &inst = prog.instructions(i);
-      if (kernel != prog.kernels().end() && kernel->first() == uint32_t(i) &&
-          kernel->count() > 0) {
+      if (auto e = epilogues.find(uint32_t(i)); e != epilogues.end()) {
+        withEpilogue(e->second);
+        i = int(e->second.kernel->first() + e->second.kernel->count()) - 1;
+        ++kernel;
+      } else if (kernel != prog.kernels().end() &&
+                 kernel->first() == uint32_t(i) && kernel->count() > 0) {
         generated(*kernel);
         i += int(kernel->count()) - 1;
         ++kernel;
@@ -137,6 +145,42 @@ private:
     for (const plan::Access &a : c.outputs())
       counted.insert(a.buffer());
   }
+  /// A product and the epilogue a library runs with it: one launch
+  /// reading the product's operands and the added tensor, writing the
+  /// epilogue's result (the product itself never stored).
+  void withEpilogue(const plan::LibraryEpilogue &e) {
+    const plan::Compute &p = prog.instructions(int(e.product)).compute();
+    KernelWork w;
+    w.kind = p.kind();
+    w.flops = p.flops();
+    stats.ops += std::max<uint32_t>(1, p.source_ops());
+    llvm::SmallVector<uint32_t, 6> touched;
+    for (const plan::Access &a : p.inputs()) {
+      w.bytes += accessBytes(prog, p, a);
+      touched.push_back(a.buffer());
+    }
+    if (e.addend >= 0 && !llvm::is_contained(touched, uint32_t(e.addend))) {
+      w.bytes += bufferBytes(prog, uint32_t(e.addend));
+      touched.push_back(uint32_t(e.addend));
+    }
+    w.bytes += bufferBytes(prog, e.output);
+    touched.push_back(e.output);
+    const plan::GeneratedKernel &k = *e.kernel;
+    for (uint32_t i = k.first(); i < k.first() + k.count(); ++i) {
+      const plan::Compute &c = prog.instructions(int(i)).compute();
+      w.flops += c.flops();
+      stats.ops += std::max<uint32_t>(1, c.source_ops());
+    }
+    stats.planOps += 1 + k.count();
+    ++stats.kernels;
+    ++stats.fusedKernels;
+    stats.trafficBytes += w.bytes;
+    stats.minTrafficBytes += w.bytes;
+    for (uint32_t b : touched)
+      counted.insert(b);
+    stats.work.push_back(w);
+  }
+
   /// A kernel codegen generated: one launch for its computes, moving the
   /// bytes it loads and stores.
   void generated(const plan::GeneratedKernel &k) {
@@ -165,6 +209,9 @@ private:
   }
 
   const plan::DeviceProgram &prog;
+  /// The products whose epilogue kernel a library runs with them, by
+  /// instruction.
+  std::map<uint32_t, plan::LibraryEpilogue> epilogues;
   ProgramStats stats;
   llvm::DenseSet<uint32_t> loaded, counted;
 };
