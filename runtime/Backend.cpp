@@ -12,6 +12,15 @@ llvm::Error Device::launchKernel(const plan::GeneratedKernel &k,
                                  ")");
 }
 
+llvm::Error Device::launchWithEpilogue(const plan::Compute &c,
+                                       llvm::ArrayRef<const Tensor *>,
+                                       const plan::LibraryEpilogue &,
+                                       const Tensor *, Tensor &) {
+  return llvm::createStringError("backend " + backendName(backend()) +
+                                 " runs no library epilogues (" + c.name() +
+                                 ")");
+}
+
 std::optional<Backend> parseBackend(llvm::StringRef name) {
 #define PAX_BACKEND(Id, Name, Description)                                     \
   if (name == Name)                                                            \

@@ -8,6 +8,7 @@
 #ifndef PAX_RUNTIME_BACKEND_H
 #define PAX_RUNTIME_BACKEND_H
 
+#include "codegen/plan/LibraryEpilogue.h"
 #include "codegen/plan/Plan.pb.h"
 #include "runtime/Tensor.h"
 
@@ -117,6 +118,18 @@ public:
   /// Runs loaded kernel \p k over \p params, its buffers in order.
   virtual llvm::Error launchKernel(const plan::GeneratedKernel &k,
                                    llvm::ArrayRef<Tensor *> params);
+
+  /// Whether it runs a product and the epilogue a library runs with it
+  /// (plan::libraryEpilogues) as one call, in place of the epilogue's
+  /// generated kernel.
+  virtual bool runsLibraryEpilogues() const { return false; }
+  /// Runs product \p c over its \p inputs with epilogue \p e: \p addend
+  /// (null when none; it may be \p out itself) added, then e.activation,
+  /// into \p out; the product itself is never stored.
+  virtual llvm::Error launchWithEpilogue(const plan::Compute &c,
+                                         llvm::ArrayRef<const Tensor *> inputs,
+                                         const plan::LibraryEpilogue &e,
+                                         const Tensor *addend, Tensor &out);
 };
 
 /// A device of backend \p b; \p ordinal picks among the machine's devices

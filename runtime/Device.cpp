@@ -111,6 +111,9 @@ private:
   llvm::Error step(int64_t i);
   /// Runs generated kernel \p k in place of the computes it covers.
   llvm::Error stepKernel(const plan::GeneratedKernel &k);
+  /// Runs product \p e.product and its epilogue as the device's one
+  /// library call, in place of the epilogue's generated kernel.
+  llvm::Error stepEpilogue(const plan::LibraryEpilogue &e);
   /// The generated kernel starting at each instruction, where the device
   /// runs them (else none).
   llvm::Error findKernels();
@@ -176,6 +179,10 @@ private:
   int64_t n;
   std::vector<int64_t> last;
   std::vector<const plan::GeneratedKernel *> kernelAt;
+  /// The product at each instruction whose epilogue the device's library
+  /// runs with it (null elsewhere), where the device does.
+  std::vector<plan::LibraryEpilogue> epilogueList;
+  std::vector<const plan::LibraryEpilogue *> epilogueAt;
   std::vector<llvm::SmallVector<int64_t, 8>> chains;
   /// Where a staged chain whose first result cannot hold its last computes.
   std::vector<uint8_t> scratchBytes;
@@ -470,6 +477,12 @@ llvm::Error DeviceRun::findKernels() {
     kernelAt[size_t(k.first())] = &k;
   if (auto err = device.loadKernels(prog))
     return fail(llvm::toString(std::move(err)));
+  if (device.runsLibraryEpilogues() && options.fuseChains) {
+    epilogueList = plan::libraryEpilogues(prog);
+    epilogueAt.assign(size_t(n), nullptr);
+    for (const plan::LibraryEpilogue &e : epilogueList)
+      epilogueAt[e.product] = &e;
+  }
   return llvm::Error::success();
 }
 
@@ -712,6 +725,50 @@ llvm::Error DeviceRun::stepChain(llvm::ArrayRef<int64_t> chain) {
   return llvm::Error::success();
 }
 
+llvm::Error DeviceRun::stepEpilogue(const plan::LibraryEpilogue &e) {
+  double traceStart = options.trace ? traceClock() : 0;
+  const plan::Instruction &inst = prog.instructions(int(e.product));
+  Uses u = usesOf(inst);
+  llvm::SmallVector<const Tensor *, 4> ins;
+  for (uint32_t b : u.reads) {
+    if (!allocated[b] && llvm::is_contained(prog.buffers(int(b)).shape(), 0))
+      allocate(b); // holds nothing (a device outside a broadcast's root)
+    if (!allocated[b])
+      return fail("instruction " + llvm::Twine(e.product) + " reads buffer " +
+                  llvm::Twine(b) + " before anything writes it");
+    ins.push_back(&buffers[b]);
+  }
+  const Tensor *addend = nullptr;
+  if (e.addend >= 0) {
+    if (!allocated[size_t(e.addend)])
+      return fail("generated kernel " + e.kernel->name() + " reads buffer " +
+                  llvm::Twine(e.addend) + " before anything writes it");
+    addend = &buffers[size_t(e.addend)];
+  }
+  // The output may take the addend's bytes: they stay until it is read.
+  allocate(e.output, /*zero=*/false);
+  auto start = std::chrono::steady_clock::now();
+  llvm::Error err = device.launchWithEpilogue(inst.compute(), ins, e, addend,
+                                              buffers[e.output]);
+  if (!err && kernelTimingOn() && !device.hostAccessible())
+    err = device.synchronize();
+  if (err)
+    return fail(llvm::toString(std::move(err)));
+  if (kernelTimingOn()) // the product's kind, its epilogue in it
+    recordKernelTime(inst.compute(),
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::steady_clock::now() - start)
+                         .count());
+  int64_t end = int64_t(e.kernel->first() + e.kernel->count());
+  stats.instructions += end - int64_t(e.product);
+  if (options.trace)
+    if (auto err = trace(inst, traceStart, int(end - e.product)))
+      return err;
+  for (int64_t i = e.product; i < end; ++i)
+    release(i, usesOf(prog.instructions(int(i))));
+  return llvm::Error::success();
+}
+
 llvm::Error DeviceRun::stepKernel(const plan::GeneratedKernel &k) {
   double traceStart = options.trace ? traceClock() : 0;
   int64_t first = k.first(), end = first + int64_t(k.count());
@@ -777,6 +834,13 @@ llvm::Error DeviceRun::run() {
   if (options.trace)
     traceClock(); // the epoch, before the first instruction
   for (int64_t i = 0; i < n;) {
+    if (const plan::LibraryEpilogue *e =
+            epilogueAt.empty() ? nullptr : epilogueAt[size_t(i)]) {
+      if (auto err = stepEpilogue(*e))
+        return err;
+      i = int64_t(e->kernel->first() + e->kernel->count());
+      continue;
+    }
     const plan::GeneratedKernel *k = kernelAt[size_t(i)];
     const auto &chain = chains[size_t(i)];
     if (auto err = k               ? stepKernel(*k)

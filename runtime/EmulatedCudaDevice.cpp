@@ -16,6 +16,7 @@
 #include "runtime/HostKernels.h"
 #include "runtime/HostMemoryDevice.h"
 #include "runtime/PointKernelsHost.h"
+#include "runtime/ScalarMath.h"
 #include "runtime/cpu/Attention.h"
 #include "runtime/cpu/Recurrent.h"
 
@@ -114,6 +115,31 @@ public:
   }
 
   bool runsGeneratedKernels() const override { return true; }
+
+  /// As the cuda backend decides it, so that the decision is checked on
+  /// the host: the product into a host tensor, then the epilogue in double
+  /// (the addend may be \p out itself).
+  bool runsLibraryEpilogues() const override { return true; }
+  llvm::Error launchWithEpilogue(const plan::Compute &c,
+                                 llvm::ArrayRef<const Tensor *> inputs,
+                                 const plan::LibraryEpilogue &e,
+                                 const Tensor *addend, Tensor &out) override {
+    Tensor product = Tensor::zeros(out.dtype, out.shape);
+    if (auto err = launch(c, inputs, {&product}))
+      return err;
+    ScalarParams params;
+    params.tanhGelu = true;
+    using Activation = plan::LibraryEpilogue::Activation;
+    for (int64_t i = 0; i < out.numel(); ++i) {
+      double v = product.real(i) + (addend ? addend->real(i) : 0.0);
+      if (e.activation != Activation::None)
+        v = scalar::activation(
+            e.activation == Activation::Relu ? ScalarOp::Relu : ScalarOp::Gelu,
+            v, 0.0, params);
+      out.setReal(i, v);
+    }
+    return llvm::Error::success();
+  }
 
   llvm::Error loadKernels(const plan::DeviceProgram &prog) override {
     if (kernels && loadedFor == kernelsIdentity(prog))

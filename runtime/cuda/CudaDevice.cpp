@@ -341,7 +341,63 @@ public:
     return generated->launch(k, params, stream);
   }
 
+  /// Products with their epilogues on cuBLASLt (not with
+  /// PAX_CUDA_GENERIC=1, whose products run apart from their kernels).
+  bool runsLibraryEpilogues() const override { return !genericOnly(); }
+
+  llvm::Error launchWithEpilogue(const plan::Compute &c,
+                                 llvm::ArrayRef<const Tensor *> inputs,
+                                 const plan::LibraryEpilogue &e,
+                                 const Tensor *addend, Tensor &out) override {
+    if (auto err = current())
+      return err;
+    Tensor *outs[] = {&out};
+    auto p = prepare(c, inputs, outs);
+    if (!p)
+      return p.takeError();
+    auto shape = matchGemm(*p);
+    if (shape) {
+      auto done =
+          gemm->runWithEpilogue(*p, *shape, allowTf32.load(), e, addend);
+      if (!done)
+        return done.takeError();
+      if (*done)
+        return pending(c);
+    } else {
+      llvm::consumeError(shape.takeError());
+    }
+    return epilogueApart(c, inputs, e, addend, out);
+  }
+
 private:
+  /// Where cuBLASLt does not take a product's epilogue: the product into
+  /// scratch memory, then the epilogue's own kernel.
+  llvm::Error epilogueApart(const plan::Compute &c,
+                            llvm::ArrayRef<const Tensor *> inputs,
+                            const plan::LibraryEpilogue &e,
+                            const Tensor *addend, Tensor &out) {
+    if (out.dtype != plan::F32 || (addend && addend->dtype != plan::F32))
+      return computeError(c, "a library epilogue of f32 only");
+    void *scratch = nullptr;
+    if (cudaError_t err = cudaMallocAsync(&scratch, out.data.size(), stream))
+      return computeError(c, cudaGetErrorString(err));
+    Tensor product = Tensor::view(out.dtype, out.shape,
+                                  static_cast<uint8_t *>(scratch), false);
+    llvm::Error err = launch(c, inputs, {&product});
+    auto f32 = [](const Tensor *t) {
+      return reinterpret_cast<const float *>(t->data.data());
+    };
+    if (!err)
+      record(cuda::launchEpilogueF32(f32(&product),
+                                     addend ? f32(addend) : nullptr,
+                                     reinterpret_cast<float *>(out.data.data()),
+                                     out.numel(), int(e.activation), stream));
+    record(cudaFreeAsync(scratch, stream));
+    if (err)
+      return err;
+    return pending(c);
+  }
+
   /// Makes this device's GPU the thread's current one.
   llvm::Error current() {
     if (cudaError_t e = cudaSetDevice(gpu))

@@ -4,15 +4,15 @@
 #include "runtime/PointKernelsHost.h"
 #include "runtime/cuda/CudaKernels.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 namespace pax::runtime::cuda {
 
 namespace {
 llvm::Error blasError(const plan::Compute &c, cublasStatus_t s) {
-  return computeError(c, llvm::Twine("cuBLAS: ") +
-                                  cublasGetStatusName(s) + " (" +
-                                  cublasGetStatusString(s) + ")");
+  return computeError(c, llvm::Twine("cuBLAS: ") + cublasGetStatusName(s) +
+                             " (" + cublasGetStatusString(s) + ")");
 }
 } // namespace
 
@@ -34,6 +34,139 @@ CudaGemm::create(cudaStream_t stream) {
 CudaGemm::~CudaGemm() {
   if (handle)
     cublasDestroy(static_cast<cublasHandle_t>(handle));
+  if (ltHandle)
+    cublasLtDestroy(static_cast<cublasLtHandle_t>(ltHandle));
+  if (workspace)
+    cudaFree(workspace);
+}
+
+namespace {
+/// cuBLASLt's workspace: what its heuristics are allowed to use.
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+/// cuBLASLt's descriptors of one call, destroyed with it.
+struct LtCall {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  ~LtCall() {
+    if (desc)
+      cublasLtMatmulDescDestroy(desc);
+    for (cublasLtMatrixLayout_t l : {a, b, c})
+      if (l)
+        cublasLtMatrixLayoutDestroy(l);
+  }
+};
+
+/// A column-major f32 layout of \p rows x \p cols (leading dim \p ld),
+/// \p batch of them \p stride apart.
+cublasStatus_t layout(cublasLtMatrixLayout_t &l, int64_t rows, int64_t cols,
+                      int64_t ld, int64_t batch, int64_t stride) {
+  cublasStatus_t st = cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, uint64_t(rows),
+                                                 uint64_t(cols), ld);
+  if (st != CUBLAS_STATUS_SUCCESS || batch <= 1)
+    return st;
+  int32_t count = int32_t(batch);
+  st = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                        &count, sizeof(count));
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return st;
+  return cublasLtMatrixLayoutSetAttribute(
+      l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride));
+}
+
+/// cuBLASLt's epilogue for \p e, with a bias or without.
+cublasLtEpilogue_t epilogueOf(const plan::LibraryEpilogue &e, bool bias) {
+  using A = plan::LibraryEpilogue::Activation;
+  if (e.activation == A::Relu)
+    return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+  if (e.activation == A::GeluTanh)
+    return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+  return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+/// The descriptors of \p s with epilogue \p epi (and \p bias) into \p call.
+cublasStatus_t describe(const GemmShape &s, bool allowTf32,
+                        cublasLtEpilogue_t epi, const void *bias,
+                        LtCall &call) {
+  auto compute = allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  cublasStatus_t st = cublasLtMatmulDescCreate(&call.desc, compute, CUDA_R_32F);
+  cublasOperation_t ta = s.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
+                    tb = s.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  auto set = [&](cublasLtMatmulDescAttributes_t attr, const void *v,
+                 size_t bytes) {
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulDescSetAttribute(call.desc, attr, v, bytes);
+  };
+  set(CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
+  set(CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
+  set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
+  if (bias)
+    set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = layout(call.a, s.transA ? s.k : s.m, s.transA ? s.m : s.k, s.lda,
+                s.batch, s.strideA);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = layout(call.b, s.transB ? s.n : s.k, s.transB ? s.k : s.n, s.ldb,
+                s.batch, s.strideB);
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = layout(call.c, s.m, s.n, s.ldc, s.batch, s.strideC);
+  return st;
+}
+} // namespace
+
+llvm::Expected<bool> CudaGemm::runWithEpilogue(const Prepared &p,
+                                               const GemmShape &s,
+                                               bool allowTf32,
+                                               const plan::LibraryEpilogue &e,
+                                               const Tensor *addend) {
+  const plan::Compute &c = p.c;
+  for (const Tensor *t : p.ins)
+    if (t->dtype != plan::F32)
+      return false;
+  if (p.outs[0]->dtype != plan::F32 || !s.loops.empty() ||
+      (addend && addend->dtype != plan::F32))
+    return false;
+  // The product's own C: the bias (a vector over BLAS's rows, the result's
+  // last dim), unless it is the addend.
+  const void *bias = nullptr;
+  if (p.ins.size() == 3 && e.bias >= 0) {
+    if (p.ins[2]->numel() != s.m)
+      return false;
+    bias = p.ins[2]->data.data();
+  }
+  if (!ltHandle) {
+    cublasLtHandle_t h = nullptr;
+    if (cublasStatus_t st = cublasLtCreate(&h); st != CUBLAS_STATUS_SUCCESS)
+      return blasError(c, st);
+    ltHandle = h;
+    if (cudaError_t err = cudaMalloc(&workspace, kWorkspaceBytes))
+      return computeError(c, cudaGetErrorString(err));
+  }
+  LtCall call;
+  if (cublasStatus_t st =
+          describe(s, allowTf32, epilogueOf(e, bias), bias, call);
+      st != CUBLAS_STATUS_SUCCESS)
+    return st == CUBLAS_STATUS_NOT_SUPPORTED ? llvm::Expected<bool>(false)
+                                             : blasError(c, st);
+  float alpha = float(c.kind() == "gemm" ? attrReal(c, "alpha", 1.0) : 1.0);
+  float beta = addend ? 1.0f : 0.0f;
+  const float *A =
+      reinterpret_cast<const float *>(p.ins[size_t(s.aInput)]->data.data());
+  const float *B =
+      reinterpret_cast<const float *>(p.ins[size_t(s.bInput)]->data.data());
+  float *D = reinterpret_cast<float *>(p.outs[0]->data.data()) + s.offsetC;
+  const float *C =
+      addend ? reinterpret_cast<const float *>(addend->data.data()) + s.offsetC
+             : D;
+  cublasStatus_t st = cublasLtMatmul(
+      static_cast<cublasLtHandle_t>(ltHandle), call.desc, &alpha, A + s.offsetA,
+      call.a, B + s.offsetB, call.b, &beta, C, call.c, D, call.c, nullptr,
+      workspace, kWorkspaceBytes, stream);
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED)
+    return false;
+  if (st != CUBLAS_STATUS_SUCCESS)
+    return blasError(c, st);
+  return true;
 }
 
 llvm::Error CudaGemm::run(const Prepared &p, const GemmShape &s,
@@ -53,7 +186,7 @@ llvm::Error CudaGemm::run(const Prepared &p, const GemmShape &s,
     compute = CUBLAS_COMPUTE_64F;
   } else {
     return computeError(c, "the cuda backend multiplies f32 and f64 "
-                                "matrices, not this dtype");
+                           "matrices, not this dtype");
   }
   double alpha = c.kind() == "gemm" ? attrReal(c, "alpha", 1.0) : 1.0;
   double beta = 0;
@@ -66,8 +199,8 @@ llvm::Error CudaGemm::run(const Prepared &p, const GemmShape &s,
     void *scratch = nullptr;
     if (cudaError_t e = cudaMallocAsync(&scratch, sizeof(Generic), stream))
       return computeError(c, cudaGetErrorString(e));
-    cudaError_t e = launchGeneric(g, static_cast<Generic *>(scratch), nullptr,
-                                  stream);
+    cudaError_t e =
+        launchGeneric(g, static_cast<Generic *>(scratch), nullptr, stream);
     cudaFreeAsync(scratch, stream);
     if (e != cudaSuccess)
       return computeError(c, cudaGetErrorString(e));

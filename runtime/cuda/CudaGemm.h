@@ -2,6 +2,7 @@
 #ifndef PAX_RUNTIME_CUDA_CUDAGEMM_H
 #define PAX_RUNTIME_CUDA_CUDAGEMM_H
 
+#include "codegen/plan/LibraryEpilogue.h"
 #include "runtime/GemmShape.h"
 #include "runtime/Prepared.h"
 
@@ -21,10 +22,21 @@ public:
   static llvm::Expected<std::unique_ptr<CudaGemm>> create(cudaStream_t stream);
   ~CudaGemm();
   llvm::Error run(const Prepared &p, const GemmShape &s, bool allowTf32);
+  /// Enqueues \p p's product with epilogue \p e as one cuBLASLt call:
+  /// act(alpha A B + bias + addend) into p.outs[0], \p p's C (when it has
+  /// one) the bias unless it is \p addend. False, having enqueued nothing,
+  /// where cuBLASLt does not take it (loops outside the batch, a dtype other
+  /// than f32, no algorithm).
+  llvm::Expected<bool> runWithEpilogue(const Prepared &p, const GemmShape &s,
+                                       bool allowTf32,
+                                       const plan::LibraryEpilogue &e,
+                                       const Tensor *addend);
 
 private:
   CudaGemm() = default;
-  void *handle = nullptr; // cublasHandle_t
+  void *handle = nullptr;    // cublasHandle_t
+  void *ltHandle = nullptr;  // cublasLtHandle_t
+  void *workspace = nullptr; // cuBLASLt's, kWorkspaceBytes
   cudaStream_t stream = nullptr;
 };
 

@@ -185,7 +185,30 @@ __global__ void attentionKernel(const attention::Problem *pp, double *work) {
     attention::runRows(p, r, 1, work + r * each);
 }
 
+__global__ void epilogueKernel(const float *product, const float *addend,
+                               float *out, int64_t n, int act) {
+  for (int64_t i = threadIndex(); i < n; i += threadStride()) {
+    double v = double(product[i]) + (addend ? double(addend[i]) : 0.0);
+    if (act == 1)
+      v = v > 0 ? v : 0;
+    else if (act == 2)
+      v = 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    out[i] = float(v);
+  }
+}
+
 } // namespace
+
+cudaError_t launchEpilogueF32(const float *product, const float *addend,
+                              float *out, int64_t n, int act,
+                              cudaStream_t stream) {
+  if (n <= 0)
+    return cudaSuccess;
+  int64_t blocks = (n + 255) / 256;
+  epilogueKernel<<<unsigned(blocks > 65535 ? 65535 : blocks), 256, 0,
+                   stream>>>(product, addend, out, n, act);
+  return cudaGetLastError();
+}
 
 cudaError_t launchAttention(const attention::Problem &p,
                             attention::Problem *scratch, double *work,
