@@ -92,15 +92,9 @@ bool Matcher::plainOver(const Access &a, const Buffer &shape) const {
 }
 
 bool Matcher::biasOf(const Compute &c) const {
-  const Access &a = c.inputs(2), &out = c.outputs(0);
-  if (a.buffer() >= uint32_t(prog.buffers_size()) || a.exprs_size() != 1 ||
-      realAttr(c, "beta", 1.0) != 1.0 || out.exprs_size() < 1)
-    return false;
-  const Buffer &b = prog.buffers(int(a.buffer()));
-  const AccessExpr &e = a.exprs(0), &last = out.exprs(out.exprs_size() - 1);
-  return b.dtype() == F32 && e.kind() == AccessExpr::AFFINE &&
-         e.dims_size() == 1 && e.stride() == 1 && e.offset() == 0 &&
-         last.dims_size() == 1 && e.dims(0) == last.dims(0);
+  const Access &a = c.inputs(2);
+  return addsRowBias(c) && a.buffer() < uint32_t(prog.buffers_size()) &&
+         prog.buffers(int(a.buffer())).dtype() == F32;
 }
 
 bool Matcher::take(const Compute &c, uint32_t from, LibraryEpilogue &e) const {
@@ -178,6 +172,20 @@ std::optional<LibraryEpilogue> Matcher::match(uint32_t i,
 }
 
 } // namespace
+
+bool addsRowBias(const Compute &c) {
+  if (c.inputs_size() != 3 || c.outputs_size() != 1)
+    return false;
+  const Access &a = c.inputs(2), &out = c.outputs(0);
+  if (a.exprs_size() != 1 || realAttr(c, "beta", 1.0) != 1.0 ||
+      out.exprs_size() < 1)
+    return false;
+  const AccessExpr &e = a.exprs(0), &last = out.exprs(out.exprs_size() - 1);
+  return e.kind() == AccessExpr::AFFINE && e.dims_size() == 1 &&
+         e.stride() == 1 && e.offset() == 0 &&
+         last.kind() == AccessExpr::AFFINE && last.dims_size() == 1 &&
+         last.stride() == 1 && last.offset() == 0 && e.dims(0) == last.dims(0);
+}
 
 std::vector<LibraryEpilogue> libraryEpilogues(const DeviceProgram &prog) {
   Matcher m(prog);

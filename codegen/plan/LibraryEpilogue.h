@@ -37,6 +37,11 @@ struct LibraryEpilogue {
   uint32_t output = 0; ///< the buffer the kernel writes: the result
 };
 
+/// True when product \p c's own C (its third input) is a bias: a row
+/// vector over its result's last dim, added with beta 1 (cuBLASLt's bias
+/// epilogue).
+bool addsRowBias(const Compute &c);
+
 /// Every product of \p prog whose epilogue kernel a library runs with it,
 /// in instruction order.
 std::vector<LibraryEpilogue> libraryEpilogues(const DeviceProgram &prog);

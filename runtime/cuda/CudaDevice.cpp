@@ -195,6 +195,16 @@ public:
         llvm::consumeError(shape.takeError());
         return runGeneric(*p, *id);
       }
+      if (plan::addsRowBias(c)) { // the bias as cuBLASLt's epilogue
+        plan::LibraryEpilogue bias;
+        bias.bias = c.inputs(2).buffer();
+        auto done =
+            gemm->runWithEpilogue(*p, *shape, allowTf32.load(), bias, nullptr);
+        if (!done)
+          return done.takeError();
+        if (*done)
+          return pending(c);
+      }
       if (auto err = gemm->run(*p, *shape, allowTf32.load()))
         return err;
       return pending(c);
