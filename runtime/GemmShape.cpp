@@ -68,8 +68,7 @@ llvm::Expected<GemmShape> matchGemm(const Prepared &p) {
   };
   if (p.ins.size() < 2 || p.outs.size() != 1)
     return fail("it needs inputs A and B and one output");
-  const AccessIndexer *maps[3] = {&p.inMaps[0], &p.inMaps[1],
-                                       &p.outMaps[0]};
+  const AccessIndexer *maps[3] = {&p.inMaps[0], &p.inMaps[1], &p.outMaps[0]};
   for (const AccessIndexer *m : maps)
     if (!m->isLinear())
       return fail("a map is not linear");
@@ -117,9 +116,8 @@ llvm::Expected<GemmShape> matchGemm(const Prepared &p) {
   auto rowMajor = [&] { return n.extent == 1 || n.step[2] == 1; };
   if (m.extent > 1 && m.step[2] == 1 && !(n.extent > 1 && n.step[2] == 1)) {
     // C column-major: C = A B.
-    g.m = m.extent, g.n = n.extent, g.k = k.extent, g.ldc = n.extent == 1
-                                                           ? m.extent
-                                                           : n.step[2];
+    g.m = m.extent, g.n = n.extent, g.k = k.extent,
+    g.ldc = n.extent == 1 ? m.extent : n.step[2];
     if (!storage(m.extent, k.extent, m.step[0], k.step[0], g.transA, g.lda) ||
         !storage(k.extent, n.extent, k.step[1], n.step[1], g.transB, g.ldb))
       return fail("an input has no unit stride");
@@ -146,8 +144,7 @@ llvm::Expected<GemmShape> matchGemm(const Prepared &p) {
         });
     unsigned d = *last;
     g.batch = s.extents[d];
-    g.strideA = steps[d][bA], g.strideB = steps[d][bB],
-    g.strideC = steps[d][2];
+    g.strideA = steps[d][bA], g.strideB = steps[d][bB], g.strideC = steps[d][2];
     for (unsigned e : dimsBatch)
       if (e != d)
         g.loops.push_back(
@@ -178,8 +175,10 @@ void referenceGemm(const GemmShape &s, double alpha, const double *a,
                          (s.transB ? j + q * s.ldb : q + j * s.ldb)];
             acc += x * y;
           }
+          // As BLAS: with beta 0, C is not read (it may hold anything, a
+          // NaN or an infinity among it).
           double &out = c[oc + t * s.strideC + i + j * s.ldc];
-          out = alpha * acc + beta * out;
+          out = alpha * acc + (beta == 0 ? 0.0 : beta * out);
         }
     size_t l = loops;
     while (l > 0 && ++at[l - 1] == s.loops[l - 1].extent)

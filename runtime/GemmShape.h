@@ -48,7 +48,8 @@ struct GemmShape {
 llvm::Expected<GemmShape> matchGemm(const Prepared &p);
 
 /// Runs \p s on host buffers of doubles in BLAS's order of operations (for
-/// tests: what a BLAS would compute), C = alpha op(A) op(B) + beta C.
+/// tests: what a BLAS would compute), C = alpha op(A) op(B) + beta C (C
+/// not read where beta is 0).
 void referenceGemm(const GemmShape &s, double alpha, const double *a,
                    const double *b, double beta, double *c);
 

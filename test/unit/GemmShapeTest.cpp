@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <random>
 
 using namespace pax;
@@ -147,11 +149,8 @@ TEST(GemmShapeTest, BatchesAndLoops) {
 
 TEST(GemmShapeTest, WeightGradientMergesBatchAndSequence) {
   // dW[i, o] = sum over (b, s) of x[b, s, i] dy[b, s, o].
-  auto b = ComputeBuilder("matmul")
-               .iter("i", 3)
-               .iter("o", 4)
-               .red("b", 2)
-               .red("s", 5);
+  auto b = ComputeBuilder("matmul").iter("i", 3).iter("o", 4).red("b", 2).red(
+      "s", 5);
   b.in({dim(2), dim(3), dim(0)}).in({dim(2), dim(3), dim(1)});
   b.out({dim(0), dim(1)});
   GemmShape s = check(b, {{2, 5, 3}, {2, 5, 4}}, {3, 4});
@@ -184,3 +183,18 @@ TEST(GemmShapeTest, RefusesWhatIsNoGemm) {
 }
 
 } // namespace
+
+// As BLAS, beta 0 does not read C: a NaN or an infinity left there (an
+// arena's bytes before the product writes them) does not reach the result.
+TEST(GemmShapeTest, BetaZeroDoesNotReadC) {
+  GemmShape s;
+  s.m = 2, s.n = 2, s.k = 1, s.lda = 2, s.ldb = 1, s.ldc = 2;
+  double a[] = {1, 2}, b[] = {3, 4};
+  double c[] = {std::numeric_limits<double>::quiet_NaN(),
+                std::numeric_limits<double>::infinity(), -1, 7};
+  referenceGemm(s, 1.0, a, b, 0.0, c);
+  EXPECT_EQ(c[0], 3);
+  EXPECT_EQ(c[1], 6);
+  EXPECT_EQ(c[2], 4);
+  EXPECT_EQ(c[3], 8);
+}
