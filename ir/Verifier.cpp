@@ -2,6 +2,7 @@
 #include "ir/Verifier.h"
 
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"
 
 namespace pax {
@@ -28,6 +29,14 @@ private:
   /// Each fused kernel's ops (attribute `kernel`, a string) are one run of
   /// consecutive ops.
   void verifyKernels();
+  /// One expression \p e of a map, over a tensor dim of \p dim; \p where
+  /// prefixes its errors.
+  void verifyExpr(const Op &op, const AccessExpr &e, int64_t dim, bool isResult,
+                  const std::string &where);
+  /// An affine expression: a result's covers its dim (scatter_add's
+  /// reaches into it), an operand's reads inside it.
+  void verifyAffine(const Op &op, const AccessExpr &e, int64_t dim,
+                    bool isResult, const std::string &where);
   void verifyMap(const Op &op, const AccessMap &map, const TensorType &type,
                  bool isResult, const llvm::Twine &what);
 
@@ -127,66 +136,68 @@ void Verifier::verifyMap(const Op &op, const AccessMap &map,
     return;
   }
   for (size_t i = 0; i < map.size(); ++i) {
-    const AccessExpr &e = map[i];
-    int64_t dim = type.shape[i];
     // A string, not a Twine: a Twine of temporaries would outlive them.
-    auto where = [&] {
-      return (what + ", dim " + llvm::Twine(i) + ": ").str();
-    };
-    bool dimsOk = true;
-    for (unsigned d : e.dims)
-      dimsOk &= d < op.iters.size();
-    if (!dimsOk) {
-      error(&op, where() + "refers to an iteration dim that does not exist");
-      continue;
-    }
-    switch (e.kind) {
-    case AccessExpr::Kind::Broadcast:
-      if (dim != 1)
-        error(&op, where() + "'_' needs a size-1 dim, not " + llvm::Twine(dim));
-      break;
-    case AccessExpr::Kind::Full:
-      break;
-    case AccessExpr::Kind::Group:
-      // A result's group covers its dim; an operand's may read a part.
-      if (e.offset < 0 || e.offset + accessSpan(e, op.iters) > dim ||
-          (isResult && (e.offset || accessSpan(e, op.iters) != dim)))
-        error(&op, where() + accessExprStr(e, op.iters) + " spans " +
-                       llvm::Twine(accessSpan(e, op.iters)) +
-                       " but the dim has " + llvm::Twine(dim));
-      break;
-    case AccessExpr::Kind::Lookup:
-      if (accessSpan(e, op.iters) != dim)
-        error(&op, where() + accessExprStr(e, op.iters) + " spans " +
-                       llvm::Twine(accessSpan(e, op.iters)) +
-                       " but the dim has " + llvm::Twine(dim));
-      if (isResult && op.kind != OpKind::ScatterAdd)
-        error(&op, where() + "only scatter_add writes a result through "
-                             "gather()");
-      break;
-    case AccessExpr::Kind::Affine:
-      if (isResult && op.kind == OpKind::ScatterAdd) {
-        // Sums into what it reaches (a convolution's input gradient through
-        // its window), zero elsewhere.
-        if (affineRange(e, op.iters).second < 0 ||
-            affineRange(e, op.iters).first >= dim)
-          error(&op, where() + accessExprStr(e, op.iters) +
-                         " never writes inside a dim of " + llvm::Twine(dim));
-      } else if (isResult) {
-        // Results are written once per point: `d` or `d - offset`, covering
-        // the whole dim.
-        if (e.dims.size() != 1 || e.stride != 1 || e.offset > 0 ||
-            op.iters[e.dims[0]].extent + e.offset < dim)
-          error(&op, where() + accessExprStr(e, op.iters) +
-                         " does not write every element of a dim of " +
-                         llvm::Twine(dim));
-      } else if (affineRange(e, op.iters).second < 0 ||
-                 affineRange(e, op.iters).first >= dim) {
-        error(&op, where() + accessExprStr(e, op.iters) +
-                       " never reads inside a dim of " + llvm::Twine(dim));
-      }
-      break;
-    }
+    std::string where = (what + ", dim " + llvm::Twine(i) + ": ").str();
+    const AccessExpr &e = map[i];
+    if (llvm::any_of(e.dims, [&](unsigned d) { return d >= op.iters.size(); }))
+      error(&op, where + "refers to an iteration dim that does not exist");
+    else
+      verifyExpr(op, e, type.shape[i], isResult, where);
+  }
+}
+
+void Verifier::verifyExpr(const Op &op, const AccessExpr &e, int64_t dim,
+                          bool isResult, const std::string &where) {
+  auto spans = [&] {
+    error(&op, where + accessExprStr(e, op.iters) + " spans " +
+                   llvm::Twine(accessSpan(e, op.iters)) + " but the dim has " +
+                   llvm::Twine(dim));
+  };
+  switch (e.kind) {
+  case AccessExpr::Kind::Broadcast:
+    if (dim != 1)
+      error(&op, where + "'_' needs a size-1 dim, not " + llvm::Twine(dim));
+    break;
+  case AccessExpr::Kind::Full:
+    break;
+  case AccessExpr::Kind::Group:
+    // A result's group covers its dim; an operand's may read a part.
+    if (e.offset < 0 || e.offset + accessSpan(e, op.iters) > dim ||
+        (isResult && (e.offset || accessSpan(e, op.iters) != dim)))
+      spans();
+    break;
+  case AccessExpr::Kind::Lookup:
+    if (accessSpan(e, op.iters) != dim)
+      spans();
+    if (isResult && op.kind != OpKind::ScatterAdd)
+      error(&op, where + "only scatter_add writes a result through gather()");
+    break;
+  case AccessExpr::Kind::Affine:
+    verifyAffine(op, e, dim, isResult, where);
+    break;
+  }
+}
+
+void Verifier::verifyAffine(const Op &op, const AccessExpr &e, int64_t dim,
+                            bool isResult, const std::string &where) {
+  auto [lo, hi] = affineRange(e, op.iters);
+  std::string text = accessExprStr(e, op.iters);
+  if (isResult && op.kind == OpKind::ScatterAdd) {
+    // Sums into what it reaches (a convolution's input gradient through
+    // its window), zero elsewhere.
+    if (hi < 0 || lo >= dim)
+      error(&op,
+            where + text + " never writes inside a dim of " + llvm::Twine(dim));
+  } else if (isResult) {
+    // Results are written once per point: `d` or `d - offset`, covering
+    // the whole dim.
+    if (e.dims.size() != 1 || e.stride != 1 || e.offset > 0 ||
+        op.iters[e.dims[0]].extent + e.offset < dim)
+      error(&op, where + text + " does not write every element of a dim of " +
+                     llvm::Twine(dim));
+  } else if (hi < 0 || lo >= dim) {
+    error(&op,
+          where + text + " never reads inside a dim of " + llvm::Twine(dim));
   }
 }
 

@@ -199,35 +199,47 @@ AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
       t.lookupExtent = space.globalExtents[e.dims(0)];
       continue;
     }
-    // The index's range over the whole space decides the fast path.
-    int64_t lo = t.offset, hi = t.offset;
-    if (e.kind() == plan::AccessExpr::GROUP && e.whole() > 1)
-      hi += e.whole() - 1; // read whole from the group's index
-    for (auto [d, k] : coefs) {
-      int64_t span = k * (space.extents[d] - 1);
-      lo += std::min<int64_t>(0, span);
-      hi += std::max<int64_t>(0, span);
+    for (auto [d, k] : coefs)
       a.coef[d] += k * t.stride;
-    }
     a.base += t.offset * t.stride;
-    inRange &= lo >= 0 && hi < t.size;
+    // The index's range over the whole space decides the fast path.
+    inRange &= termInRange(t, e, coefs, space);
   }
   a.linear = inRange && a.lookups == 0;
+  a.finishFlatMap(n);
+  return a;
+}
+
+bool AccessIndexer::termInRange(
+    const flat::Term &t, const plan::AccessExpr &e,
+    llvm::ArrayRef<std::pair<unsigned, int64_t>> coefs,
+    const IterationSpace &space) {
+  int64_t lo = t.offset, hi = t.offset;
+  if (e.kind() == plan::AccessExpr::GROUP && e.whole() > 1)
+    hi += e.whole() - 1; // read whole from the group's index
+  for (auto [d, k] : coefs) {
+    int64_t span = k * (space.extents[d] - 1);
+    lo += std::min<int64_t>(0, span);
+    hi += std::max<int64_t>(0, span);
+  }
+  return lo >= 0 && hi < t.size;
+}
+
+void AccessIndexer::finishFlatMap(size_t dims) {
   int slot = 0;
-  for (int32_t i = 0; i < a.map.rank; ++i)
-    if (a.map.terms[i].lookupSlot >= 0)
-      a.map.terms[i].lookupSlot = slot++;
-  a.map.lookups = int32_t(a.lookups);
-  a.map.linear = a.linear;
-  a.map.base = a.base;
-  for (size_t d = 0; d < n; ++d) {
-    a.map.coef[d] = a.coef[d];
-    if (a.coef[d]) {
-      a.map.stepDims[a.map.steps] = uint32_t(d);
-      a.map.stepCoefs[a.map.steps++] = a.coef[d];
+  for (int32_t i = 0; i < map.rank; ++i)
+    if (map.terms[i].lookupSlot >= 0)
+      map.terms[i].lookupSlot = slot++;
+  map.lookups = int32_t(lookups);
+  map.linear = linear;
+  map.base = base;
+  for (size_t d = 0; d < dims; ++d) {
+    map.coef[d] = coef[d];
+    if (coef[d]) {
+      map.stepDims[map.steps] = uint32_t(d);
+      map.stepCoefs[map.steps++] = coef[d];
     }
   }
-  return a;
 }
 
 std::optional<llvm::SmallVector<std::pair<int64_t, int64_t>, 8>>

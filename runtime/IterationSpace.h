@@ -8,8 +8,8 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 
-#include <optional>
 #include "llvm/Support/Error.h"
+#include <optional>
 
 #include <cstdint>
 
@@ -110,13 +110,21 @@ public:
   const flat::Map &flatMap() const { return map; }
 
 private:
+  /// Whether term \p t (of expression \p e, its \p coefs) stays inside its
+  /// dim over all of \p space.
+  static bool termInRange(const flat::Term &t, const plan::AccessExpr &e,
+                          llvm::ArrayRef<std::pair<unsigned, int64_t>> coefs,
+                          const IterationSpace &space);
+  /// Numbers the lookups and copies the coefficients over \p dims
+  /// iteration dims into the flat map.
+  void finishFlatMap(size_t dims);
   int64_t checkedIndex(llvm::ArrayRef<int64_t> point,
                        llvm::ArrayRef<int64_t> lookupValues) const {
     return flat::index(map, point.data(), lookupValues.data(),
                        int(lookupValues.size()));
   }
 
-  flat::Map map; // the terms, one per tensor dim
+  flat::Map map;                      // the terms, one per tensor dim
   llvm::SmallVector<int64_t, 8> coef; // flat coefficient per iteration dim
   llvm::SmallVector<bool, 8> usedDims;
   int64_t base = 0;

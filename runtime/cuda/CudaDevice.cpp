@@ -187,28 +187,8 @@ public:
     if (!p)
       return p.takeError();
     switch (*id) {
-    case KernelId::Gemm: {
-      // cuBLAS where the maps are a strided batched GEMM (every matmul of
-      // the models seen so far); otherwise the generic contraction.
-      auto shape = matchGemm(*p);
-      if (!shape) {
-        llvm::consumeError(shape.takeError());
-        return runGeneric(*p, *id);
-      }
-      if (plan::addsRowBias(c)) { // the bias as cuBLASLt's epilogue
-        plan::LibraryEpilogue bias;
-        bias.bias = c.inputs(2).buffer();
-        auto done =
-            gemm->runWithEpilogue(*p, *shape, allowTf32.load(), bias, nullptr);
-        if (!done)
-          return done.takeError();
-        if (*done)
-          return pending(c);
-      }
-      if (auto err = gemm->run(*p, *shape, allowTf32.load()))
-        return err;
-      return pending(c);
-    }
+    case KernelId::Gemm:
+      return runProduct(*p);
     case KernelId::Conv2D: {
 #ifdef PAX_HAVE_CUDNN
       // cuDNN where the windows are symmetrically padded f32, NCHW or
@@ -380,6 +360,31 @@ public:
   }
 
 private:
+  /// A matmul or gemm: cuBLAS where the maps are a strided batched GEMM
+  /// (every matmul of the models seen so far; a row-vector bias as
+  /// cuBLASLt's bias epilogue), otherwise the generic contraction.
+  llvm::Error runProduct(const Prepared &p) {
+    const plan::Compute &c = p.c;
+    auto shape = matchGemm(p);
+    if (!shape) {
+      llvm::consumeError(shape.takeError());
+      return runGeneric(p, plan::KernelId::Gemm);
+    }
+    if (plan::addsRowBias(c)) {
+      plan::LibraryEpilogue bias;
+      bias.bias = c.inputs(2).buffer();
+      auto done =
+          gemm->runWithEpilogue(p, *shape, allowTf32.load(), bias, nullptr);
+      if (!done)
+        return done.takeError();
+      if (*done)
+        return pending(c);
+    }
+    if (auto err = gemm->run(p, *shape, allowTf32.load()))
+      return err;
+    return pending(c);
+  }
+
   /// Where cuBLASLt does not take a product's epilogue: the product into
   /// scratch memory, then the epilogue's own kernel.
   llvm::Error epilogueApart(const plan::Compute &c,
