@@ -121,12 +121,21 @@ PAX_VECTOR_INLINE bool applyArithmeticOf(ScalarOp op, const float *const *a,
       return x;
     });
     return true;
-  case ScalarOp::Where:
+  case ScalarOp::Where: {
     if (na != 3)
       return false;
-    for (int64_t j = 0; j < n; ++j)
+    // A lane select: the condition's 1.0f or 0.0f (a NaN selects x, as
+    // the scalar test does).
+    constexpr int lanes = VecTraits<V>::lanes;
+    int64_t j = 0;
+    for (; j + lanes <= n; j += lanes) {
+      V c = loadT<V>(a[0] + j), x = loadT<V>(a[1] + j), y = loadT<V>(a[2] + j);
+      storeT(o + j, c != zero ? x : y);
+    }
+    for (; j < n; ++j)
       o[j] = a[0][j] != 0 ? a[1][j] : a[2][j];
     return true;
+  }
   case ScalarOp::Pow:
     // As applyReal: small integer exponents as products (in double, so
     // that a cube rounds once), others std::pow.

@@ -1064,6 +1064,23 @@ TEST(FastKernelsTest, SixteenLanesEqualFour) {
                              four.size() * sizeof(float)))
         << "op " << int(op);
   }
+  // where: a lane select on the condition (0 picks the third operand; a
+  // NaN condition, like any other not 0, the second), as the scalar test.
+  std::vector<float> cond = x;
+  for (size_t i = 0; i < cond.size(); i += 3)
+    cond[i] = 0.0f;
+  std::vector<const float *> wargs{cond.data(), x.data(), y.data()};
+  std::vector<float> four(x.size()), sixteen(x.size()), scalar(x.size());
+  cpu::setWideVectors(false);
+  cpu::applyElementwise(ScalarOp::Where, {}, wargs, four.data(),
+                        int64_t(x.size()));
+  cpu::setWideVectors(true);
+  cpu::applyElementwise(ScalarOp::Where, {}, wargs, sixteen.data(),
+                        int64_t(x.size()));
+  for (size_t i = 0; i < x.size(); ++i)
+    scalar[i] = cond[i] != 0 ? x[i] : y[i];
+  EXPECT_EQ(0, std::memcmp(four.data(), scalar.data(), x.size() * 4));
+  EXPECT_EQ(0, std::memcmp(sixteen.data(), scalar.data(), x.size() * 4));
   // Softmax and log-softmax rows (exponentials summed four ways).
   for (const char *kind : {"softmax", "log_softmax"}) {
     auto sm = ComputeBuilder(kind).iter("a", 3).red("b", 333);
@@ -1077,7 +1094,7 @@ TEST(FastKernelsTest, SixteenLanesEqualFour) {
     EXPECT_EQ(four.data, sixteen.data) << kind;
   }
   // Attention's softmax weights: the same weights and the same sum.
-  std::vector<float> four = x, sixteen = x;
+  four = x, sixteen = x;
   double sumFour = 0, sumSixteen = 0;
   int64_t n = int64_t(x.size()) & ~int64_t(15);
   cpu::expWeightsFour(four.data(), n, 3.0f, sumFour);
