@@ -90,16 +90,25 @@ llvm::Error FuseBiasPass::run(Module &m, PassContext &) {
   return llvm::Error::success();
 }
 
+/// Pass \p pass's one option \p key, 0 (the default) or 1.
+static llvm::Expected<bool>
+flagOption(const PassOptions &o, llvm::StringRef pass, llvm::StringRef key) {
+  if (auto err = o.checkKnown(pass, {key}))
+    return err;
+  std::string v = o.get(key, "0");
+  if (v != "0" && v != "1")
+    return llvm::createStringError(pass + ": " + key + "=" + v +
+                                   ": expected 0 or 1");
+  return v == "1";
+}
+
 llvm::Expected<std::unique_ptr<Pass>>
 FoldCopiesPass::create(const PassOptions &o) {
-  if (auto err = o.checkKnown("pax-fold-copies", {"attention"}))
-    return err;
-  std::string attention = o.get("attention", "0");
-  if (attention != "0" && attention != "1")
-    return llvm::createStringError("pax-fold-copies: attention=" + attention +
-                                   ": expected 0 or 1");
+  auto attention = flagOption(o, "pax-fold-copies", "attention");
+  if (!attention)
+    return attention.takeError();
   auto p = std::make_unique<FoldCopiesPass>();
-  p->attention = attention == "1";
+  p->attention = *attention;
   return p;
 }
 
@@ -120,14 +129,11 @@ llvm::Error ChannelsLastPass::run(Module &m, PassContext &) {
 
 llvm::Expected<std::unique_ptr<Pass>>
 FuseKernelsPass::create(const PassOptions &o) {
-  if (auto err = o.checkKnown("pax-fuse-kernels", {"remarks"}))
-    return err;
-  std::string remarks = o.get("remarks", "0");
-  if (remarks != "0" && remarks != "1")
-    return llvm::createStringError("pax-fuse-kernels: remarks=" + remarks +
-                                   ": expected 0 or 1");
+  auto remarks = flagOption(o, "pax-fuse-kernels", "remarks");
+  if (!remarks)
+    return remarks.takeError();
   auto p = std::make_unique<FuseKernelsPass>();
-  p->remarks = remarks == "1";
+  p->remarks = *remarks;
   return p;
 }
 
