@@ -465,8 +465,11 @@ static llvm::Error readLevers(const llvm::json::Object &root,
   }
   for (size_t i = 0; i < ops.size(); ++i) {
     OpChoice c;
-    auto has = readChoice(*ops[i].getAsObject(),
-                          llvm::formatv("{0}: op {1}", origin, i), c);
+    std::string where = llvm::formatv("{0}: op {1}", origin, i);
+    const llvm::json::Object *op = ops[i].getAsObject();
+    if (!op)
+      return llvm::createStringError(where + ": expected an object");
+    auto has = readChoice(*op, where, c);
     if (!has)
       return has.takeError();
     any |= *has && (c.recompute || c.zero);
