@@ -104,16 +104,16 @@ flagOption(const PassOptions &o, llvm::StringRef pass, llvm::StringRef key) {
 
 llvm::Expected<std::unique_ptr<Pass>>
 FoldCopiesPass::create(const PassOptions &o) {
-  auto attention = flagOption(o, "pax-fold-copies", "attention");
-  if (!attention)
-    return attention.takeError();
+  auto inference = flagOption(o, "pax-fold-copies", "inference");
+  if (!inference)
+    return inference.takeError();
   auto p = std::make_unique<FoldCopiesPass>();
-  p->attention = *attention;
+  p->inference = *inference;
   return p;
 }
 
 llvm::Error FoldCopiesPass::run(Module &m, PassContext &) {
-  foldCopies(m, {attention});
+  foldCopies(m, {inference});
   return llvm::Error::success();
 }
 

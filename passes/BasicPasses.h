@@ -46,7 +46,7 @@ public:
   static llvm::Expected<std::unique_ptr<Pass>> create(const PassOptions &o);
   llvm::StringRef argument() const override { return "pax-fold-copies"; }
   llvm::Error run(Module &m, PassContext &ctx) override;
-  bool attention = false; ///< `attention=1`: FoldCopiesOptions::attention
+  bool inference = false; ///< `inference=1`: FoldCopiesOptions::inference
 };
 
 /// channelsLast (ChannelsLast.h).

@@ -158,6 +158,23 @@ bool identityCopy(const Op &op) {
 /// read whole (`*`, `(h, *64)`): attention's forward.
 bool readsThroughMaps(const Op &op) { return op.kind == OpKind::Attention; }
 
+/// True for a matrix product, whose kernels (BLAS's transposes and leading
+/// dims, oneDNN's strided memory) read operands through plain dims in any
+/// order: a transposed weight where it lies.
+bool readsPermuted(const Op &op) {
+  return op.kind == OpKind::MatMul || op.kind == OpKind::Gemm;
+}
+
+/// Whether \p op's kernels take operand map \p map: a matrix product's
+/// plain dims in any order (or `_`); any map for attention and copies.
+bool takes(const Op &op, const AccessMap &map) {
+  if (!readsPermuted(op))
+    return true;
+  return llvm::all_of(map, [](const AccessExpr &e) {
+    return e.isPlainDim() || e.kind == AccessExpr::Kind::Broadcast;
+  });
+}
+
 class Folder {
 public:
   Folder(Module &m, const FoldCopiesOptions &o) : m(m), options(o) {}
@@ -230,7 +247,7 @@ bool Folder::foldReads(Op &op) {
   for (Operand &o : op.operands) {
     while (const Op *inner = foldable(o.value, op)) {
       auto map = compose(*inner, o.value->index, o.map, op);
-      if (!map)
+      if (!map || !takes(op, *map))
         break;
       --uses[o.value];
       o.value = inner->operands[0].value;
@@ -322,10 +339,11 @@ unsigned Folder::run() {
   // In program order: a copy of a copy of a copy folds twice.
   uses = m.main.countUses();
   for (const auto &op : m.main.ops)
-    if (outerCopy(*op) || (options.attention && readsThroughMaps(*op)))
+    if (outerCopy(*op) ||
+        (options.inference && (readsThroughMaps(*op) || readsPermuted(*op))))
       foldReads(*op);
   unsigned removed = 0;
-  if (options.attention)
+  if (options.inference)
     for (size_t i = 0; i < m.main.ops.size(); ++i)
       if (readsThroughMaps(*m.main.ops[i]) && foldWrite(*m.main.ops[i]))
         ++removed;

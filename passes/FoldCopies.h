@@ -18,12 +18,14 @@
 //   expressions (a group only plain dims of the same extents). The outer
 //   copy is a reshape, transpose, slice, split or expand (kinds that read
 //   inside their input only, so no padding meets a regrouped index);
-// - with `attention`, lets attention (whose kernels read through any map)
+// - with `inference`, lets attention (whose kernels read through any map)
 //   read Q, K and V through the copies before it, a split's parts too (the
 //   heads of [b, s, 3 * h * d] read as `(h, *64) + 768`), and write its
 //   output where the one copy after it writes (the heads merged back into
-//   the hidden dim): no copy is left around it. Inference only: a training
-//   step's attention gradients write what attention reads;
+//   the hidden dim): no copy is left around it; and lets a matrix product
+//   read an operand through transposes where the composed map is plain
+//   dims (a tied LM head's embedding where it lies). Inference only: a
+//   training step's gradients would be written through those maps;
 // - removes the copies no one reads any more.
 //
 // The ops that stay compute the same values: every point reads the element
@@ -37,8 +39,9 @@
 namespace pax {
 
 struct FoldCopiesOptions {
-  /// Attention reads and writes through the copies around it.
-  bool attention = false;
+  /// Attention reads and writes through the copies around it, and matrix
+  /// products read through transposes (no backward pass follows).
+  bool inference = false;
 };
 
 /// Folds \p m's copies as above; returns how many ops it removed.

@@ -224,7 +224,8 @@ static cl::opt<bool> foldCopiesFlag(
              "transposes and slices removed, a copy of a copy (a reshape "
              "then a transpose) one copy reading the first one's input; "
              "in an inference, attention reading Q, K and V and writing "
-             "its output through the copies and splits around it "
+             "its output through the copies and splits around it, and "
+             "matrix products reading through transposes "
              "(default true; =false keeps every copy; not with "
              "--emit=onnx-sharded)"),
     cl::cat(paxcCategory));
@@ -702,8 +703,9 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
 
 /// The graph-level rewrites after import, each unless its flag is false:
 /// attention chains, GELUs, each matmul with the add after it, copies read
-/// through (attention's too, unless a backward pass follows); then, for an
-/// inference, channels-last activations where asked for.
+/// through (by attention and products too, unless a backward pass
+/// follows); then, for an inference, channels-last activations where asked
+/// for.
 static void fuseImported(Module &m) {
   if (fuseAttentionOps)
     fuseAttention(m);
@@ -712,7 +714,7 @@ static void fuseImported(Module &m) {
   if (fuseBiasOps)
     fuseBias(m);
   if (foldCopiesFlag && emit != Emit::OnnxSharded)
-    foldCopies(m, {/*attention=*/mode != "train" && !gradients});
+    foldCopies(m, {/*inference=*/mode != "train" && !gradients});
   if (!channelsLastFlag)
     return;
   if (mode != "train" && emit != Emit::OnnxSharded)

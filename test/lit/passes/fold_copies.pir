@@ -1,9 +1,9 @@
 // RUN: paxc-opt %s --split-input-file -p pax-fold-copies | FileCheck %s
-// The pass takes one option, attention=0|1; paxc's flag takes a boolean.
+// The pass takes one option, inference=0|1; paxc's flag takes a boolean.
 // RUN: not paxc-opt %s -p 'pax-fold-copies{all=1}' 2>&1 | FileCheck %s --check-prefix=OPTION
 // OPTION: error: pass 'pax-fold-copies' has no option 'all'
-// RUN: not paxc-opt %s -p 'pax-fold-copies{attention=2}' 2>&1 | FileCheck %s --check-prefix=ATTN-OPTION
-// ATTN-OPTION: pax-fold-copies: attention=2: expected 0 or 1
+// RUN: not paxc-opt %s -p 'pax-fold-copies{inference=2}' 2>&1 | FileCheck %s --check-prefix=ATTN-OPTION
+// ATTN-OPTION: pax-fold-copies: inference=2: expected 0 or 1
 // RUN: not paxc %s --fold-copies=maybe 2>&1 | FileCheck %s --check-prefix=FLAG
 // FLAG: fold-copies{{.*}}maybe
 

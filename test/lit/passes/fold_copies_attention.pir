@@ -1,12 +1,12 @@
-// RUN: paxc-opt %s --split-input-file -p 'pax-fold-copies{attention=1}' | FileCheck %s
+// RUN: paxc-opt %s --split-input-file -p 'pax-fold-copies{inference=1}' | FileCheck %s
 // The folded maps print and parse back (a round trip prints the same):
-// RUN: paxc-opt %s --split-input-file -p 'pax-fold-copies{attention=1}' > %t.pir
+// RUN: paxc-opt %s --split-input-file -p 'pax-fold-copies{inference=1}' > %t.pir
 // RUN: paxc-opt %t.pir --split-input-file | diff %t.pir -
 // RUN: paxc-opt %s --split-input-file -p pax-fold-copies | FileCheck %s --check-prefix=PLAIN
 
 // GPT-2's heads: one projection writes Q, K and V side by side, a split
 // cuts them apart, transposes move the heads out (K's to [b, h, d, s]);
-// after attention a reshape merges the heads back. With attention=1,
+// after attention a reshape merges the heads back. With inference=1,
 // attention reads each head of the projection where it lies, `(b1, *4)`
 // (head b1's 4 values, read whole) from K's and V's offsets, and writes its
 // output in the merged layout: no copy is left.
@@ -85,5 +85,37 @@ module @kept {
         ins(%7[d0, d2, d1, d3])
         outs([d0, d1, (d2, d3)] : tensor<2x3x8xf32>) {name = "Merge"}
     return %9, %3, %6, %7
+  }
+}
+
+// -----
+
+// A matrix product reads a transposed weight where it lies (plain dims in
+// another order: BLAS's transpose), not through a reshape (a group).
+// CHECK-LABEL: module @products
+// CHECK:      %0 = compute "matmul" iter [m: 4 par, n: 6 par, k: 8 red]
+// CHECK-NEXT:     ins(%x[m, k], @w[n, k])
+// CHECK:      compute "reshape"
+// CHECK:      compute "matmul" iter [m: 4 par, n: 6 par, k: 8 red]
+// CHECK-NEXT:     ins(%x[m, k], %{{[0-9]+}}[k, n])
+// PLAIN-LABEL: module @products
+// PLAIN: compute "transpose"
+module @products {
+  param @w : tensor<6x8xf32> = fill(0.5)
+  param @v : tensor<48xf32> = fill(0.25)
+  func @main(%x: tensor<4x8xf32>) -> (y: tensor<4x6xf32>, z: tensor<4x6xf32>) {
+    %0 = compute "transpose" iter [d0: 6 par, d1: 8 par]
+        ins(@w[d0, d1])
+        outs([d1, d0] : tensor<8x6xf32>) {name = "T", perm = [1, 0]}
+    %1 = compute "matmul" iter [m: 4 par, n: 6 par, k: 8 red]
+        ins(%x[m, k], %0[k, n])
+        outs([m, n] : tensor<4x6xf32>) {name = "Head"}
+    %2 = compute "reshape" iter [d0: 8 par, d1: 6 par]
+        ins(@v[(d0, d1)])
+        outs([d0, d1] : tensor<8x6xf32>) {name = "R"}
+    %3 = compute "matmul" iter [m: 4 par, n: 6 par, k: 8 red]
+        ins(%x[m, k], %2[k, n])
+        outs([m, n] : tensor<4x6xf32>) {name = "Other"}
+    return %1, %3
   }
 }
