@@ -489,13 +489,6 @@ llvm::Error DeviceRun::findKernels() {
 /// The longest chain of computes tried for fusion.
 constexpr size_t kMaxChain = 4;
 
-/// True when buffers \p a and \p b of \p prog share arena bytes.
-bool shareBytes(const plan::DeviceProgram &prog, uint32_t a, uint32_t b) {
-  const plan::Buffer &x = prog.buffers(int(a)), &y = prog.buffers(int(b));
-  return x.offset() < y.offset() + planBufferBytes(y) &&
-         y.offset() < x.offset() + planBufferBytes(x);
-}
-
 llvm::SmallVector<int64_t, 8> DeviceRun::candidateChain(int64_t i) const {
   llvm::SmallVector<int64_t, 8> chain{i};
   size_t computes = 1;
@@ -549,9 +542,9 @@ bool DeviceRun::movable(llvm::ArrayRef<int64_t> chain) const {
   for (auto read : c.reads) {
     uint32_t r = read.first;
     for (uint32_t l : c.loads)
-      if (l != r && shareBytes(prog, l, r))
+      if (l != r && planBuffersShareBytes(prog, l, r))
         return false;
-    if (shareBytes(prog, c.first, r))
+    if (planBuffersShareBytes(prog, c.first, r))
       return false;
   }
   return true;
@@ -565,7 +558,7 @@ bool DeviceRun::staged(llvm::ArrayRef<int64_t> chain) const {
     auto [r, byFirst] = read;
     bool inPlace = !byFirst && prog.buffers(int(r)).offset() ==
                                    prog.buffers(int(c.out)).offset();
-    return shareBytes(prog, r, c.out) && !inPlace;
+    return planBuffersShareBytes(prog, r, c.out) && !inPlace;
   });
 }
 

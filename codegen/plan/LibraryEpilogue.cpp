@@ -47,13 +47,6 @@ std::vector<int> readersOf(const DeviceProgram &prog) {
   return readers;
 }
 
-/// True when buffers \p a and \p b of \p prog share arena bytes.
-bool overlap(const DeviceProgram &prog, uint32_t a, uint32_t b) {
-  const Buffer &x = prog.buffers(int(a)), &y = prog.buffers(int(b));
-  return x.offset() < y.offset() + planBufferBytes(y) &&
-         y.offset() < x.offset() + planBufferBytes(x);
-}
-
 /// Matches epilogues against one program.
 class Matcher {
 public:
@@ -162,9 +155,10 @@ std::optional<LibraryEpilogue> Matcher::match(uint32_t i,
   // One call reads the product's operands while it writes the result:
   // only the addend may lie where the result goes, exactly.
   for (const Access &a : p.inputs())
-    if (int64_t(a.buffer()) != e.addend && overlap(prog, a.buffer(), from))
+    if (int64_t(a.buffer()) != e.addend &&
+        planBuffersShareBytes(prog, a.buffer(), from))
       return std::nullopt;
-  if (e.addend >= 0 && overlap(prog, uint32_t(e.addend), from) &&
+  if (e.addend >= 0 && planBuffersShareBytes(prog, uint32_t(e.addend), from) &&
       prog.buffers(int(e.addend)).offset() != prog.buffers(int(from)).offset())
     return std::nullopt;
   e.output = from;

@@ -28,6 +28,13 @@ int64_t planBufferBytes(const plan::Buffer &buf) {
   return bytes;
 }
 
+bool planBuffersShareBytes(const plan::DeviceProgram &prog, uint32_t a,
+                           uint32_t b) {
+  const plan::Buffer &x = prog.buffers(int(a)), &y = prog.buffers(int(b));
+  return x.offset() < y.offset() + planBufferBytes(y) &&
+         y.offset() < x.offset() + planBufferBytes(x);
+}
+
 int64_t planDTypeBytes(plan::DType dtype) {
   switch (dtype) {
   case plan::F64:

@@ -31,6 +31,9 @@ inline constexpr uint32_t kPlanVersion = 3;
 int64_t planDTypeBytes(plan::DType dtype);
 /// Bytes of \p buf's elements (its shape and element type).
 int64_t planBufferBytes(const plan::Buffer &buf);
+/// True when buffers \p a and \p b of \p prog share arena bytes.
+bool planBuffersShareBytes(const plan::DeviceProgram &prog, uint32_t a,
+                           uint32_t b);
 
 std::string encodePlan(const plan::Plan &plan);
 

@@ -9,6 +9,7 @@
 #include "runtime/cuda/CudaKernels.h"
 
 #include "runtime/Elements.h"
+#include "runtime/ScalarMath.h"
 
 namespace pax::runtime::cuda {
 namespace {
@@ -189,10 +190,11 @@ __global__ void epilogueKernel(const float *product, const float *addend,
                                float *out, int64_t n, int act) {
   for (int64_t i = threadIndex(); i < n; i += threadStride()) {
     double v = double(product[i]) + (addend ? double(addend[i]) : 0.0);
-    if (act == 1)
-      v = v > 0 ? v : 0;
-    else if (act == 2)
-      v = 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    ScalarParams params;
+    params.tanhGelu = true;
+    if (act != 0)
+      v = scalar::activation(act == 1 ? ScalarOp::Relu : ScalarOp::Gelu, v,
+                             0.0, params);
     out[i] = float(v);
   }
 }
