@@ -159,4 +159,11 @@ std::pair<int64_t, int64_t> affineRange(const AccessExpr &e,
   return {lo, hi};
 }
 
+bool isIdentityMap(const AccessMap &m) {
+  for (size_t i = 0; i < m.size(); ++i)
+    if (!m[i].isPlainDim() || m[i].dims[0] != i)
+      return false;
+  return true;
+}
+
 } // namespace pax

@@ -93,6 +93,9 @@ std::string accessExprStr(const AccessExpr &e, llvm::ArrayRef<IterDim> space);
 /// IR text of a whole map: `[n, ci, 2*oh + kh - 3]`.
 std::string accessMapStr(const AccessMap &m, llvm::ArrayRef<IterDim> space);
 
+/// True where \p m reads tensor dim i at iteration dim i, for every dim.
+bool isIdentityMap(const AccessMap &m);
+
 /// The number of tensor positions the expression can address, when the
 /// whole iteration range is walked (ignoring clipping at the tensor edge).
 /// Used by the verifier and by shape checks in tests.

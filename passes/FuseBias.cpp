@@ -9,14 +9,6 @@
 namespace pax {
 namespace {
 
-/// True where \p m reads tensor dim i at iteration dim i, for every dim.
-bool identity(const AccessMap &m) {
-  for (size_t i = 0; i < m.size(); ++i)
-    if (!m[i].isPlainDim() || m[i].dims[0] != i)
-      return false;
-  return true;
-}
-
 /// The add's map \p c of its other operand, over the matmul's dims: the
 /// add's dim i is the matmul's dim \p product[i] (the matmul's result map);
 /// nullopt unless \p c is plain dims and broadcasts.
@@ -68,9 +60,9 @@ Op *Fuser::match(const Op &add, unsigned k, AccessMap &c) const {
   if (mm->operands.size() != 2 || mm->results.size() != 1 ||
       uses.lookup(product) != 1 || add.results.size() != 1 ||
       add.results[0].value->type != product->type ||
-      other->type.elem != product->type.elem ||
-      (product->type.elem != DType::F32 && product->type.elem != DType::F64) ||
-      !identity(add.operands[k].map) || !identity(add.results[0].map) ||
+      other->type.elem != product->type.elem || !isFloat(product->type.elem) ||
+      !isIdentityMap(add.operands[k].map) ||
+      !isIdentityMap(add.results[0].map) ||
       add.operands[k].map.size() != product->type.shape.size())
     return nullptr;
   // C must exist where the gemm runs: before the matmul.
