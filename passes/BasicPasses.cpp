@@ -1,6 +1,7 @@
 //===- BasicPasses.cpp - Clean-up and inspection passes -------------------===//
 #include "passes/BasicPasses.h"
 
+#include "passes/Autocast.h"
 #include "passes/ChannelsLast.h"
 #include "passes/FoldCopies.h"
 #include "passes/FuseAttention.h"
@@ -114,6 +115,44 @@ FoldCopiesPass::create(const PassOptions &o) {
 
 llvm::Error FoldCopiesPass::run(Module &m, PassContext &) {
   foldCopies(m, {inference});
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Pass>>
+AutocastPass::create(const PassOptions &o) {
+  if (auto err = o.checkKnown("pax-autocast", {"precision", "master-weights"}))
+    return err;
+  auto low = parseLowPrecision(o.get("precision", "bf16"));
+  if (!low)
+    return llvm::createStringError("pax-autocast: " +
+                                   llvm::toString(low.takeError()));
+  std::string master = o.get("master-weights", "0");
+  if (master != "0" && master != "1")
+    return llvm::createStringError("pax-autocast: master-weights=" + master +
+                                   ": expected 0 or 1");
+  auto p = std::make_unique<AutocastPass>();
+  p->low = *low;
+  p->masterWeights = master == "1";
+  return p;
+}
+
+llvm::Error AutocastPass::run(Module &m, PassContext &) {
+  autocast(m, {low, masterWeights});
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Pass>>
+FoldCastsPass::create(const PassOptions &o) {
+  auto downOnly = flagOption(o, "pax-fold-casts", "down-only");
+  if (!downOnly)
+    return downOnly.takeError();
+  auto p = std::make_unique<FoldCastsPass>();
+  p->downOnly = *downOnly;
+  return p;
+}
+
+llvm::Error FoldCastsPass::run(Module &m, PassContext &) {
+  foldCasts(m, downOnly ? CastFold::DownOnly : CastFold::All);
   return llvm::Error::success();
 }
 

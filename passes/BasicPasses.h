@@ -49,6 +49,25 @@ public:
   bool inference = false; ///< `inference=1`: FoldCopiesOptions::inference
 };
 
+/// autocast (Autocast.h).
+class AutocastPass : public Pass {
+public:
+  static llvm::Expected<std::unique_ptr<Pass>> create(const PassOptions &o);
+  llvm::StringRef argument() const override { return "pax-autocast"; }
+  llvm::Error run(Module &m, PassContext &ctx) override;
+  DType low = DType::BF16;    ///< `precision=bf16|fp16`
+  bool masterWeights = false; ///< `master-weights=1`
+};
+
+/// foldCasts (Autocast.h).
+class FoldCastsPass : public Pass {
+public:
+  static llvm::Expected<std::unique_ptr<Pass>> create(const PassOptions &o);
+  llvm::StringRef argument() const override { return "pax-fold-casts"; }
+  llvm::Error run(Module &m, PassContext &ctx) override;
+  bool downOnly = false; ///< `down-only=1`: CastFold::DownOnly
+};
+
 /// channelsLast (ChannelsLast.h).
 class ChannelsLastPass : public Pass {
 public:

@@ -12,11 +12,6 @@
 #include "ir/Printer.h"
 #include "ir/Summary.h"
 #include "ir/Verifier.h"
-#include "passes/ChannelsLast.h"
-#include "passes/FoldCopies.h"
-#include "passes/FuseAttention.h"
-#include "passes/FuseBias.h"
-#include "passes/FuseGelu.h"
 #include "passes/FuseKernels.h"
 #include "passes/autodiff/Autodiff.h"
 #include "passes/autodiff/Microbatches.h"
@@ -29,6 +24,7 @@
 #include "runtime/GenerateKernels.h"
 #include "tools/common/Printable.h"
 #include "tools/common/Runnable.h"
+#include "tools/paxc/Rewrites.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
@@ -47,7 +43,8 @@
 using namespace pax;
 namespace cl = llvm::cl;
 
-static cl::OptionCategory paxcCategory("paxc options");
+cl::OptionCategory pax::paxc::paxcCategory("paxc options");
+using pax::paxc::paxcCategory;
 
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
                                       cl::cat(paxcCategory));
@@ -209,47 +206,6 @@ static cl::opt<bool> fuseKernelsFlag(
              "generate one kernel per run of a group's pointwise ops, which "
              "the CUDA and cuda-emulated backends compile and run in place "
              "of the ops (default true; =false: every op its own kernel)"),
-    cl::cat(paxcCategory));
-
-static cl::opt<bool> fuseBiasOps(
-    "fuse-bias", cl::init(true),
-    cl::desc("Make each matmul whose only reader is an add (a bias, a "
-             "residual) one gemm that adds it, the product never stored "
-             "(default true; =false keeps the pair)"),
-    cl::cat(paxcCategory));
-
-static cl::opt<bool> foldCopiesFlag(
-    "fold-copies", cl::init(true),
-    cl::desc("Read through copies (pax-fold-copies): identity reshapes, "
-             "transposes and slices removed, a copy of a copy (a reshape "
-             "then a transpose) one copy reading the first one's input; "
-             "in an inference, attention reading Q, K and V and writing "
-             "its output through the copies and splits around it, and "
-             "matrix products reading through transposes "
-             "(default true; =false keeps every copy; not with "
-             "--emit=onnx-sharded)"),
-    cl::cat(paxcCategory));
-
-static cl::opt<bool> channelsLastFlag(
-    "channels-last", cl::init(false),
-    cl::desc("Store the activations around 2-D convolutions [n, h, w, c] "
-             "(pax-channels-last), where the CPU and cuDNN convolutions are "
-             "fastest; inference only (a training step, and "
-             "--emit=onnx-sharded, keep the model's layout)"),
-    cl::cat(paxcCategory));
-
-static cl::opt<bool> fuseGeluOps(
-    "fuse-gelu", cl::init(true),
-    cl::desc("Replace each group of elementwise ops that computes a GELU "
-             "(erf's or tanh's) of one value by one gelu op (default true; "
-             "=false keeps the group)"),
-    cl::cat(paxcCategory));
-
-static cl::opt<bool> fuseAttentionOps(
-    "fuse-attention", cl::init(true),
-    cl::desc("Replace each scaled-dot-product attention chain (Q.K^T, "
-             "scales, masks, softmax, P.V) by one attention op whose scores "
-             "are never stored (default true; =false keeps the chain)"),
     cl::cat(paxcCategory));
 
 static cl::OptionCategory searchCategory("paxc sharding options");
@@ -701,31 +657,6 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
   return llvm::Error::success();
 }
 
-/// The graph-level rewrites after import, each unless its flag is false:
-/// attention chains, GELUs, each matmul with the add after it, copies read
-/// through (by attention and products too, unless a backward pass
-/// follows); then, for an inference, channels-last activations where asked
-/// for.
-static void fuseImported(Module &m) {
-  if (fuseAttentionOps)
-    fuseAttention(m);
-  if (fuseGeluOps)
-    fuseGelu(m);
-  if (fuseBiasOps)
-    fuseBias(m);
-  if (foldCopiesFlag && emit != Emit::OnnxSharded)
-    foldCopies(m, {/*inference=*/mode != "train" && !gradients});
-  if (!channelsLastFlag)
-    return;
-  if (mode != "train" && emit != Emit::OnnxSharded)
-    channelsLast(m);
-  else if (!quiet)
-    llvm::WithColor::warning(llvm::errs(), "paxc")
-        << "--channels-last applies to inference plans; "
-        << (mode == "train" ? "a training step" : "--emit=onnx-sharded")
-        << " keeps the model's layout\n";
-}
-
 /// The last op each source node became, by the node's name: an op fused
 /// from several nodes (attention, a matmul and its bias add) stands for the
 /// node named by its `onnx_node`, whose output it writes; a gemm also for
@@ -1151,7 +1082,11 @@ static llvm::Expected<ImportResult> importModel() {
     for (const std::string &w : imported->warnings)
       llvm::WithColor::warning(llvm::errs(), "paxc") << w << "\n";
   Module &m = *imported->module;
-  fuseImported(m);
+  if (auto err = paxc::rewriteImported(
+          m, {/*trainMode=*/mode == "train",
+              /*backward=*/mode == "train" || gradients,
+              /*onnxSharded=*/emit == Emit::OnnxSharded, quiet}))
+    return err;
   if (mode == "train" &&
       llvm::none_of(m.globals, [](const std::unique_ptr<Global> &g) {
         return g->isParameter && isFloat(g->value.type.elem);
