@@ -1,5 +1,6 @@
 //===- Kernels.cpp - Contraction, window and normalization CPU kernels ----===//
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/Widen.h"
 
 #include "codegen/plan/Kernels.h"
 
@@ -443,19 +444,48 @@ llvm::Error dispatch(const plan::Compute &c,
   }
   return computeError(c, "no cpu kernel for kind '" + c.kind() + "'");
 }
+/// Whether kernel \p id runs 16-bit float tensors through f32 copies: all
+/// but those that move or sum elements of any type as they are (copies,
+/// scatter-adds, random numbers, reductions) and the recurrences.
+bool widens(plan::KernelId id) {
+  using plan::KernelId;
+  return id != KernelId::Copy && id != KernelId::ScatterAdd &&
+         id != KernelId::Random && id != KernelId::Reduce &&
+         id != KernelId::Recurrent && id != KernelId::RecurrentGrad;
+}
+
+/// dispatch, the 16-bit float tensors of a kernel that widens them in f32
+/// (cpu/Widen.h).
+llvm::Error dispatchWidening(const plan::Compute &c,
+                             llvm::ArrayRef<const Tensor *> inputs,
+                             llvm::ArrayRef<Tensor *> outputs,
+                             cpu::DnnlCache *primitives) {
+  if (cpu::holds16BitFloats(inputs, outputs)) {
+    auto id = plan::computeKernel(c);
+    if (!id)
+      return id.takeError();
+    if (widens(*id))
+      return cpu::runWidened(inputs, outputs, primitives,
+                             [&](llvm::ArrayRef<const Tensor *> ins,
+                                 llvm::ArrayRef<Tensor *> outs) {
+                               return dispatch(c, ins, outs, primitives);
+                             });
+  }
+  return dispatch(c, inputs, outputs, primitives);
+}
 } // namespace
 
 llvm::Error runKernel(const plan::Compute &c,
                       llvm::ArrayRef<const Tensor *> inputs,
                       llvm::ArrayRef<Tensor *> outputs) {
-  return dispatch(c, inputs, outputs, nullptr);
+  return dispatchWidening(c, inputs, outputs, nullptr);
 }
 
 llvm::Error runDeviceKernel(const plan::Compute &c,
                             llvm::ArrayRef<const Tensor *> inputs,
                             llvm::ArrayRef<Tensor *> outputs,
                             cpu::DnnlCache &primitives) {
-  return dispatch(c, inputs, outputs, &primitives);
+  return dispatchWidening(c, inputs, outputs, &primitives);
 }
 
 llvm::Error paddedWindow(const plan::Compute &c, llvm::ArrayRef<int64_t> shape,
