@@ -176,6 +176,9 @@ private:
   /// The BLAS calls of \p s, in double; gemm's C copied in first.
   static llvm::Error gemm(const Prepared &p, const GemmShape &s) {
     const plan::Compute &c = p.c;
+    // The types cuBLAS takes (GemmTypes), refused as the GPU would.
+    if (auto types = gemmTypes(p, s); !types)
+      return types.takeError();
     auto doubles = [](const Tensor &t) {
       std::vector<double> v(size_t(t.numel()));
       for (int64_t i = 0; i < t.numel(); ++i)

@@ -188,4 +188,20 @@ void referenceGemm(const GemmShape &s, double alpha, const double *a,
   }
 }
 
+llvm::Expected<GemmTypes> gemmTypes(const Prepared &p, const GemmShape &s) {
+  GemmTypes t{p.ins[size_t(s.aInput)]->dtype, p.outs[0]->dtype};
+  bool sixteen = t.in == plan::BF16 || t.in == plan::F16;
+  bool same = p.ins[size_t(s.bInput)]->dtype == t.in;
+  if (same && (t.out == t.in || (sixteen && t.out == plan::F32)) &&
+      (sixteen || t.in == plan::F32 || t.in == plan::F64))
+    return t;
+  return computeError(
+      p.c, "a matrix product of " +
+               plan::DType_Name(p.ins[size_t(s.aInput)]->dtype) + " and " +
+               plan::DType_Name(p.ins[size_t(s.bInput)]->dtype) + " into " +
+               plan::DType_Name(t.out) +
+               " (BLAS takes f32 or f64 alone, bf16 or f16 "
+               "into their own type or f32)");
+}
+
 } // namespace pax::runtime

@@ -1,4 +1,5 @@
-//===- GemmShape.h - A contraction as strided batched BLAS calls -*- C++ -*-===//
+//===- GemmShape.h - A contraction as strided batched BLAS calls -*- C++
+//-*-===//
 //
 // How a matmul or gemm compute, with linear access maps, maps onto BLAS's
 // column-major strided batched GEMM (cuBLAS's cublasGemmStridedBatchedEx):
@@ -46,6 +47,18 @@ struct GemmShape {
 /// role whose operands do not step through it as one run, no unit stride
 /// in a matrix.
 llvm::Expected<GemmShape> matchGemm(const Prepared &p);
+
+/// The element types of a library product: A and B of one type; f32 or
+/// f64 with the result of the same type, bf16 or fp16 with the result of
+/// the same or f32 (fp32 accumulation either way: paxc --precision). C
+/// (gemm's third input) is copied into the result first, of any type.
+struct GemmTypes {
+  plan::DType in = plan::F32, out = plan::F32;
+};
+
+/// \p p's GemmTypes, or an error naming the compute where a library
+/// product does not take them.
+llvm::Expected<GemmTypes> gemmTypes(const Prepared &p, const GemmShape &s);
 
 /// Runs \p s on host buffers of doubles in BLAS's order of operations (for
 /// tests: what a BLAS would compute), C = alpha op(A) op(B) + beta C (C

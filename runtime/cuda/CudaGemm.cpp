@@ -169,54 +169,92 @@ llvm::Expected<bool> CudaGemm::runWithEpilogue(const Prepared &p,
   return true;
 }
 
+/// The types of a BLAS call on GemmTypes: A and B's, C's, the compute
+/// type, and whether alpha and beta are doubles.
+struct BlasTypes {
+  cudaDataType_t in = CUDA_R_32F, out = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  int64_t inBytes = 4, outBytes = 4;
+  bool doubles = false;
+};
+
+namespace {
+
+cudaDataType_t cudaType(plan::DType t) {
+  switch (t) {
+  case plan::F64:
+    return CUDA_R_64F;
+  case plan::BF16:
+    return CUDA_R_16BF;
+  case plan::F16:
+    return CUDA_R_16F;
+  default:
+    return CUDA_R_32F;
+  }
+}
+
+BlasTypes blasTypes(GemmTypes t, bool allowTf32) {
+  BlasTypes b;
+  b.in = cudaType(t.in);
+  b.out = cudaType(t.out);
+  b.inBytes = dtypeBytes(t.in);
+  b.outBytes = dtypeBytes(t.out);
+  b.doubles = t.in == plan::F64;
+  // 16-bit operands accumulate in fp32 on the tensor cores.
+  b.compute = b.doubles                        ? CUBLAS_COMPUTE_64F
+              : t.in == plan::F32 && allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                               : CUBLAS_COMPUTE_32F;
+  return b;
+}
+
+/// gemm's C broadcast into the output through the maps (the generic
+/// kernel, converting its type); BLAS then adds alpha A B to it.
+llvm::Error copyBias(const Prepared &p, cudaStream_t stream) {
+  const plan::Compute &c = p.c;
+  Generic g;
+  describeGemmBias(p, g);
+  void *scratch = nullptr;
+  if (cudaError_t e = cudaMallocAsync(&scratch, sizeof(Generic), stream))
+    return computeError(c, cudaGetErrorString(e));
+  cudaError_t e =
+      launchGeneric(g, static_cast<Generic *>(scratch), nullptr, stream);
+  cudaFreeAsync(scratch, stream);
+  if (e != cudaSuccess)
+    return computeError(c, cudaGetErrorString(e));
+  return llvm::Error::success();
+}
+} // namespace
+
 llvm::Error CudaGemm::run(const Prepared &p, const GemmShape &s,
                           bool allowTf32) {
   const plan::Compute &c = p.c;
-  plan::DType t = p.outs[0]->dtype;
-  for (size_t k = 0; k < p.ins.size(); ++k)
-    if (p.ins[k]->dtype != t)
-      return computeError(c, "operands of different types on cuda");
-  cudaDataType_t type;
-  cublasComputeType_t compute;
-  if (t == plan::F32) {
-    type = CUDA_R_32F;
-    compute = allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  } else if (t == plan::F64) {
-    type = CUDA_R_64F;
-    compute = CUBLAS_COMPUTE_64F;
-  } else {
-    return computeError(c, "the cuda backend multiplies f32 and f64 "
-                           "matrices, not this dtype");
-  }
+  auto types = gemmTypes(p, s);
+  if (!types)
+    return types.takeError();
   double alpha = c.kind() == "gemm" ? attrReal(c, "alpha", 1.0) : 1.0;
   double beta = 0;
   if (p.ins.size() == 3) {
-    // gemm's C, broadcast into the output through the maps; BLAS then
-    // computes alpha A B + beta C in place.
     beta = attrReal(c, "beta", 1.0);
-    Generic g;
-    describeGemmBias(p, g);
-    void *scratch = nullptr;
-    if (cudaError_t e = cudaMallocAsync(&scratch, sizeof(Generic), stream))
-      return computeError(c, cudaGetErrorString(e));
-    cudaError_t e =
-        launchGeneric(g, static_cast<Generic *>(scratch), nullptr, stream);
-    cudaFreeAsync(scratch, stream);
-    if (e != cudaSuccess)
-      return computeError(c, cudaGetErrorString(e));
+    if (auto err = copyBias(p, stream))
+      return err;
   }
   if (s.m == 0 || s.n == 0 || s.batch == 0)
     return llvm::Error::success();
   for (int64_t v : {s.m, s.n, s.k, s.lda, s.ldb, s.ldc, s.batch})
     if (v > int64_t(INT32_MAX))
       return computeError(c, "a matrix dim past cuBLAS's 32-bit sizes");
+  return stridedBatches(p, s, blasTypes(*types, allowTf32), alpha, beta);
+}
+
+llvm::Error CudaGemm::stridedBatches(const Prepared &p, const GemmShape &s,
+                                     const BlasTypes &t, double alpha,
+                                     double beta) {
   float alpha32 = float(alpha), beta32 = float(beta);
-  const void *a = t == plan::F32 ? static_cast<const void *>(&alpha32)
-                                 : static_cast<const void *>(&alpha);
-  const void *b = t == plan::F32 ? static_cast<const void *>(&beta32)
-                                 : static_cast<const void *>(&beta);
+  const void *a = t.doubles ? static_cast<const void *>(&alpha)
+                            : static_cast<const void *>(&alpha32);
+  const void *b = t.doubles ? static_cast<const void *>(&beta)
+                            : static_cast<const void *>(&beta32);
   auto h = static_cast<cublasHandle_t>(handle);
-  int64_t bytes = t == plan::F32 ? 4 : 8;
   const uint8_t *A = p.ins[size_t(s.aInput)]->data.data();
   const uint8_t *B = p.ins[size_t(s.bInput)]->data.data();
   uint8_t *C = p.outs[0]->data.data();
@@ -232,11 +270,11 @@ llvm::Error CudaGemm::run(const Prepared &p, const GemmShape &s,
     cublasStatus_t st = cublasGemmStridedBatchedEx(
         h, s.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
         s.transB ? CUBLAS_OP_T : CUBLAS_OP_N, int(s.m), int(s.n), int(s.k), a,
-        A + oa * bytes, type, int(s.lda), s.strideA, B + ob * bytes, type,
-        int(s.ldb), s.strideB, b, C + oc * bytes, type, int(s.ldc), s.strideC,
-        int(s.batch), compute, CUBLAS_GEMM_DEFAULT);
+        A + oa * t.inBytes, t.in, int(s.lda), s.strideA, B + ob * t.inBytes,
+        t.in, int(s.ldb), s.strideB, b, C + oc * t.outBytes, t.out, int(s.ldc),
+        s.strideC, int(s.batch), t.compute, CUBLAS_GEMM_DEFAULT);
     if (st != CUBLAS_STATUS_SUCCESS)
-      return blasError(c, st);
+      return blasError(p.c, st);
     size_t l = s.loops.size();
     while (l > 0 && ++at[l - 1] == s.loops[l - 1].extent)
       at[--l] = 0;

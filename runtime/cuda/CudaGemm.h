@@ -17,10 +17,14 @@ namespace pax::runtime::cuda {
 /// (matchGemm) and enqueues them: f32 in f32 (TF32 only when allowed) and
 /// f64 in f64; gemm's C is copied into the output first and scaled by
 /// beta.
+struct BlasTypes;
+
 class CudaGemm {
 public:
   static llvm::Expected<std::unique_ptr<CudaGemm>> create(cudaStream_t stream);
   ~CudaGemm();
+  /// Enqueues \p p's product: f32 or f64 alone, or bf16 or fp16 operands
+  /// into their type or f32 with fp32 accumulation (GemmTypes).
   llvm::Error run(const Prepared &p, const GemmShape &s, bool allowTf32);
   /// Enqueues \p p's product with epilogue \p e as one cuBLASLt call:
   /// act(alpha A B + bias + addend) into p.outs[0], \p p's C (when it has
@@ -34,6 +38,9 @@ public:
 
 private:
   CudaGemm() = default;
+  /// The strided batched BLAS calls of \p s, one per point of its loops.
+  llvm::Error stridedBatches(const Prepared &p, const GemmShape &s,
+                             const BlasTypes &t, double alpha, double beta);
   void *handle = nullptr;    // cublasHandle_t
   void *ltHandle = nullptr;  // cublasLtHandle_t
   void *workspace = nullptr; // cuBLASLt's, kWorkspaceBytes
