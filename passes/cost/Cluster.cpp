@@ -10,6 +10,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 using namespace pax;
@@ -42,10 +43,11 @@ const std::vector<Preset> &presets() {
       // one peak rate F and one bandwidth B for every link; we take the
       // prototype's defaults F = 10 TFLOP/s (a 1080 Ti peaks at 11.3 in fp32)
       // and B = 16 GB/s (PCIe 3.0 x16: 15.75 GB/s per direction) at both
-      // levels. 11 GiB: the 1080 Ti's memory.
+      // levels. 11 GiB: the 1080 Ti's memory. Its fp16 rate is no faster
+      // (no 16-bit rate given: 16-bit products at F).
       {"GTX 1080 Ti nodes on PCIe, PaSE's experiments and cost constants",
-       {"pase", 32, 8, 10 * kTera, 11 * kGiB, link(16, 5), link(16, 10),
-        0, nullptr, 484 * kGB}},
+       {"pase", 32, 8, 10 * kTera, 11 * kGiB, link(16, 5), link(16, 10), 0,
+        nullptr, 484 * kGB, 0}},
       // FlexFlow (Jia, SysML'19), sec. 8, fig. 6: 4 nodes of 4 Tesla P100
       // (SXM2, 16 GB HBM2), NVLink inside a node, one 100 Gb/s EDR
       // InfiniBand HCA per node. 10.6 TFLOP/s is the P100's fp32 peak (21.2
@@ -56,7 +58,7 @@ const std::vector<Preset> &presets() {
       // per device.
       {"4x Tesla P100 per node on NVLink, EDR InfiniBand: FlexFlow's cluster",
        {"p100-nvlink", 16, 4, 10.6 * kTera, 16 * kGiB, link(40, 3),
-        link(12.5 / 4, 10), 0, nullptr, 732 * kGB}},
+        link(12.5 / 4, 10), 0, nullptr, 732 * kGB, 21.2 * kTera}},
       // NVIDIA DGX-1 (P100): 8 Tesla P100 SXM2 16GB in a hybrid cube mesh of
       // NVLink 1 (4 links of 20 GB/s per direction per GPU; a ring through
       // the mesh sustains about two links: 40 GB/s), 4 EDR InfiniBand NICs
@@ -64,23 +66,24 @@ const std::vector<Preset> &presets() {
       // 10.6 TFLOP/s fp32, as for p100-nvlink.
       {"8x Tesla P100 per node on NVLink (DGX-1), 4x EDR InfiniBand",
        {"dgx1-p100", 16, 8, 10.6 * kTera, 16 * kGiB, link(40, 3),
-        link(12.5 / 2, 10), 0, nullptr, 732 * kGB}},
+        link(12.5 / 2, 10), 0, nullptr, 732 * kGB, 21.2 * kTera}},
       // NVIDIA DGX A100 datasheet: 8 A100 SXM4 80GB, NVLink3 through
       // NVSwitch at 600 GB/s per GPU (300 per direction), 8 ConnectX-6
       // 200 Gb/s HDR InfiniBand NICs (one per GPU: 25 GB/s). 156 TFLOP/s is
       // the dense TF32 tensor-core peak: fp32 tensors with TF32 math, cuDNN's
       // default for convolutions (19.5 TFLOP/s without tensor cores).
       {"8x A100 80GB per node on NVSwitch, 8x 200 Gb/s HDR InfiniBand",
-       {"dgx-a100", 8, 8, 156 * kTera, 80 * kGiB, link(300, 3), link(25, 5),
-        0, nullptr, 2039 * kGB}},
+       {"dgx-a100", 8, 8, 156 * kTera, 80 * kGiB, link(300, 3), link(25, 5), 0,
+        nullptr, 2039 * kGB, 312 * kTera}},
       // NVIDIA DGX H100 datasheet: 8 H100 SXM5 80GB, NVLink4 through NVSwitch
       // at 900 GB/s per GPU (450 per direction), 8 ConnectX-7 400 Gb/s NDR
       // InfiniBand NICs (one per GPU: 50 GB/s). 495 TFLOP/s is the dense TF32
       // tensor-core peak, as for the A100 (989 with sparsity; 67 without
-      // tensor cores).
+      // tensor cores); 989 TFLOP/s is the dense bf16/fp16 tensor-core peak
+      // (312 on the A100; the P100's fp16 rate is 21.2).
       {"8x H100 80GB per node on NVSwitch, 8x 400 Gb/s NDR InfiniBand",
-       {"dgx-h100", 8, 8, 495 * kTera, 80 * kGiB, link(450, 3), link(50, 5),
-        0, nullptr, 3350 * kGB}},
+       {"dgx-h100", 8, 8, 495 * kTera, 80 * kGiB, link(450, 3), link(50, 5), 0,
+        nullptr, 3350 * kGB, 989 * kTera}},
   };
   return table;
 }
@@ -303,9 +306,10 @@ llvm::Expected<Cluster> pax::parseClusterJson(llvm::StringRef text,
                                    ": expected a JSON object describing a "
                                    "cluster");
   FieldReader r(*obj, origin, "");
-  if (auto err = r.checkKnown({"name", "gpus", "gpus_per_node", "peak_tflops",
-                               "memory_gib", "intra_node", "inter_node",
-                               "reduce_gbps", "memory_gbps"}))
+  if (auto err =
+          r.checkKnown({"name", "gpus", "gpus_per_node", "peak_tflops",
+                        "memory_gib", "intra_node", "inter_node", "reduce_gbps",
+                        "memory_gbps", "peak_tflops_16bit"}))
     return err;
   Cluster c;
   auto name = r.string("name");
@@ -336,17 +340,16 @@ llvm::Expected<Cluster> pax::parseClusterJson(llvm::StringRef text,
   if (!inter)
     return inter.takeError();
   c.interNode = *inter;
-  if (obj->get("reduce_gbps")) {
-    auto reduce = r.number("reduce_gbps");
-    if (!reduce)
-      return reduce.takeError();
-    c.reduceBandwidth = *reduce * kGB;
-  }
-  if (obj->get("memory_gbps")) {
-    auto hbm = r.number("memory_gbps");
-    if (!hbm)
-      return hbm.takeError();
-    c.memoryBandwidth = *hbm * kGB;
+  for (auto [key, unit, field] :
+       {std::tuple{"reduce_gbps", kGB, &c.reduceBandwidth},
+        std::tuple{"memory_gbps", kGB, &c.memoryBandwidth},
+        std::tuple{"peak_tflops_16bit", kTera, &c.halfFlops}}) {
+    if (!obj->get(key))
+      continue;
+    auto v = r.number(key);
+    if (!v)
+      return v.takeError();
+    *field = *v * unit;
   }
   return c;
 }
@@ -402,6 +405,8 @@ llvm::json::Value pax::clusterToJson(const Cluster &c) {
     o["reduce_gbps"] = c.reduceBandwidth / kGB;
   if (c.memoryBandwidth > 0)
     o["memory_gbps"] = c.memoryBandwidth / kGB;
+  if (c.halfFlops > 0)
+    o["peak_tflops_16bit"] = c.halfFlops / kTera;
   return o;
 }
 

@@ -46,6 +46,10 @@ struct Cluster {
   /// Bytes per second one device reads and writes its own memory (HBM): a
   /// memory-bound kernel's rate, for the plan's roofline; 0: unknown.
   double memoryBandwidth = 0;
+  /// Peak rate of one device on 16-bit floats (bf16, fp16 tensor cores),
+  /// FLOP/s: the rate of products whose operands are 16-bit (paxc
+  /// --precision=bf16|fp16); 0: peakFlops.
+  double halfFlops = 0;
 
   /// Number of nodes; a cluster smaller than one node is one (partial) node.
   unsigned nodes() const;

@@ -173,7 +173,16 @@ double pax::sendRecv(const Cluster &c, bool acrossNodes, double bytes) {
   return bytes / l.bandwidth + l.latency;
 }
 
-double pax::computeSeconds(const Cluster &c, double flops) {
+double pax::computeSeconds(const Cluster &c, double flops, bool sixteenBit) {
   assert(flops >= 0 && "a negative amount of work");
-  return flops / c.peakFlops;
+  return flops / (sixteenBit && c.halfFlops > 0 ? c.halfFlops : c.peakFlops);
+}
+
+bool pax::runsOn16BitRate(const Op &op) {
+  OpFamily fam = opKindFamily(op.kind);
+  if ((fam != OpFamily::Contraction && fam != OpFamily::Attention) ||
+      op.operands.empty())
+    return false;
+  DType t = op.operands[0].value->type.elem;
+  return t == DType::BF16 || t == DType::F16;
 }

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "ir/Module.h"
 #include "passes/cost/Cluster.h"
 
 namespace pax {
@@ -76,7 +77,12 @@ double broadcast(const Cluster &c, Group g, double bytes);
 /// or across nodes: bytes / bw + alpha.
 double sendRecv(const Cluster &c, bool acrossNodes, double bytes);
 
-/// Seconds one device takes for \p flops at its peak rate.
-double computeSeconds(const Cluster &c, double flops);
+/// Seconds one device takes for \p flops at its peak rate: its 16-bit
+/// rate where \p sixteenBit (Cluster::halfFlops).
+double computeSeconds(const Cluster &c, double flops, bool sixteenBit = false);
+
+/// Whether \p op runs at a device's 16-bit rate: a product, convolution or
+/// attention whose first operand is bf16 or fp16.
+bool runsOn16BitRate(const Op &op);
 
 } // namespace pax

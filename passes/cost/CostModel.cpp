@@ -239,9 +239,9 @@ CostModel::OpParts CostModel::parts(const Op &op, const Config &c) const {
   // training step's backward is assumed to cost twice of).
   double runs = training() && !isSampleOp(op) ? double(microbatches()) : 1;
   std::optional<double> measured = measuredSeconds(op, c);
-  p.forward =
-      runs *
-      (measured ? *measured : computeSeconds(cluster, pointsPerDevice(op, c)));
+  p.forward = runs * (measured ? *measured
+                               : computeSeconds(cluster, pointsPerDevice(op, c),
+                                                runsOn16BitRate(op)));
   p.inside = reduceInside(op, c);
   p.weights = weightBlocks(op, c, cluster.gpusPerNode);
   for (unsigned r = 0; r < op.results.size(); ++r) {
@@ -356,11 +356,12 @@ double workFloorSeconds(const Func &f, const Cluster &cluster,
                         bool withBackward) {
   if (cluster.measured || cluster.gpus <= 0)
     return 0;
-  double flops = 0;
+  double seconds = 0;
   for (const auto &op : f.ops)
-    flops += op->flops();
+    seconds += computeSeconds(cluster, op->flops() / double(cluster.gpus),
+                              runsOn16BitRate(*op));
   double passes = withBackward ? 1 + kBackwardFactor : 1;
-  return passes * computeSeconds(cluster, flops / double(cluster.gpus));
+  return passes * seconds;
 }
 
 } // namespace pax
