@@ -944,6 +944,9 @@ llvm::Expected<plan::Plan> emitPlan(const Module &m, const PlanOptions &o) {
   plan::Plan p;
   p.set_model(m.name);
   p.set_source(o.source);
+  if (auto it = m.attrs.find("precision"); it != m.attrs.end())
+    if (const auto *text = std::get_if<std::string>(&it->second))
+      p.set_allow_tf32(*text == "tf32");
   auto attr = [&](llvm::StringRef key) -> int64_t {
     auto it = m.attrs.find(key);
     if (it == m.attrs.end())

@@ -177,7 +177,8 @@ static cl::opt<std::string> tracePath(
 static cl::opt<bool> allowTf32(
     "allow-tf32",
     cl::desc("--backend=cuda: f32 matrix products may use TF32 tensor cores "
-             "(faster, about 1e-3 relative; off by default)"),
+             "(faster, about 1e-3 relative; off by default, on for a plan "
+             "of paxc --precision=tf32)"),
     cl::cat(runCategory));
 
 static cl::opt<unsigned> threadsOpt(
@@ -900,6 +901,8 @@ int main(int argc, char **argv) {
   auto plan = readPlanFile(planPath);
   if (!plan)
     return fail(llvm::toString(plan.takeError()));
+  if (plan->allow_tf32()) // paxc --precision=tf32
+    allowTf32 = true;
   if (plan->probe() != !costDbOut.empty())
     return fail(plan->probe()
                     ? planPath + ": a cost probe: time it with "
