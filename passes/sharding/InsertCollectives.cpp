@@ -219,10 +219,14 @@ void Inserter::readStored(Op &q, unsigned k, Stored &st,
   ReshardTrace trace;
   auto steps =
       planReshard(st.layout, to, o.value->type, perNode, false, &trace);
-  if (!trace.pointToPoint && llvm::all_of(steps, [](const ReshardStep &s) {
+  // The device's kept block covers what the op reads, where every device
+  // of the op keeps one (planReshard counts devices past a layout's own
+  // as holding what its first ones do).
+  if (!trace.pointToPoint && st.layout.devices() >= to.devices() &&
+      llvm::all_of(steps, [](const ReshardStep &s) {
         return s.kind == ReshardStep::Kind::Slice;
       }))
-    return; // the device's kept block covers what the op reads
+    return;
   std::string base = q.name().str() + ".in" + std::to_string(k) + ".";
   llvm::SmallVector<int64_t, 8> space;
   for (const Digit &d : st.layout.digits)

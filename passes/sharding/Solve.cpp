@@ -75,20 +75,11 @@ bool isReplicatedInput(const Value &arg) {
   return !isFloat(arg.type.elem) || arg.type.rank() <= 1;
 }
 
-llvm::DenseSet<const Op *> constantOps(const Module &m) {
-  llvm::DenseSet<const Value *> dynamic;
-  for (const auto &a : m.main.args)
-    if (!isReplicatedInput(*a))
-      dynamic.insert(a.get());
-  for (const auto &g : m.globals)
-    if (g->isParameter)
-      dynamic.insert(&g->value);
-  // Optimizer state (a training step's updates write it) lives in shards
-  // like the weights; scalars (the step count) are computed everywhere.
-  for (llvm::StringRef name : m.main.returnNames)
-    if (name.consume_front("update/"))
-      if (const Global *g = m.findGlobal(name); g && g->value.type.rank() > 0)
-        dynamic.insert(&g->value);
+/// The ops that read only constants and \p dynamic's complement, given
+/// \p dynamic (the values that vary); their results join \p dynamic
+/// where they read it.
+static llvm::DenseSet<const Op *>
+constantsGiven(const Module &m, llvm::DenseSet<const Value *> dynamic) {
   llvm::DenseSet<const Op *> constants;
   for (const auto &op : m.main.ops) {
     bool reads = llvm::any_of(op->operands, [&](const Operand &o) {
@@ -102,6 +93,43 @@ llvm::DenseSet<const Op *> constantOps(const Module &m) {
       dynamic.insert(r.value.get());
   }
   return constants;
+}
+
+llvm::DenseSet<const Op *> constantOps(const Module &m) {
+  llvm::DenseSet<const Value *> dynamic;
+  for (const auto &a : m.main.args)
+    if (!isReplicatedInput(*a))
+      dynamic.insert(a.get());
+  for (const auto &g : m.globals)
+    if (g->isParameter)
+      dynamic.insert(&g->value);
+  // Optimizer state (a training step's updates write it) lives in shards
+  // like the weights; scalars (the step count) are computed everywhere,
+  // unless their update depends on what varies (the loss scale, on the
+  // gradients): then they are placed like any value.
+  std::vector<std::pair<const Value *, const Value *>> scalars;
+  const Func &f = m.main;
+  for (size_t i = 0; i < f.returns.size(); ++i) {
+    llvm::StringRef name = f.returnNames[i];
+    if (!name.consume_front("update/"))
+      continue;
+    if (const Global *g = m.findGlobal(name); g && g->value.type.rank() > 0)
+      dynamic.insert(&g->value);
+    else if (g)
+      scalars.push_back({&g->value, f.returns[i]});
+  }
+  while (true) {
+    llvm::DenseSet<const Op *> constants = constantsGiven(m, dynamic);
+    bool more = false;
+    for (auto [g, update] : scalars)
+      if (!dynamic.count(g) && update->kind == Value::Kind::Result &&
+          !constants.count(update->def)) {
+        dynamic.insert(g);
+        more = true;
+      }
+    if (!more)
+      return constants;
+  }
 }
 
 bool storedAtUpdate(const Module &m, size_t index) {
