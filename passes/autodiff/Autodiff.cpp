@@ -49,9 +49,8 @@ Value *GradientBuilder::over(OpKind kind, llvm::ArrayRef<Read> ins,
   std::vector<int> index(forward->iters.size(), -1);
   for (unsigned d = 0; d < forward->iters.size(); ++d) {
     bool written = mapUses(out, d);
-    if (!written && llvm::none_of(ins, [&](const Read &r) {
-          return mapUses(r.map, d);
-        }))
+    if (!written &&
+        llvm::none_of(ins, [&](const Read &r) { return mapUses(r.map, d); }))
       continue;
     index[d] = int(op->iters.size());
     IterDim dim = forward->iters[d];
@@ -110,8 +109,8 @@ Value *GradientBuilder::elementwise(OpKind kind, llvm::ArrayRef<Value *> ins,
                                     llvm::StringRef what) {
   Op *op = m.main.addOp(kind);
   for (unsigned d = 0; d < type.rank(); ++d)
-    op->iters.push_back({"d" + std::to_string(d), type.shape[d],
-                         IterKind::Parallel});
+    op->iters.push_back(
+        {"d" + std::to_string(d), type.shape[d], IterKind::Parallel});
   for (Value *v : ins)
     op->operands.push_back(
         {v, v->type.rank() == 0 ? AccessMap() : identity(type.rank())});
@@ -125,8 +124,8 @@ Value *GradientBuilder::padded(Value *x, const AccessMap &read,
                                const TensorType &type, llvm::StringRef what) {
   Op *op = m.main.addOp(OpKind::Pad);
   for (unsigned d = 0; d < type.rank(); ++d)
-    op->iters.push_back({"d" + std::to_string(d), type.shape[d],
-                         IterKind::Parallel});
+    op->iters.push_back(
+        {"d" + std::to_string(d), type.shape[d], IterKind::Parallel});
   op->operands.push_back({x, read});
   op->attrs["name"] = name(what);
   tagMicrobatch(op);
@@ -237,10 +236,12 @@ llvm::Error appendBackward(Module &m, const AutodiffOptions &options) {
     forward.push_back(op.get());
   GradientBuilder b(m);
   b.setReplicas(options.replicas);
-  // d loss / d loss = 1, as a one-element tensor of the loss's type.
-  b.accumulate(loss, b.elementwise(OpKind::Expand,
-                                   {b.constant(1.0, loss->type.elem)},
-                                   loss->type, "seed"));
+  // d loss / d loss = 1 (or the loss scale), as a one-element tensor of
+  // the loss's type.
+  Value *one = options.seedScale
+                   ? const_cast<Value *>(&options.seedScale->value)
+                   : b.constant(1.0, loss->type.elem);
+  b.accumulate(loss, b.elementwise(OpKind::Expand, {one}, loss->type, "seed"));
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
     const Op &op = **it;
     std::vector<Value *> dys;

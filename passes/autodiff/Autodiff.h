@@ -29,6 +29,9 @@ struct AutodiffOptions {
   /// The devices a lookup's gradient (scatter_add) may be computed on at
   /// once: its replica dim's extent (GradientBuilder::replicate); 1 for none.
   int64_t replicas = 1;
+  /// The loss's gradient seed: 1, or this scalar global's value (the loss
+  /// scale of fp16 training, LossScaling.h): every gradient is scaled by it.
+  const Global *seedScale = nullptr;
 };
 
 /// Appends to @main the gradient of its loss (its first result, a float

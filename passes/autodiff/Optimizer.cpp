@@ -34,6 +34,20 @@ public:
     return v;
   }
   Value *c(double v, DType elem) { return b.constant(v, elem); }
+  /// An elementwise op whose result is of \p type.
+  Value *typed(OpKind kind, llvm::ArrayRef<Value *> ins, const TensorType &type,
+               llvm::StringRef what) {
+    Value *v = b.elementwise(kind, ins, type, what);
+    GradientBuilder::replicate(*v->def, replicas);
+    tag(*v->def, type);
+    return v;
+  }
+  /// \p a where \p cond holds, else \p b (of \p a's type).
+  Value *where(Value *cond, Value *a, Value *b, llvm::StringRef what) {
+    const TensorType &type =
+        a->type.rank() >= b->type.rank() ? a->type : b->type;
+    return typed(OpKind::Where, {cond, a, b}, type, what);
+  }
 
   /// The sum of every element of \p x, as a scalar.
   Value *sumAll(Value *x, llvm::StringRef what) {
@@ -94,6 +108,13 @@ public:
 private:
   using Kind = OptimizerOptions::Kind;
   void clipByGlobalNorm(std::vector<std::pair<Global *, Value *>> &params);
+  /// Divides each gradient by the loss scale; returns whether any of them
+  /// holds an inf or a NaN (an i1 scalar).
+  Value *unscale(std::vector<std::pair<Global *, Value *>> &params);
+  /// \p v, or where the step is skipped, \p g's value as it was.
+  Value *unlessSkipped(const Global *g, Value *v);
+  /// The loss scale's and its growth count's next values.
+  void updateScale();
   void adamCorrections();
   /// The new value of \p g from its (decayed, clipped) gradient \p d.
   Value *sgd(Global *g, Value *d);
@@ -104,6 +125,8 @@ private:
   Updates u;
   DType elem = DType::F32;
   Value *bias1 = nullptr, *bias2Sqrt = nullptr;
+  /// With loss scaling: whether this step is skipped.
+  Value *found = nullptr;
 };
 } // namespace
 
@@ -131,11 +154,57 @@ void Builder::clipByGlobalNorm(
   u.forParameter(nullptr);
 }
 
+Value *Builder::unscale(std::vector<std::pair<Global *, Value *>> &params) {
+  Value *inv = u.op(OpKind::Div,
+                    {u.c(1, elem), const_cast<Value *>(&o.lossScale->value)},
+                    "inv_loss_scale");
+  // A sum of each gradient times 0 is NaN exactly where an element is inf
+  // or NaN, and sums across the devices as any partial sum does.
+  Value *probe = nullptr;
+  for (auto &[g, grad] : params) {
+    u.forParameter(g);
+    grad = u.op(OpKind::Mul, {grad, inv}, "unscaled");
+    Value *p = u.sumAll(u.op(OpKind::Mul, {grad, u.c(0, elem)}, "inf_probe"),
+                        "inf_probe_sum");
+    probe = probe ? u.op(OpKind::Add, {probe, p}, "inf_probe_total") : p;
+  }
+  u.forParameter(nullptr);
+  return u.typed(OpKind::IsNaN, {probe}, TensorType{DType::I1, {}},
+                 "found_inf");
+}
+
+Value *Builder::unlessSkipped(const Global *g, Value *v) {
+  if (!found)
+    return v;
+  return u.where(found, const_cast<Value *>(&g->value), v, "skip_step");
+}
+
+void Builder::updateScale() {
+  Value *scale = const_cast<Value *>(&o.lossScale->value);
+  Global *count = u.state("amp/growth_tracker", TensorType{elem, {}});
+  Value *clean =
+      u.where(found, u.c(0, elem),
+              u.op(OpKind::Add, {&count->value, u.c(1, elem)}, "clean_steps"),
+              "clean_steps_or_zero");
+  Value *grow = u.typed(OpKind::GreaterOrEqual,
+                        {clean, u.c(double(o.growthInterval), elem)},
+                        TensorType{DType::I1, {}}, "grow_scale");
+  Value *next = u.where(
+      grow, u.op(OpKind::Mul, {scale, u.c(o.scaleGrowth, elem)}, "grown"),
+      scale, "scale_grown");
+  next = u.where(
+      found, u.op(OpKind::Mul, {scale, u.c(o.scaleBackoff, elem)}, "backoff"),
+      next, "scale_next");
+  states.push_back({kLossScaleName, next});
+  states.push_back(
+      {count->name(), u.where(grow, u.c(0, elem), clean, "clean_steps_next")});
+}
+
 /// Adam's step count and bias corrections.
 void Builder::adamCorrections() {
   Global *step = u.state("optimizer/step", TensorType{elem, {}});
   Value *t = u.op(OpKind::Add, {&step->value, u.c(1, elem)}, "step");
-  states.push_back({step->name(), t});
+  states.push_back({step->name(), unlessSkipped(step, t)});
   bias1 = u.op(
       OpKind::Sub,
       {u.c(1, elem), u.op(OpKind::Pow, {u.c(o.beta1, elem), t}, "beta1_t")},
@@ -205,6 +274,8 @@ Value *Builder::adam(Global *g, Value *d) {
 
 void Builder::build(std::vector<std::pair<Global *, Value *>> &params) {
   elem = params[0].second->type.elem;
+  if (o.lossScale)
+    found = unscale(params);
   if (o.clipNorm > 0)
     clipByGlobalNorm(params);
   bool isAdam = o.kind != Kind::Sgd;
@@ -218,9 +289,16 @@ void Builder::build(std::vector<std::pair<Global *, Value *>> &params) {
                {d, u.op(OpKind::Mul, {&g->value, u.c(o.weightDecay, elem)},
                         "decay")},
                "with_decay");
-    updates.push_back({g->name(), isAdam ? adam(g, d) : sgd(g, d)});
+    size_t first = states.size();
+    updates.push_back(
+        {g->name(), unlessSkipped(g, isAdam ? adam(g, d) : sgd(g, d))});
+    for (size_t i = first; i < states.size(); ++i)
+      states[i].second =
+          unlessSkipped(m.findGlobal(states[i].first), states[i].second);
   }
   u.forParameter(nullptr);
+  if (o.lossScale)
+    updateScale();
   // The random ops' step counter moves on: each step draws new numbers.
   if (Global *rng = m.findGlobal(kRngStepName))
     states.push_back(
@@ -243,10 +321,21 @@ static llvm::Error checkOptions(const OptimizerOptions &o) {
     return fail("--weight-decay must not be negative");
   if (o.clipNorm < 0)
     return fail("--clip-norm must not be negative");
+  if (o.lossScale && (o.growthInterval < 1 || !(o.scaleGrowth >= 1) ||
+                      !(o.scaleBackoff > 0 && o.scaleBackoff < 1)))
+    return fail("loss scaling needs a growth interval of at least 1 step, "
+                "a growth of at least 1 and a backoff in (0, 1)");
   if (o.beta1 < 0 || o.beta1 >= 1 || o.beta2 < 0 || o.beta2 >= 1 ||
       !(o.eps > 0))
     return fail("the betas must be in [0, 1) and eps positive");
   return llvm::Error::success();
+}
+
+Global *addLossScale(Module &m, double initial) {
+  Global *g = m.addGlobal(kLossScaleName, TensorType{DType::F32, {}});
+  g->source = DataSource::Fill;
+  g->fill = initial;
+  return g;
 }
 
 llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {

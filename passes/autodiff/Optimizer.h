@@ -13,6 +13,16 @@
 // norm taken over all the gradients together (after their aggregation,
 // since the ops read whole gradients).
 //
+// Dynamic loss scaling (fp16 training, as torch.amp.GradScaler does): the
+// backward pass starts from the loss scale S (addLossScale, a state global
+// `amp/scale`) instead of 1, so the 16-bit gradients keep their small
+// values; the optimizer divides each gradient by S, and where any
+// gradient holds an inf or a NaN it skips the step (every parameter and
+// piece of state keeps its value) and halves S; after `growthInterval`
+// clean steps in a row S doubles (the count is state `amp/growth_tracker`).
+// S and the count are state like any other: fed back each step, saved in
+// checkpoints.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -38,7 +48,21 @@ struct OptimizerOptions {
   /// Each update op's replica dim (GradientBuilder::replicate): the devices
   /// it may run on at once, whole; 1 for none.
   int64_t replicas = 1;
+  /// Dynamic loss scaling: the scale the gradients carry (addLossScale);
+  /// nullptr for none.
+  const Global *lossScale = nullptr;
+  /// Clean steps after which the scale grows by scaleGrowth; what an
+  /// overflow multiplies it by.
+  int64_t growthInterval = 2000;
+  double scaleGrowth = 2, scaleBackoff = 0.5;
 };
+
+/// The name of the loss-scale state global.
+inline constexpr const char *kLossScaleName = "amp/scale";
+
+/// Adds the loss-scale state (an f32 scalar starting at \p initial) for
+/// AutodiffOptions::seedScale and OptimizerOptions::lossScale.
+Global *addLossScale(Module &m, double initial);
 
 /// "sgd", "adam", "adamw"; nullopt otherwise.
 std::optional<OptimizerOptions::Kind> parseOptimizerKind(llvm::StringRef name);

@@ -115,4 +115,12 @@ llvm::Error rewriteImported(Module &m, const RewriteContext &c) {
   return applyPrecision(m, c);
 }
 
+std::optional<DType> lowPrecision() {
+  if (precision == "bf16")
+    return DType::BF16;
+  if (precision == "fp16")
+    return DType::F16;
+  return std::nullopt;
+}
+
 } // namespace pax::paxc

@@ -37,4 +37,8 @@ struct RewriteContext {
 /// plans let f32 products use TF32.
 llvm::Error rewriteImported(Module &m, const RewriteContext &c);
 
+/// The low precision --precision asks for (bf16, fp16); nullopt for fp32
+/// and tf32.
+std::optional<DType> lowPrecision();
+
 } // namespace pax::paxc

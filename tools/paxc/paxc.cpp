@@ -197,6 +197,21 @@ static cl::opt<double> clipNorm(
     "clip-norm",
     cl::desc("Clip the gradients' global norm, after aggregation (0: none)"),
     cl::init(0), cl::cat(trainCategory));
+static cl::opt<std::string> lossScale(
+    "loss-scale",
+    cl::desc("Loss scaling: dynamic (the loss's gradient starts at a scale S; "
+             "a step whose gradients hold an inf or NaN is skipped and S "
+             "halves; S doubles after --loss-scale-interval clean steps), "
+             "none, or auto (default: dynamic with --precision=fp16)"),
+    cl::value_desc("auto|dynamic|none"), cl::init("auto"),
+    cl::cat(trainCategory));
+static cl::opt<double> lossScaleInit("loss-scale-init",
+                                     cl::desc("The first loss scale"),
+                                     cl::init(65536), cl::cat(trainCategory));
+static cl::opt<int64_t> lossScaleInterval(
+    "loss-scale-interval",
+    cl::desc("Clean steps after which the loss scale doubles"), cl::init(2000),
+    cl::cat(trainCategory));
 
 static cl::opt<bool> quiet("quiet", cl::desc("Do not print warnings"),
                            cl::cat(paxcCategory));
@@ -757,6 +772,23 @@ static llvm::Expected<OptimizerOptions> optimizerFromFlags(int64_t replicas) {
   return opt;
 }
 
+/// Whether a training step scales its loss (--loss-scale; auto: with
+/// --precision=fp16).
+static llvm::Expected<bool> lossScaling() {
+  if (lossScale != "auto" && lossScale != "dynamic" && lossScale != "none")
+    return llvm::createStringError("--loss-scale=" + lossScale +
+                                   ": expected auto, dynamic or none");
+  if (lossScale != "none" && !(lossScaleInit > 0))
+    return llvm::createStringError("--loss-scale-init must be positive");
+  if (lossScale == "auto")
+    return trainingStep && paxc::lowPrecision() == DType::F16;
+  if (lossScale == "dynamic" && !trainingStep)
+    return llvm::createStringError(
+        "--loss-scale=dynamic scales a training step's loss (--mode=train "
+        "with --loss)");
+  return lossScale == "dynamic";
+}
+
 /// --gradients: the backward pass. A training step: the backward pass,
 /// the optimizer's updates, the recomputation \p recomputing asks for
 /// (auto: of the forward ops in \p chosen), and the ops in microbatch
@@ -774,6 +806,11 @@ static llvm::Error buildBackward(Module &m, int64_t replicas,
     return llvm::createStringError(inputPath + ": " +
                                    llvm::toString(std::move(err)));
   };
+  auto scaling = lossScaling();
+  if (!scaling)
+    return scaling.takeError();
+  const Global *scale = *scaling ? addLossScale(m, lossScaleInit) : nullptr;
+  ad.seedScale = scale;
   if (auto err = appendBackward(m, ad))
     return inModel(std::move(err));
   if (!trainingStep)
@@ -781,6 +818,8 @@ static llvm::Error buildBackward(Module &m, int64_t replicas,
   auto opt = optimizerFromFlags(replicas);
   if (!opt)
     return opt.takeError();
+  opt->lossScale = scale;
+  opt->growthInterval = lossScaleInterval;
   if (auto err = appendOptimizer(m, *opt))
     return inModel(std::move(err));
   // Every result but the contractions' computed again where the backward
@@ -808,6 +847,8 @@ static llvm::Expected<RecomputePolicy> checkStepFlags() {
                  "(--mode=train with --loss) applies them instead");
   if (freeze.getNumOccurrences() && !gradients && !trainingStep)
     return error("--freeze needs --gradients or a training step");
+  if (auto scaling = lossScaling(); !scaling)
+    return scaling.takeError();
   if (mode != "train" && microbatches.getNumOccurrences())
     return error("--microbatches splits a training step's batch "
                  "(--mode=train)");
