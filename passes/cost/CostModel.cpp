@@ -160,13 +160,33 @@ ReshardStep CostModel::returnStep(const Op &op, const Config &c,
 using WeightBlock = CostModel::WeightBlock;
 
 /// The weights \p op reads in \p c, each with its replicated digits.
-static llvm::SmallVector<WeightBlock, 4>
-weightBlocks(const Op &op, const Config &c, unsigned gpusPerNode) {
+/// The parameter operand \p k of \p op stands for: the parameter itself,
+/// or one a cast reads (mixed precision's master weight: its gradient is
+/// summed where the low-precision copy is read, in that precision); none
+/// for the cast's own read of it, nor for other values. Only a training
+/// step (\p training) has master weights: an inference's cast weight is
+/// the cast's result.
+static const Global *weightOf(const Op &op, unsigned k, bool training) {
+  const Value *v = op.operands[k].value;
+  if (v->global && v->global->isParameter)
+    return op.kind == OpKind::Cast && training ? nullptr : v->global;
+  if (!training || v->kind != Value::Kind::Result ||
+      v->def->kind != OpKind::Cast || v->def->operands.size() != 1)
+    return nullptr;
+  const Value *w = v->def->operands[0].value;
+  return w->global && w->global->isParameter ? w->global : nullptr;
+}
+
+static llvm::SmallVector<WeightBlock, 4> weightBlocks(const Op &op,
+                                                      const Config &c,
+                                                      unsigned gpusPerNode,
+                                                      bool training) {
   llvm::SmallVector<WeightBlock, 4> out;
   for (unsigned k = 0; k < op.operands.size(); ++k) {
-    const Value *v = op.operands[k].value;
-    if (!v->global || !v->global->isParameter)
+    const Global *g = weightOf(op, k, training);
+    if (!g)
       continue;
+    const Value *v = op.operands[k].value;
     TensorLayout l = operandLayout(op, c, k);
     int64_t rep = 1, perNode = 1, pos = 1;
     for (const Digit &d : l.digits) {
@@ -176,9 +196,9 @@ weightBlocks(const Op &op, const Config &c, unsigned gpusPerNode) {
       }
       pos *= d.size;
     }
-    out.push_back({v,
-                   double(l.blockElements(v->type)) * dtypeBytes(v->type.elem),
-                   rep, perNode});
+    double elements = double(l.blockElements(v->type));
+    out.push_back({&g->value, elements * dtypeBytes(v->type.elem),
+                   elements * dtypeBytes(g->value.type.elem), rep, perNode});
   }
   return out;
 }
@@ -243,7 +263,7 @@ CostModel::OpParts CostModel::parts(const Op &op, const Config &c) const {
                                : computeSeconds(cluster, pointsPerDevice(op, c),
                                                 runsOn16BitRate(op)));
   p.inside = reduceInside(op, c);
-  p.weights = weightBlocks(op, c, cluster.gpusPerNode);
+  p.weights = weightBlocks(op, c, cluster.gpusPerNode, training());
   for (unsigned r = 0; r < op.results.size(); ++r) {
     const Value *v = op.results[r].value.get();
     p.results.push_back(double(resultLayout(op, c, r).blockElements(v->type)) *
@@ -271,9 +291,9 @@ OpCost CostModel::costOf(const OpParts &p, OpChoice choice) const {
 OpMemory CostModel::memoryOf(const OpParts &p, OpChoice choice) const {
   OpMemory m;
   for (const WeightBlock &w : p.weights)
-    m.persistent +=
-        training() ? weightState(w.bytes, w.replicas, choice.zero, &m.gathered)
-                   : w.bytes;
+    m.persistent += training() ? weightState(w.stateBytes, w.replicas,
+                                             choice.zero, &m.gathered)
+                               : w.stateBytes;
   for (double bytes : p.results) {
     if (training())
       m.activation = std::max(m.activation, bytes);
@@ -315,9 +335,9 @@ llvm::SmallVector<OpChoice, 8> CostModel::choices(const Op &op) const {
   llvm::SmallVector<OpChoice, 8> out;
   if (!training())
     return {OpChoice{}};
-  bool weights = llvm::any_of(op.operands, [](const Operand &o) {
-    return o.value->global && o.value->global->isParameter;
-  });
+  bool weights = false;
+  for (unsigned k = 0; k < op.operands.size(); ++k)
+    weights |= weightOf(op, k, /*training=*/true) != nullptr;
   llvm::SmallVector<uint8_t, 4> stages;
   if (!weights)
     stages = {0};

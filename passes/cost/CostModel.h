@@ -124,9 +124,13 @@ public:
   CostMode getMode() const { return mode; }
 
   /// A weight block an op reads, and the devices that hold it alike.
+  /// A weight's block an op reads: the parameter, the bytes of the block
+  /// as read (what its gradient is summed and gathered in: a master
+  /// weight's low-precision copy), the bytes of its state (the parameter's
+  /// own type), and over how many devices it is replicated.
   struct WeightBlock {
     const Value *value;
-    double bytes;
+    double bytes, stateBytes;
     int64_t replicas, replicasPerNode;
   };
 
