@@ -5,14 +5,20 @@ at random, with paxc's training plans and paxrun --train.
 
   python3 tools/models/train_text.py [--steps 200] [--gpus 4] [--float64]
         [--optimizer "--optimizer=adam --lr=0.003"] [--agree 1e-4]
+        [--precisions bf16,fp16 [--final 0.02]]
         [--bin build/bin] [--out docs/training] [--work DIR]
 
 Checks that the loss falls (the last ten steps' mean below 60% of the
 first step's) and that the two loss curves agree to --agree (relative,
 every step; default 1e-4); writes OUT/loss_curve.png (both curves: one
 device dark blue, four devices orange, dotted over it) and OUT/losses.csv
-(with --float64, a float64 copy of the model: *_float64.*). Needs onnx and
-numpy; the PNG is written with zlib alone.
+(with --float64, a float64 copy of the model: *_float64.*). With
+--precisions, trains in fp32 and in each of those mixed precisions (paxc
+--precision) on one and on four devices instead, checks that each final
+loss is within --final (2%) of fp32's, and writes
+OUT/loss_curve_precision.png (fp32 blue, bf16 green, fp16 red; four
+devices dotted) and OUT/losses_precision.csv. Needs onnx and numpy; the
+PNG is written with zlib alone.
 """
 import argparse
 import os
@@ -83,6 +89,62 @@ def png(path, curves, width=720, height=420):
     write_png(path, img)
 
 
+def train_curves(a, model, work, precision="fp32"):
+    """The losses of --steps steps on one device and on --gpus with every op
+    split at random, in \p precision (paxc --precision)."""
+    paxc, paxrun = os.path.join(a.bin, "paxc"), os.path.join(a.bin, "paxrun")
+    train = ["--mode=train", "--loss=cross-entropy", *a.optimizer.split(),
+             f"--precision={precision}", "--quiet"]
+    one = os.path.join(work, f"one_{precision}.paxplan")
+    subprocess.run([paxc, model, *train, "-o", one], check=True)
+    searched = os.path.join(work, f"searched_{precision}.json")
+    subprocess.run([paxc, model, *train, f"--gpus={a.gpus}", "--emit=strategy",
+                    "-o", searched], check=True)
+    forced = os.path.join(work, f"forced_{precision}.json")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "models", "force_strategy.py"),
+                    searched, "random", f"--gpus={a.gpus}", "--seed=3", "-o", forced],
+                   check=True)
+    many = os.path.join(work, f"many_{precision}.paxplan")
+    subprocess.run([paxc, model, *train, f"--gpus={a.gpus}", f"--strategy={forced}",
+                    "-o", many], check=True)
+    data = os.path.join(work, "data")
+    l1 = run([paxrun, one, "--train", f"--steps={a.steps}", f"--data={data}"])
+    ln = run([paxrun, many, "--train", f"--steps={a.steps}", f"--data={data}"])
+    return l1, ln
+
+
+def precision_runs(a, model, work):
+    """--precisions: fp32's curves and each low precision's, on one device
+    and on --gpus; each final loss (mean of the last ten steps) within
+    --final of fp32's one-device one."""
+    runs = {"fp32": train_curves(a, model, work)}
+    for p in a.precisions.split(","):
+        runs[p] = train_curves(a, model, work, p)
+    base = float(np.mean(runs["fp32"][0][-10:]))
+    ok = True
+    with open(os.path.join(a.out, "losses_precision.csv"), "w") as f:
+        names = [f"{p}_{d}" for p in runs for d in ("1_device", f"{a.gpus}_devices")]
+        f.write("step," + ",".join(names) + "\n")
+        for i in range(a.steps):
+            f.write(f"{i}," + ",".join(f"{runs[p][k][i]:.6f}" for p in runs
+                                      for k in (0, 1)) + "\n")
+    colours = {"fp32": (20, 40, 140), "bf16": (30, 150, 60), "fp16": (210, 40, 40)}
+    png(os.path.join(a.out, "loss_curve_precision.png"),
+        [(runs[p][k], colours.get(p, (120, 120, 120)), k == 1)
+         for p in runs for k in (0, 1)])
+    for p, (l1, ln) in runs.items():
+        for label, losses in ((1, l1), (a.gpus, ln)):
+            last = float(np.mean(losses[-10:]))
+            rel = (last - base) / base
+            good = len(losses) == a.steps and abs(rel) <= a.final
+            ok &= good
+            print(f"{p} on {label} device(s): loss {losses[0]:.4f} -> {last:.4f} "
+                  f"(mean of the last 10), {rel:+.2%} from fp32's"
+                  f"{'' if good else ' FAILED'}")
+    print("ok" if ok else "FAILED")
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=200)
@@ -96,6 +158,12 @@ def main():
                     help="train a float64 copy of the model")
     ap.add_argument("--agree", type=float, default=1e-4,
                     help="the largest relative difference of the two curves")
+    ap.add_argument("--precisions",
+                    help="also train in these paxc --precision values "
+                    "(bf16,fp16) and compare with fp32")
+    ap.add_argument("--final", type=float, default=0.02,
+                    help="with --precisions: the largest relative difference "
+                    "of a final loss from fp32's")
     a = ap.parse_args()
     work = a.work or tempfile.mkdtemp(prefix="pax-train-")
     os.makedirs(a.out, exist_ok=True)
@@ -106,28 +174,13 @@ def main():
                     "--ffn", "256", "--vocab", "256", "--positions", "64",
                     "--batch", str(BATCH), "--seq", str(SEQ), "--weights", "random",
                     "-o", model], check=True, capture_output=True)
+    if a.precisions:
+        return precision_runs(a, model, work)
     if a.float64:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from onnx_float64 import to_float64
         onnx.save(to_float64(onnx.load(model))[0], model)
-    paxc, paxrun = os.path.join(a.bin, "paxc"), os.path.join(a.bin, "paxrun")
-    train = ["--mode=train", "--loss=cross-entropy", *a.optimizer.split(),
-             "--quiet"]
-    one = os.path.join(work, "one.paxplan")
-    subprocess.run([paxc, model, *train, "-o", one], check=True)
-    searched = os.path.join(work, "searched.json")
-    subprocess.run([paxc, model, *train, f"--gpus={a.gpus}", "--emit=strategy",
-                    "-o", searched], check=True)
-    forced = os.path.join(work, "forced.json")
-    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "models", "force_strategy.py"),
-                    searched, "random", f"--gpus={a.gpus}", "--seed=3", "-o", forced],
-                   check=True)
-    many = os.path.join(work, "many.paxplan")
-    subprocess.run([paxc, model, *train, f"--gpus={a.gpus}", f"--strategy={forced}",
-                    "-o", many], check=True)
-    data = os.path.join(work, "data")
-    l1 = run([paxrun, one, "--train", f"--steps={a.steps}", f"--data={data}"])
-    ln = run([paxrun, many, "--train", f"--steps={a.steps}", f"--data={data}"])
+    l1, ln = train_curves(a, model, work)
     rel = max(abs(p - q) / abs(p) for p, q in zip(l1, ln))
     first, last = l1[0], float(np.mean(l1[-10:]))
     with open(os.path.join(a.out, f"losses{'_float64' if a.float64 else ''}.csv"),
