@@ -322,16 +322,9 @@ static std::vector<uint8_t> denseBytes(const ConstTensor &c) {
       store(c.real(i));
       break;
     case DType::F16:
-    case DType::BF16: {
-      // Stored as f32's upper half (bf16) or rounded to half: folding 16-bit
-      // tensors is rare, and bf16 truncation keeps this simple and exact for
-      // values that came from 16-bit data.
-      float f = float(c.real(i));
-      uint32_t bits;
-      std::memcpy(&bits, &f, 4);
-      store(uint16_t(bits >> 16));
+    case DType::BF16:
+      store(roundTo16Bits(c.real(i), c.type.elem == DType::BF16));
       break;
-    }
     case DType::I8:
     case DType::U8:
     case DType::I1:

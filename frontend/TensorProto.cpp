@@ -186,6 +186,29 @@ llvm::Error checkTensorData(const TensorProto &t, llvm::StringRef modelDir) {
   return llvm::Error::success();
 }
 
+uint16_t roundTo16Bits(double v, bool bf16) {
+  float f = float(v);
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if (bf16) {
+    if (f != f)
+      return uint16_t((x >> 16) | 0x40);
+    return uint16_t((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+  }
+  uint16_t sign = uint16_t((x >> 16) & 0x8000);
+  float a = std::fabs(f);
+  if (f != f)
+    return sign | 0x7e00;
+  if (a >= 65520.0f)
+    return sign | 0x7c00;
+  if (a < 6.103515625e-05f) // subnormal: a multiple of 2^-24
+    return sign | uint16_t(std::nearbyint(a * 16777216.0f));
+  uint32_t bits;
+  std::memcpy(&bits, &a, 4);
+  bits += 0xfff + ((bits >> 13) & 1);
+  return sign | uint16_t(((bits >> 23) - 112) << 10 | ((bits >> 13) & 0x3ff));
+}
+
 static double halfToDouble(uint16_t h, bool bf16) {
   if (bf16) {
     uint32_t bits = uint32_t(h) << 16;

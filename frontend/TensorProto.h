@@ -30,4 +30,8 @@ llvm::Error checkTensorData(const onnx::TensorProto &t,
 llvm::Expected<ConstTensor> readTensorProto(const onnx::TensorProto &t,
                                             llvm::StringRef modelDir);
 
+/// \p v rounded to nearest even as the bits of a bfloat16 (\p bf16) or an
+/// IEEE half.
+uint16_t roundTo16Bits(double v, bool bf16);
+
 } // namespace pax

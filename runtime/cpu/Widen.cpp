@@ -37,7 +37,7 @@ const Tensor *wideInput(const Tensor &t, DnnlCache *cache,
     return &own.back();
   }
   auto &e = cache->entry<WideEntry>(t.data.data());
-  if (e.wide.shape != t.shape) {
+  if (e.wide.data.empty() || e.wide.shape != t.shape) {
     e.wide = widenToF32(t);
     e.wide.resident = true;
   }
