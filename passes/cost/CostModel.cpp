@@ -177,10 +177,9 @@ static const Global *weightOf(const Op &op, unsigned k, bool training) {
   return w->global && w->global->isParameter ? w->global : nullptr;
 }
 
-static llvm::SmallVector<WeightBlock, 4> weightBlocks(const Op &op,
-                                                      const Config &c,
-                                                      unsigned gpusPerNode,
-                                                      bool training) {
+static llvm::SmallVector<WeightBlock, 4>
+weightBlocks(const Op &op, const Config &c, unsigned gpusPerNode, bool training,
+             bool fp32Gradients) {
   llvm::SmallVector<WeightBlock, 4> out;
   for (unsigned k = 0; k < op.operands.size(); ++k) {
     const Global *g = weightOf(op, k, training);
@@ -197,8 +196,10 @@ static llvm::SmallVector<WeightBlock, 4> weightBlocks(const Op &op,
       pos *= d.size;
     }
     double elements = double(l.blockElements(v->type));
-    out.push_back({&g->value, elements * dtypeBytes(v->type.elem),
-                   elements * dtypeBytes(g->value.type.elem), rep, perNode});
+    double state = elements * dtypeBytes(g->value.type.elem);
+    out.push_back({&g->value,
+                   fp32Gradients ? state : elements * dtypeBytes(v->type.elem),
+                   state, rep, perNode});
   }
   return out;
 }
@@ -263,7 +264,8 @@ CostModel::OpParts CostModel::parts(const Op &op, const Config &c) const {
                                : computeSeconds(cluster, pointsPerDevice(op, c),
                                                 runsOn16BitRate(op)));
   p.inside = reduceInside(op, c);
-  p.weights = weightBlocks(op, c, cluster.gpusPerNode, training());
+  p.weights = weightBlocks(op, c, cluster.gpusPerNode, training(),
+                           levers.fp32Gradients);
   for (unsigned r = 0; r < op.results.size(); ++r) {
     const Value *v = op.results[r].value.get();
     p.results.push_back(double(resultLayout(op, c, r).blockElements(v->type)) *

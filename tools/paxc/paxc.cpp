@@ -12,6 +12,7 @@
 #include "ir/Printer.h"
 #include "ir/Summary.h"
 #include "ir/Verifier.h"
+#include "passes/Autocast.h"
 #include "passes/FuseKernels.h"
 #include "passes/autodiff/Autodiff.h"
 #include "passes/autodiff/Microbatches.h"
@@ -205,6 +206,13 @@ static cl::opt<std::string> lossScale(
              "none, or auto (default: dynamic with --precision=fp16)"),
     cl::value_desc("auto|dynamic|none"), cl::init("auto"),
     cl::cat(trainCategory));
+static cl::opt<std::string> gradReduce(
+    "grad-reduce",
+    cl::desc("With --precision=bf16|fp16: sum the weights' gradients across "
+             "devices in the low precision (low, default: half the bytes of "
+             "fp32) or in fp32 (the products of the backward pass write fp32 "
+             "gradients)"),
+    cl::value_desc("low|fp32"), cl::init("low"), cl::cat(trainCategory));
 static cl::opt<double> lossScaleInit("loss-scale-init",
                                      cl::desc("The first loss scale"),
                                      cl::init(65536), cl::cat(trainCategory));
@@ -446,11 +454,27 @@ static llvm::Expected<int64_t> microbatchesFromFlag() {
   return *m;
 }
 
+/// --grad-reduce: whether the gradients are summed in fp32.
+static llvm::Expected<bool> fp32Gradients() {
+  if (gradReduce != "low" && gradReduce != "fp32")
+    return llvm::createStringError("--grad-reduce=" + gradReduce +
+                                   ": expected low or fp32");
+  if (gradReduce == "fp32" && !paxc::lowPrecision())
+    return llvm::createStringError(
+        "--grad-reduce=fp32 sums a mixed-precision step's gradients in fp32; "
+        "give --precision=bf16 or fp16");
+  return gradReduce == "fp32";
+}
+
 /// The levers the search prices. A training plan runs its microbatches in
 /// the program (splitMicrobatches) and prices none.
 /// (main has refused levers a step cannot take.)
 static llvm::Expected<LeverOptions> leversFromFlags() {
   LeverOptions l;
+  auto fp32 = fp32Gradients();
+  if (!fp32)
+    return fp32.takeError();
+  l.fp32Gradients = *fp32;
   auto m = microbatchesFromFlag();
   if (!m)
     return m.takeError();
@@ -813,6 +837,10 @@ static llvm::Error buildBackward(Module &m, int64_t replicas,
   ad.seedScale = scale;
   if (auto err = appendBackward(m, ad))
     return inModel(std::move(err));
+  // Gradients summed in fp32: each product whose gradient a cast widens
+  // writes fp32 itself.
+  if (gradReduce == "fp32")
+    foldCasts(m, CastFold::All);
   if (!trainingStep)
     return llvm::Error::success();
   auto opt = optimizerFromFlags(replicas);
@@ -849,6 +877,8 @@ static llvm::Expected<RecomputePolicy> checkStepFlags() {
     return error("--freeze needs --gradients or a training step");
   if (auto scaling = lossScaling(); !scaling)
     return scaling.takeError();
+  if (auto fp32 = fp32Gradients(); !fp32)
+    return fp32.takeError();
   if (mode != "train" && microbatches.getNumOccurrences())
     return error("--microbatches splits a training step's batch "
                  "(--mode=train)");
