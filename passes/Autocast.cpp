@@ -103,6 +103,8 @@ Value *Autocaster::as(Value *v, DType t) {
   Value *&c = casts[{v, t}];
   if (!c) {
     out.push_back(makeCast(v, t));
+    if (v->global && v->global->isParameter && o.replicas > 1)
+      out.back()->iters.push_back({"r", o.replicas, IterKind::Parallel});
     c = out.back()->results[0].value.get();
     if (t == o.low)
       lowered.insert(c);

@@ -45,6 +45,10 @@ struct AutocastOptions {
   DType low = DType::BF16;
   /// Keep parameters in fp32 (master weights) and cast them each step.
   bool masterWeights = false;
+  /// A master weight's cast gets a replica dim of this extent (nothing
+  /// when 1): partitioned, every device that reads the copy casts it
+  /// itself, as the weights are loaded on every device that reads them.
+  int64_t replicas = 1;
 };
 
 /// Which ops of a program foldCasts may make write a cast's type.

@@ -159,33 +159,20 @@ ReshardStep CostModel::returnStep(const Op &op, const Config &c,
 
 using WeightBlock = CostModel::WeightBlock;
 
-/// The weights \p op reads in \p c, each with its replicated digits.
-/// The parameter operand \p k of \p op stands for: the parameter itself,
-/// or one a cast reads (mixed precision's master weight: its gradient is
-/// summed where the low-precision copy is read, in that precision); none
-/// for the cast's own read of it, nor for other values. Only a training
-/// step (\p training) has master weights: an inference's cast weight is
-/// the cast's result.
-static const Global *weightOf(const Op &op, unsigned k, bool training) {
-  const Value *v = op.operands[k].value;
-  if (v->global && v->global->isParameter)
-    return op.kind == OpKind::Cast && training ? nullptr : v->global;
-  if (!training || v->kind != Value::Kind::Result ||
-      v->def->kind != OpKind::Cast || v->def->operands.size() != 1)
-    return nullptr;
-  const Value *w = v->def->operands[0].value;
-  return w->global && w->global->isParameter ? w->global : nullptr;
-}
-
-static llvm::SmallVector<WeightBlock, 4>
-weightBlocks(const Op &op, const Config &c, unsigned gpusPerNode, bool training,
-             bool fp32Gradients) {
+/// The weights \p op reads in \p c, each with its replicated digits. A
+/// training step's cast of a parameter (mixed precision's master weight)
+/// holds the parameter's state; its copy's readers' gradients are summed
+/// in the copy's precision on the way back to the cast, priced on those
+/// edges, and the copy is what ZeRO gathers.
+static llvm::SmallVector<WeightBlock, 4> weightBlocks(const Op &op,
+                                                      const Config &c,
+                                                      unsigned gpusPerNode,
+                                                      bool training) {
   llvm::SmallVector<WeightBlock, 4> out;
   for (unsigned k = 0; k < op.operands.size(); ++k) {
-    const Global *g = weightOf(op, k, training);
-    if (!g)
-      continue;
     const Value *v = op.operands[k].value;
+    if (!v->global || !v->global->isParameter)
+      continue;
     TensorLayout l = operandLayout(op, c, k);
     int64_t rep = 1, perNode = 1, pos = 1;
     for (const Digit &d : l.digits) {
@@ -196,10 +183,11 @@ weightBlocks(const Op &op, const Config &c, unsigned gpusPerNode, bool training,
       pos *= d.size;
     }
     double elements = double(l.blockElements(v->type));
-    double state = elements * dtypeBytes(g->value.type.elem);
-    out.push_back({&g->value,
-                   fp32Gradients ? state : elements * dtypeBytes(v->type.elem),
-                   state, rep, perNode});
+    double bytes = elements * dtypeBytes(v->type.elem);
+    bool master = training && op.kind == OpKind::Cast;
+    double copy =
+        master ? elements * dtypeBytes(op.results[0].value->type.elem) : bytes;
+    out.push_back({v, copy, bytes, rep, perNode, master});
   }
   return out;
 }
@@ -213,25 +201,32 @@ weightBlocks(const Op &op, const Config &c, unsigned gpusPerNode, bool training,
 /// forward and again before its backward, every microbatch, and never
 /// gathers the new weights.
 double CostModel::gradientSync(llvm::ArrayRef<WeightBlock> weights,
-                               unsigned zero) const {
+                               unsigned zero, double *bytes) const {
   using K = ReshardStep::Kind;
   double t = 0, m = double(microbatches());
   for (const WeightBlock &w : weights) {
-    auto run = [&](K kind) {
-      return collective(kind, w.replicas, w.replicasPerNode, w.bytes);
+    if (w.replicas <= 1)
+      continue;
+    auto run = [&](K kind, double times) {
+      *bytes += times * w.bytes;
+      return times * collective(kind, w.replicas, w.replicasPerNode, w.bytes);
     };
+    if (w.master) { // summed at its readers; ZeRO gathers the copy
+      t += zero == 0 ? 0 : run(K::AllGather, zero < 3 ? 1 : 2 * m);
+      continue;
+    }
     switch (zero) {
     case 0:
-      t += run(K::AllReduce);
+      t += run(K::AllReduce, 1);
       break;
     case 1:
-      t += run(K::ReduceScatter) + run(K::AllGather);
+      t += run(K::ReduceScatter, 1) + run(K::AllGather, 1);
       break;
     case 2:
-      t += m * run(K::ReduceScatter) + run(K::AllGather);
+      t += run(K::ReduceScatter, m) + run(K::AllGather, 1);
       break;
     default:
-      t += m * (2 * run(K::AllGather) + run(K::ReduceScatter));
+      t += run(K::AllGather, 2 * m) + run(K::ReduceScatter, m);
       break;
     }
   }
@@ -264,8 +259,7 @@ CostModel::OpParts CostModel::parts(const Op &op, const Config &c) const {
                                : computeSeconds(cluster, pointsPerDevice(op, c),
                                                 runsOn16BitRate(op)));
   p.inside = reduceInside(op, c);
-  p.weights = weightBlocks(op, c, cluster.gpusPerNode, training(),
-                           levers.fp32Gradients);
+  p.weights = weightBlocks(op, c, cluster.gpusPerNode, training());
   for (unsigned r = 0; r < op.results.size(); ++r) {
     const Value *v = op.results[r].value.get();
     p.results.push_back(double(resultLayout(op, c, r).blockElements(v->type)) *
@@ -284,7 +278,8 @@ OpCost CostModel::costOf(const OpParts &p, OpChoice choice) const {
   // sum reaches every term as is).
   cost.communication = p.inside;
   if (training()) {
-    cost.gradientSync = gradientSync(p.weights, choice.zero);
+    cost.gradientSync =
+        gradientSync(p.weights, choice.zero, &cost.gradientSyncBytes);
     cost.communication += cost.gradientSync;
   }
   return cost;
@@ -337,9 +332,9 @@ llvm::SmallVector<OpChoice, 8> CostModel::choices(const Op &op) const {
   llvm::SmallVector<OpChoice, 8> out;
   if (!training())
     return {OpChoice{}};
-  bool weights = false;
-  for (unsigned k = 0; k < op.operands.size(); ++k)
-    weights |= weightOf(op, k, /*training=*/true) != nullptr;
+  bool weights = llvm::any_of(op.operands, [](const Operand &o) {
+    return o.value->global && o.value->global->isParameter;
+  });
   llvm::SmallVector<uint8_t, 4> stages;
   if (!weights)
     stages = {0};

@@ -34,6 +34,8 @@ struct OpCost {
   /// nothing in the forward pass waits for it (the simulator overlaps it
   /// with what follows).
   double gradientSync = 0;
+  /// The blocks its collectives move, each counted once per collective.
+  double gradientSyncBytes = 0;
   double total() const { return compute + communication; }
 };
 
@@ -124,14 +126,16 @@ public:
   CostMode getMode() const { return mode; }
 
   /// A weight block an op reads, and the devices that hold it alike.
-  /// A weight's block an op reads: the parameter, the bytes of the block
-  /// as read (what its gradient is summed and gathered in: a master
-  /// weight's low-precision copy), the bytes of its state (the parameter's
-  /// own type), and over how many devices it is replicated.
+  /// A weight's block an op reads: the parameter, the bytes its gradient
+  /// is summed and gathered in (a master weight's cast: its low-precision
+  /// copy's), the bytes of the block (its state), over how many devices
+  /// it is replicated, and whether it is a master weight's cast (whose
+  /// copy's readers sum the gradient).
   struct WeightBlock {
     const Value *value;
     double bytes, stateBytes;
     int64_t replicas, replicasPerNode;
+    bool master = false;
   };
 
 private:
@@ -142,7 +146,10 @@ private:
   double collective(ReshardStep::Kind kind, int64_t groupSize,
                     int64_t groupPerNode, double bytes) const;
   double reduceInside(const Op &op, const Config &c) const;
-  double gradientSync(llvm::ArrayRef<WeightBlock> weights, unsigned zero) const;
+  /// Seconds of \p weights' gradient synchronization under ZeRO stage
+  /// \p zero; adds the blocks its collectives move to \p bytes.
+  double gradientSync(llvm::ArrayRef<WeightBlock> weights, unsigned zero,
+                      double *bytes) const;
   double weightState(double block, int64_t replicas, unsigned zero,
                      double *gathered) const;
   bool training() const { return mode == CostMode::Train; }

@@ -54,9 +54,6 @@ struct LeverOptions {
   /// Optimizer state per weight element, in the weight's type (Adam: its
   /// two moments).
   double optimizerSlots = 2;
-  /// Mixed precision: master weights' gradients are summed in fp32 (paxc
-  /// --grad-reduce=fp32), not in their low-precision copies' type.
-  bool fp32Gradients = false;
 };
 
 /// What the search chose for one op.

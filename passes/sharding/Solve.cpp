@@ -602,6 +602,7 @@ static void priceOps(const Func &f, const CostModel &model,
     OpCost oc = model.opCost(op, configs[i], choice);
     cost.computeSeconds += oc.compute;
     cost.commSeconds += oc.communication;
+    cost.commBytes += oc.gradientSyncBytes;
     memory.push_back(model.opMemory(op, configs[i], choice));
     for (unsigned r = 0; r < op.results.size(); ++r)
       if (returned.count(op.results[r].value.get()) && !constants.count(&op)) {

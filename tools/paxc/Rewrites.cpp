@@ -98,7 +98,7 @@ llvm::Error applyPrecision(Module &m, const RewriteContext &c) {
         "--precision=" + precision +
         " changes the model's types; --emit=onnx-sharded keeps them (use "
         "--precision=fp32)");
-  autocast(m, {*low, /*masterWeights=*/c.backward});
+  autocast(m, {*low, /*masterWeights=*/c.backward, c.replicas});
   return llvm::Error::success();
 }
 

@@ -26,6 +26,9 @@ struct RewriteContext {
   /// --emit=onnx-sharded: the source model's layout is kept.
   bool onnxSharded = false;
   bool quiet = false;
+  /// The devices a master weight's cast may run on at once (its replica
+  /// dim's extent, AutocastOptions::replicas).
+  int64_t replicas = 1;
 };
 
 /// Applies the rewrites the flags ask for to \p m, in order: attention

@@ -399,17 +399,24 @@ static llvm::Expected<Cluster> clusterFromFlags() {
   return cluster;
 }
 
-/// --plan-stats: \p p's per-device stats, its roofline on one device of
-/// the flags' cluster.
-static llvm::Error writePlanStats(const plan::Plan &p) {
-  if (planStatsPath.empty())
-    return llvm::Error::success();
+/// theCluster, made from the flags the first time.
+static llvm::Expected<const Cluster *> flagsCluster() {
   if (!theCluster) {
     auto cluster = clusterFromFlags();
     if (!cluster)
       return cluster.takeError();
     theCluster = *cluster;
   }
+  return &*theCluster;
+}
+
+/// --plan-stats: \p p's per-device stats, its roofline on one device of
+/// the flags' cluster.
+static llvm::Error writePlanStats(const plan::Plan &p) {
+  if (planStatsPath.empty())
+    return llvm::Error::success();
+  if (auto c = flagsCluster(); !c)
+    return c.takeError();
   std::error_code ec;
   llvm::raw_fd_ostream os(planStatsPath, ec, llvm::sys::fs::OF_Text);
   if (ec)
@@ -471,10 +478,6 @@ static llvm::Expected<bool> fp32Gradients() {
 /// (main has refused levers a step cannot take.)
 static llvm::Expected<LeverOptions> leversFromFlags() {
   LeverOptions l;
-  auto fp32 = fp32Gradients();
-  if (!fp32)
-    return fp32.takeError();
-  l.fp32Gradients = *fp32;
   auto m = microbatchesFromFlag();
   if (!m)
     return m.takeError();
@@ -1153,10 +1156,21 @@ static llvm::Expected<ImportResult> importModel() {
     for (const std::string &w : imported->warnings)
       llvm::WithColor::warning(llvm::errs(), "paxc") << w << "\n";
   Module &m = *imported->module;
+  // Partitioned, a training step's master weights are cast on every device
+  // that reads them (a replica dim of the device count).
+  bool backward = mode == "train" || gradients;
+  int64_t replicas = 1;
+  if (backward &&
+      ((gpus.getNumOccurrences() && gpus > 1) ||
+       strategyPath.getNumOccurrences() || clusterName.getNumOccurrences())) {
+    auto c = flagsCluster();
+    if (!c)
+      return c.takeError();
+    replicas = (*c)->gpus;
+  }
   if (auto err = paxc::rewriteImported(
-          m, {/*trainMode=*/mode == "train",
-              /*backward=*/mode == "train" || gradients,
-              /*onnxSharded=*/emit == Emit::OnnxSharded, quiet}))
+          m, {/*trainMode=*/mode == "train", backward,
+              /*onnxSharded=*/emit == Emit::OnnxSharded, quiet, replicas}))
     return err;
   if (mode == "train" &&
       llvm::none_of(m.globals, [](const std::unique_ptr<Global> &g) {
@@ -1229,13 +1243,10 @@ static llvm::Error buildStep(Module &m, const Target &t,
   // every device (replica dims of the plan's device count).
   int64_t replicas = 1;
   if (t.partitioned && (gradients || trainingStep)) {
-    if (!theCluster) {
-      auto cluster = clusterFromFlags();
-      if (!cluster)
-        return cluster.takeError();
-      theCluster = *cluster;
-    }
-    replicas = theCluster->gpus;
+    auto c = flagsCluster();
+    if (!c)
+      return c.takeError();
+    replicas = (*c)->gpus;
   }
   if (auto err = buildBackward(m, replicas, recomputing, chosen.recompute))
     return err;
