@@ -3,7 +3,8 @@
 model, same inputs, same GPU, same run.
 
   python3 bench/cuda_bench.py [--models resnet50,bert,gpt2] [--repeat N]
-      [--tf32] [--bin DIR] [--work DIR] [--json FILE]
+      [--tf32] [--precision fp32|bf16|fp16] [--bin DIR] [--work DIR]
+      [--json FILE]
 
 Runs on a GPU machine with PyTorch, torchvision and transformers (the
 machine's python3); paxc and paxrun from --bin (a build, or the bundle of
@@ -26,7 +27,9 @@ seconds of each, the throughput ratio paxc / PyTorch (target 0.8x, goal
 1.0x), the largest difference of the outputs (paxrun --outputs against
 PyTorch's), and device memory: PyTorch's peak allocation against the
 plan's arena. TF32 is off on both sides unless --tf32 (paxrun
---allow-tf32, torch.backends.*.allow_tf32).
+--allow-tf32, torch.backends.*.allow_tf32). --precision=bf16|fp16 compiles
+with paxc --precision and runs PyTorch under torch.autocast("cuda") in the
+same precision.
 """
 import argparse
 import json
@@ -119,7 +122,9 @@ def write_inputs(inputs, folder):
                          os.path.join(folder, f"input_{i}.pb"))
 
 
-def torch_times(model, inputs, repeat, tf32):
+def torch_times(model, inputs, repeat, tf32, precision="fp32"):
+    import contextlib
+
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -129,7 +134,10 @@ def torch_times(model, inputs, repeat, tf32):
     call = First(model)
     times = []
     torch.cuda.reset_peak_memory_stats()
-    with torch.inference_mode():
+    low = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    autocast = (torch.autocast("cuda", dtype=low) if low
+                else contextlib.nullcontext())
+    with torch.inference_mode(), autocast:
         for _ in range(3):
             out = call(*args)
         torch.cuda.synchronize()
@@ -178,6 +186,10 @@ def main():
     parser.add_argument("--models", default="resnet50,bert,gpt2")
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--tf32", action="store_true")
+    parser.add_argument("--precision", default="fp32",
+                        choices=["fp32", "bf16", "fp16"],
+                        help="paxc --precision; PyTorch under "
+                        "torch.autocast in the same low precision")
     here = os.path.dirname(os.path.abspath(__file__))
     parser.add_argument("--bin", default=os.path.join(here, "..", "build",
                                                       "bin"))
@@ -208,6 +220,7 @@ def main():
                 raise
             print(f"{name}: FAILED: {error}", flush=True)
             rows.append({"model": name, "tf32": args.tf32,
+                         "precision": args.precision,
                          "error": str(error)[-2000:]})
             failed = 1
             continue
@@ -270,13 +283,15 @@ def bench_model(name, args):
     write_inputs(inputs, data)
     # PyTorch and the unfused plan first, each printed as it is measured,
     # so that their numbers stand when the fused plan fails.
-    eager, peak, want = torch_times(model, inputs, args.repeat, args.tf32)
+    eager, peak, want = torch_times(model, inputs, args.repeat, args.tf32,
+                                    args.precision)
     print(f"{name}: PyTorch {statistics.median(eager) * 1e3:.2f} ms",
           flush=True)
     unfused = time_unfused(name, onnx_path, data, args) if args.unfused else {}
     plan = os.path.join(args.work, f"{name}.paxplan")
     done = subprocess.run([os.path.join(args.bin, "paxc"), onnx_path,
-                           "--gpus=1", "-o", plan, "--quiet"],
+                           "--gpus=1", "-o", plan, "--quiet",
+                           f"--precision={args.precision}"],
                           capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"paxc failed:\n{done.stderr[-3000:]}")

@@ -8,7 +8,8 @@
 # bench/cuda_bench.py (ResNet-50, BERT-base, GPT-2 small against PyTorch
 # eager, TF32 off; each plan also without fused kernels, --unfused),
 # OUT/profiles.txt their per-kernel profiles (NAME and NAME.unfused); then the
-# same bench with TF32 (OUT/bench-tf32.*) where PAX_GPU_TF32=1. Each step
+# same bench in bf16 against PyTorch autocast where PAX_GPU_BF16=1 (OUT/bench-bf16.*,
+# its own limit PAX_GPU_BF16_S), and with TF32 (OUT/bench-tf32.*) where PAX_GPU_TF32=1. Each step
 # has a time limit (PAX_GPU_CHECK_S, PAX_GPU_BENCH_S, PAX_GPU_TF32_S
 # seconds) so that the logs are written within a bounded time;
 # PAX_GPU_REPEAT sets the bench's timed runs.
@@ -33,6 +34,11 @@ timeout "${PAX_GPU_BENCH_S:-330}" python3 "$root/bench/cuda_bench.py" \
 for f in "$prof"/*.profile; do
   [ -f "$f" ] && { echo "== $(basename "$f" .profile)"; cat "$f"; }
 done > "$out/profiles.txt"
+if [ "${PAX_GPU_BF16:-0}" = 1 ]; then
+  timeout "${PAX_GPU_BF16_S:-${PAX_GPU_BENCH_S:-330}}" python3 "$root/bench/cuda_bench.py" \
+    --bin "$bundle/bin" --repeat "${PAX_GPU_REPEAT:-10}" --precision bf16 \
+    --json "$out/bench-bf16.json" 2>&1 | tee "$out/bench-bf16.log" || status=1
+fi
 if [ "${PAX_GPU_TF32:-0}" = 1 ]; then
   timeout "${PAX_GPU_TF32_S:-${PAX_GPU_BENCH_S:-330}}" python3 "$root/bench/cuda_bench.py" \
     --bin "$bundle/bin" --repeat "${PAX_GPU_REPEAT:-10}" --tf32 \

@@ -11,8 +11,9 @@
 # GPU, a wider GPT-2 (rows longer than a thread block), and the light CNNs
 # on 1 and 4 (three of them also compiled --channels-last), each verified
 # against the CPU reference; checks that 3
-# training steps of the GPT-2s on 1 and 2 leave the CPU's weights; and
-# profiles a GPT-2 run per kernel.
+# training steps of the GPT-2s on 1 and 2 leave the CPU's weights; runs
+# three language models and ResNet-50 in bf16, GPT-2 in fp16 (--precision) within
+# 1e-2 of the same plan on the CPU; and profiles a GPT-2 run per kernel.
 # Needs the machine's python3 with onnx and numpy (the models are made
 # there). Exits non-zero when a step that must work fails.
 # PAX_GPU_CHECK_COUNTS sets the virtual device counts of the language
@@ -55,14 +56,15 @@ $gen lstm --layers 2 --hidden 64 --vocab 256 --batch 8 --seq 32 --weights random
 failed=0
 # check NAME MODEL N INPUTS...: compiles MODEL for N devices and runs it on
 # the CUDA backend with --verify (the CPU reference); prints its verdict.
-# PAXC_FLAGS (an array, default empty) adds paxc flags.
+# PAXC_FLAGS and PAXRUN_FLAGS (arrays, default empty) add flags.
 PAXC_FLAGS=()
+PAXRUN_FLAGS=()
 check() {
   local name=$1 model=$2 n=$3 plan out
   shift 3
   plan="$work/$name.$n.paxplan"
   paxc "$model" --gpus="$n" "${PAXC_FLAGS[@]}" -o "$plan" --quiet || exit 1
-  if out=$(paxrun "$plan" "$@" --backend=cuda --verify --comm-stats 2>&1); then
+  if out=$(paxrun "$plan" "$@" --backend=cuda --verify --comm-stats "${PAXRUN_FLAGS[@]}" 2>&1); then
     echo "$name on $n virtual device(s): $(echo "$out" | grep -m1 '^verify:')"
   else
     echo "$name on $n virtual device(s): FAILED"; echo "$out" | tail -5; failed=1
@@ -105,6 +107,19 @@ for n in 1 2; do
   train_check gpt2 "$work/gpt2.onnx" "$n"
   train_check wide-gpt2 "$work/wide.onnx" "$n"
 done
+echo "== mixed precision (bf16, fp16: cuBLAS with fp32 accumulation) on 1 and 4 virtual devices, against the same plan on the CPU"
+PAXRUN_FLAGS=(--tolerance=1e-2)
+for pm in bf16:gpt2 bf16:bert bf16:llama fp16:gpt2; do
+  p=${pm%%:*} m=${pm#*:}
+  PAXC_FLAGS=(--precision=$p)
+  for n in 1 4; do
+    check "$p-$m" "$work/$m.onnx" "$n" --inputs "$work/$m/in"
+  done
+done
+PAXC_FLAGS=(--precision=bf16)
+check bf16-resnet50 "$root/test/models/onnx-light/light_resnet50.onnx" 1 --random-inputs
+PAXC_FLAGS=()
+PAXRUN_FLAGS=()
 echo "== CNNs (convolutions on cuDNN) on 1 and 4 virtual devices"
 [ "${PAX_GPU_CHECK_CNNS:-1}" = 0 ] && echo "(skipped: PAX_GPU_CHECK_CNNS=0)"
 for m in "$root"/test/models/onnx-light/*.onnx; do
