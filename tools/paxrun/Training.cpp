@@ -8,6 +8,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
@@ -39,6 +40,48 @@ static llvm::Error saveModel(const std::string &path,
   return llvm::Error::success();
 }
 
+bool gatheredEveryStep(llvm::StringRef name) {
+  return name == "loss" || name == "update/amp/scale";
+}
+
+namespace {
+/// A step that scales its loss (paxc --loss-scale): its next scale, an
+/// output; a scale lower than the step's own marks a skipped step.
+class LossScaleWatch {
+public:
+  explicit LossScaleWatch(const plan::Plan &plan) {
+    for (int i = 0; i < plan.outputs_size(); ++i)
+      if (plan.outputs(i).name() == "update/amp/scale")
+        index = i;
+    // The first scale: the state's fill, where the step starts from it.
+    for (const plan::DeviceProgram &p : plan.programs())
+      for (const plan::Instruction &inst : p.instructions())
+        if (inst.has_load() && inst.load().tensor() == "amp/scale" &&
+            inst.load().source() == plan::LoadWeight::FILL)
+          last = inst.load().fill();
+  }
+  /// What `step K: loss X` adds after a step with \p outputs.
+  std::string note(const std::vector<runtime::Tensor> &outputs, bool resumed) {
+    if (index < 0 || size_t(index) >= outputs.size() ||
+        outputs[size_t(index)].numel() != 1)
+      return "";
+    double next = outputs[size_t(index)].real(0);
+    bool skipped = !resumed && next < last;
+    last = next;
+    if (!skipped)
+      return "";
+    std::string text;
+    llvm::raw_string_ostream(text) << llvm::format(
+        " (skipped: inf or NaN gradients; loss scale now %g)", next);
+    return text;
+  }
+
+private:
+  int index = -1;
+  double last = 0;
+};
+} // namespace
+
 llvm::Error
 runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
             const TrainingOptions &o,
@@ -68,6 +111,7 @@ runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
   unsigned folders = 0;
   while (llvm::sys::fs::exists(o.dataDir + "/step_" + std::to_string(folders)))
     ++folders;
+  LossScaleWatch scale(plan);
   for (unsigned step = first; step < o.steps; ++step) {
     std::string dir =
         folders ? o.dataDir + "/step_" + std::to_string(step % folders)
@@ -84,8 +128,9 @@ runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
     if (o.afterStep)
       o.afterStep(step);
     if (o.reports)
-      llvm::outs() << llvm::formatv("step {0}: loss {1:F6}\n", step,
-                                    outputs[0].real(0));
+      llvm::outs() << llvm::formatv(
+          "step {0}: loss {1:F6}{2}\n", step, outputs[0].real(0),
+          scale.note(outputs, /*resumed=*/step == first && first > 0));
     if (checkpoint && o.checkpoint)
       if (auto err = o.checkpoint(o.checkpointDir, step + 1))
         return err;

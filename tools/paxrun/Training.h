@@ -40,6 +40,11 @@ struct TrainingOptions {
       checkpoint;
 };
 
+/// Whether a training step brings output \p name to the host every step
+/// (the loss, and the loss scale paxrun reports skipped steps by), not only
+/// with the updates.
+bool gatheredEveryStep(llvm::StringRef name);
+
 /// Runs one step on this process's devices, filling the loss and, when
 /// asked (\p updates: a checkpoint is due, or the last step), the updates;
 /// otherwise the devices keep the updated blocks and nothing else of them

@@ -711,7 +711,8 @@ static StepRunner stepRunner(const plan::Plan &plan,
                              std::vector<runtime::DeviceStats> &stats,
                              runtime::MpiWorld *world) {
   std::vector<bool> onlyLoss(size_t(plan.outputs_size()), true);
-  onlyLoss[0] = false;
+  for (int i = 0; i < plan.outputs_size(); ++i)
+    onlyLoss[size_t(i)] = !gatheredEveryStep(plan.outputs(i).name());
   // Whether the host's copies are the last step's; whether a step ran
   // (its updates carried in the devices' arenas).
   auto hostCurrent = std::make_shared<bool>(true);
