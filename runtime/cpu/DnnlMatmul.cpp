@@ -33,12 +33,13 @@ constexpr int64_t kMinRowsPackedPerCall = 32;
 /// along the columns only), or as a binary post-op (any other C).
 enum class CJoins { None, Bias, Added };
 
-/// A matrix's sizes and strides, its data apart.
+/// A matrix's sizes, strides and element type, its data apart.
 struct Layout {
   int64_t rows = 0, cols = 0, rowStride = 0, colStride = 0;
+  memory::data_type type = memory::data_type::f32;
   bool operator==(const Layout &o) const {
     return rows == o.rows && cols == o.cols && rowStride == o.rowStride &&
-           colStride == o.colStride;
+           colStride == o.colStride && type == o.type;
   }
   /// The block of \p r x \p c elements (one where the matrix has one
   /// row or column: a broadcast one).
@@ -46,14 +47,32 @@ struct Layout {
     r = rows == 1 ? 1 : r;
     c = cols == 1 ? 1 : c;
     int64_t col = c > 1 ? colStride : 1;
-    return memory::desc({r, c}, memory::data_type::f32,
-                        {r > 1 ? rowStride : c * col, col});
+    return memory::desc({r, c}, type, {r > 1 ? rowStride : c * col, col});
   }
   /// Elements from the matrix's first to the block at (\p r0, \p c0).
   int64_t offset(int64_t r0, int64_t c0) const {
     return r0 * rowStride + c0 * colStride;
   }
+  /// Bytes of one element.
+  int64_t bytes() const { return type == memory::data_type::f32 ? 4 : 2; }
 };
+
+/// oneDNN's type of \p t's elements (f32, bf16, f16).
+memory::data_type dnnlType(const Tensor &t) {
+  switch (t.dtype) {
+  case plan::BF16:
+    return memory::data_type::bf16;
+  case plan::F16:
+    return memory::data_type::f16;
+  default:
+    return memory::data_type::f32;
+  }
+}
+
+/// The element at \p elements past \p t's first, \p lay's type.
+void *elementOf(const Tensor &t, int64_t elements, const Layout &lay) {
+  return const_cast<uint8_t *>(t.data.data()) + elements * lay.bytes();
+}
 
 /// The operands' layouts a product was compiled for.
 struct MatmulLayouts {
@@ -137,11 +156,15 @@ MatmulLayouts layoutsOf(const Prepared &p, const MatmulDims &d,
   };
   MatmulLayouts l;
   l.src = at(0, d.m, d.k);
+  l.src.type = dnnlType(*p.ins[0]);
   l.weights = at(1, d.k, d.n);
+  l.weights.type = dnnlType(*p.ins[1]);
   l.dst = layoutOf(matrixAt(static_cast<float *>(nullptr), p.outMaps[0], point,
                             s, d, d.m, d.n));
+  l.dst.type = dnnlType(*p.outs[0]);
   if (p.ins.size() > 2) {
     l.c = at(2, d.m, d.n);
+    l.c.type = dnnlType(*p.ins[2]);
     l.cJoins = l.c.rows == 1 && l.c.cols > 1 ? CJoins::Bias : CJoins::Added;
   }
   l.activation = epi.activation;
@@ -221,7 +244,7 @@ void build(const MatmulLayouts &l, MatmulEntry &e) {
   int64_t k = l.src.cols;
   llvm::SmallVector<std::pair<int64_t, memory::desc>, 2> weightsOf;
   for (int64_t c : blockSizes(g.n, g.colBlock, g.colBlocks)) {
-    memory::desc w({k, c}, memory::data_type::f32, memory::format_tag::any);
+    memory::desc w({k, c}, l.weights.type, memory::format_tag::any);
     for (int64_t r : blockSizes(g.m, g.rowBlock, g.rowBlocks)) {
       auto pd = describeBlock(l, r, c, w);
       w = pd.weights_desc();
@@ -255,10 +278,6 @@ llvm::SmallVector<int64_t, 8> batchPoint(const Prepared &p, const MatmulDims &d,
   return point;
 }
 
-void *mutableData(const Tensor &t) {
-  return const_cast<void *>(static_cast<const void *>(t.data.data()));
-}
-
 /// Runs block \p block at batch point \p point of \p p on \p e's
 /// primitive for its shape, on the calling thread, with \p epi's addend and
 /// \p scratch.
@@ -273,14 +292,14 @@ void runBlock(const Prepared &p, llvm::ArrayRef<int64_t> point, int64_t block,
   auto at = [&](const Tensor &t, const AccessIndexer &map, const Layout &lay,
                 int64_t r, int64_t c) {
     return memory(lay.block(r1 - r0, c1 - c0), dnnlEngine(),
-                  static_cast<float *>(mutableData(t)) + map.index(point) +
-                      lay.offset(r, c));
+                  elementOf(t, map.index(point) + lay.offset(r, c), lay));
   };
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC,
        memory(l.src.block(r1 - r0, l.src.cols), dnnlEngine(),
-              static_cast<float *>(mutableData(*p.ins[0])) +
-                  p.inMaps[0].index(point) + l.src.offset(r0, 0))},
+              elementOf(*p.ins[0],
+                        p.inMaps[0].index(point) + l.src.offset(r0, 0),
+                        l.src))},
       {DNNL_ARG_WEIGHTS, e.packed[size_t(block % e.blocking.colBlocks)]},
       {DNNL_ARG_DST, at(*p.outs[0], p.outMaps[0], l.dst, r0, c0)},
       {DNNL_ARG_SCRATCHPAD, memory(b.scratchpad, dnnlEngine(), scratch)}};
@@ -320,12 +339,12 @@ void pack(const Prepared &p, MatmulEntry &e) {
     return;
   llvm::SmallVector<int64_t, 8> origin(p.space.extents.size(), 0);
   const Layout &w = e.layouts.weights;
-  float *base =
-      static_cast<float *>(mutableData(*p.ins[1])) + p.inMaps[1].index(origin);
+  int64_t base = p.inMaps[1].index(origin);
   dnnl::stream st(dnnlEngine());
   for (int64_t j = 0; j < e.blocking.colBlocks; ++j) {
     auto [c0, c1] = e.blocking.cols(j);
-    memory user(w.block(w.rows, c1 - c0), dnnlEngine(), base + w.offset(0, c0));
+    memory user(w.block(w.rows, c1 - c0), dnnlEngine(),
+                elementOf(*p.ins[1], base + w.offset(0, c0), w));
     dnnl::reorder(user, e.packed[size_t(j)])
         .execute(st, user, e.packed[size_t(j)]);
   }

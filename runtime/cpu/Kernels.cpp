@@ -454,6 +454,23 @@ bool widens(plan::KernelId id) {
          id != KernelId::Recurrent && id != KernelId::RecurrentGrad;
 }
 
+/// A matmul or gemm of bf16 (or fp16) operands on oneDNN's 16-bit
+/// primitive (fp32 accumulation), where the processor has one and the maps
+/// suit it; false where it did not run.
+llvm::Expected<bool> runProduct16(const plan::Compute &c,
+                                  llvm::ArrayRef<const Tensor *> inputs,
+                                  llvm::ArrayRef<Tensor *> outputs,
+                                  cpu::DnnlCache *primitives) {
+  auto p = prepare(c, inputs, outputs);
+  if (!p)
+    return p.takeError();
+  std::optional<cpu::MatmulDims> d = cpu::matchMatmul(*p, /*sixteenBit=*/true);
+  bool gemm = c.kind() == "gemm";
+  return d && cpu::runMatmulDnnl(
+                  *p, *d, gemm ? float(attrReal(c, "alpha", 1.0)) : 1.0f,
+                  gemm ? float(attrReal(c, "beta", 1.0)) : 1.0f, primitives);
+}
+
 /// dispatch, the 16-bit float tensors of a kernel that widens them in f32
 /// (cpu/Widen.h).
 llvm::Error dispatchWidening(const plan::Compute &c,
@@ -464,6 +481,13 @@ llvm::Error dispatchWidening(const plan::Compute &c,
     auto id = plan::computeKernel(c);
     if (!id)
       return id.takeError();
+    if (*id == plan::KernelId::Gemm) {
+      auto done = runProduct16(c, inputs, outputs, primitives);
+      if (!done)
+        return done.takeError();
+      if (*done)
+        return llvm::Error::success();
+    }
     if (widens(*id))
       return cpu::runWidened(inputs, outputs, primitives,
                              [&](llvm::ArrayRef<const Tensor *> ins,

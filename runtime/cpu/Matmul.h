@@ -39,10 +39,12 @@ struct MatmulDims {
   int64_t batchPoints = 1;
 };
 
-/// The dims of \p p when every tensor is f32, every map linear, the inner
-/// dims walked as one by both inputs, and the output written once per
-/// outer point.
-std::optional<MatmulDims> matchMatmul(const Prepared &p);
+/// The dims of \p p when every tensor is f32 (with \p sixteenBit: A and B
+/// bf16 or fp16, C and the result of their type or f32), every map
+/// linear, the inner dims walked as one by both inputs, and the output
+/// written once per outer point.
+std::optional<MatmulDims> matchMatmul(const Prepared &p,
+                                      bool sixteenBit = false);
 
 /// The strided matrix \p map reads at \p point over dims (\p rows, \p
 /// cols); a missing dim is one row or column; the merged inner dims
