@@ -193,55 +193,44 @@ void GradientBuilder::accumulateOperand(unsigned k, Value *g) {
 // The backward pass
 //===----------------------------------------------------------------------===//
 
-llvm::Error appendBackward(Module &m, const AutodiffOptions &options) {
-  Func &f = m.main;
-  auto fail = [](const llvm::Twine &msg) {
-    return llvm::createStringError("autodiff: " + msg);
-  };
-  if (f.returns.empty())
-    return fail("the function returns nothing to differentiate");
-  const Value *loss = f.returns[0];
-  if (!isFloat(loss->type.elem) || loss->type.numel() != 1)
-    return fail("the loss, result '" + f.returnNames[0] + "', is " +
-                loss->type.str() +
-                "; it must be a float with one element (see --loss)");
+namespace {
+llvm::Error autodiffError(const llvm::Twine &msg) {
+  return llvm::createStringError("autodiff: " + msg);
+}
+
+/// The trainable parameters (float, not frozen by \p options.freeze) into
+/// \p params, and every value that depends on one through floats into
+/// \p varies.
+llvm::Error findVarying(const Module &m, const AutodiffOptions &options,
+                        std::vector<const Global *> &params,
+                        llvm::DenseSet<const Value *> &varies) {
   std::optional<llvm::Regex> freeze;
   if (!options.freeze.empty()) {
     freeze.emplace(options.freeze);
     std::string err;
     if (!freeze->isValid(err))
-      return fail("--freeze='" + options.freeze + "': " + err);
+      return autodiffError("--freeze='" + options.freeze + "': " + err);
   }
-  // The values that depend on a trainable parameter through floats.
-  llvm::DenseSet<const Value *> varies;
-  std::vector<const Global *> params;
   for (const auto &g : m.globals)
     if (g->isParameter && isFloat(g->value.type.elem) &&
         !(freeze && freeze->match(g->name()))) {
       varies.insert(&g->value);
       params.push_back(g.get());
     }
-  for (const auto &op : f.ops)
+  for (const auto &op : m.main.ops)
     if (llvm::any_of(op->operands,
                      [&](const Operand &o) { return varies.count(o.value); }))
       for (const Result &r : op->results)
         if (isFloat(r.value->type.elem))
           varies.insert(r.value.get());
-  if (!varies.count(loss))
-    return fail("the loss does not depend on any trainable parameter");
+  return llvm::Error::success();
+}
 
-  // The forward ops, visited newest first (backward ops are appended).
-  std::vector<const Op *> forward;
-  for (const auto &op : f.ops)
-    forward.push_back(op.get());
-  GradientBuilder b(m);
-  b.setReplicas(options.replicas);
-  // d loss / d loss = 1 (or the loss scale), as a one-element tensor of
-  // the loss's type.
-  Value *one = options.seedScale
-                   ? const_cast<Value *>(&options.seedScale->value)
-                   : b.constant(1.0, loss->type.elem);
-  b.accumulate(loss, b.elementwise(OpKind::Expand, {one}, loss->type, "seed"));
+/// Applies the gradient rule of every op in \p forward, newest first,
+/// where a result has a gradient and an operand varies.
+llvm::Error backpropagate(GradientBuilder &b,
+                          llvm::ArrayRef<const Op *> forward,
+                          const llvm::DenseSet<const Value *> &varies) {
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
     const Op &op = **it;
     std::vector<Value *> dys;
@@ -259,6 +248,39 @@ llvm::Error appendBackward(Module &m, const AutodiffOptions &options) {
     if (llvm::Error err = applyGradientRule(b, op, dys))
       return err;
   }
+  return llvm::Error::success();
+}
+} // namespace
+
+llvm::Error appendBackward(Module &m, const AutodiffOptions &options) {
+  Func &f = m.main;
+  if (f.returns.empty())
+    return autodiffError("the function returns nothing to differentiate");
+  const Value *loss = f.returns[0];
+  if (!isFloat(loss->type.elem) || loss->type.numel() != 1)
+    return autodiffError("the loss, result '" + f.returnNames[0] + "', is " +
+                         loss->type.str() +
+                         "; it must be a float with one element (see --loss)");
+  llvm::DenseSet<const Value *> varies;
+  std::vector<const Global *> params;
+  if (auto err = findVarying(m, options, params, varies))
+    return err;
+  if (!varies.count(loss))
+    return autodiffError("the loss does not depend on any trainable parameter");
+  // The forward ops (backward ops are appended).
+  std::vector<const Op *> forward;
+  for (const auto &op : f.ops)
+    forward.push_back(op.get());
+  GradientBuilder b(m);
+  b.setReplicas(options.replicas);
+  // d loss / d loss = 1 (or the loss scale), as a one-element tensor of
+  // the loss's type.
+  Value *one = options.seedScale
+                   ? const_cast<Value *>(&options.seedScale->value)
+                   : b.constant(1.0, loss->type.elem);
+  b.accumulate(loss, b.elementwise(OpKind::Expand, {one}, loss->type, "seed"));
+  if (auto err = backpropagate(b, forward, varies))
+    return err;
   for (const Global *g : params)
     if (Value *grad = b.gradientOf(&g->value)) {
       f.returns.push_back(grad);
