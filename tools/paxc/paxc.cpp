@@ -26,6 +26,7 @@
 #include "tools/common/Printable.h"
 #include "tools/common/Runnable.h"
 #include "tools/paxc/Rewrites.h"
+#include "tools/paxc/StepFlags.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
@@ -171,55 +172,6 @@ static cl::opt<std::string>
            cl::desc("With --gradients: parameters whose name matches this "
                     "regular expression stay fixed (no gradient)"),
            cl::value_desc("REGEX"), cl::cat(lossCategory));
-
-static cl::OptionCategory
-    trainCategory("paxc training step options (--mode=train with --loss)");
-static cl::opt<std::string> optimizerKind(
-    "optimizer", cl::desc("The parameter update of a training step"),
-    cl::value_desc("sgd|adam|adamw"), cl::init("sgd"), cl::cat(trainCategory));
-static cl::opt<double> learningRate("lr", cl::desc("Learning rate"),
-                                    cl::init(0.01), cl::cat(trainCategory));
-static cl::opt<double> momentum("momentum",
-                                cl::desc("SGD momentum (torch's, dampening 0)"),
-                                cl::init(0), cl::cat(trainCategory));
-static cl::opt<bool> nesterov("nesterov", cl::desc("SGD: Nesterov momentum"),
-                              cl::cat(trainCategory));
-static cl::opt<double> weightDecay(
-    "weight-decay",
-    cl::desc("Weight decay (added to the gradient; decoupled for adamw)"),
-    cl::init(0), cl::cat(trainCategory));
-static cl::opt<double> beta1("beta1", cl::desc("Adam's beta1"), cl::init(0.9),
-                             cl::cat(trainCategory));
-static cl::opt<double> beta2("beta2", cl::desc("Adam's beta2"), cl::init(0.999),
-                             cl::cat(trainCategory));
-static cl::opt<double> adamEps("adam-eps", cl::desc("Adam's epsilon"),
-                               cl::init(1e-8), cl::cat(trainCategory));
-static cl::opt<double> clipNorm(
-    "clip-norm",
-    cl::desc("Clip the gradients' global norm, after aggregation (0: none)"),
-    cl::init(0), cl::cat(trainCategory));
-static cl::opt<std::string> lossScale(
-    "loss-scale",
-    cl::desc("Loss scaling: dynamic (the loss's gradient starts at a scale S; "
-             "a step whose gradients hold an inf or NaN is skipped and S "
-             "halves; S doubles after --loss-scale-interval clean steps), "
-             "none, or auto (default: dynamic with --precision=fp16)"),
-    cl::value_desc("auto|dynamic|none"), cl::init("auto"),
-    cl::cat(trainCategory));
-static cl::opt<std::string> gradReduce(
-    "grad-reduce",
-    cl::desc("With --precision=bf16|fp16: sum the weights' gradients across "
-             "devices in the low precision (low, default: half the bytes of "
-             "fp32) or in fp32 (the products of the backward pass write fp32 "
-             "gradients)"),
-    cl::value_desc("low|fp32"), cl::init("low"), cl::cat(trainCategory));
-static cl::opt<double> lossScaleInit("loss-scale-init",
-                                     cl::desc("The first loss scale"),
-                                     cl::init(65536), cl::cat(trainCategory));
-static cl::opt<int64_t> lossScaleInterval(
-    "loss-scale-interval",
-    cl::desc("Clean steps after which the loss scale doubles"), cl::init(2000),
-    cl::cat(trainCategory));
 
 static cl::opt<bool> quiet("quiet", cl::desc("Do not print warnings"),
                            cl::cat(paxcCategory));
@@ -459,18 +411,6 @@ static llvm::Expected<int64_t> microbatchesFromFlag() {
     return llvm::createStringError("--microbatches=" + microbatches +
                                    ": expected auto or a positive count");
   return *m;
-}
-
-/// --grad-reduce: whether the gradients are summed in fp32.
-static llvm::Expected<bool> fp32Gradients() {
-  if (gradReduce != "low" && gradReduce != "fp32")
-    return llvm::createStringError("--grad-reduce=" + gradReduce +
-                                   ": expected low or fp32");
-  if (gradReduce == "fp32" && !paxc::lowPrecision())
-    return llvm::createStringError(
-        "--grad-reduce=fp32 sums a mixed-precision step's gradients in fp32; "
-        "give --precision=bf16 or fp16");
-  return gradReduce == "fp32";
 }
 
 /// The levers the search prices. A training plan runs its microbatches in
@@ -779,43 +719,6 @@ static llvm::Error writeOnnxSharded(const Module &m, const StrategyReport &r,
   return llvm::Error::success();
 }
 
-/// The optimizer of a training step, from the flags.
-static llvm::Expected<OptimizerOptions> optimizerFromFlags(int64_t replicas) {
-  OptimizerOptions opt;
-  auto kind = parseOptimizerKind(optimizerKind);
-  if (!kind)
-    return llvm::createStringError("--optimizer=" + optimizerKind +
-                                   ": expected sgd, adam or adamw");
-  opt.kind = *kind;
-  opt.lr = learningRate;
-  opt.replicas = replicas;
-  opt.momentum = momentum;
-  opt.nesterov = nesterov;
-  opt.weightDecay = weightDecay;
-  opt.beta1 = beta1;
-  opt.beta2 = beta2;
-  opt.eps = adamEps;
-  opt.clipNorm = clipNorm;
-  return opt;
-}
-
-/// Whether a training step scales its loss (--loss-scale; auto: with
-/// --precision=fp16).
-static llvm::Expected<bool> lossScaling() {
-  if (lossScale != "auto" && lossScale != "dynamic" && lossScale != "none")
-    return llvm::createStringError("--loss-scale=" + lossScale +
-                                   ": expected auto, dynamic or none");
-  if (lossScale != "none" && !(lossScaleInit > 0))
-    return llvm::createStringError("--loss-scale-init must be positive");
-  if (lossScale == "auto")
-    return trainingStep && paxc::lowPrecision() == DType::F16;
-  if (lossScale == "dynamic" && !trainingStep)
-    return llvm::createStringError(
-        "--loss-scale=dynamic scales a training step's loss (--mode=train "
-        "with --loss)");
-  return lossScale == "dynamic";
-}
-
 /// --gradients: the backward pass. A training step: the backward pass,
 /// the optimizer's updates, the recomputation \p recomputing asks for
 /// (auto: of the forward ops in \p chosen), and the ops in microbatch
@@ -833,24 +736,25 @@ static llvm::Error buildBackward(Module &m, int64_t replicas,
     return llvm::createStringError(inputPath + ": " +
                                    llvm::toString(std::move(err)));
   };
-  auto scaling = lossScaling();
+  auto scaling = paxc::lossScaling(trainingStep);
   if (!scaling)
     return scaling.takeError();
-  const Global *scale = *scaling ? addLossScale(m, lossScaleInit) : nullptr;
+  const Global *scale =
+      *scaling ? addLossScale(m, paxc::lossScaleInitial()) : nullptr;
   ad.seedScale = scale;
   if (auto err = appendBackward(m, ad))
     return inModel(std::move(err));
   // Gradients summed in fp32: each product whose gradient a cast widens
   // writes fp32 itself.
-  if (gradReduce == "fp32")
+  if (auto fp32 = paxc::fp32Gradients(); fp32 && *fp32)
     foldCasts(m, CastFold::All);
+  else if (!fp32)
+    return fp32.takeError();
   if (!trainingStep)
     return llvm::Error::success();
-  auto opt = optimizerFromFlags(replicas);
+  auto opt = paxc::optimizerFromFlags(replicas, scale);
   if (!opt)
     return opt.takeError();
-  opt->lossScale = scale;
-  opt->growthInterval = lossScaleInterval;
   if (auto err = appendOptimizer(m, *opt))
     return inModel(std::move(err));
   // Every result but the contractions' computed again where the backward
@@ -878,9 +782,9 @@ static llvm::Expected<RecomputePolicy> checkStepFlags() {
                  "(--mode=train with --loss) applies them instead");
   if (freeze.getNumOccurrences() && !gradients && !trainingStep)
     return error("--freeze needs --gradients or a training step");
-  if (auto scaling = lossScaling(); !scaling)
+  if (auto scaling = paxc::lossScaling(trainingStep); !scaling)
     return scaling.takeError();
-  if (auto fp32 = fp32Gradients(); !fp32)
+  if (auto fp32 = paxc::fp32Gradients(); !fp32)
     return fp32.takeError();
   if (mode != "train" && microbatches.getNumOccurrences())
     return error("--microbatches splits a training step's batch "
@@ -1354,7 +1258,8 @@ static int writeOutput(Module &m, const Target &t) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions({&paxcCategory, &searchCategory});
+  cl::HideUnrelatedOptions(
+      {&paxcCategory, &searchCategory, &paxc::trainCategory});
   cl::SetVersionPrinter([](llvm::raw_ostream &os) { os << "paxc 0.1.0\n"; });
   cl::ParseCommandLineOptions(
       argc, argv,
