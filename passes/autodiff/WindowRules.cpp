@@ -56,12 +56,12 @@ llvm::Error normRule(GradientBuilder &b, const Op &op, Value *dy) {
         1, overResult(b, OpKind::Mul, {at(dy), at(xhat)}, op, "dscale"));
   if (!b.needs(0))
     return llvm::Error::success();
-  Value *dxhat =
-      hasScale ? overResult(b, OpKind::Mul, {at(dy), operandRead(op, 1)}, op,
-                            "dxhat")
-               : dy;
-  Value *prod = overResult(b, OpKind::Mul, {at(dxhat), at(xhat)}, op,
-                           "dxhat_xhat");
+  Value *dxhat = hasScale
+                     ? overResult(b, OpKind::Mul, {at(dy), operandRead(op, 1)},
+                                  op, "dxhat")
+                     : dy;
+  Value *prod =
+      overResult(b, OpKind::Mul, {at(dxhat), at(xhat)}, op, "dxhat_xhat");
   Value *m2 = rowMean(prod, "mean_dxhat_xhat");
   Value *t = overResult(b, OpKind::Mul, {at(xhat), row(m2)}, op, "projected");
   Value *inner = overResult(b, OpKind::Sub, {at(dxhat), at(t)}, op, "inner");
@@ -126,13 +126,13 @@ llvm::Error maxPoolRule(GradientBuilder &b, const Op &op, Value *dy) {
   auto [map, type] = pointsOf(op, op.operands[0].map, dy->type.elem);
   TensorType mask = type;
   mask.elem = DType::I1;
-  Value *hit = b.over(OpKind::Equal,
-                      {operandRead(op, 0), {resultOf(op), b.resultMap()}}, map,
-                      mask, "argmax");
-  Value *g = b.over(OpKind::Where,
-                    {{hit, map}, {dy, b.resultMap()},
-                     {b.constant(0, dy->type.elem), {}}},
-                    map, type, "routed");
+  Value *hit =
+      b.over(OpKind::Equal, {operandRead(op, 0), {resultOf(op), b.resultMap()}},
+             map, mask, "argmax");
+  Value *g = b.over(
+      OpKind::Where,
+      {{hit, map}, {dy, b.resultMap()}, {b.constant(0, dy->type.elem), {}}},
+      map, type, "routed");
   scatterInto(b, op, 0, g, map);
   return llvm::Error::success();
 }
@@ -147,30 +147,27 @@ llvm::Error averagePoolRule(GradientBuilder &b, const Op &op, Value *dy) {
     pads = std::get<std::vector<int64_t>>(it->second);
   auto [map, type] = pointsOf(op, op.operands[0].map, dy->type.elem);
   bool padded = llvm::any_of(pads, [](int64_t p) { return p != 0; });
-  Read share{b.constant(1.0 / double(summedPoints(op, b.resultMap())),
-                        dy->type.elem),
-             {}};
+  Read share{
+      b.constant(1.0 / double(summedPoints(op, b.resultMap())), dy->type.elem),
+      {}};
   if (padded) {
-    if (dy->type.elem != DType::F32 && dy->type.elem != DType::F64)
-      return llvm::createStringError(
-          "autodiff: op '" + op.name().str() +
-          "' (average_pool) is padded over " +
-          dtypeName(dy->type.elem).str() +
-          " values; its gradient needs f32 or f64");
     const Operand &x = op.operands[0];
     size_t ns = (op.iters.size() - 2) / 2;
     bool includePad = op.intAttr("count_include_pad", 0) != 0;
     // Per spatial dim, how many of each output position's window points
     // the forward counted; the divisor is their product.
     std::vector<std::vector<double>> counts(ns);
-    TensorType inv{dy->type.elem, {}};
+    // The inverse counts in f64 for f64, else f32 (16-bit gradients are
+    // multiplied by them in fp32).
+    TensorType inv{dy->type.elem == DType::F64 ? DType::F64 : DType::F32, {}};
     AccessMap invMap;
     for (size_t i = 0; i < ns; ++i) {
       const AccessExpr &e = x.map[2 + i];
       int64_t size = x.value->type.shape[2 + i];
       int64_t lo = includePad ? -pads[i] : 0;
       int64_t hi = includePad ? size + pads[i + ns] : size;
-      int64_t outs = op.iters[2 + i].extent, window = op.iters[2 + ns + i].extent;
+      int64_t outs = op.iters[2 + i].extent,
+              window = op.iters[2 + ns + i].extent;
       for (int64_t o = 0; o < outs; ++o) {
         int64_t n = 0;
         for (int64_t k = 0; k < window; ++k) {
@@ -194,8 +191,8 @@ llvm::Error averagePoolRule(GradientBuilder &b, const Op &op, Value *dy) {
     }
     share = {b.dense(inv, values, "inverse_counts"), invMap};
   }
-  Value *g = b.over(OpKind::Mul, {{dy, b.resultMap()}, share}, map, type,
-                    "share");
+  Value *g =
+      b.over(OpKind::Mul, {{dy, b.resultMap()}, share}, map, type, "share");
   scatterInto(b, op, 0, g, map);
   return llvm::Error::success();
 }
@@ -206,11 +203,12 @@ llvm::Error reduceMaxRule(GradientBuilder &b, const Op &op, Value *dy) {
   const Operand &x = op.operands[0];
   TensorType mask = x.value->type;
   mask.elem = DType::I1;
-  Value *hit = b.over(OpKind::Equal,
-                      {operandRead(op, 0), {resultOf(op), b.resultMap()}},
-                      x.map, mask, "argmax");
+  Value *hit =
+      b.over(OpKind::Equal, {operandRead(op, 0), {resultOf(op), b.resultMap()}},
+             x.map, mask, "argmax");
   b.accumulate(x.value, b.over(OpKind::Where,
-                               {{hit, x.map}, {dy, b.resultMap()},
+                               {{hit, x.map},
+                                {dy, b.resultMap()},
                                 {b.constant(0, dy->type.elem), {}}},
                                x.map, x.value->type, "routed"));
   return llvm::Error::success();
@@ -252,8 +250,8 @@ llvm::Error lrnRule(GradientBuilder &b, const Op &op, Value *dy) {
          beta = op.floatAttr("beta", 0.75), bias = op.floatAttr("bias", 1);
   Pointwise p{b, op};
   Read xi{x.value, b.resultMap()}, dyr = p.at(dy);
-  Value *sq = b.elementwise(OpKind::Mul, {x.value, x.value}, x.value->type,
-                            "square");
+  Value *sq =
+      b.elementwise(OpKind::Mul, {x.value, x.value}, x.value->type, "square");
   Value *sum = b.over(OpKind::ReduceSum, {{sq, x.map}}, b.resultMap(),
                       resultOf(op)->type, "window_sum");
   Value *s = p.apply(
@@ -277,8 +275,8 @@ llvm::Error lrnRule(GradientBuilder &b, const Op &op, Value *dy) {
       {b.elementwise(OpKind::Mul, {x.value, spread}, x.value->type, "x_spread"),
        b.constant(-2 * alpha * beta / size, elem)},
       x.value->type, "cross");
-  b.accumulate(x.value,
-               b.elementwise(OpKind::Add, {direct, cross}, x.value->type, "dx"));
+  b.accumulate(x.value, b.elementwise(OpKind::Add, {direct, cross},
+                                      x.value->type, "dx"));
   return llvm::Error::success();
 }
 
@@ -292,20 +290,20 @@ llvm::Error batchNormRule(GradientBuilder &b, const Op &op, Value *dy) {
     eps = std::get<float>(it->second);
   Read dyr{dy, b.resultMap()};
   auto at = [&](Value *v) { return Read{v, b.resultMap()}; };
-  Value *shifted = overResult(
-      b, OpKind::Add, {operandRead(op, 4), {b.constant(eps, elem), {}}}, op,
-      "var_eps");
+  Value *shifted = overResult(b, OpKind::Add,
+                              {operandRead(op, 4), {b.constant(eps, elem), {}}},
+                              op, "var_eps");
   Value *sd = overResult(b, OpKind::Sqrt, {at(shifted)}, op, "std");
   Value *rstd = overResult(b, OpKind::Reciprocal, {at(sd)}, op, "rstd");
   if (op.operands.size() > 2 && b.needs(2))
     b.accumulateOperand(2, dy);
   if (b.needs(1)) {
-    Value *c = overResult(b, OpKind::Sub,
-                          {operandRead(op, 0), operandRead(op, 3)}, op,
-                          "centered");
+    Value *c =
+        overResult(b, OpKind::Sub, {operandRead(op, 0), operandRead(op, 3)}, op,
+                   "centered");
     Value *xhat = overResult(b, OpKind::Mul, {at(c), at(rstd)}, op, "xhat");
-    b.accumulateOperand(1, overResult(b, OpKind::Mul, {dyr, at(xhat)}, op,
-                                      "dscale"));
+    b.accumulateOperand(
+        1, overResult(b, OpKind::Mul, {dyr, at(xhat)}, op, "dscale"));
   }
   if (b.needs(0)) {
     Value *k = overResult(b, OpKind::Mul, {operandRead(op, 1), at(rstd)}, op,

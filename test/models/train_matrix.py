@@ -15,6 +15,7 @@ skipped). With --zero 0,3 every run is repeated at each ZeRO stage
   train_matrix.py [--bin DIR] [--work DIR] [--only NAME,...]
                   [--gpus 2,4,8] [--strategies dp,data-parallel,expert,random]
                   [--mpi] [--tol 1e-5] [--microbatches 1,2] [--zero 0,1,2,3]
+                  [--precision fp32|bf16|fp16]
 
 A model paxc cannot train (an op without a gradient rule) is skipped and
 listed with paxc's error. Exits 1 on any other failure.
@@ -122,11 +123,15 @@ def main():
     ap.add_argument("--strategies", default="dp,data-parallel,expert,random")
     ap.add_argument("--mpi", action="store_true")
     ap.add_argument("--tol", type=float, default=1e-5)
+    ap.add_argument("--precision", default="fp32",
+                    help="paxc --precision of every plan (bf16, fp16: mixed "
+                    "precision; give a --tol to match, e.g. 2e-2)")
     ap.add_argument("--microbatches", default="1",
                     help="microbatch counts per step, each run for every strategy")
     ap.add_argument("--zero", default="0",
                     help="ZeRO stages, each run for every strategy and count")
     a = ap.parse_args()
+    TRAIN.append(f"--precision={a.precision}")
     paxc, paxrun = os.path.join(a.bin, "paxc"), os.path.join(a.bin, "paxrun")
     mpirun = shutil.which("mpirun") if a.mpi else None
     if a.mpi and not mpirun:
