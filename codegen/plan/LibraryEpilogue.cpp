@@ -59,10 +59,15 @@ public:
                                        const GeneratedKernel &k) const;
 
 private:
-  /// Whether \p a is buffer \p b's plain dims in order, \p b of \p shape.
+  /// Whether \p a is buffer \p b's plain dims in order, \p b of \p shape
+  /// and of its element type.
   bool plainOver(const Access &a, const Buffer &shape) const;
+  /// Whether product \p p's operands and result have types a library
+  /// product takes with an epilogue: all f32, or A and B of one 16-bit
+  /// float type and the result of that type or f32 (fp32 accumulation).
+  bool typesSuit(const Compute &p) const;
   /// Whether product \p c's own C is a bias: a row vector over its result's
-  /// last dim, added with beta 1.
+  /// last dim, added with beta 1, of the result's or the operands' type.
   bool biasOf(const Compute &c) const;
   /// Takes pointwise compute \p c of the epilogue, reading \p from, into
   /// \p e; false where it is not one a library runs.
@@ -76,7 +81,7 @@ bool Matcher::plainOver(const Access &a, const Buffer &shape) const {
   if (a.buffer() >= uint32_t(prog.buffers_size()))
     return false;
   const Buffer &b = prog.buffers(int(a.buffer()));
-  if (b.dtype() != F32 || b.shape_size() != shape.shape_size())
+  if (b.dtype() != shape.dtype() || b.shape_size() != shape.shape_size())
     return false;
   for (int d = 0; d < b.shape_size(); ++d)
     if (b.shape(d) != shape.shape(d))
@@ -86,8 +91,29 @@ bool Matcher::plainOver(const Access &a, const Buffer &shape) const {
 
 bool Matcher::biasOf(const Compute &c) const {
   const Access &a = c.inputs(2);
-  return addsRowBias(c) && a.buffer() < uint32_t(prog.buffers_size()) &&
-         prog.buffers(int(a.buffer())).dtype() == F32;
+  if (!addsRowBias(c) || a.buffer() >= uint32_t(prog.buffers_size()))
+    return false;
+  // Of the result's type, or of the operands' (a 16-bit product into f32).
+  DType t = prog.buffers(int(a.buffer())).dtype();
+  return t == prog.buffers(int(c.outputs(0).buffer())).dtype() ||
+         t == prog.buffers(int(c.inputs(0).buffer())).dtype();
+}
+
+bool Matcher::typesSuit(const Compute &p) const {
+  if (p.outputs(0).buffer() >= uint32_t(prog.buffers_size()))
+    return false;
+  DType t = prog.buffers(int(p.outputs(0).buffer())).dtype();
+  if (t != F32 && t != BF16 && t != F16)
+    return false;
+  DType in[2];
+  for (int k = 0; k < 2; ++k) {
+    if (p.inputs(k).buffer() >= uint32_t(prog.buffers_size()))
+      return false;
+    in[k] = prog.buffers(int(p.inputs(k).buffer())).dtype();
+  }
+  // A 16-bit product may write f32 (a cast up folded into it).
+  return in[0] == in[1] &&
+         (in[0] == t || (t == F32 && (in[0] == BF16 || in[0] == F16)));
 }
 
 bool Matcher::take(const Compute &c, uint32_t from, LibraryEpilogue &e) const {
@@ -126,8 +152,7 @@ std::optional<LibraryEpilogue> Matcher::match(uint32_t i,
   const Compute &p = head.compute();
   if ((p.kind() != "gemm" && p.kind() != "matmul") || p.fused().empty() ||
       p.outputs_size() != 1 || p.inputs_size() < 2 || p.inputs_size() > 3 ||
-      p.outputs(0).buffer() >= uint32_t(prog.buffers_size()) ||
-      prog.buffers(int(p.outputs(0).buffer())).dtype() != F32)
+      !typesSuit(p))
     return std::nullopt;
   LibraryEpilogue e;
   e.product = i;

@@ -10,8 +10,10 @@
 // cuda-emulated, which checks the same decision on the host) run it so,
 // in place of the generated kernel. Decided from the plan alone: the
 // kernel follows the product in its fused group, every access is the
-// product's result's plain dims in order over one shape of f32, and the
-// product's and each intermediate result are read by the next op only.
+// product's result's plain dims in order over one shape and element type
+// (f32, bf16 or fp16; the product's operands of that type, or bf16/fp16
+// into f32: fp32 accumulation), and the product's and each intermediate
+// result are read by the next op only.
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -391,22 +391,19 @@ private:
                             llvm::ArrayRef<const Tensor *> inputs,
                             const plan::LibraryEpilogue &e,
                             const Tensor *addend, Tensor &out) {
-    if (out.dtype != plan::F32 || (addend && addend->dtype != plan::F32))
-      return computeError(c, "a library epilogue of f32 only");
+    if (addend && addend->dtype != out.dtype)
+      return computeError(c, "a library epilogue adding another type");
     void *scratch = nullptr;
     if (cudaError_t err = cudaMallocAsync(&scratch, out.data.size(), stream))
       return computeError(c, cudaGetErrorString(err));
     Tensor product = Tensor::view(out.dtype, out.shape,
                                   static_cast<uint8_t *>(scratch), false);
     llvm::Error err = launch(c, inputs, {&product});
-    auto f32 = [](const Tensor *t) {
-      return reinterpret_cast<const float *>(t->data.data());
-    };
     if (!err)
-      record(cuda::launchEpilogueF32(f32(&product),
-                                     addend ? f32(addend) : nullptr,
-                                     reinterpret_cast<float *>(out.data.data()),
-                                     out.numel(), int(e.activation), stream));
+      record(cuda::launchEpilogue(product.data.data(),
+                                  addend ? addend->data.data() : nullptr,
+                                  out.data.data(), int32_t(out.dtype),
+                                  out.numel(), int(e.activation), stream));
     record(cudaFreeAsync(scratch, stream));
     if (err)
       return err;

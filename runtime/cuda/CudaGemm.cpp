@@ -41,6 +41,19 @@ CudaGemm::~CudaGemm() {
 }
 
 namespace {
+cudaDataType_t cudaType(plan::DType t) {
+  switch (t) {
+  case plan::F64:
+    return CUDA_R_64F;
+  case plan::BF16:
+    return CUDA_R_16BF;
+  case plan::F16:
+    return CUDA_R_16F;
+  default:
+    return CUDA_R_32F;
+  }
+}
+
 /// cuBLASLt's workspace: what its heuristics are allowed to use.
 constexpr size_t kWorkspaceBytes = size_t(32) << 20;
 
@@ -57,12 +70,13 @@ struct LtCall {
   }
 };
 
-/// A column-major f32 layout of \p rows x \p cols (leading dim \p ld),
-/// \p batch of them \p stride apart.
-cublasStatus_t layout(cublasLtMatrixLayout_t &l, int64_t rows, int64_t cols,
-                      int64_t ld, int64_t batch, int64_t stride) {
-  cublasStatus_t st = cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, uint64_t(rows),
-                                                 uint64_t(cols), ld);
+/// A column-major layout of \p rows x \p cols elements of \p type
+/// (leading dim \p ld), \p batch of them \p stride apart.
+cublasStatus_t layout(cublasLtMatrixLayout_t &l, cudaDataType_t type,
+                      int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                      int64_t stride) {
+  cublasStatus_t st =
+      cublasLtMatrixLayoutCreate(&l, type, uint64_t(rows), uint64_t(cols), ld);
   if (st != CUBLAS_STATUS_SUCCESS || batch <= 1)
     return st;
   int32_t count = int32_t(batch);
@@ -84,11 +98,15 @@ cublasLtEpilogue_t epilogueOf(const plan::LibraryEpilogue &e, bool bias) {
   return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
 }
 
-/// The descriptors of \p s with epilogue \p epi (and \p bias) into \p call.
-cublasStatus_t describe(const GemmShape &s, bool allowTf32,
+/// The descriptors of \p s on A and B of type \p in, C and D of type
+/// \p out (f32, or 16-bit operands with fp32 accumulation) with epilogue
+/// \p epi (and \p bias, of \p biasType) into \p call.
+cublasStatus_t describe(const GemmShape &s, cudaDataType_t in,
+                        cudaDataType_t out, bool allowTf32,
                         cublasLtEpilogue_t epi, const void *bias,
-                        LtCall &call) {
-  auto compute = allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+                        cudaDataType_t biasType, LtCall &call) {
+  auto compute = allowTf32 && in == CUDA_R_32F ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                               : CUBLAS_COMPUTE_32F;
   cublasStatus_t st = cublasLtMatmulDescCreate(&call.desc, compute, CUDA_R_32F);
   cublasOperation_t ta = s.transA ? CUBLAS_OP_T : CUBLAS_OP_N,
                     tb = s.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -100,16 +118,18 @@ cublasStatus_t describe(const GemmShape &s, bool allowTf32,
   set(CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta));
   set(CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb));
   set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi));
-  if (bias)
+  if (bias) {
     set(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias));
+    set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType, sizeof(biasType));
+  }
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = layout(call.a, s.transA ? s.k : s.m, s.transA ? s.m : s.k, s.lda,
+    st = layout(call.a, in, s.transA ? s.k : s.m, s.transA ? s.m : s.k, s.lda,
                 s.batch, s.strideA);
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = layout(call.b, s.transB ? s.n : s.k, s.transB ? s.k : s.n, s.ldb,
+    st = layout(call.b, in, s.transB ? s.n : s.k, s.transB ? s.k : s.n, s.ldb,
                 s.batch, s.strideB);
   if (st == CUBLAS_STATUS_SUCCESS)
-    st = layout(call.c, s.m, s.n, s.ldc, s.batch, s.strideC);
+    st = layout(call.c, out, s.m, s.n, s.ldc, s.batch, s.strideC);
   return st;
 }
 } // namespace
@@ -120,19 +140,28 @@ llvm::Expected<bool> CudaGemm::runWithEpilogue(const Prepared &p,
                                                const plan::LibraryEpilogue &e,
                                                const Tensor *addend) {
   const plan::Compute &c = p.c;
-  for (const Tensor *t : p.ins)
-    if (t->dtype != plan::F32)
-      return false;
-  if (p.outs[0]->dtype != plan::F32 || !s.loops.empty() ||
-      (addend && addend->dtype != plan::F32))
+  // GemmTypes, with f32 the only type wider than 16 bits; the bias and
+  // the addend of the result's type.
+  auto types = gemmTypes(p, s);
+  if (!types) {
+    llvm::consumeError(types.takeError());
+    return false;
+  }
+  plan::DType t = types->out;
+  if (types->in == plan::F64 || !s.loops.empty() ||
+      (addend && addend->dtype != t))
     return false;
   // The product's own C: the bias (a vector over BLAS's rows, the result's
   // last dim), unless it is the addend.
   const void *bias = nullptr;
+  cudaDataType_t biasType = cudaType(t);
   if (p.ins.size() == 3 && e.bias >= 0) {
     if (p.ins[2]->numel() != s.m)
       return false;
     bias = p.ins[2]->data.data();
+    biasType = cudaType(p.ins[2]->dtype);
+  } else if (p.ins.size() == 3 && p.ins[2]->dtype != t) {
+    return false;
   }
   if (!ltHandle) {
     cublasLtHandle_t h = nullptr;
@@ -144,24 +173,22 @@ llvm::Expected<bool> CudaGemm::runWithEpilogue(const Prepared &p,
   }
   LtCall call;
   if (cublasStatus_t st =
-          describe(s, allowTf32, epilogueOf(e, bias), bias, call);
+          describe(s, cudaType(types->in), cudaType(t), allowTf32,
+                   epilogueOf(e, bias), bias, biasType, call);
       st != CUBLAS_STATUS_SUCCESS)
     return st == CUBLAS_STATUS_NOT_SUPPORTED ? llvm::Expected<bool>(false)
                                              : blasError(c, st);
   float alpha = float(c.kind() == "gemm" ? attrReal(c, "alpha", 1.0) : 1.0);
   float beta = addend ? 1.0f : 0.0f;
-  const float *A =
-      reinterpret_cast<const float *>(p.ins[size_t(s.aInput)]->data.data());
-  const float *B =
-      reinterpret_cast<const float *>(p.ins[size_t(s.bInput)]->data.data());
-  float *D = reinterpret_cast<float *>(p.outs[0]->data.data()) + s.offsetC;
-  const float *C =
-      addend ? reinterpret_cast<const float *>(addend->data.data()) + s.offsetC
-             : D;
-  cublasStatus_t st = cublasLtMatmul(
-      static_cast<cublasLtHandle_t>(ltHandle), call.desc, &alpha, A + s.offsetA,
-      call.a, B + s.offsetB, call.b, &beta, C, call.c, D, call.c, nullptr,
-      workspace, kWorkspaceBytes, stream);
+  int64_t inBytes = dtypeBytes(types->in), outBytes = dtypeBytes(t);
+  const uint8_t *A = p.ins[size_t(s.aInput)]->data.data() + s.offsetA * inBytes;
+  const uint8_t *B = p.ins[size_t(s.bInput)]->data.data() + s.offsetB * inBytes;
+  uint8_t *D = p.outs[0]->data.data() + s.offsetC * outBytes;
+  const uint8_t *C = addend ? addend->data.data() + s.offsetC * outBytes : D;
+  cublasStatus_t st =
+      cublasLtMatmul(static_cast<cublasLtHandle_t>(ltHandle), call.desc, &alpha,
+                     A, call.a, B, call.b, &beta, C, call.c, D, call.c, nullptr,
+                     workspace, kWorkspaceBytes, stream);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED)
     return false;
   if (st != CUBLAS_STATUS_SUCCESS)
@@ -179,19 +206,6 @@ struct BlasTypes {
 };
 
 namespace {
-
-cudaDataType_t cudaType(plan::DType t) {
-  switch (t) {
-  case plan::F64:
-    return CUDA_R_64F;
-  case plan::BF16:
-    return CUDA_R_16BF;
-  case plan::F16:
-    return CUDA_R_16F;
-  default:
-    return CUDA_R_32F;
-  }
-}
 
 BlasTypes blasTypes(GemmTypes t, bool allowTf32) {
   BlasTypes b;

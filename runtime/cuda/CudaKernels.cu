@@ -186,29 +186,33 @@ __global__ void attentionKernel(const attention::Problem *pp, double *work) {
     attention::runRows(p, r, 1, work + r * each);
 }
 
-__global__ void epilogueKernel(const float *product, const float *addend,
-                               float *out, int64_t n, int act) {
+__global__ void epilogueKernel(const uint8_t *product, const uint8_t *addend,
+                               uint8_t *out, int32_t dtype, int64_t n,
+                               int act) {
   for (int64_t i = threadIndex(); i < n; i += threadStride()) {
-    double v = double(product[i]) + (addend ? double(addend[i]) : 0.0);
+    double v = elements::readReal(product, dtype, i) +
+               (addend ? elements::readReal(addend, dtype, i) : 0.0);
     ScalarParams params;
     params.tanhGelu = true;
     if (act != 0)
       v = scalar::activation(act == 1 ? ScalarOp::Relu : ScalarOp::Gelu, v,
                              0.0, params);
-    out[i] = float(v);
+    elements::writeReal(out, dtype, i, v);
   }
 }
 
 } // namespace
 
-cudaError_t launchEpilogueF32(const float *product, const float *addend,
-                              float *out, int64_t n, int act,
-                              cudaStream_t stream) {
+cudaError_t launchEpilogue(const void *product, const void *addend, void *out,
+                           int32_t dtype, int64_t n, int act,
+                           cudaStream_t stream) {
   if (n <= 0)
     return cudaSuccess;
   int64_t blocks = (n + 255) / 256;
   epilogueKernel<<<unsigned(blocks > 65535 ? 65535 : blocks), 256, 0,
-                   stream>>>(product, addend, out, n, act);
+                   stream>>>(static_cast<const uint8_t *>(product),
+                             static_cast<const uint8_t *>(addend),
+                             static_cast<uint8_t *>(out), dtype, n, act);
   return cudaGetLastError();
 }
 

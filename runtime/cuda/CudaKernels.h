@@ -81,12 +81,13 @@ cudaError_t launchAttentionTiled(const attention::Problem &p,
                                  attention::Problem *scratch,
                                  cudaStream_t stream);
 
-/// out[i] = act(product[i] + addend[i]) for \p n f32 elements (\p addend
-/// null: none; it may be \p out), act 0: none, 1: relu, 2: tanh GELU: a
-/// product's library epilogue where cuBLASLt does not take it.
-cudaError_t launchEpilogueF32(const float *product, const float *addend,
-                              float *out, int64_t n, int act,
-                              cudaStream_t stream);
+/// out[i] = act(product[i] + addend[i]) for \p n elements of \p dtype
+/// (a plan DType: f32, bf16, f16; computed in double, rounded once;
+/// \p addend null: none; it may be \p out), act 0: none, 1: relu, 2: tanh
+/// GELU: a product's library epilogue where cuBLASLt does not take it.
+cudaError_t launchEpilogue(const void *product, const void *addend, void *out,
+                           int32_t dtype, int64_t n, int act,
+                           cudaStream_t stream);
 
 } // namespace pax::runtime::cuda
 

@@ -99,6 +99,35 @@ TEST(LibraryEpilogueTest, BiasAddAndTanhGelu) {
   EXPECT_EQ(e.output, 6u);
 }
 
+// Mixed precision: bf16 A and B (fp32 accumulation) into bf16 with a bf16
+// bias and addend, or into f32 (a cast up folded into the product) with a
+// bf16 bias and an f32 addend, are one call; A and B of two types, or an
+// addend of another type than the result, are not.
+TEST(LibraryEpilogueTest, SixteenBitProducts) {
+  auto typed = [](std::initializer_list<std::pair<int, plan::DType>> types) {
+    plan::DeviceProgram p = biasAddGelu();
+    for (auto [b, t] : types)
+      p.mutable_buffers(b)->set_dtype(t);
+    return plan::libraryEpilogues(p).size();
+  };
+  using plan::BF16, plan::F16, plan::F32;
+  EXPECT_EQ(typed({{0, BF16},
+                   {1, BF16},
+                   {2, BF16},
+                   {3, BF16},
+                   {4, BF16},
+                   {5, BF16},
+                   {6, BF16}}),
+            1u);
+  EXPECT_EQ(typed({{0, BF16}, {1, BF16}, {2, BF16}}), 1u);
+  EXPECT_EQ(typed({{0, F16}, {1, F16}}), 1u);
+  EXPECT_EQ(typed({{0, BF16}, {1, F16}}), 0u);
+  EXPECT_EQ(typed({{0, BF16}}), 0u);
+  EXPECT_EQ(typed({{0, BF16}, {1, BF16}, {2, F16}}), 0u);
+  EXPECT_EQ(typed({{0, BF16}, {1, BF16}, {3, BF16}, {5, BF16}, {6, BF16}}),
+            0u); // the f32 addend
+}
+
 // The error function's GELU is no epilogue of cuBLASLt's.
 TEST(LibraryEpilogueTest, ErfGeluIsNot) {
   EXPECT_TRUE(plan::libraryEpilogues(biasAddGelu("none")).empty());
