@@ -134,6 +134,18 @@ cublasStatus_t describe(const GemmShape &s, cudaDataType_t in,
 }
 } // namespace
 
+llvm::Error CudaGemm::startLt(const plan::Compute &c) {
+  if (ltHandle)
+    return llvm::Error::success();
+  cublasLtHandle_t h = nullptr;
+  if (cublasStatus_t st = cublasLtCreate(&h); st != CUBLAS_STATUS_SUCCESS)
+    return blasError(c, st);
+  ltHandle = h;
+  if (cudaError_t err = cudaMalloc(&workspace, kWorkspaceBytes))
+    return computeError(c, cudaGetErrorString(err));
+  return llvm::Error::success();
+}
+
 llvm::Expected<bool> CudaGemm::runWithEpilogue(const Prepared &p,
                                                const GemmShape &s,
                                                bool allowTf32,
@@ -163,14 +175,8 @@ llvm::Expected<bool> CudaGemm::runWithEpilogue(const Prepared &p,
   } else if (p.ins.size() == 3 && p.ins[2]->dtype != t) {
     return false;
   }
-  if (!ltHandle) {
-    cublasLtHandle_t h = nullptr;
-    if (cublasStatus_t st = cublasLtCreate(&h); st != CUBLAS_STATUS_SUCCESS)
-      return blasError(c, st);
-    ltHandle = h;
-    if (cudaError_t err = cudaMalloc(&workspace, kWorkspaceBytes))
-      return computeError(c, cudaGetErrorString(err));
-  }
+  if (auto err = startLt(c))
+    return err;
   LtCall call;
   if (cublasStatus_t st =
           describe(s, cudaType(types->in), cudaType(t), allowTf32,

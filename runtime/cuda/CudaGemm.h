@@ -38,6 +38,9 @@ public:
 
 private:
   CudaGemm() = default;
+  /// cuBLASLt's handle and workspace, made on first use (\p c names the
+  /// compute in an error).
+  llvm::Error startLt(const plan::Compute &c);
   /// The strided batched BLAS calls of \p s, one per point of its loops.
   llvm::Error stridedBatches(const Prepared &p, const GemmShape &s,
                              const BlasTypes &t, double alpha, double beta);
