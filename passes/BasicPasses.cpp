@@ -91,10 +91,13 @@ llvm::Error FuseBiasPass::run(Module &m, PassContext &) {
   return llvm::Error::success();
 }
 
-/// Pass \p pass's one option \p key, 0 (the default) or 1.
+/// Pass \p pass's option \p key, 0 (the default) or 1; \p known: every
+/// option the pass takes (default: \p key alone).
 static llvm::Expected<bool>
-flagOption(const PassOptions &o, llvm::StringRef pass, llvm::StringRef key) {
-  if (auto err = o.checkKnown(pass, {key}))
+flagOption(const PassOptions &o, llvm::StringRef pass, llvm::StringRef key,
+           llvm::ArrayRef<llvm::StringRef> known = {}) {
+  if (auto err =
+          o.checkKnown(pass, known.empty() ? llvm::ArrayRef(key) : known))
     return err;
   std::string v = o.get(key, "0");
   if (v != "0" && v != "1")
@@ -120,19 +123,17 @@ llvm::Error FoldCopiesPass::run(Module &m, PassContext &) {
 
 llvm::Expected<std::unique_ptr<Pass>>
 AutocastPass::create(const PassOptions &o) {
-  if (auto err = o.checkKnown("pax-autocast", {"precision", "master-weights"}))
-    return err;
+  auto master = flagOption(o, "pax-autocast", "master-weights",
+                           {"precision", "master-weights"});
+  if (!master)
+    return master.takeError();
   auto low = parseLowPrecision(o.get("precision", "bf16"));
   if (!low)
     return llvm::createStringError("pax-autocast: " +
                                    llvm::toString(low.takeError()));
-  std::string master = o.get("master-weights", "0");
-  if (master != "0" && master != "1")
-    return llvm::createStringError("pax-autocast: master-weights=" + master +
-                                   ": expected 0 or 1");
   auto p = std::make_unique<AutocastPass>();
   p->low = *low;
-  p->masterWeights = master == "1";
+  p->masterWeights = *master;
   return p;
 }
 

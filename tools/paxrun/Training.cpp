@@ -4,6 +4,7 @@
 #include "tools/common/Checkpoint.h"
 
 #include "frontend/TensorProto.h"
+#include "passes/autodiff/Optimizer.h"
 #include "tools/common/TensorFiles.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -40,8 +41,13 @@ static llvm::Error saveModel(const std::string &path,
   return llvm::Error::success();
 }
 
+/// Whether output \p name is the loss scale's update (paxc --loss-scale).
+static bool isLossScaleUpdate(llvm::StringRef name) {
+  return name.consume_front("update/") && name == kLossScaleName;
+}
+
 bool gatheredEveryStep(llvm::StringRef name) {
-  return name == "loss" || name == "update/amp/scale";
+  return name == "loss" || isLossScaleUpdate(name);
 }
 
 namespace {
@@ -51,12 +57,12 @@ class LossScaleWatch {
 public:
   explicit LossScaleWatch(const plan::Plan &plan) {
     for (int i = 0; i < plan.outputs_size(); ++i)
-      if (plan.outputs(i).name() == "update/amp/scale")
+      if (isLossScaleUpdate(plan.outputs(i).name()))
         index = i;
     // The first scale: the state's fill, where the step starts from it.
     for (const plan::DeviceProgram &p : plan.programs())
       for (const plan::Instruction &inst : p.instructions())
-        if (inst.has_load() && inst.load().tensor() == "amp/scale" &&
+        if (inst.has_load() && inst.load().tensor() == kLossScaleName &&
             inst.load().source() == plan::LoadWeight::FILL)
           last = inst.load().fill();
   }
