@@ -88,6 +88,8 @@ llvm::Expected<bool> lossScaling(bool trainingStep) {
                                    ": expected auto, dynamic or none");
   if (lossScale != "none" && !(lossScaleInit > 0))
     return llvm::createStringError("--loss-scale-init must be positive");
+  if (lossScale != "none" && lossScaleInterval < 1)
+    return llvm::createStringError("--loss-scale-interval must be at least 1");
   if (lossScale == "auto")
     return trainingStep && lowPrecision() == DType::F16;
   if (lossScale == "dynamic" && !trainingStep)

@@ -4,6 +4,8 @@
 // BADP: error: pax-autocast: unknown low precision 'fp32' (expected bf16 or fp16)
 // RUN: not paxc-opt %s -p 'pax-autocast{master-weights=2}' 2>&1 | FileCheck %s --check-prefix=BADM
 // BADM: error: pax-autocast: master-weights=2: expected 0 or 1
+// RUN: not paxc-opt %s -p 'pax-autocast{master=1}' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// UNKNOWN: error: pass 'pax-autocast' has no option 'master'
 
 // pax-autocast: the graph input is cast where it is read; the weights only
 // products read are stored in bf16 (a plan loads them converted); the gemm

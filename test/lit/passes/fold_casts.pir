@@ -1,5 +1,7 @@
 // RUN: paxc-opt %s --split-input-file -p pax-fold-casts | FileCheck %s
 // RUN: paxc-opt %s --split-input-file -p 'pax-fold-casts{down-only=1}' | FileCheck %s --check-prefix=DOWN
+// RUN: not paxc-opt %s -p 'pax-fold-casts{down-only=2}' 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: pax-fold-casts: down-only=2: expected 0 or 1
 
 // pax-fold-casts: a cast that alone reads a product's result becomes the
 // product's store (a bf16 product written in f32: the gradient of an fp32
