@@ -88,9 +88,12 @@ public:
   /// How many computes of \p chain, from the first, the device runs as one
   /// kernel (launchChain); 1 when none. In a chain each compute reads the
   /// result of the one before, its only output, which nothing else reads
-  /// and the program does not return.
-  virtual size_t fuses(llvm::ArrayRef<const plan::Compute *> chain) {
+  /// and the program does not return. \p results: each compute's result
+  /// element type.
+  virtual size_t fuses(llvm::ArrayRef<const plan::Compute *> chain,
+                       llvm::ArrayRef<plan::DType> results) {
     (void)chain;
+    (void)results;
     return 1;
   }
   /// Runs \p chain (as many computes as fuses said) as one kernel: only

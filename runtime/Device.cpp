@@ -575,12 +575,17 @@ void DeviceRun::findChains() {
       continue;
     llvm::SmallVector<int64_t, 8> chain = candidateChain(i);
     llvm::SmallVector<const plan::Compute *, kMaxChain> computes;
+    llvm::SmallVector<plan::DType, kMaxChain> results;
     for (int64_t j : chain)
-      if (prog.instructions(int(j)).has_compute())
+      if (prog.instructions(int(j)).has_compute()) {
         computes.push_back(&prog.instructions(int(j)).compute());
+        results.push_back(
+            prog.buffers(int(usesOf(prog.instructions(int(j))).writes[0]))
+                .dtype());
+      }
     if (computes.size() < 2)
       continue;
-    size_t fused = device.fuses(computes);
+    size_t fused = device.fuses(computes, results);
     // Cut the chain after its last fused compute.
     for (size_t seen = 0, k = 0; k < chain.size(); ++k)
       if (prog.instructions(int(chain[k])).has_compute() && ++seen == fused) {

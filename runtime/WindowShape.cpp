@@ -59,6 +59,18 @@ bool allDenseF32(const Prepared &p) {
   return llvm::all_of(p.ins, ok) && llvm::all_of(p.outs, ok);
 }
 
+bool productTypes(const Prepared &p, bool sixteenBit) {
+  auto f32 = [](const Tensor *t) { return t->dtype == plan::F32; };
+  if (p.ins.size() < 2 || p.outs.empty())
+    return false;
+  if (!sixteenBit)
+    return llvm::all_of(p.ins, f32) && llvm::all_of(p.outs, f32);
+  plan::DType low = p.ins[0]->dtype;
+  auto lowOrF32 = [&](const Tensor *t) { return f32(t) || t->dtype == low; };
+  return (low == plan::BF16 || low == plan::F16) && p.ins[1]->dtype == low &&
+         llvm::all_of(p.ins, lowOrF32) && llvm::all_of(p.outs, lowOrF32);
+}
+
 namespace {
 /// Where an activation's n, c, h and w are among its tensor dims.
 struct Dims4 {
@@ -131,10 +143,15 @@ matchConvMaps(const plan::Compute &c, bool grouped, const plan::Access &xa,
 }
 
 /// The shape of \p p when it is a conv the fast paths handle.
-std::optional<Window2DShape> matchConv2D(const Prepared &p, int64_t group) {
+std::optional<Window2DShape> matchConv2D(const Prepared &p, int64_t group,
+                                         bool sixteenBit) {
   const plan::Compute &c = p.c;
   bool grouped = group > 1;
-  if (!allDenseF32(p) || p.ins.size() < 2 || p.outs.size() != 1)
+  auto dense = [](const Tensor *t) {
+    return int64_t(t->data.size()) == t->bytes();
+  };
+  if (p.ins.size() < 2 || p.outs.size() != 1 || !productTypes(p, sixteenBit) ||
+      !llvm::all_of(p.ins, dense) || !dense(p.outs[0]))
     return std::nullopt;
   auto s = matchConvMaps(c, grouped, c.inputs(0), *p.ins[0], c.inputs(1),
                          *p.ins[1], c.outputs(0), *p.outs[0]);

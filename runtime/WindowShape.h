@@ -71,6 +71,12 @@ std::optional<WindowDim> matchWindow(const plan::Compute &c,
 /// True when every tensor of \p p is f32 and holds exactly its elements.
 bool allDenseF32(const Prepared &p);
 
+/// Whether \p p's tensors have the types of a product (a matrix product or
+/// a convolution) the fast kernels take: all f32, or with \p sixteenBit,
+/// the first two operands of one 16-bit float type and the others and the
+/// result of that type or f32 (fp32 accumulation).
+bool productTypes(const Prepared &p, bool sixteenBit);
+
 /// The convolution over \p c's dims [n, (g), co, oh, ow, ci, kh, kw]
 /// (with \p grouped, a group dim g) that reads or writes x, w and y
 /// through \p xa, \p wa and \p ya: its shape, when every map and tensor
@@ -80,9 +86,11 @@ matchConvMaps(const plan::Compute &c, bool grouped, const plan::Access &xa,
               const Tensor &x, const plan::Access &wa, const Tensor &w,
               const plan::Access &ya, const Tensor &y);
 
-/// The shape of \p p when it is an f32 conv of \p group groups (inputs x,
-/// w and an optional per-output-channel bias, output y, dense).
-std::optional<Window2DShape> matchConv2D(const Prepared &p, int64_t group);
+/// The shape of \p p when it is a conv of \p group groups (inputs x, w and
+/// an optional per-output-channel bias, output y, dense), of f32 tensors,
+/// or with \p sixteenBit of productTypes' 16-bit ones.
+std::optional<Window2DShape> matchConv2D(const Prepared &p, int64_t group,
+                                         bool sixteenBit = false);
 
 /// The shape of \p p when it is an f32 2-D max pool (iteration space [n,
 /// c, oh, ow, kh, kw]).

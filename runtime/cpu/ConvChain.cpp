@@ -13,28 +13,37 @@ namespace {
 /// The links after the convolution, in the order they may come.
 enum class Link { Norm, Relu, Add, ReluAfter };
 
-/// True for a 2-D convolution whose result is channels-last.
-bool channelsLastConv(const plan::Compute &c) {
+/// The dim of a 2-D convolution's result that holds its channels: the
+/// last of a channels-last result, the second of an NCHW one; -1 where
+/// \p c is not such a convolution.
+int convChannelDim(const plan::Compute &c) {
   if (c.kind() != "conv" || c.outputs_size() != 1 || c.inputs_size() < 2)
-    return false;
+    return -1;
   const plan::Access &y = c.outputs(0);
   bool grouped = attrInt(c, "group", 1) > 1;
-  return y.exprs_size() == 4 &&
-         isChannel(y.exprs(3), grouped ? 1 : -1, grouped ? 2 : 1);
+  if (y.exprs_size() != 4)
+    return -1;
+  for (int d : {3, 1})
+    if (isChannel(y.exprs(d), grouped ? 1 : -1, grouped ? 2 : 1))
+      return d;
+  return -1;
 }
 
 /// True when batch norm \p c reads its four parameters along its result's
-/// channel (the last dim of a channels-last result).
+/// channel, the result's dim 1 (NCHW) or 3 (channels-last).
 bool normAlongChannel(const plan::Compute &c) {
   const plan::Access &y = c.outputs(0);
   if (y.exprs_size() != 4)
     return false;
-  for (int k = 1; k < 5; ++k)
-    if (c.inputs(k).exprs_size() != 1 ||
-        c.inputs(k).exprs(0).SerializeAsString() !=
-            y.exprs(3).SerializeAsString())
-      return false;
-  return true;
+  auto along = [&](int d) {
+    for (int k = 1; k < 5; ++k)
+      if (c.inputs(k).exprs_size() != 1 ||
+          c.inputs(k).exprs(0).SerializeAsString() !=
+              y.exprs(d).SerializeAsString())
+        return false;
+    return true;
+  };
+  return along(3) || along(1);
 }
 
 /// What \p c is as the link after \p stage (the last link so far; none
@@ -82,7 +91,8 @@ bool epilogue(llvm::ArrayRef<ChainLink> links, const Window2DShape &s,
     } else if (*stage == Link::Add) {
       epi.residual = links[k].inputs[size_t(1 - pointwiseInput(c, buffer))];
       if (epi.residual->shape != out.shape ||
-          !denseF32(*epi.residual, out.numel()))
+          epi.residual->dtype != out.dtype ||
+          int64_t(epi.residual->data.size()) != epi.residual->bytes())
         return false;
     }
     epi.relu |= *stage == Link::Relu;
@@ -107,9 +117,12 @@ bool apart(const ChainLink &conv, const ConvEpilogue &epi, const Tensor &out) {
 
 } // namespace
 
-size_t convChainLength(llvm::ArrayRef<const plan::Compute *> chain) {
-  if (chain.empty() || gemmBackend() != "onednn" ||
-      !channelsLastConv(*chain[0]))
+size_t convChainLength(llvm::ArrayRef<const plan::Compute *> chain,
+                       bool sixteenBit) {
+  int channel = chain.empty() ? -1 : convChannelDim(*chain[0]);
+  // An f32 NCHW convolution runs faster as im2col and a GEMM, one link at
+  // a time; 16-bit ones run on oneDNN in every layout.
+  if (gemmBackend() != "onednn" || channel < 0 || (channel == 1 && !sixteenBit))
     return 1;
   return chainLength<Link>(chain, linkAfter);
 }
@@ -123,11 +136,11 @@ llvm::Expected<bool> runConvChain(llvm::ArrayRef<ChainLink> links,
   std::optional<Prepared> p = prepareHead(conv, outs);
   if (!p)
     return false;
-  std::optional<Window2DShape> s =
-      matchConv2D(*p, attrInt(*conv.compute, "group", 1));
+  std::optional<Window2DShape> s = matchConv2D(
+      *p, attrInt(*conv.compute, "group", 1), p->ins[0]->dtype != plan::F32);
   ConvEpilogue epi;
-  if (!s || !s->yLast || !epilogue(links, *s, *outs[0], epi) ||
-      !apart(conv, epi, *outs[0]))
+  if (!s || !(s->yLast || p->ins[0]->dtype != plan::F32) ||
+      !epilogue(links, *s, *outs[0], epi) || !apart(conv, epi, *outs[0]))
     return false;
   return runConvDnnl(*p, *s, &cache, epi, links.back().compute);
 }

@@ -21,11 +21,13 @@
 namespace pax::runtime::cpu {
 
 /// How many computes of \p chain, from the first, run as one convolution
-/// with its epilogue: a 2-D convolution with a channels-last result, then
-/// in this order and each optional a batch norm, a relu, an add (or sum)
-/// of another tensor and a relu. 1 when none (or paxc is built without
+/// with its epilogue: a 2-D convolution with a channels-last result (or,
+/// where \p sixteenBit, its result is 16-bit, an NCHW one), then in this
+/// order and each optional a batch norm, a relu, an add (or sum) of
+/// another tensor and a relu. 1 when none (or paxc is built without
 /// oneDNN).
-size_t convChainLength(llvm::ArrayRef<const plan::Compute *> chain);
+size_t convChainLength(llvm::ArrayRef<const plan::Compute *> chain,
+                       bool sixteenBit);
 
 /// Runs \p links (as many as convChainLength said) as one oneDNN
 /// convolution, keeping its primitive and packed weights in \p cache.

@@ -79,8 +79,9 @@ public:
                      llvm::ArrayRef<Tensor *> outputs) override {
     return runDeviceKernel(c, inputs, outputs, primitives);
   }
-  size_t fuses(llvm::ArrayRef<const plan::Compute *> chain) override {
-    size_t n = cpu::convChainLength(chain);
+  size_t fuses(llvm::ArrayRef<const plan::Compute *> chain,
+               llvm::ArrayRef<plan::DType> results) override {
+    size_t n = cpu::convChainLength(chain, results[0] != plan::F32);
     if (n < 2)
       n = cpu::matmulChainLength(chain);
     if (n < 2)

@@ -9,6 +9,8 @@
 
 #ifdef PAX_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "runtime/cpu/DnnlType.h"
 #if DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
 #include <omp.h>
 #endif
@@ -86,6 +88,17 @@ Scratch::Scratch(DnnlCache *cache, size_t bytes) : own(nullptr, &std::free) {
 dnnl::engine &dnnlEngine() {
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);
   return e;
+}
+
+dnnl::memory::data_type dnnlType(const Tensor &t) {
+  switch (t.dtype) {
+  case plan::BF16:
+    return dnnl::memory::data_type::bf16;
+  case plan::F16:
+    return dnnl::memory::data_type::f16;
+  default:
+    return dnnl::memory::data_type::f32;
+  }
 }
 #endif
 

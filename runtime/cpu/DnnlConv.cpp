@@ -1,5 +1,6 @@
 //===- DnnlConv.cpp - 2-D convolutions on oneDNN's primitives -------------===//
 #include "runtime/cpu/DnnlConv.h"
+#include "runtime/cpu/Widen.h"
 
 #include <cstdlib>
 #include <memory>
@@ -7,6 +8,8 @@
 
 #ifdef PAX_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "runtime/cpu/DnnlType.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -78,14 +81,16 @@ std::optional<DnnlDim> dnnlDim(const WindowDim &w) {
   return d;
 }
 
-/// An activation of \p c channels viewed as [n, c, h, w] over a tensor of
-/// \p fullH x \p fullW positions stored NCHW, or channels-last when \p last.
+/// An activation of \p c channels of \p type viewed as [n, c, h, w] over a
+/// tensor of \p fullH x \p fullW positions stored NCHW, or channels-last
+/// when \p last.
 memory::desc activation(int64_t n, int64_t c, int64_t h, int64_t w,
-                        int64_t fullH, int64_t fullW, bool last) {
+                        int64_t fullH, int64_t fullW, bool last,
+                        memory::data_type type) {
   memory::dims strides =
       last ? memory::dims{fullH * fullW * c, 1, fullW * c, c}
            : memory::dims{c * fullH * fullW, fullH * fullW, fullW, 1};
-  return memory::desc({n, c, h, w}, memory::data_type::f32, strides);
+  return memory::desc({n, c, h, w}, type, strides);
 }
 
 /// A convolution's sizes as oneDNN takes them.
@@ -120,10 +125,30 @@ describe(dnnl::algorithm algo, const memory::desc &src,
 #endif
 }
 
+/// The element type of \p d.
+memory::data_type typeOf(const memory::desc &d) {
+#if DNNL_VERSION_MAJOR >= 3
+  return d.get_data_type();
+#else
+  return d.data_type();
+#endif
+}
+
 /// True when oneDNN would run \p pd on its reference kernel (a scalar
 /// loop, far slower than paxc's own paths).
 bool reference(const dnnl::convolution_forward::primitive_desc &pd) {
   return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
+
+/// True when \p pd is worth running on activations in their own layouts:
+/// not the reference kernel, and for 16-bit activations not the im2col
+/// GEMM one (which is slower than reordering them into a blocked layout
+/// for the direct kernels and back).
+bool goodInPlace(const dnnl::convolution_forward::primitive_desc &pd,
+                 bool sixteenBit) {
+  std::string impl = pd.impl_info_str();
+  return impl.rfind("ref", 0) != 0 &&
+         !(sixteenBit && impl.find("gemm") != std::string::npos);
 }
 
 /// True for a 3x3 stride-1 convolution without groups or dilation, which
@@ -144,8 +169,7 @@ dnnl::convolution_forward::primitive_desc
 choose(const Window2DShape &s, ConvEntry &e, const memory::desc &weights,
        const ConvParams &k, const dnnl::primitive_attr &attr) {
   auto any = [](const memory::desc &d) {
-    return memory::desc(d.dims(), memory::data_type::f32,
-                        memory::format_tag::any);
+    return memory::desc(d.dims(), typeOf(d), memory::format_tag::any);
   };
   auto inner = [&](const dnnl::convolution_forward::primitive_desc &pd) {
     if (pd.src_desc() != e.src)
@@ -164,7 +188,7 @@ choose(const Window2DShape &s, ConvEntry &e, const memory::desc &weights,
   }
   auto direct = dnnl::algorithm::convolution_direct;
   auto pd = describe(direct, e.src, weights, e.bias, e.dst, k, attr);
-  if (!reference(pd))
+  if (goodInPlace(pd, typeOf(e.src) != memory::data_type::f32))
     return pd;
   pd = describe(direct, any(e.src), weights, e.bias, any(e.dst), k, attr);
   if (reference(pd))
@@ -206,18 +230,27 @@ void build(const Prepared &p, const Window2DShape &s, const ConvEpilogue &epi,
   using tag = memory::format_tag;
   const WindowDim &r = s.rows, &c = s.cols;
   int64_t cin = s.g * s.ci, cout = s.g * s.co;
-  e.src = activation(s.n, cin, rows.size, cols.size, r.size, c.size, s.xLast);
+  e.src = activation(s.n, cin, rows.size, cols.size, r.size, c.size, s.xLast,
+                     dnnlType(*p.ins[0]));
   e.srcOffset = s.xLast ? (rows.shift * c.size + cols.shift) * cin
                         : rows.shift * c.size + cols.shift;
-  e.dst = activation(s.n, cout, r.out, c.out, r.out, c.out, s.yLast);
+  e.dst = activation(s.n, cout, r.out, c.out, r.out, c.out, s.yLast,
+                     dnnlType(*p.outs[0]));
   memory::dims wdims = s.g > 1
                            ? memory::dims{s.g, s.co, s.ci, r.kernel, c.kernel}
                            : memory::dims{s.co, s.ci, r.kernel, c.kernel};
-  e.userWeights = memory::desc(wdims, memory::data_type::f32,
+  // A batch norm is folded into the weights in f32; the primitive's
+  // weights are of the activations' type, its bias f32 or the bias's.
+  memory::data_type wt = dnnlType(*p.ins[1]);
+  e.userWeights = memory::desc(wdims, epi.norm[0] ? memory::data_type::f32 : wt,
                                s.g > 1 ? tag::goihw : tag::oihw);
-  memory::desc anyWeights(wdims, memory::data_type::f32, tag::any);
+  memory::desc anyWeights(wdims, wt, tag::any);
   if (p.ins.size() > 2 || epi.norm[0])
-    e.bias = memory::desc({cout}, memory::data_type::f32, tag::x);
+    e.bias =
+        memory::desc({cout},
+                     epi.norm[0] || p.ins.size() < 3 ? memory::data_type::f32
+                                                     : dnnlType(*p.ins[2]),
+                     tag::x);
   ConvParams k{{r.stride, c.stride},
                {r.dilation - 1, c.dilation - 1},
                {rows.padL, cols.padL},
@@ -244,16 +277,25 @@ llvm::SmallVector<const Tensor *, 6> packSources(const Prepared &p,
 
 /// \p p's weights times the batch norm's per-channel factor (scale /
 /// sqrt(var + epsilon), in double as the batch norm kernel computes it),
-/// and the bias as the batch norm maps it, into \p e.foldedBias.
+/// and the bias as the batch norm maps it, into \p e.foldedBias; 16-bit
+/// weights and bias are read through f32 copies.
 std::vector<float> foldNorm(const Prepared &p, const ConvEpilogue &epi,
                             ConvEntry &e) {
-  auto f32 = [](const Tensor *t) {
+  Tensor wide[2];
+  auto f32 = [&](const Tensor *t, int k) {
+    if (t->dtype != plan::F32) {
+      wide[k] = widenToF32(*t);
+      t = &wide[k];
+    }
     return reinterpret_cast<const float *>(t->data.data());
   };
-  const float *w = f32(p.ins[1]),
-              *cb = p.ins.size() > 2 ? f32(p.ins[2]) : nullptr;
-  const float *scale = f32(epi.norm[0]), *shift = f32(epi.norm[1]),
-              *mean = f32(epi.norm[2]), *var = f32(epi.norm[3]);
+  const float *w = f32(p.ins[1], 0),
+              *cb = p.ins.size() > 2 ? f32(p.ins[2], 1) : nullptr;
+  auto norm = [&](int k) {
+    return reinterpret_cast<const float *>(epi.norm[k]->data.data());
+  };
+  const float *scale = norm(0), *shift = norm(1), *mean = norm(2),
+              *var = norm(3);
   int64_t channels = epi.norm[0]->numel(), per = p.ins[1]->numel() / channels;
   std::vector<float> folded(size_t(p.ins[1]->numel()));
   e.foldedBias.assign(size_t(channels), 0.0f);
@@ -294,7 +336,8 @@ void execute(const Prepared &p, const ConvEpilogue &epi, ConvEntry &e,
   auto buffer = [](const Tensor &t) {
     return const_cast<void *>(static_cast<const void *>(t.data.data()));
   };
-  float *x = static_cast<float *>(buffer(*p.ins[0])) + e.srcOffset;
+  auto *x = static_cast<uint8_t *>(buffer(*p.ins[0])) +
+            e.srcOffset * dtypeBytes(p.ins[0]->dtype);
   memory src(e.src, dnnlEngine(), x),
       dst(e.dst, dnnlEngine(), buffer(*p.outs[0]));
   if (e.srcInner) {

@@ -4,6 +4,8 @@
 #ifdef PAX_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "runtime/cpu/DnnlType.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 #include <tbb/parallel_for.h>
@@ -56,18 +58,6 @@ struct Layout {
   /// Bytes of one element.
   int64_t bytes() const { return type == memory::data_type::f32 ? 4 : 2; }
 };
-
-/// oneDNN's type of \p t's elements (f32, bf16, f16).
-memory::data_type dnnlType(const Tensor &t) {
-  switch (t.dtype) {
-  case plan::BF16:
-    return memory::data_type::bf16;
-  case plan::F16:
-    return memory::data_type::f16;
-  default:
-    return memory::data_type::f32;
-  }
-}
 
 /// The element at \p elements past \p t's first, \p lay's type.
 void *elementOf(const Tensor &t, int64_t elements, const Layout &lay) {

@@ -454,16 +454,20 @@ bool widens(plan::KernelId id) {
          id != KernelId::Recurrent && id != KernelId::RecurrentGrad;
 }
 
-/// A matmul or gemm of bf16 (or fp16) operands on oneDNN's 16-bit
-/// primitive (fp32 accumulation), where the processor has one and the maps
-/// suit it; false where it did not run.
-llvm::Expected<bool> runProduct16(const plan::Compute &c,
+/// A product of bf16 (or fp16) operands, a matmul, gemm or 2-D conv, on
+/// oneDNN's 16-bit primitive (fp32 accumulation), where the processor has
+/// one and the maps suit it; false where it did not run.
+llvm::Expected<bool> runProduct16(const plan::Compute &c, plan::KernelId id,
                                   llvm::ArrayRef<const Tensor *> inputs,
                                   llvm::ArrayRef<Tensor *> outputs,
                                   cpu::DnnlCache *primitives) {
+  if (id != plan::KernelId::Gemm && id != plan::KernelId::Conv2D)
+    return false;
   auto p = prepare(c, inputs, outputs);
   if (!p)
     return p.takeError();
+  if (id == plan::KernelId::Conv2D)
+    return cpu::runConv2D16(*p, attrInt(c, "group", 1), primitives);
   std::optional<cpu::MatmulDims> d = cpu::matchMatmul(*p, /*sixteenBit=*/true);
   bool gemm = c.kind() == "gemm";
   return d && cpu::runMatmulDnnl(
@@ -481,13 +485,11 @@ llvm::Error dispatchWidening(const plan::Compute &c,
     auto id = plan::computeKernel(c);
     if (!id)
       return id.takeError();
-    if (*id == plan::KernelId::Gemm) {
-      auto done = runProduct16(c, inputs, outputs, primitives);
-      if (!done)
-        return done.takeError();
-      if (*done)
-        return llvm::Error::success();
-    }
+    auto done = runProduct16(c, *id, inputs, outputs, primitives);
+    if (!done)
+      return done.takeError();
+    if (*done)
+      return llvm::Error::success();
     if (widens(*id))
       return cpu::runWidened(inputs, outputs, primitives,
                              [&](llvm::ArrayRef<const Tensor *> ins,

@@ -1,6 +1,8 @@
 //===- Matmul.cpp - Matrix products read off iteration spaces -------------===//
 #include "runtime/cpu/Matmul.h"
 
+#include "runtime/WindowShape.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 #include <tbb/parallel_for.h>
@@ -20,25 +22,12 @@ bool innerDimsMerge(const Prepared &p) {
   return true;
 }
 
-/// Whether \p p's tensors have the types matchMatmul takes: all f32, or
-/// with \p sixteenBit, A and B of one 16-bit float type and C and the
-/// result of that type or f32.
-bool matmulTypes(const Prepared &p, bool sixteenBit) {
-  auto f32 = [](const Tensor *t) { return t->dtype == plan::F32; };
-  if (!sixteenBit)
-    return llvm::all_of(p.ins, f32) && f32(p.outs[0]);
-  plan::DType low = p.ins[0]->dtype;
-  auto lowOrF32 = [&](const Tensor *t) { return f32(t) || t->dtype == low; };
-  return (low == plan::BF16 || low == plan::F16) && p.ins[1]->dtype == low &&
-         llvm::all_of(p.ins, lowOrF32) && lowOrF32(p.outs[0]);
-}
-
 } // namespace
 
 std::optional<MatmulDims> matchMatmul(const Prepared &p, bool sixteenBit) {
   const IterationSpace &s = p.space;
   auto linear = [](const AccessIndexer &m) { return m.isLinear(); };
-  if (s.inner.empty() || !matmulTypes(p, sixteenBit) ||
+  if (s.inner.empty() || !productTypes(p, sixteenBit) ||
       !llvm::all_of(p.inMaps, linear) || !p.outMaps[0].isLinear() ||
       !innerDimsMerge(p))
     return std::nullopt;

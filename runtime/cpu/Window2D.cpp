@@ -358,6 +358,11 @@ bool runConv2DF32(const Prepared &p, int64_t group, DnnlCache *cache) {
   return true;
 }
 
+bool runConv2D16(const Prepared &p, int64_t group, DnnlCache *cache) {
+  std::optional<Window2DShape> s = matchConv2D(p, group, /*sixteenBit=*/true);
+  return s && runConvDnnl(p, *s, cache);
+}
+
 bool runConvWeightGrad2DF32(const Prepared &p) {
   std::optional<Window2DShape> m = matchConvWeightGrad(p);
   if (!m)

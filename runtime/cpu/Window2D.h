@@ -18,6 +18,13 @@ namespace pax::runtime::cpu {
 /// convolution.
 bool runConv2DF32(const Prepared &p, int64_t group, DnnlCache *cache);
 
+/// Runs \p p as such a convolution of bf16 (or fp16) x and w, into their
+/// type or f32, with fp32 accumulation, on oneDNN's 16-bit primitive
+/// whatever the layouts (NCHW ones reordered through oneDNN's blocked
+/// layout). Returns false, having written nothing, where the processor has
+/// no such primitive or \p p is not such a convolution.
+bool runConv2D16(const Prepared &p, int64_t group, DnnlCache *cache);
+
 /// Runs \p p as the weight gradient of such a convolution (a matmul over
 /// its dims of dy [n, co, oh, ow] and the input's windows, written [co, ci,
 /// kh, kw]): im2col of a few images side by side, then the blocked GEMM

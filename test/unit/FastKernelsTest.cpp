@@ -342,15 +342,62 @@ TEST(FastKernelsTest, ChannelsLastConvRepacksWeightsThatChange) {
   expectClose(again, flipped, 1e-4);
 }
 
+/// \p ins with each value rounded to \p dt (BF16, F16), in \p dt.
+std::vector<Tensor> rounded(plan::DType dt, const std::vector<Tensor> &ins) {
+  std::vector<Tensor> out;
+  for (const Tensor &t : ins)
+    out.push_back(as(dt, t));
+  return out;
+}
+
+TEST(FastKernelsTest, SixteenBitConvEqualsTheF32ConvRoundedOnce) {
+  // bf16 x, w and bias, NCHW and channels-last, on oneDNN's bf16
+  // convolution (fp32 accumulation) against the f64 reference on the same
+  // bf16 values, rounded once to bf16.
+  const ConvCase cases[] = {
+      {2, 1, 16, 32, 9, 8, 3, 3, 1, 1, 1, 1, -1, -1, 9, 8, true}, // 3x3
+      {1, 1, 20, 33, 7, 6, 1, 1, 1, 1, 1, 1, 0, 0, 7, 6, false},  // 1x1
+      {1, 1, 4, 6, 9, 9, 3, 3, 2, 2, 1, 1, -1, -1, 5, 5, true},   // stride 2
+      {2, 2, 2, 3, 6, 7, 3, 3, 1, 1, 1, 1, -1, -1, 6, 7, true},   // grouped
+      {1, 4, 1, 2, 8, 8, 3, 3, 1, 1, 1, 1, -1, -1, 8, 8, false},  // depthwise
+  };
+  unsigned seed = 300;
+  for (bool last : {false, true})
+    for (const ConvCase &k : cases) {
+      SCOPED_TRACE("case with ci=" + std::to_string(k.ci) +
+                   " g=" + std::to_string(k.g) + (last ? " NHWC" : " NCHW"));
+      plan::Compute c = last ? channelsLastConv(k, true) : convCompute(k);
+      std::vector<Tensor> ins =
+          rounded(plan::BF16, channelsLastInputs(k, last, seed += 3));
+      std::vector<int64_t> shape =
+          last ? std::vector<int64_t>{k.n, k.oh, k.ow, k.g * k.co}
+               : std::vector<int64_t>{k.n, k.g * k.co, k.oh, k.ow};
+      std::vector<const Tensor *> in;
+      for (const Tensor &t : ins)
+        in.push_back(&t);
+      Tensor y = Tensor::zeros(plan::BF16, shape);
+      cpu::DnnlCache cache;
+      llvm::Error e = runDeviceKernel(c, in, {&y}, cache);
+      ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
+      EXPECT_EQ(cache.compiled(c), cpu::gemmBackend() == "onednn");
+      Tensor want =
+          as(plan::F64, as(plan::BF16, runBoth(c, ins, shape).second));
+      // Accumulated in fp32 either way; one rounding apart at most.
+      expectClose(as(plan::F64, y), want, std::ldexp(1.0, -7));
+    }
+}
+
 /// A pointwise compute of \p kind over [n, h, w, c] reading \p ins buffers
 /// (\p params of them per channel) and writing buffer \p out.
+/// With \p nchw, over [n, c, h, w] (the parameters along dim 1).
 plan::Compute pointwise(const char *kind, std::vector<uint32_t> ins,
-                        size_t params, uint32_t out) {
-  auto b =
-      ComputeBuilder(kind).iter("n", 1).iter("h", 6).iter("w", 5).iter("c", 16);
+                        size_t params, uint32_t out, bool nchw = false) {
+  auto b = nchw ? ComputeBuilder(kind).iter("n", 1).iter("c", 16).iter("h", 6)
+                : ComputeBuilder(kind).iter("n", 1).iter("h", 6).iter("w", 5);
+  b = nchw ? b.iter("w", 5) : b.iter("c", 16);
   for (size_t i = 0; i < ins.size(); ++i) {
     if (i + params >= ins.size() && params)
-      b.in({dim(3)});
+      b.in({dim(nchw ? 1 : 3)});
     else
       b.in({dim(0), dim(1), dim(2), dim(3)});
     b.c.mutable_inputs(int(i))->set_buffer(ins[i]);
@@ -362,28 +409,36 @@ plan::Compute pointwise(const char *kind, std::vector<uint32_t> ins,
   return b.c;
 }
 
-TEST(FastKernelsTest, ConvChainEqualsItsComputesOneByOne) {
-  // conv -> batch norm -> relu -> add (a shortcut) -> relu, channels-last,
-  // as one oneDNN convolution against each compute on its own.
+/// conv -> batch norm -> relu -> add (a shortcut) -> relu, in \p dt (the
+/// norm's parameters f32), channels-last where \p last else NCHW, as one
+/// oneDNN convolution against each compute on its own (each result stored
+/// in \p dt): within \p tol. An f32 NCHW convolution is no chain (im2col
+/// and a GEMM are faster).
+void expectConvChainEqualsOneByOne(plan::DType dt, bool last, double tol) {
+  SCOPED_TRACE(std::string(last ? "NHWC " : "NCHW ") + plan::DType_Name(dt));
   ConvCase k{1, 1, 8, 16, 6, 5, 3, 3, 1, 1, 1, 1, -1, -1, 6, 5, true};
-  plan::Compute conv = channelsLastConv(k, true);
+  plan::Compute conv = last ? channelsLastConv(k, true) : convCompute(k);
   conv.mutable_outputs(0)->set_buffer(10);
   std::vector<plan::Compute> computes{
-      conv, pointwise("batch_norm", {10, 1, 2, 3, 4}, 4, 11),
-      pointwise("relu", {11}, 0, 12), pointwise("add", {5, 12}, 0, 13),
-      pointwise("relu", {13}, 0, 14)};
+      conv, pointwise("batch_norm", {10, 1, 2, 3, 4}, 4, 11, !last),
+      pointwise("relu", {11}, 0, 12, !last),
+      pointwise("add", {5, 12}, 0, 13, !last),
+      pointwise("relu", {13}, 0, 14, !last)};
   std::vector<const plan::Compute *> chain;
   for (const plan::Compute &c : computes)
     chain.push_back(&c);
-  size_t want = cpu::gemmBackend() == "onednn" ? 5 : 1;
-  ASSERT_EQ(cpu::convChainLength(chain), want);
-  std::vector<Tensor> ins = channelsLastInputs(k, true, 97);
+  bool sixteenBit = dt != plan::F32;
+  size_t want = cpu::gemmBackend() == "onednn" && (last || sixteenBit) ? 5 : 1;
+  ASSERT_EQ(cpu::convChainLength(chain, sixteenBit), want);
+  std::vector<Tensor> ins = rounded(dt, channelsLastInputs(k, last, 97));
   std::vector<Tensor> norm{
       random(plan::F32, {16}, 98), random(plan::F32, {16}, 99),
       random(plan::F32, {16}, 100), random(plan::F32, {16}, 101, 0.5, 2)};
-  Tensor shortcut = random(plan::F32, {1, 6, 5, 16}, 102);
+  std::vector<int64_t> shape = last ? std::vector<int64_t>{1, 6, 5, 16}
+                                    : std::vector<int64_t>{1, 16, 6, 5};
+  Tensor shortcut = as(dt, random(plan::F32, shape, 102));
   // One by one.
-  std::vector<Tensor> t(5, Tensor::zeros(plan::F32, {1, 6, 5, 16}));
+  std::vector<Tensor> t(5, Tensor::zeros(dt, shape));
   ASSERT_EQ(run(computes[0], {&ins[0], &ins[1], &ins[2]}, {&t[0]}), "");
   ASSERT_EQ(run(computes[1], {&t[0], &norm[0], &norm[1], &norm[2], &norm[3]},
                 {&t[1]}),
@@ -393,7 +448,7 @@ TEST(FastKernelsTest, ConvChainEqualsItsComputesOneByOne) {
   ASSERT_EQ(run(computes[4], {&t[3]}, {&t[4]}), "");
   // As one.
   std::vector<ChainLink> links(5);
-  Tensor out = Tensor::zeros(plan::F32, {1, 6, 5, 16});
+  Tensor out = Tensor::zeros(dt, shape);
   for (size_t i = 0; i < 5; ++i)
     links[i].compute = &computes[i];
   links[0].inputs = {&ins[0], &ins[1], &ins[2]};
@@ -407,7 +462,19 @@ TEST(FastKernelsTest, ConvChainEqualsItsComputesOneByOne) {
   ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
   ASSERT_EQ(*fused, want > 1);
   if (*fused)
-    expectClose(as(plan::F64, out), as(plan::F64, t[4]), 1e-4);
+    expectClose(as(plan::F64, out), as(plan::F64, t[4]), tol);
+}
+
+TEST(FastKernelsTest, ConvChainEqualsItsComputesOneByOne) {
+  expectConvChainEqualsOneByOne(plan::F32, /*last=*/true, 1e-4);
+  expectConvChainEqualsOneByOne(plan::F32, /*last=*/false, 1e-4);
+}
+
+TEST(FastKernelsTest, SixteenBitConvChainInEitherLayout) {
+  // The batch norm is folded into the weights before they are rounded:
+  // four roundings to bf16 one by one, two fused (weights, result).
+  expectConvChainEqualsOneByOne(plan::BF16, /*last=*/true, 3e-2);
+  expectConvChainEqualsOneByOne(plan::BF16, /*last=*/false, 3e-2);
 }
 
 /// The computes of a 3x3, stride-2, padded max pool of x [2, 3, 7, 7]
