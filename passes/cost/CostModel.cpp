@@ -68,33 +68,53 @@ double CostModel::planSeconds(llvm::ArrayRef<ReshardStep> plan,
   return t;
 }
 
+TensorType CostModel::gradientType(const Value &v) const {
+  const Op *def = v.def;
+  if (!levers.fp32Gradients || !def || def->kind != OpKind::Cast ||
+      def->operands.empty())
+    return v.type;
+  TensorType t = v.type;
+  t.elem = def->operands[0].value->type.elem;
+  return t;
+}
+
 std::pair<llvm::SmallVector<ReshardStep, 4>, llvm::SmallVector<ReshardStep, 4>>
 CostModel::edgePlans(const TensorLayout &from, const TensorLayout &to,
-                     const TensorType &t) const {
-  auto forward = planReshard(from, to, t, cluster.gpusPerNode);
+                     const Value &v) const {
+  auto forward = planReshard(from, to, v.type, cluster.gpusPerNode);
   llvm::SmallVector<ReshardStep, 4> backward;
-  if (mode == CostMode::Train && isFloat(t.elem))
-    backward = planReshard(to, reducedLayout(from), t, cluster.gpusPerNode,
+  if (mode == CostMode::Train && isFloat(v.type.elem))
+    backward = planReshard(to, reducedLayout(from), gradientType(v),
+                           cluster.gpusPerNode,
                            /*fromReplicatedIsPartial=*/true);
   return {forward, backward};
 }
 
+/// Seconds of an edge's moves: \p t forward, its gradient of type \p grad
+/// back (training).
+static double edgeMoves(const CostModel &m, const TensorLayout &from,
+                        const TensorLayout &reducedFrom,
+                        const TensorLayout &to, const TensorType &t,
+                        const TensorType &grad, int64_t repeats) {
+  unsigned perNode = m.getCluster().gpusPerNode;
+  double s = m.planSeconds(planReshard(from, to, t, perNode), repeats);
+  if (m.getMode() == CostMode::Train && isFloat(t.elem))
+    s += m.planSeconds(planReshard(to, reducedFrom, grad, perNode,
+                                   /*fromReplicatedIsPartial=*/true),
+                       repeats);
+  return s;
+}
+
 double CostModel::edgeSeconds(const TensorLayout &from, const TensorLayout &to,
                               const TensorType &t, int64_t repeats) const {
-  return edgeSeconds(from, reducedLayout(from), to, t, repeats);
+  return edgeMoves(*this, from, reducedLayout(from), to, t, t, repeats);
 }
 
 double CostModel::edgeSeconds(const TensorLayout &from,
                               const TensorLayout &reducedFrom,
-                              const TensorLayout &to, const TensorType &t,
-                              int64_t repeats) const {
-  double s =
-      planSeconds(planReshard(from, to, t, cluster.gpusPerNode), repeats);
-  if (mode == CostMode::Train && isFloat(t.elem))
-    s += planSeconds(planReshard(to, reducedFrom, t, cluster.gpusPerNode,
-                                 /*fromReplicatedIsPartial=*/true),
-                     repeats);
-  return s;
+                              const TensorLayout &to, const Value &v) const {
+  return edgeMoves(*this, from, reducedFrom, to, v.type, gradientType(v),
+                   repeats(&v));
 }
 
 /// Elements of an op's iteration space one device computes.

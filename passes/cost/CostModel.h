@@ -82,15 +82,21 @@ public:
   double edgeSeconds(const TensorLayout &from, const TensorLayout &to,
                      const TensorType &t, int64_t repeats = 1) const;
   /// The same, given reducedLayout(from) (which many pairs share).
+  /// Of the edge carrying value \p v (its gradient back in
+  /// gradientType(v)), given reducedLayout(from) (which many pairs share).
   double edgeSeconds(const TensorLayout &from, const TensorLayout &reducedFrom,
-                     const TensorLayout &to, const TensorType &t,
-                     int64_t repeats = 1) const;
+                     const TensorLayout &to, const Value &v) const;
 
-  /// The plans of edgeSeconds: forward, and (training) backward.
+  /// The plans of edgeSeconds for value \p v: forward, and (training)
+  /// backward.
   std::pair<llvm::SmallVector<ReshardStep, 4>,
             llvm::SmallVector<ReshardStep, 4>>
   edgePlans(const TensorLayout &from, const TensorLayout &to,
-            const TensorType &t) const;
+            const Value &v) const;
+
+  /// The type \p v's gradient flows back in: its own, or with
+  /// LeverOptions::fp32Gradients a cast's operand's.
+  TensorType gradientType(const Value &v) const;
 
   /// Seconds of one step in the forward direction.
   double stepSeconds(const ReshardStep &s) const;

@@ -54,6 +54,9 @@ struct LeverOptions {
   /// Optimizer state per weight element, in the weight's type (Adam: its
   /// two moments).
   double optimizerSlots = 2;
+  /// Mixed precision with --grad-reduce=fp32: the gradient of a cast's
+  /// result flows back in the cast operand's type (fp32), not its own.
+  bool fp32Gradients = false;
 };
 
 /// What the search chose for one op.

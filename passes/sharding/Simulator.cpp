@@ -61,7 +61,7 @@ void Simulator::build(unsigned i) {
     auto [forward, backward] =
         model.edgePlans(placedAt(resultLayout(p, pc, use.result), po),
                         placedAt(operandLayout(q, qc, use.operand), qo),
-                        p.results[use.result].value->type);
+                        *p.results[use.result].value);
     // The links of both ops' devices.
     int64_t first = std::min(po, qo),
             n = std::max(po + configDevices(pc), qo + configDevices(qc)) -

@@ -219,10 +219,15 @@ std::vector<Config> baselineConfigs(const Op &op,
                                     const std::vector<Config> &all,
                                     int64_t devices, int64_t tensor,
                                     bool wholeDataParallel) {
+  // A replica dim (a master weight's cast: each device casts its own
+  // copy) splits as the samples do.
+  auto sampleLike = [&](size_t d) {
+    return roles[d] == SoapRole::Sample || op.isReplicaDim(unsigned(d));
+  };
   auto sampleDevices = [&](const Config &c) {
     int64_t n = 1;
     for (size_t d = 0; d < c.size(); ++d)
-      if (roles[d] == SoapRole::Sample)
+      if (sampleLike(d))
         n *= c[d];
     return n;
   };
@@ -240,7 +245,7 @@ std::vector<Config> baselineConfigs(const Op &op,
     int64_t s = sampleDevices(c), rest = configDevices(c) / s;
     unsigned others = 0;
     for (size_t d = 0; d < c.size(); ++d)
-      others += roles[d] != SoapRole::Sample && c[d] > 1;
+      others += !sampleLike(d) && c[d] > 1;
     bool dataParallel =
         rest == 1 && ((wholeDataParallel && s == full) || s == data);
     bool tensorParallel =
@@ -474,8 +479,7 @@ static void priceTypeGroup(const CostModel &model,
         auto [it, fresh] = prices.try_emplace(fromId[i] << 32 | toId[j]);
         if (fresh)
           it->second = toPicos(model.edgeSeconds(
-              from.layouts[i], reduced[fromId[i]], to.layouts[j], e.value->type,
-              model.repeats(e.value)));
+              from.layouts[i], reduced[fromId[i]], to.layouts[j], *e.value));
         unique[i * to.layouts.size() + j] = it->second;
       }
     std::vector<int64_t> cost;
@@ -634,7 +638,7 @@ static StrategyCost priceStrategy(const Func &f, const CostModel &model,
                  offsetOf(offsets, u.producer)),
         placedAt(operandLayout(q, configs[u.consumer], u.operand),
                  offsetOf(offsets, u.consumer)),
-        v->type);
+        *v);
     cost.commSeconds += model.planSeconds(forward, model.repeats(v)) +
                         model.planSeconds(backward, model.repeats(v));
     for (const auto *plan : {&forward, &backward})

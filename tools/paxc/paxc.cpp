@@ -418,6 +418,10 @@ static llvm::Expected<int64_t> microbatchesFromFlag() {
 /// (main has refused levers a step cannot take.)
 static llvm::Expected<LeverOptions> leversFromFlags() {
   LeverOptions l;
+  if (auto fp32 = paxc::fp32Gradients(); fp32)
+    l.fp32Gradients = *fp32;
+  else
+    return fp32.takeError();
   auto m = microbatchesFromFlag();
   if (!m)
     return m.takeError();
