@@ -90,9 +90,7 @@ bool epilogue(llvm::ArrayRef<ChainLink> links, const Window2DShape &s,
       epi.epsilon = attrReal(c, "epsilon", 1e-5);
     } else if (*stage == Link::Add) {
       epi.residual = links[k].inputs[size_t(1 - pointwiseInput(c, buffer))];
-      if (epi.residual->shape != out.shape ||
-          epi.residual->dtype != out.dtype ||
-          int64_t(epi.residual->data.size()) != epi.residual->bytes())
+      if (!denseLike(*epi.residual, out))
         return false;
     }
     epi.relu |= *stage == Link::Relu;

@@ -8,6 +8,7 @@
 #include "runtime/cpu/MatmulChain.h"
 #include "runtime/cpu/MaxPoolGrad.h"
 #include "runtime/cpu/PointwiseChain.h"
+#include "runtime/cpu/Widen.h"
 
 #include <algorithm>
 #include <cstring>
@@ -89,6 +90,18 @@ public:
     return n > 1 ? n : cpu::pointwiseChainLength(chain);
   }
   llvm::Expected<bool> launchChain(llvm::ArrayRef<ChainLink> chain) override {
+    llvm::Expected<bool> fused = runChain(chain);
+    if (!fused || *fused || !cpu::holds16BitFloats(chain))
+      return fused;
+    // 16-bit tensors the chain's kernel does not take: its f32 kernel on
+    // f32 copies.
+    return cpu::runChainWidened(
+        chain, &primitives,
+        [&](llvm::ArrayRef<ChainLink> wide) { return runChain(wide); });
+  }
+
+private:
+  llvm::Expected<bool> runChain(llvm::ArrayRef<ChainLink> chain) {
     const std::string &kind = chain[0].compute->kind();
     if (kind == "conv")
       return cpu::runConvChain(chain, primitives);
@@ -99,7 +112,6 @@ public:
     return cpu::runPointwiseChain(chain);
   }
 
-private:
   cpu::DnnlCache primitives;
 };
 

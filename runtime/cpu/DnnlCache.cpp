@@ -5,7 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <unordered_map>
+#include <map>
 
 #ifdef PAX_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
@@ -21,7 +21,7 @@
 namespace pax::runtime::cpu {
 
 struct DnnlCache::Entries {
-  std::unordered_map<const void *, std::unique_ptr<Entry>> byKey;
+  std::map<std::pair<const void *, int>, std::unique_ptr<Entry>> byKey;
   /// The primitives' scratchpad (theirs, not oneDNN's per-thread one, which
   /// a device thread that ends would leave behind).
   std::unique_ptr<uint8_t, decltype(&std::free)> scratch{nullptr, &std::free};
@@ -32,17 +32,18 @@ DnnlCache::DnnlCache() : entries(std::make_unique<Entries>()) {}
 DnnlCache::~DnnlCache() = default;
 void DnnlCache::clear() { entries->byKey.clear(); }
 
-DnnlCache::Entry *DnnlCache::find(const void *key) const {
-  auto it = entries->byKey.find(key);
+DnnlCache::Entry *DnnlCache::find(const void *key, plan::DType type) const {
+  auto it = entries->byKey.find({key, int(type)});
   return it == entries->byKey.end() ? nullptr : it->second.get();
 }
 
-void DnnlCache::put(const void *key, std::unique_ptr<Entry> e) {
-  entries->byKey[key] = std::move(e);
+void DnnlCache::put(const void *key, plan::DType type,
+                    std::unique_ptr<Entry> e) {
+  entries->byKey[{key, int(type)}] = std::move(e);
 }
 
-bool DnnlCache::compiled(const plan::Compute &c) const {
-  const Entry *e = find(static_cast<const void *>(&c));
+bool DnnlCache::compiled(const plan::Compute &c, plan::DType type) const {
+  const Entry *e = find(static_cast<const void *>(&c), type);
   return e && e->compiled();
 }
 

@@ -33,8 +33,10 @@ struct engine;
 namespace pax::runtime::cpu {
 
 /// One CPU device's compiled oneDNN primitives and packed weights, by key
-/// (a compute, or the last compute of a chain); dropped when the device
-/// starts a run of another program or with other weights.
+/// (a compute, or the last compute of a chain) and the element type it
+/// computes in (a 16-bit compute that oneDNN refuses runs again on f32
+/// copies: another primitive); dropped when the device starts a run of
+/// another program or with other weights.
 class DnnlCache {
 public:
   /// What one key keeps; each user derives its own.
@@ -50,24 +52,27 @@ public:
   DnnlCache &operator=(const DnnlCache &) = delete;
   void clear();
 
-  /// The entry of \p key, made (empty) when absent or of another kind.
-  template <typename E> E &entry(const void *key) {
-    if (E *e = dynamic_cast<E *>(find(key)))
+  /// The entry of \p key and \p type, made (empty) when absent or of
+  /// another kind.
+  template <typename E>
+  E &entry(const void *key, plan::DType type = plan::F32) {
+    if (E *e = dynamic_cast<E *>(find(key, type)))
       return *e;
     auto made = std::make_unique<E>();
     E &e = *made;
-    put(key, std::move(made));
+    put(key, type, std::move(made));
     return e;
   }
-  /// Whether \p c (as a key) ran on a oneDNN primitive it keeps.
-  bool compiled(const plan::Compute &c) const;
+  /// Whether \p c (as a key) ran on a oneDNN primitive it keeps, in
+  /// \p type.
+  bool compiled(const plan::Compute &c, plan::DType type = plan::F32) const;
   /// At least \p bytes of scratch memory (64-byte aligned) that the
   /// device's primitives share, one running at a time.
   void *scratchpad(size_t bytes);
 
 private:
-  Entry *find(const void *key) const;
-  void put(const void *key, std::unique_ptr<Entry> e);
+  Entry *find(const void *key, plan::DType type) const;
+  void put(const void *key, plan::DType type, std::unique_ptr<Entry> e);
   struct Entries;
   std::unique_ptr<Entries> entries;
 };

@@ -376,7 +376,9 @@ bool runConvDnnl(const Prepared &p, const Window2DShape &s, DnnlCache *cache,
   if (!rows || !cols)
     return false;
   ConvEntry local;
-  ConvEntry &e = cache ? cache->entry<ConvEntry>(key ? key : &p.c) : local;
+  ConvEntry &e =
+      cache ? cache->entry<ConvEntry>(key ? key : &p.c, p.ins[0]->dtype)
+            : local;
   if (e.refused)
     return false;
   try {

@@ -362,7 +362,7 @@ bool runMatmulDnnl(const Prepared &p, const MatmulDims &dims, float alpha,
   if (!suits(p, d, alpha, beta))
     return false;
   MatmulEntry local;
-  MatmulEntry &e = cache ? cache->entry<MatmulEntry>(key ? key : &p.c) : local;
+  MatmulEntry &e = cache ? cache->entry<MatmulEntry>(key ? key : &p.c, p.ins[0]->dtype) : local;
   if (e.refused)
     return false;
   try {

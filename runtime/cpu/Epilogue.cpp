@@ -24,6 +24,11 @@ std::optional<Prepared> prepareHead(const ChainLink &head,
   return std::move(*p);
 }
 
+bool denseLike(const Tensor &t, const Tensor &like) {
+  return t.dtype == like.dtype && t.shape == like.shape &&
+         int64_t(t.data.size()) == t.bytes();
+}
+
 bool denseF32(const Tensor &t, int64_t numel) {
   return t.dtype == plan::F32 && t.numel() == numel &&
          int64_t(t.data.size()) == t.bytes();

@@ -45,6 +45,10 @@ std::optional<Prepared> prepareHead(const ChainLink &head,
 /// True for a dense f32 tensor of \p numel elements.
 bool denseF32(const Tensor &t, int64_t numel);
 
+/// True for a dense tensor of \p like's shape and type (an epilogue's
+/// addend, read as the result is written).
+bool denseLike(const Tensor &t, const Tensor &like);
+
 } // namespace pax::runtime::cpu
 
 #endif // PAX_RUNTIME_CPU_EPILOGUE_H

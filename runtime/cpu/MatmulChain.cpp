@@ -53,7 +53,7 @@ bool epilogue(llvm::ArrayRef<ChainLink> links, const Tensor &out,
       continue;
     }
     epi.addend = links[k].inputs[size_t(1 - pointwiseInput(c, buffer))];
-    if (epi.addend->shape != out.shape || !denseF32(*epi.addend, out.numel()))
+    if (!denseLike(*epi.addend, out))
       return false;
   }
   return true;
@@ -90,7 +90,7 @@ llvm::Expected<bool> runMatmulChain(llvm::ArrayRef<ChainLink> links,
   std::optional<Prepared> p = prepareHead(product, outs);
   if (!p)
     return false;
-  std::optional<MatmulDims> d = matchMatmul(*p);
+  std::optional<MatmulDims> d = matchMatmul(*p, p->ins[0]->dtype != plan::F32);
   MatmulEpilogue epi;
   if (!d || !epilogue(links, *outs[0], epi) || !apart(product, epi, *outs[0]))
     return false;

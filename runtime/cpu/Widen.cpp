@@ -4,6 +4,7 @@
 #include "runtime/Elements.h"
 #include "runtime/cpu/DnnlCache.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -84,6 +85,47 @@ void narrowFromF32(const Tensor &wide, Tensor &to) {
       for (int64_t i = i0; i < i1; ++i)
         out[i] = floatToHalf(x[i]);
   });
+}
+
+bool holds16BitFloats(llvm::ArrayRef<ChainLink> chain) {
+  return llvm::any_of(chain, [](const ChainLink &l) {
+    auto wide = [](const Tensor *t) { return t && is16BitFloat(*t); };
+    return llvm::any_of(l.inputs, wide) || llvm::any_of(l.outputs, wide);
+  });
+}
+
+llvm::Expected<bool> runChainWidened(llvm::ArrayRef<ChainLink> chain,
+                                     DnnlCache *cache, ChainOnTensors run) {
+  std::deque<Tensor> own;
+  // Each 16-bit result's f32 stand-in (between links: type and shape).
+  llvm::DenseMap<const Tensor *, Tensor *> wideOf;
+  llvm::SmallVector<ChainLink, 8> wide(chain.begin(), chain.end());
+  for (ChainLink &l : wide) {
+    for (const Tensor *&t : l.inputs) {
+      if (auto it = wideOf.find(t); it != wideOf.end())
+        t = it->second;
+      else if (t && is16BitFloat(*t))
+        t = wideInput(*t, cache, own);
+    }
+    for (Tensor *&t : l.outputs) {
+      if (!is16BitFloat(*t))
+        continue;
+      Tensor &w = own.emplace_back();
+      w.dtype = plan::F32;
+      w.shape = t->shape;
+      if (&l == &wide.back()) // written whole by the chain
+        w = Tensor::zeros(plan::F32, t->shape);
+      wideOf[t] = &w;
+      t = &w;
+    }
+  }
+  llvm::Expected<bool> ran = run(wide);
+  if (!ran || !*ran)
+    return ran;
+  for (size_t k = 0; k < chain.back().outputs.size(); ++k)
+    if (wide.back().outputs[k] != chain.back().outputs[k])
+      narrowFromF32(*wide.back().outputs[k], *chain.back().outputs[k]);
+  return true;
 }
 
 llvm::Error runWidened(llvm::ArrayRef<const Tensor *> inputs,

@@ -13,6 +13,7 @@
 #ifndef PAX_RUNTIME_CPU_WIDEN_H
 #define PAX_RUNTIME_CPU_WIDEN_H
 
+#include "runtime/Backend.h"
 #include "runtime/Tensor.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -42,6 +43,19 @@ using KernelOnTensors = llvm::function_ref<llvm::Error(
 llvm::Error runWidened(llvm::ArrayRef<const Tensor *> inputs,
                        llvm::ArrayRef<Tensor *> outputs, DnnlCache *cache,
                        KernelOnTensors run);
+
+/// Whether any tensor of \p chain's links is a 16-bit float one.
+bool holds16BitFloats(llvm::ArrayRef<ChainLink> chain);
+
+using ChainOnTensors =
+    llvm::function_ref<llvm::Expected<bool>(llvm::ArrayRef<ChainLink>)>;
+
+/// runWidened for a chain (Device::launchChain): \p run gets \p chain
+/// with its 16-bit float inputs, results between links and last result
+/// f32; the last result is rounded back when \p run ran it. Returns what
+/// \p run returns.
+llvm::Expected<bool> runChainWidened(llvm::ArrayRef<ChainLink> chain,
+                                     DnnlCache *cache, ChainOnTensors run);
 
 } // namespace pax::runtime::cpu
 

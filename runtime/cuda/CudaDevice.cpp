@@ -191,11 +191,12 @@ public:
       return runProduct(*p);
     case KernelId::Conv2D: {
 #ifdef PAX_HAVE_CUDNN
-      // cuDNN where the windows are symmetrically padded f32, NCHW or
-      // channels-last (every convolution of the CNNs seen so far);
-      // otherwise the generic kernel.
+      // cuDNN where the windows are symmetrically padded, NCHW or
+      // channels-last (every convolution of the CNNs seen so far), f32 or
+      // 16-bit; otherwise the generic kernel.
       if (!genericOnly())
-        if (auto s = matchConv2D(*p, attrInt(c, "group", 1))) {
+        if (auto s = matchConv2D(*p, attrInt(c, "group", 1),
+                                 p->ins[0]->dtype != plan::F32)) {
           auto done = dnn->conv(*p, *s, allowTf32.load());
           if (!done)
             return done.takeError();

@@ -22,10 +22,11 @@ public:
   ~CudaDnn();
 
   /// Enqueues \p p, a convolution of shape \p s (matchConv2D) with its
-  /// optional bias, as cuDNN's forward convolution: f32, with TF32 only
-  /// when allowed. False, having enqueued nothing, when cuDNN cannot take
+  /// optional bias, as cuDNN's forward convolution: f32 (with TF32 only
+  /// when allowed), or bf16 or fp16 on tensor cores with fp32
+  /// accumulation. False, having enqueued nothing, when cuDNN cannot take
   /// it as it is (windows that are not symmetrically padded, dims past
-  /// int32).
+  /// int32, tensors of more than one type).
   llvm::Expected<bool> conv(const Prepared &p, const Window2DShape &s,
                             bool allowTf32);
 

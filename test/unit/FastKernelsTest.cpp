@@ -18,6 +18,7 @@
 #include "runtime/cpu/Pointwise.h"
 #include "runtime/cpu/PointwiseChain.h"
 #include "runtime/cpu/VectorWidth.h"
+#include "runtime/cpu/Widen.h"
 
 #include "PlanBuilder.h"
 
@@ -350,10 +351,38 @@ std::vector<Tensor> rounded(plan::DType dt, const std::vector<Tensor> &ins) {
   return out;
 }
 
+/// Runs conv \p c of \p k, its tensors of 16-bit type \p dt and
+/// channels-last where \p last, on a device: equal to the f64 reference on
+/// the same values rounded once to \p dt, run on a oneDNN primitive where
+/// paxc has oneDNN (bf16's; fp16's where the processor has one, else f32's
+/// on widened copies of channels-last tensors).
+void expectSixteenBitConv(const ConvCase &k, bool last, plan::DType dt,
+                          unsigned seed) {
+  plan::Compute c = last ? channelsLastConv(k, true) : convCompute(k);
+  std::vector<Tensor> ins = rounded(dt, channelsLastInputs(k, last, seed));
+  std::vector<int64_t> shape =
+      last ? std::vector<int64_t>{k.n, k.oh, k.ow, k.g * k.co}
+           : std::vector<int64_t>{k.n, k.g * k.co, k.oh, k.ow};
+  std::vector<const Tensor *> in;
+  for (const Tensor &t : ins)
+    in.push_back(&t);
+  Tensor y = Tensor::zeros(dt, shape);
+  cpu::DnnlCache cache;
+  llvm::Error e = runDeviceKernel(c, in, {&y}, cache);
+  ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
+  bool onednn = cpu::gemmBackend() == "onednn";
+  if (dt == plan::BF16) {
+    EXPECT_EQ(cache.compiled(c, dt), onednn);
+  } else if (last) {
+    EXPECT_EQ(cache.compiled(c, dt) || cache.compiled(c, plan::F32), onednn);
+  }
+  Tensor want = as(plan::F64, as(dt, runBoth(c, ins, shape).second));
+  // Accumulated in fp32 either way; one rounding apart at most.
+  expectClose(as(plan::F64, y), want,
+              std::ldexp(1.0, dt == plan::BF16 ? -7 : -9));
+}
+
 TEST(FastKernelsTest, SixteenBitConvEqualsTheF32ConvRoundedOnce) {
-  // bf16 x, w and bias, NCHW and channels-last, on oneDNN's bf16
-  // convolution (fp32 accumulation) against the f64 reference on the same
-  // bf16 values, rounded once to bf16.
   const ConvCase cases[] = {
       {2, 1, 16, 32, 9, 8, 3, 3, 1, 1, 1, 1, -1, -1, 9, 8, true}, // 3x3
       {1, 1, 20, 33, 7, 6, 1, 1, 1, 1, 1, 1, 0, 0, 7, 6, false},  // 1x1
@@ -362,29 +391,13 @@ TEST(FastKernelsTest, SixteenBitConvEqualsTheF32ConvRoundedOnce) {
       {1, 4, 1, 2, 8, 8, 3, 3, 1, 1, 1, 1, -1, -1, 8, 8, false},  // depthwise
   };
   unsigned seed = 300;
-  for (bool last : {false, true})
-    for (const ConvCase &k : cases) {
-      SCOPED_TRACE("case with ci=" + std::to_string(k.ci) +
-                   " g=" + std::to_string(k.g) + (last ? " NHWC" : " NCHW"));
-      plan::Compute c = last ? channelsLastConv(k, true) : convCompute(k);
-      std::vector<Tensor> ins =
-          rounded(plan::BF16, channelsLastInputs(k, last, seed += 3));
-      std::vector<int64_t> shape =
-          last ? std::vector<int64_t>{k.n, k.oh, k.ow, k.g * k.co}
-               : std::vector<int64_t>{k.n, k.g * k.co, k.oh, k.ow};
-      std::vector<const Tensor *> in;
-      for (const Tensor &t : ins)
-        in.push_back(&t);
-      Tensor y = Tensor::zeros(plan::BF16, shape);
-      cpu::DnnlCache cache;
-      llvm::Error e = runDeviceKernel(c, in, {&y}, cache);
-      ASSERT_FALSE(bool(e)) << llvm::toString(std::move(e));
-      EXPECT_EQ(cache.compiled(c), cpu::gemmBackend() == "onednn");
-      Tensor want =
-          as(plan::F64, as(plan::BF16, runBoth(c, ins, shape).second));
-      // Accumulated in fp32 either way; one rounding apart at most.
-      expectClose(as(plan::F64, y), want, std::ldexp(1.0, -7));
-    }
+  for (plan::DType dt : {plan::BF16, plan::F16})
+    for (bool last : {false, true})
+      for (const ConvCase &k : cases) {
+        SCOPED_TRACE(plan::DType_Name(dt) + " ci=" + std::to_string(k.ci) +
+                     " g=" + std::to_string(k.g) + (last ? " NHWC" : " NCHW"));
+        expectSixteenBitConv(k, last, dt, seed += 3);
+      }
 }
 
 /// A pointwise compute of \p kind over [n, h, w, c] reading \p ins buffers
@@ -568,9 +581,11 @@ plan::Compute pointwise2D(const char *kind, std::vector<uint32_t> ins,
   return b.c;
 }
 
-TEST(FastKernelsTest, MatmulChainEqualsItsComputesOneByOne) {
-  // gemm (with a bias) -> gelu -> add (a residual), as one oneDNN matmul
-  // with post-ops against each compute on its own.
+/// gemm (with a bias) -> gelu -> add (a residual) in \p dt, as one oneDNN
+/// matmul with post-ops against each compute on its own (each result
+/// stored in \p dt): within \p tol.
+void expectMatmulChainEqualsOneByOne(plan::DType dt, double tol) {
+  SCOPED_TRACE(plan::DType_Name(dt));
   auto g = ComputeBuilder("gemm").iter("m", 64).iter("n", 96).red("k", 40);
   g.in({dim(0), dim(2)}).in({dim(2), dim(1)}).in({dim(1)});
   g.out({dim(0), dim(1)});
@@ -586,12 +601,12 @@ TEST(FastKernelsTest, MatmulChainEqualsItsComputesOneByOne) {
   plan::Compute relu = pointwise2D("relu", {12}, 13);
   chain.push_back(&relu);
   EXPECT_EQ(cpu::matmulChainLength(chain), want);
-  Tensor a = random(plan::F32, {64, 40}, 110),
-         w = random(plan::F32, {40, 96}, 111),
-         bias = random(plan::F32, {96}, 112),
-         residual = random(plan::F32, {64, 96}, 113);
+  Tensor a = as(dt, random(plan::F32, {64, 40}, 110)),
+         w = as(dt, random(plan::F32, {40, 96}, 111)),
+         bias = as(dt, random(plan::F32, {96}, 112)),
+         residual = as(dt, random(plan::F32, {64, 96}, 113));
   // One by one.
-  std::vector<Tensor> t(3, Tensor::zeros(plan::F32, {64, 96}));
+  std::vector<Tensor> t(3, Tensor::zeros(dt, {64, 96}));
   ASSERT_EQ(run(computes[0], {&a, &w, &bias}, {&t[0]}), "");
   ASSERT_EQ(run(computes[1], {&t[0]}, {&t[1]}), "");
   ASSERT_EQ(run(computes[2], {&residual, &t[1]}, {&t[2]}), "");
@@ -609,7 +624,13 @@ TEST(FastKernelsTest, MatmulChainEqualsItsComputesOneByOne) {
   ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
   ASSERT_EQ(*fused, want > 1);
   if (*fused)
-    expectClose(as(plan::F64, out), as(plan::F64, t[2]), 1e-5);
+    expectClose(as(plan::F64, out), as(plan::F64, t[2]), tol);
+}
+
+TEST(FastKernelsTest, MatmulChainEqualsItsComputesOneByOne) {
+  expectMatmulChainEqualsOneByOne(plan::F32, 1e-5);
+  // Three roundings to bf16 one by one, one fused.
+  expectMatmulChainEqualsOneByOne(plan::BF16, 3e-2);
 }
 
 /// An elementwise compute of \p kind over [3, 700] reading \p ins (a
@@ -693,6 +714,54 @@ TEST(FastKernelsTest, PointwiseChainEqualsItsComputesOneByOne) {
   fused = cpu::runPointwiseChain(links);
   ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
   EXPECT_FALSE(*fused);
+}
+
+TEST(FastKernelsTest, WidenedChainRoundsTheF32ChainOnce) {
+  // A bf16 chain the pointwise kernel does not take runs as the f32 chain
+  // on f32 copies (cpu::runChainWidened), its result rounded once: bit for
+  // bit the f32 chain's on the same values, rounded.
+  std::vector<plan::Compute> computes{elementwise("mul", {1, 1}, 10),
+                                      elementwise("erf", {10}, 11),
+                                      elementwise("add", {11, 2}, 12)};
+  Tensor x = as(plan::BF16, random(plan::F32, {3, 700}, 120, -2, 2)),
+         y = as(plan::BF16, random(plan::F32, {3, 700}, 121));
+  auto chainOf = [&](plan::DType dt, const Tensor &a, const Tensor &b,
+                     std::vector<Tensor> &between, Tensor &out) {
+    std::vector<ChainLink> links(3);
+    between.assign(2, Tensor());
+    for (size_t i = 0; i < 3; ++i) {
+      links[i].compute = &computes[i];
+      if (i < 2) {
+        between[i].dtype = dt;
+        between[i].shape = {3, 700};
+        links[i].outputs = {&between[i]};
+      }
+    }
+    links[0].inputs = {&a, &a};
+    links[1].inputs = {&between[0]};
+    links[2].inputs = {&between[1], &b};
+    links[2].outputs = {&out};
+    return links;
+  };
+  std::vector<Tensor> between;
+  Tensor out = Tensor::zeros(plan::BF16, {3, 700});
+  std::vector<ChainLink> links = chainOf(plan::BF16, x, y, between, out);
+  llvm::Expected<bool> direct = cpu::runPointwiseChain(links);
+  ASSERT_TRUE(bool(direct) && !*direct) << "the f32 kernel took bf16";
+  ASSERT_TRUE(cpu::holds16BitFloats(links));
+  llvm::Expected<bool> fused =
+      cpu::runChainWidened(links, nullptr, [](llvm::ArrayRef<ChainLink> wide) {
+        return cpu::runPointwiseChain(wide);
+      });
+  ASSERT_TRUE(bool(fused)) << llvm::toString(fused.takeError());
+  ASSERT_TRUE(*fused);
+  Tensor xf = as(plan::F32, x), yf = as(plan::F32, y);
+  Tensor want = Tensor::zeros(plan::F32, {3, 700});
+  std::vector<Tensor> wideBetween;
+  std::vector<ChainLink> f32 = chainOf(plan::F32, xf, yf, wideBetween, want);
+  fused = cpu::runPointwiseChain(f32);
+  ASSERT_TRUE(bool(fused) && *fused);
+  EXPECT_EQ(out.data, as(plan::BF16, want).data);
 }
 
 TEST(FastKernelsTest, PointwiseChainTakesAComparisonAsWheresCondition) {
