@@ -49,16 +49,19 @@ static void mapOnto(llvm::ArrayRef<int64_t> side, llvm::ArrayRef<int64_t> fine,
   }
 }
 
-llvm::Error finishReshape(NodeContext &ctx, llvm::ArrayRef<int64_t> outShape) {
-  llvm::ArrayRef<int64_t> in = ctx.shape(0);
-  // Groups are cut by element counts, which a 0 dim makes meaningless.
-  if (llvm::is_contained(in, 0) || llvm::is_contained(outShape, 0))
-    return ctx.error("cannot reshape " + shapeStr(in) + " to " +
-                     shapeStr(outShape) + ": empty tensors are not supported");
+/// The reshape of \p x (of shape \p in) to \p outShape: size-1 dims read or
+/// write index 0; the rest is cut into groups of equal element count, each
+/// with its own iteration dims, the common refinement of both sides' dims.
+/// Null where a group has no common refinement ([2, 3, 4] to [4, 2, 3]:
+/// no index of one side is an affine or group map of the other's); the
+/// input dims of each such group are then added to \p unrefined.
+static std::unique_ptr<Op>
+buildReshape(NodeContext &ctx, Value *x, llvm::ArrayRef<int64_t> in,
+             llvm::ArrayRef<int64_t> outShape,
+             llvm::SmallVectorImpl<llvm::SmallVector<unsigned, 4>> *unrefined =
+                 nullptr) {
   auto op = ctx.newOp(OpKind::Reshape);
   AccessMap inMap(in.size()), outMap(outShape.size());
-  // Size-1 dims read or write index 0; the rest is cut into groups of equal
-  // element count, each of which gets its own iteration dims.
   llvm::SmallVector<unsigned, 4> ia, ib;
   for (unsigned i = 0; i < in.size(); ++i)
     if (in[i] == 1)
@@ -81,34 +84,66 @@ llvm::Error finishReshape(NodeContext &ctx, llvm::ArrayRef<int64_t> outShape) {
       else if (pb < pa && j < ib.size())
         gb.push_back(outShape[ib[j]]), kb.push_back(ib[j++]), pb *= gb.back();
       else
-        return ctx.error("internal: reshape groups do not close");
+        return nullptr; // checkSameCount was not called: counts differ
+    }
+    auto fine = commonRefinement(ga, gb);
+    if (fine.empty()) {
+      if (unrefined)
+        unrefined->push_back(ka);
+      continue;
     }
     unsigned base = op->iters.size();
-    auto fine = commonRefinement(ga, gb);
+    for (int64_t d : fine)
+      op->iters.push_back({"", d, IterKind::Parallel});
     llvm::SmallVector<AccessExpr, 4> ea, eb;
-    if (fine.empty()) {
-      // No shared refinement: iterate the result's dims, read the input whole.
-      for (int64_t d : gb)
-        op->iters.push_back({"", d, IterKind::Parallel});
-      for (size_t k = 0; k < gb.size(); ++k)
-        eb.push_back(AccessExpr::dim(base + k));
-      ea.assign(ga.size(), AccessExpr::full());
-    } else {
-      for (int64_t d : fine)
-        op->iters.push_back({"", d, IterKind::Parallel});
-      mapOnto(ga, fine, base, ea);
-      mapOnto(gb, fine, base, eb);
-    }
+    mapOnto(ga, fine, base, ea);
+    mapOnto(gb, fine, base, eb);
     for (size_t k = 0; k < ka.size(); ++k)
       inMap[ka[k]] = ea[k];
     for (size_t k = 0; k < kb.size(); ++k)
       outMap[kb[k]] = eb[k];
   }
+  if (unrefined && !unrefined->empty())
+    return nullptr;
   for (size_t k = 0; k < op->iters.size(); ++k)
     op->iters[k].name = "d" + std::to_string(k);
-  op->operands.push_back({ctx.value(0), inMap});
-  op->addResult(
-      TensorType{ctx.type(0).elem, {outShape.begin(), outShape.end()}}, outMap);
+  op->operands.push_back({x, inMap});
+  op->addResult(TensorType{x->type.elem, {outShape.begin(), outShape.end()}},
+                outMap);
+  return op;
+}
+
+llvm::Error finishReshape(NodeContext &ctx, llvm::ArrayRef<int64_t> outShape) {
+  llvm::ArrayRef<int64_t> in = ctx.shape(0);
+  // Groups are cut by element counts, which a 0 dim makes meaningless.
+  if (llvm::is_contained(in, 0) || llvm::is_contained(outShape, 0))
+    return ctx.error("cannot reshape " + shapeStr(in) + " to " +
+                     shapeStr(outShape) + ": empty tensors are not supported");
+  llvm::SmallVector<llvm::SmallVector<unsigned, 4>, 2> unrefined;
+  if (auto op = buildReshape(ctx, ctx.value(0), in, outShape, &unrefined))
+    return ctx.finish(std::move(op));
+  if (unrefined.empty())
+    return ctx.error("internal: reshape groups do not close");
+  // Groups whose dims' boundaries do not line up: through a shape with
+  // each such group's input dims merged into one, so that both steps
+  // refine (the other dims map through).
+  llvm::SmallVector<int64_t, 6> mid(in.begin(), in.end());
+  llvm::SmallVector<bool, 6> merged(in.size(), false);
+  for (const auto &group : unrefined)
+    for (size_t k = 1; k < group.size(); ++k) {
+      mid[group[0]] *= in[group[k]];
+      merged[group[k]] = true;
+    }
+  llvm::SmallVector<int64_t, 6> midShape;
+  for (size_t k = 0; k < mid.size(); ++k)
+    if (!merged[k])
+      midShape.push_back(mid[k]);
+  auto first = buildReshape(ctx, ctx.value(0), in, midShape);
+  auto op =
+      first ? buildReshape(ctx, ctx.emit(std::move(first)), midShape, outShape)
+            : nullptr;
+  if (!op)
+    return ctx.error("internal: reshape groups do not close");
   return ctx.finish(std::move(op));
 }
 
@@ -496,8 +531,9 @@ llvm::Error importPad(NodeContext &ctx) {
   if (mode != "constant")
     return ctx.error("mode '" + mode + "' is not supported (only constant)");
   bool legacy = ctx.opset() < 11;
-  auto pads = legacy ? llvm::Expected<std::vector<int64_t>>(ctx.attrInts("pads"))
-                     : intsFromAttrOrInput(ctx, "pads", 1);
+  auto pads = legacy
+                  ? llvm::Expected<std::vector<int64_t>>(ctx.attrInts("pads"))
+                  : intsFromAttrOrInput(ctx, "pads", 1);
   if (!pads)
     return pads.takeError();
   double value = legacy ? ctx.attrFloat("value", 0) : 0;
@@ -520,8 +556,8 @@ llvm::Error importPad(NodeContext &ctx) {
       axes.push_back(int64_t(i));
   }
   if (pads->size() != 2 * axes.size())
-    return ctx.error("pads has " + llvm::Twine(pads->size()) +
-                     " values for " + llvm::Twine(axes.size()) + " axes");
+    return ctx.error("pads has " + llvm::Twine(pads->size()) + " values for " +
+                     llvm::Twine(axes.size()) + " axes");
   llvm::SmallVector<int64_t, 4> before(in.size(), 0), shape(in);
   for (size_t i = 0; i < axes.size(); ++i) {
     auto ax = ctx.axis(axes[i], in.size());
