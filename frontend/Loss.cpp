@@ -1,10 +1,10 @@
 //===- Loss.cpp - A training loss appended to an ONNX graph ---------------===//
 #include "frontend/Loss.h"
 #include "frontend/GraphBuilder.h"
+#include "frontend/TensorProto.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
-
 
 namespace pax {
 
@@ -23,14 +23,6 @@ bool isFloatElem(int32_t elem) {
          elem == onnx::TensorProto::DOUBLE ||
          elem == onnx::TensorProto::FLOAT16 ||
          elem == onnx::TensorProto::BFLOAT16;
-}
-
-std::string elemName(int32_t elem) {
-  return onnx::TensorProto::DataType_IsValid(elem)
-             ? llvm::StringRef(onnx::TensorProto::DataType_Name(
-                                   onnx::TensorProto::DataType(elem)))
-                   .lower()
-             : "element type " + std::to_string(elem);
 }
 
 } // namespace
@@ -77,14 +69,16 @@ llvm::Error appendLoss(llvm::StringRef path, onnx::ModelProto &model,
   const onnx::TypeProto::Tensor &type = y.type().tensor_type();
   int32_t elem = type.elem_type();
   if (!isFloatElem(elem))
-    return fail(what + " is " + elemName(elem) + "; the loss needs floats");
+    return fail(what + " is " + onnxElemName(elem) + "; the loss needs floats");
   if (!type.has_shape())
     return fail(what + " declares no shape and ONNX's shape inference finds "
                        "none; the loss needs its rank");
   int64_t rank = type.shape().dim_size();
 
+  // A model that computes its own loss (output) keeps its inputs, a
+  // `labels` among them; the other kinds add theirs.
   for (const auto &vi : g.input())
-    if (vi.name() == "labels")
+    if (vi.name() == "labels" && options.kind != LossOptions::Kind::Output)
       return fail("the model already has an input named 'labels'");
   GraphBuilder b(g, opset, "pax_loss/");
   std::string loss;

@@ -3,6 +3,7 @@
 
 #include "frontend/Importer.h"
 #include "frontend/OnnxOps.h"
+#include "frontend/TensorProto.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -150,6 +151,40 @@ llvm::Expected<ImportResult> importOnnxFile(llvm::StringRef path,
   return importOnnxBytes(path, (*buf)->getBuffer(), options);
 }
 
+/// --bind: each bound graph input of \p model becomes an initializer
+/// holding its value, after checks of its type and declared shape.
+static llvm::Error
+bindInputs(llvm::StringRef path, onnx::ModelProto &model,
+           const std::map<std::string, onnx::TensorProto> &b) {
+  auto *inputs = model.mutable_graph()->mutable_input();
+  for (const auto &[name, value] : b) {
+    auto it = llvm::find_if(*inputs, [&](const onnx::ValueInfoProto &vi) {
+      return vi.name() == name;
+    });
+    auto fail = [&](const llvm::Twine &msg) {
+      return llvm::createStringError("--bind " + name + ": " + path + ": " +
+                                     msg);
+    };
+    if (it == inputs->end())
+      return fail("the graph has no input of that name");
+    const onnx::TypeProto::Tensor &t = it->type().tensor_type();
+    if (t.elem_type() != value.data_type())
+      return fail("the input is " + onnxElemName(t.elem_type()) +
+                  ", the value " + onnxElemName(value.data_type()));
+    bool fits = !t.has_shape() || t.shape().dim_size() == value.dims_size();
+    for (int i = 0; fits && t.has_shape() && i < t.shape().dim_size(); ++i)
+      fits = !t.shape().dim(i).has_dim_value() ||
+             t.shape().dim(i).dim_value() == value.dims(i);
+    if (!fits)
+      return fail("the value's shape is not the input's declared shape");
+    onnx::TensorProto &init = *model.mutable_graph()->add_initializer();
+    init = value;
+    init.set_name(name);
+    inputs->erase(it);
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<ImportResult> importOnnxBytes(llvm::StringRef path,
                                              llvm::StringRef bytes,
                                              const ImportOptions &options) {
@@ -160,6 +195,8 @@ llvm::Expected<ImportResult> importOnnxBytes(llvm::StringRef path,
   for (const auto &o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx")
       opset = o.version();
+  if (auto err = bindInputs(path, model, options.bindings))
+    return err;
   if (auto err = appendLoss(path, model, opset, options.loss))
     return err;
   if (auto err = rewriteTrainingMode(path, model, opset, options.trainingMode))

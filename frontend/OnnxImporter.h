@@ -27,6 +27,10 @@ struct ImportOptions {
   TrainingModeOptions trainingMode;
   /// The seed of random ops (`--seed`): dropout's masks.
   uint64_t seed = 0;
+  /// Graph inputs frozen to given values (`--bind NAME=FILE`): each becomes
+  /// an initializer holding them, so that shapes, axes and other values
+  /// computed from it fold at import.
+  std::map<std::string, onnx::TensorProto> bindings;
 };
 
 /// A module and the warnings its import produced.

@@ -46,6 +46,14 @@ std::optional<DType> dtypeFromOnnx(int32_t t) {
   }
 }
 
+std::string onnxElemName(int32_t elem) {
+  return onnx::TensorProto::DataType_IsValid(elem)
+             ? llvm::StringRef(onnx::TensorProto::DataType_Name(
+                                   onnx::TensorProto::DataType(elem)))
+                   .lower()
+             : "element type " + std::to_string(elem);
+}
+
 int32_t dtypeToOnnx(DType t) {
   for (int32_t o = TensorProto::FLOAT; o <= TensorProto::BFLOAT16; ++o)
     if (dtypeFromOnnx(o) == t)

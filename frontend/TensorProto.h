@@ -16,6 +16,8 @@ namespace pax {
 std::optional<DType> dtypeFromOnnx(int32_t onnxType);
 /// The ONNX data type of \p t (the inverse of dtypeFromOnnx).
 int32_t dtypeToOnnx(DType t);
+/// The name of ONNX data type \p elem in lower case ("float", "int64").
+std::string onnxElemName(int32_t elem);
 
 /// The type of \p t; an error for a negative or oversized dim or an
 /// unsupported data type.

@@ -30,6 +30,8 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <optional>
 
 using namespace pax;
 namespace cl = llvm::cl;
@@ -77,31 +79,99 @@ globalTensor(const Global &g, const onnx::ModelProto &m, llvm::StringRef dir) {
   return llvm::createStringError("no data for @" + g.name());
 }
 
-/// Runs one node test directory.
-static Outcome runTest(const std::string &dir) {
-  std::string modelPath = dir + "/model.onnx";
+namespace {
+/// A node test being run: its model, as a proto and imported, and the
+/// values of its tensors.
+struct NodeTest {
+  std::string dir, data;
+  onnx::ModelProto proto;
+  /// The initializers of the model as imported: the file's, and the
+  /// integer inputs bound where the file's model would not import.
+  onnx::ModelProto initialized;
+  std::unique_ptr<Module> module;
+  llvm::DenseMap<const Value *, runtime::Tensor> values;
+};
+} // namespace
+
+/// The test's integer graph inputs (shapes, axes, repeats, indices) bound
+/// to its data, as a user who knows them binds them (paxc --bind).
+static std::map<std::string, onnx::TensorProto>
+integerInputs(const NodeTest &t) {
+  std::map<std::string, onnx::TensorProto> bound;
+  llvm::StringSet<> inits;
+  for (const auto &init : t.proto.graph().initializer())
+    inits.insert(init.name());
+  unsigned index = 0;
+  for (const auto &vi : t.proto.graph().input()) {
+    if (inits.count(vi.name()))
+      continue;
+    std::string path = t.data + "/input_" + std::to_string(index++) + ".pb";
+    int32_t elem = vi.type().tensor_type().elem_type();
+    if (elem != onnx::TensorProto::INT64 && elem != onnx::TensorProto::INT32)
+      continue;
+    auto buf = llvm::MemoryBuffer::getFile(path, false, false);
+    onnx::TensorProto value;
+    if (buf && value.ParseFromArray((*buf)->getBufferStart(),
+                                    int((*buf)->getBufferSize())))
+      bound[vi.name()] = value;
+  }
+  return bound;
+}
+
+/// Imports \p t's model; where the importer refuses it, again with its
+/// integer inputs bound. A skip reason when neither imports.
+static std::optional<Outcome> importTest(NodeTest &t) {
+  std::string modelPath = t.dir + "/model.onnx";
+  auto buf = llvm::MemoryBuffer::getFile(modelPath, false, false);
+  if (!buf || !t.proto.ParseFromArray((*buf)->getBufferStart(),
+                                      int((*buf)->getBufferSize())))
+    return Outcome{Outcome::Skip, "import: cannot read " + modelPath};
+  *t.initialized.mutable_graph()->mutable_initializer() =
+      t.proto.graph().initializer();
   auto imported = importOnnxFile(modelPath, ImportOptions());
-  if (!imported)
-    return {Outcome::Skip, "import: " + llvm::toString(imported.takeError())};
-  Module &m = *imported->module;
+  if (!imported) {
+    std::string first = llvm::toString(imported.takeError());
+    ImportOptions bound;
+    bound.bindings = integerInputs(t);
+    if (bound.bindings.empty())
+      return Outcome{Outcome::Skip, "import: " + first};
+    imported = importOnnxFile(modelPath, bound);
+    if (!imported) {
+      llvm::consumeError(imported.takeError());
+      return Outcome{Outcome::Skip, "import: " + first};
+    }
+    for (auto &[name, value] : bound.bindings) {
+      onnx::TensorProto &init =
+          *t.initialized.mutable_graph()->add_initializer();
+      init = value;
+      init.set_name(name);
+    }
+  }
+  t.module = std::move(imported->module);
+  return std::nullopt;
+}
+
+/// A reason to skip \p m: an op without an importer, a kernel, or whose
+/// numbers cannot be the test's.
+static std::optional<Outcome> unrunnable(const Module &m) {
   for (const auto &op : m.main.ops) {
     if (op->kind == OpKind::Opaque)
-      return {Outcome::Skip, "no importer for the op"};
+      return Outcome{Outcome::Skip, "no importer for the op"};
     // ONNX leaves the generator open; a test's numbers are numpy's.
     if (op->kind == OpKind::RandomUniform)
-      return {Outcome::Skip, "random: paxc's generator draws other numbers"};
+      return Outcome{Outcome::Skip,
+                     "random: paxc's generator draws other numbers"};
     // paxc refuses plans holding such an op; it is never run.
     if (!hasCpuKernel(*op))
-      return {Outcome::Skip, "no kernel: " + describeOpKind(*op)};
+      return Outcome{Outcome::Skip, "no kernel: " + describeOpKind(*op)};
   }
-  onnx::ModelProto proto;
-  {
-    auto buf = llvm::MemoryBuffer::getFile(modelPath, false, false);
-    proto.ParseFromArray((*buf)->getBufferStart(),
-                         int((*buf)->getBufferSize()));
-  }
-  llvm::DenseMap<const Value *, runtime::Tensor> values;
-  std::string data = dir + "/test_data_set_0";
+  return std::nullopt;
+}
+
+/// The test's inputs (those still inputs of the module) and globals into
+/// \p t.values.
+static std::optional<Outcome> feedTest(NodeTest &t) {
+  Module &m = *t.module;
   // The data files follow the graph inputs (initializers excluded), which
   // became function arguments or, for weights, `input()` globals.
   llvm::StringMap<const Value *> byName;
@@ -111,61 +181,74 @@ static Outcome runTest(const std::string &dir) {
     if (g->source == DataSource::Input)
       byName[g->ref] = &g->value;
   llvm::StringSet<> inits;
-  for (const auto &init : proto.graph().initializer())
+  for (const auto &init : t.proto.graph().initializer())
     inits.insert(init.name());
   unsigned index = 0;
-  for (const auto &vi : proto.graph().input()) {
+  for (const auto &vi : t.proto.graph().input()) {
     if (inits.count(vi.name()))
       continue;
-    auto c = readTensorFile(data + "/input_" + std::to_string(index++) + ".pb",
-                            "input");
+    auto c = readTensorFile(
+        t.data + "/input_" + std::to_string(index++) + ".pb", "input");
     if (!c)
-      return {Outcome::Skip, "inputs: " + llvm::toString(c.takeError())};
+      return Outcome{Outcome::Skip, "inputs: " + llvm::toString(c.takeError())};
     const Value *v = byName.lookup(vi.name());
     if (v && c->type.elem != v->type.elem)
-      return {Outcome::Skip, "data: the test stores input " +
-                                 std::to_string(index - 1) + " as " +
-                                 dtypeName(c->type.elem).str() + ", not " +
-                                 dtypeName(v->type.elem).str()};
+      return Outcome{Outcome::Skip, "data: the test stores input " +
+                                        std::to_string(index - 1) + " as " +
+                                        dtypeName(c->type.elem).str() +
+                                        ", not " +
+                                        dtypeName(v->type.elem).str()};
     if (v)
-      values[v] = toRuntimeTensor(*c);
+      t.values[v] = toRuntimeTensor(*c);
   }
   for (const auto &g : m.globals) {
     if (g->source == DataSource::Input)
       continue; // fed above
-    auto t = globalTensor(*g, proto, dir);
-    if (!t)
-      return {Outcome::Skip, llvm::toString(t.takeError())};
-    values[&g->value] = std::move(*t);
+    auto v = globalTensor(*g, t.initialized, t.dir);
+    if (!v)
+      return Outcome{Outcome::Skip, llvm::toString(v.takeError())};
+    t.values[&g->value] = std::move(*v);
   }
-  for (const auto &op : m.main.ops) {
+  return std::nullopt;
+}
+/// Runs each op of \p t's module on the CPU kernels, in order.
+static std::optional<Outcome> runOps(NodeTest &t) {
+  for (const auto &op : t.module->main.ops) {
     llvm::SmallVector<const runtime::Tensor *, 4> ins;
     llvm::SmallVector<runtime::Tensor, 2> outs(op->results.size());
     llvm::SmallVector<uint32_t, 4> inIds, outIds;
     for (size_t i = 0; i < op->operands.size(); ++i)
-      ins.push_back(&values[op->operands[i].value]), inIds.push_back(i);
+      ins.push_back(&t.values[op->operands[i].value]), inIds.push_back(i);
     llvm::SmallVector<runtime::Tensor *, 2> outPtrs;
     for (size_t i = 0; i < op->results.size(); ++i) {
-      const TensorType &t = op->results[i].value->type;
-      outs[i].dtype = toPlanDType(t.elem);
-      outs[i].shape.assign(t.shape.begin(), t.shape.end());
-      outs[i].data = runtime::Bytes(size_t(t.bytes()));
+      const TensorType &type = op->results[i].value->type;
+      outs[i].dtype = toPlanDType(type.elem);
+      outs[i].shape.assign(type.shape.begin(), type.shape.end());
+      outs[i].data = runtime::Bytes(size_t(type.bytes()));
       outPtrs.push_back(&outs[i]);
       outIds.push_back(uint32_t(op->operands.size() + i));
     }
     plan::Compute c = emitCompute(*op, inIds, outIds);
     if (auto err = runtime::runKernel(c, ins, outPtrs))
-      return {Outcome::Fail, "kernel: " + llvm::toString(std::move(err))};
+      return Outcome{Outcome::Fail,
+                     "kernel: " + llvm::toString(std::move(err))};
     for (size_t i = 0; i < op->results.size(); ++i)
-      values[op->results[i].value.get()] = std::move(outs[i]);
+      t.values[op->results[i].value.get()] = std::move(outs[i]);
   }
-  for (size_t i = 0; i < m.main.returns.size(); ++i) {
-    auto want =
-        readTensorFile(data + "/output_" + std::to_string(i) + ".pb", "output");
+  return std::nullopt;
+}
+
+/// \p t's returned values against the test's outputs: elementwise within
+/// 1e-5 plus 1e-3 of the expected value, NaN equal to NaN.
+static Outcome compareOutputs(NodeTest &t) {
+  const Func &f = t.module->main;
+  for (size_t i = 0; i < f.returns.size(); ++i) {
+    auto want = readTensorFile(t.data + "/output_" + std::to_string(i) + ".pb",
+                               "output");
     if (!want)
       return {Outcome::Skip, "outputs: " + llvm::toString(want.takeError())};
-    const runtime::Tensor &got = values[m.main.returns[i]];
-    if (want->type.elem != m.main.returns[i]->type.elem)
+    const runtime::Tensor &got = t.values[f.returns[i]];
+    if (want->type.elem != f.returns[i]->type.elem)
       return {Outcome::Skip, "data: the test stores output " +
                                  std::to_string(i) + " as " +
                                  dtypeName(want->type.elem).str()};
@@ -185,6 +268,22 @@ static Outcome runTest(const std::string &dir) {
     }
   }
   return {Outcome::Pass, ""};
+}
+
+/// Runs one node test directory.
+static Outcome runTest(const std::string &dir) {
+  NodeTest t;
+  t.dir = dir;
+  t.data = dir + "/test_data_set_0";
+  if (auto o = importTest(t))
+    return *o;
+  if (auto o = unrunnable(*t.module))
+    return *o;
+  if (auto o = feedTest(t))
+    return *o;
+  if (auto o = runOps(t))
+    return *o;
+  return compareOutputs(t);
 }
 
 int main(int argc, char **argv) {

@@ -25,6 +25,7 @@
 #include "runtime/GenerateKernels.h"
 #include "tools/common/Printable.h"
 #include "tools/common/Runnable.h"
+#include "tools/paxc/ImportFlags.h"
 #include "tools/paxc/Rewrites.h"
 #include "tools/paxc/StepFlags.h"
 
@@ -115,17 +116,6 @@ static cl::opt<Format>
 static cl::opt<std::string>
     outputPath("o", cl::desc("Output file (default: stdout)"),
                cl::value_desc("file"), cl::init("-"), cl::cat(paxcCategory));
-
-static cl::list<std::string>
-    dimBindings("dim",
-                cl::desc("Bind a symbolic dim: --dim NAME=VALUE (repeatable)"),
-                cl::value_desc("NAME=VALUE"), cl::cat(paxcCategory));
-
-static cl::opt<std::string> batch(
-    "batch",
-    cl::desc(
-        "Set the leading (batch) dim of every data input, symbolic or not"),
-    cl::value_desc("N"), cl::cat(paxcCategory));
 
 static cl::OptionCategory lossCategory("paxc training loss options");
 static cl::opt<std::string> lossKind(
@@ -920,21 +910,8 @@ static void printPlanSummary(const Module &m, const plan::Plan &p,
 /// The importer's options from the flags: dims, batch, loss, batch norm.
 static llvm::Expected<ImportOptions> importOptionsFromFlags() {
   ImportOptions options;
-  for (const std::string &b : dimBindings) {
-    auto [name, value] = llvm::StringRef(b).split('=');
-    int64_t v;
-    if (name.empty() || value.getAsInteger(10, v))
-      return llvm::createStringError(
-          "--dim '" + b + "': expected NAME=VALUE with an integer value");
-    options.dims[name.str()] = v;
-  }
-  if (batch.getNumOccurrences()) {
-    int64_t n;
-    if (llvm::StringRef(batch).getAsInteger(10, n) || n <= 0)
-      return llvm::createStringError("--batch=" + batch +
-                                     ": the batch must be a positive integer");
-    options.batch = n;
-  }
+  if (auto err = paxc::shapeOptionsFromFlags(options))
+    return err;
 
   if (lossKind.getNumOccurrences()) {
     auto kind = parseLossKind(lossKind);
