@@ -1,5 +1,6 @@
 //===- OnnxImporter.cpp - ONNX models into the paxc IR --------------------===//
 #include "frontend/OnnxImporter.h"
+#include "frontend/ExpandFunctions.h"
 
 #include "frontend/Importer.h"
 #include "frontend/OnnxOps.h"
@@ -201,6 +202,7 @@ llvm::Expected<ImportResult> importOnnxBytes(llvm::StringRef path,
     return err;
   if (auto err = rewriteTrainingMode(path, model, opset, options.trainingMode))
     return err;
+  expandFunctionOps(model, opset);
   for (const auto &[name, v] : options.dims)
     if (v <= 0 || v > kMaxExtent)
       return llvm::createStringError("--dim " + name + "=" + std::to_string(v) +
