@@ -5,7 +5,7 @@ at random, with paxc's training plans and paxrun --train.
 
   python3 tools/models/train_text.py [--steps 200] [--gpus 4] [--float64]
         [--optimizer "--optimizer=adam --lr=0.003"] [--agree 1e-4]
-        [--precisions bf16,fp16 [--final 0.02]]
+        [--precisions bf16,fp16 [--final 0.02] [--seeds N]]
         [--bin build/bin] [--out docs/training] [--work DIR]
 
 Checks that the loss falls (the last ten steps' mean below 60% of the
@@ -17,8 +17,13 @@ device dark blue, four devices orange, dotted over it) and OUT/losses.csv
 --precision) on one and on four devices instead, checks that each final
 loss is within --final (2%) of fp32's, and writes
 OUT/loss_curve_precision.png (fp32 blue, bf16 green, fp16 red; four
-devices dotted) and OUT/losses_precision.csv. Needs onnx and numpy; the
-PNG is written with zlib alone.
+devices dotted) and OUT/losses_precision.csv. With --seeds N (N > 1), the
+precisions are compared over N initial weights (paxmodels --seed 0..N-1)
+instead: each run's final loss against fp32's with the same weights and
+devices, the median of those relative differences within --final; fp32's
+own difference between one device and --gpus is printed beside them (how
+far rounding alone moves the end of a run). Needs onnx and numpy; the PNG
+is written with zlib alone.
 """
 import argparse
 import os
@@ -89,12 +94,25 @@ def png(path, curves, width=720, height=420):
     write_png(path, img)
 
 
+def make_model(work, seed=0):
+    """The GPT of this run, its weights drawn with \p seed."""
+    model = os.path.join(work, f"gpt{seed or ''}.onnx")
+    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "models", "paxmodels.py"),
+                    "gpt2", "--layers", "2", "--hidden", "64", "--heads", "4",
+                    "--ffn", "256", "--vocab", "256", "--positions", "64",
+                    "--batch", str(BATCH), "--seq", str(SEQ), "--weights", "random",
+                    "--seed", str(seed), "-o", model], check=True, capture_output=True)
+    return model
+
+
 def train_curves(a, model, work, precision="fp32"):
     """The losses of --steps steps on one device and on --gpus with every op
     split at random, in \p precision (paxc --precision)."""
     paxc, paxrun = os.path.join(a.bin, "paxc"), os.path.join(a.bin, "paxrun")
     train = ["--mode=train", "--loss=cross-entropy", *a.optimizer.split(),
              f"--precision={precision}", "--quiet"]
+    work = os.path.join(work, os.path.splitext(os.path.basename(model))[0])
+    os.makedirs(work, exist_ok=True)
     one = os.path.join(work, f"one_{precision}.paxplan")
     subprocess.run([paxc, model, *train, "-o", one], check=True)
     searched = os.path.join(work, f"searched_{precision}.json")
@@ -107,7 +125,7 @@ def train_curves(a, model, work, precision="fp32"):
     many = os.path.join(work, f"many_{precision}.paxplan")
     subprocess.run([paxc, model, *train, f"--gpus={a.gpus}", f"--strategy={forced}",
                     "-o", many], check=True)
-    data = os.path.join(work, "data")
+    data = os.path.join(os.path.dirname(work), "data")
     l1 = run([paxrun, one, "--train", f"--steps={a.steps}", f"--data={data}"])
     ln = run([paxrun, many, "--train", f"--steps={a.steps}", f"--data={data}"])
     return l1, ln
@@ -145,6 +163,39 @@ def precision_runs(a, model, work):
     return 0 if ok else 1
 
 
+def seeded_precision_runs(a, work):
+    """--precisions with --seeds: per precision and device count, the
+    median over the seeds of each final loss's relative difference from
+    fp32's with the same weights and devices, within --final."""
+    precisions = ["fp32", *a.precisions.split(",")]
+    final = {}  # (precision, seed) -> (one device, --gpus)
+    for seed in range(a.seeds):
+        model = make_model(work, seed)
+        for p in precisions:
+            l1, ln = train_curves(a, model, work, p)
+            if len(l1) != a.steps or len(ln) != a.steps:
+                print(f"{p}, seed {seed}: a run stopped early")
+                return 1
+            final[p, seed] = (float(np.mean(l1[-10:])), float(np.mean(ln[-10:])))
+            print(f"seed {seed} {p}: final loss {final[p, seed][0]:.4f} on one "
+                  f"device, {final[p, seed][1]:.4f} on {a.gpus}", flush=True)
+    seeds = range(a.seeds)
+    split = [final["fp32", s][1] / final["fp32", s][0] - 1 for s in seeds]
+    print(f"fp32 on {a.gpus} devices against one: median {np.median(split):+.2%}, "
+          f"from {min(split):+.2%} to {max(split):+.2%}")
+    ok = True
+    for p in precisions[1:]:
+        for k, label in ((0, "one device"), (1, f"{a.gpus} devices")):
+            rel = [final[p, s][k] / final["fp32", s][k] - 1 for s in seeds]
+            good = abs(float(np.median(rel))) <= a.final
+            ok &= good
+            print(f"{p} on {label}: median {np.median(rel):+.2%} from fp32's "
+                  f"(from {min(rel):+.2%} to {max(rel):+.2%}) over {a.seeds} "
+                  f"seeds{'' if good else ' FAILED'}")
+    print("ok" if ok else "FAILED")
+    return 0 if ok else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=200)
@@ -161,6 +212,9 @@ def main():
     ap.add_argument("--precisions",
                     help="also train in these paxc --precision values "
                     "(bf16,fp16) and compare with fp32")
+    ap.add_argument("--seeds", type=int, default=1,
+                    help="with --precisions: compare over this many initial "
+                    "weights (the median of the paired differences)")
     ap.add_argument("--final", type=float, default=0.02,
                     help="with --precisions: the largest relative difference "
                     "of a final loss from fp32's")
@@ -168,12 +222,9 @@ def main():
     work = a.work or tempfile.mkdtemp(prefix="pax-train-")
     os.makedirs(a.out, exist_ok=True)
     size = prepare(work)
-    model = os.path.join(work, "gpt.onnx")
-    subprocess.run([sys.executable, os.path.join(ROOT, "tools", "models", "paxmodels.py"),
-                    "gpt2", "--layers", "2", "--hidden", "64", "--heads", "4",
-                    "--ffn", "256", "--vocab", "256", "--positions", "64",
-                    "--batch", str(BATCH), "--seq", str(SEQ), "--weights", "random",
-                    "-o", model], check=True, capture_output=True)
+    if a.precisions and a.seeds > 1:
+        return seeded_precision_runs(a, work)
+    model = make_model(work)
     if a.precisions:
         return precision_runs(a, model, work)
     if a.float64:
