@@ -84,6 +84,30 @@ std::string GraphBuilder::int64s(llvm::ArrayRef<int64_t> values, bool scalar) {
   return n.output(0);
 }
 
+std::string GraphBuilder::constant(const onnx::TensorProto &t) {
+  onnx::NodeProto &n = node("Constant", {});
+  onnx::AttributeProto &a = *n.add_attribute();
+  a.set_name("value");
+  a.set_type(onnx::AttributeProto::TENSOR);
+  *a.mutable_t() = t;
+  return n.output(0);
+}
+
+const onnx::TensorProto *findConstant(const onnx::GraphProto &g,
+                                      const std::string &name) {
+  const onnx::TensorProto *t = nullptr;
+  for (const auto &init : g.initializer())
+    if (init.name() == name)
+      t = &init;
+  for (const auto &n : g.node())
+    if (n.op_type() == "Constant" && n.output_size() == 1 &&
+        n.output(0) == name)
+      for (const auto &a : n.attribute())
+        if (a.name() == "value" && a.has_t())
+          t = &a.t();
+  return t;
+}
+
 std::string GraphBuilder::scalar(double v, int32_t elem) {
   onnx::NodeProto &n = node("Constant", {});
   onnx::AttributeProto &a = *n.add_attribute();

@@ -56,6 +56,9 @@ public:
   /// A scalar of element type \p elem (an ONNX TensorProto data type) with
   /// the value \p v: a float constant cast to \p elem.
   std::string scalar(double v, int32_t elem);
+  /// A Constant node holding \p t (as int64s() says why not an
+  /// initializer).
+  std::string constant(const onnx::TensorProto &t);
 
   /// `x` with new axes of size 1 at \p axes (of the result).
   std::string unsqueeze(const std::string &x, llvm::ArrayRef<int64_t> axes);
@@ -73,6 +76,11 @@ private:
   std::string prefix;
   llvm::StringSet<> used;
 };
+
+/// The tensor the constant \p name of \p g holds (an initializer or a
+/// Constant node's value), or null.
+const onnx::TensorProto *findConstant(const onnx::GraphProto &g,
+                                      const std::string &name);
 
 /// The type of every value of \p model's graph that its declarations or
 /// ONNX's shape inference (on a copy) give: inputs, initializers, node

@@ -4,6 +4,7 @@
 
 #include "frontend/Importer.h"
 #include "frontend/OnnxOps.h"
+#include "frontend/Resize.h"
 #include "frontend/TensorProto.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -201,6 +202,8 @@ llvm::Expected<ImportResult> importOnnxBytes(llvm::StringRef path,
   if (auto err = appendLoss(path, model, opset, options.loss))
     return err;
   if (auto err = rewriteTrainingMode(path, model, opset, options.trainingMode))
+    return err;
+  if (auto err = lowerResizes(path, model, opset))
     return err;
   expandFunctionOps(model, opset);
   for (const auto &[name, v] : options.dims)

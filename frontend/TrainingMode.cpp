@@ -33,15 +33,7 @@ bool usesBatchStats(const onnx::NodeProto &n, const TrainingModeOptions &o) {
 /// output) as an integer, or nullopt when it is not one.
 std::optional<int64_t> constantInt(const onnx::GraphProto &g,
                                    const std::string &name) {
-  const onnx::TensorProto *t = nullptr;
-  for (const auto &init : g.initializer())
-    if (init.name() == name)
-      t = &init;
-  for (const auto &n : g.node())
-    if (n.op_type() == "Constant" && n.output_size() == 1 &&
-        n.output(0) == name)
-      if (const auto *a = attr(n, "value"))
-        t = &a->t();
+  const onnx::TensorProto *t = findConstant(g, name);
   if (!t)
     return std::nullopt;
   auto v = readTensorProto(*t, "");
@@ -104,8 +96,8 @@ llvm::Error rewriteTrainingMode(llvm::StringRef path, onnx::ModelProto &model,
       auto xt = types.find(x);
       if (xt == types.end())
         return llvm::createStringError(path + ": node '" + n.name() +
-                                       "' (Dropout): the type of input '" +
-                                       x + "' is unknown");
+                                       "' (Dropout): the type of input '" + x +
+                                       "' is unknown");
       int32_t elem = xt->second.tensor_type().elem_type();
       std::string ratio = n.input_size() > 1 && !n.input(1).empty()
                               ? n.input(1)
@@ -114,10 +106,8 @@ llvm::Error rewriteTrainingMode(llvm::StringRef path, onnx::ModelProto &model,
       draw.set_name(b.fresh(n.name()));
       std::string keep = b.apply("GreaterOrEqual", {draw.output(0), ratio});
       std::string one = b.scalar(1, elem);
-      std::string scaled =
-          b.apply("Div", {x, b.apply("Sub", {one, ratio})});
-      onnx::NodeProto &y =
-          b.node("Where", {keep, scaled, b.scalar(0, elem)});
+      std::string scaled = b.apply("Div", {x, b.apply("Sub", {one, ratio})});
+      onnx::NodeProto &y = b.node("Where", {keep, scaled, b.scalar(0, elem)});
       b.rename(y.output(0), n.output(0));
       if (n.output_size() > 1 && !n.output(1).empty())
         b.rename(b.apply("Identity", {keep}), n.output(1));
@@ -167,9 +157,9 @@ llvm::Error rewriteTrainingMode(llvm::StringRef path, onnx::ModelProto &model,
     std::string rstd = b.apply(
         "Reciprocal",
         {b.apply("Sqrt", {b.apply("Add", {var, b.scalar(eps, elem)})})});
-    std::string scaled =
-        b.apply("Mul", {b.apply("Mul", {centered, b.unsqueeze(rstd, unsqueezed)}),
-                        b.unsqueeze(n.input(1), unsqueezed)});
+    std::string scaled = b.apply(
+        "Mul", {b.apply("Mul", {centered, b.unsqueeze(rstd, unsqueezed)}),
+                b.unsqueeze(n.input(1), unsqueezed)});
     onnx::NodeProto &y =
         b.node("Add", {scaled, b.unsqueeze(n.input(2), unsqueezed)});
     b.rename(y.output(0), n.output(0));
@@ -178,9 +168,9 @@ llvm::Error rewriteTrainingMode(llvm::StringRef path, onnx::ModelProto &model,
     std::string move = b.scalar(1 - momentum, elem);
     for (int s = 0; s < 2; ++s) {
       const std::string &running = n.input(3 + s);
-      std::string next = b.apply(
-          "Add", {b.apply("Mul", {running, keep}),
-                  b.apply("Mul", {s == 0 ? mean : var, move})});
+      std::string next =
+          b.apply("Add", {b.apply("Mul", {running, keep}),
+                          b.apply("Mul", {s == 0 ? mean : var, move})});
       if (n.output_size() > 1 + s && !n.output(1 + s).empty())
         next = b.rename(next, n.output(1 + s));
       if (options.updateRunningStats && initializers.contains(running)) {
