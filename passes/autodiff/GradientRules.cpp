@@ -333,6 +333,7 @@ constexpr RuleEntry kRules[] = {
     {OpKind::HardSigmoid, fromResultRule<hardSigmoidDerivative>},
     {OpKind::HardSwish, fromResultRule<hardSwishDerivative>},
     {OpKind::Pad, padRule},
+    {OpKind::ScatterAdd, scatterAddRule},
     {OpKind::Lrn, lrnRule},
     {OpKind::Abs, fromResultRule<absDerivative>},
     {OpKind::Softplus, fromResultRule<softplusDerivative>},

@@ -198,6 +198,7 @@ llvm::Error cumSumRule(GradientBuilder &b, const Op &op, Value *dy);
 /// pad (constant): x's gradient is dy where x lies, the padding dropped
 /// (a scatter_add through x's shifted map).
 llvm::Error padRule(GradientBuilder &b, const Op &op, Value *dy);
+llvm::Error scatterAddRule(GradientBuilder &b, const Op &op, Value *dy);
 
 /// lrn: y_i = x_i s_i^-beta, s_i = bias + alpha/size sum over the window of
 /// x_j^2, so dx_k = dy_k s_k^-beta - 2 alpha beta / size x_k sum over the

@@ -238,6 +238,29 @@ llvm::Error padRule(GradientBuilder &b, const Op &op, Value *dy) {
   return llvm::Error::success();
 }
 
+// scatter_add of its one operand, read over the whole space, through
+// maps without lookups (a ConvTranspose, a pad's or a strided slice's
+// gradient): each point's value went to one place, so its gradient is dy
+// read there, zero where it fell outside (a pad through the result's map).
+llvm::Error scatterAddRule(GradientBuilder &b, const Op &op, Value *dy) {
+  if (!b.needs(0))
+    return llvm::Error::success();
+  const Operand &t = op.operands[0];
+  bool lookup = llvm::any_of(op.results[0].map, [](const AccessExpr &e) {
+    return e.kind == AccessExpr::Kind::Lookup;
+  });
+  if (op.operands.size() != 1 || lookup || !isIdentityMap(t.map) ||
+      t.map.size() != op.iters.size())
+    return llvm::createStringError(
+        "autodiff: op '" + op.name().str() +
+        "' (scatter_add) scatters through a lookup, or reads its values "
+        "with a map other than the identity; its gradient is not "
+        "supported yet");
+  b.accumulate(t.value,
+               b.padded(dy, op.results[0].map, t.value->type, "gathered"));
+  return llvm::Error::success();
+}
+
 // lrn: y_i = x_i s_i^-beta, s_i = bias + alpha/size sum over the window of
 // x_j^2, so dx_k = dy_k s_k^-beta - 2 alpha beta / size x_k sum over the
 // windows i that hold k of dy_i x_i s_i^(-beta-1). The window sums are a
