@@ -93,6 +93,44 @@ std::string GraphBuilder::constant(const onnx::TensorProto &t) {
   return n.output(0);
 }
 
+llvm::Error
+rewriteNodes(onnx::ModelProto &model, int64_t opset,
+             llvm::function_ref<bool(const onnx::NodeProto &)> match,
+             llvm::function_ref<llvm::Error(const onnx::NodeProto &, int,
+                                            GraphBuilder &)>
+                 build) {
+  onnx::GraphProto &g = *model.mutable_graph();
+  onnx::GraphProto out;
+  bool any = false;
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto &n = g.node(i);
+    if (!match(n)) {
+      *out.add_node() = n;
+      continue;
+    }
+    onnx::GraphProto nodes;
+    GraphBuilder b(nodes, opset,
+                   (n.name().empty() ? n.op_type() : n.name()) + "/");
+    if (auto err = build(n, i, b))
+      return err;
+    for (auto &e : *nodes.mutable_node())
+      *out.add_node() = std::move(e);
+    any = true;
+  }
+  if (any)
+    g.mutable_node()->Swap(out.mutable_node());
+  return llvm::Error::success();
+}
+
+std::string nodeWhere(llvm::StringRef path, const onnx::NodeProto &n,
+                      int index) {
+  return (path + ": " +
+          (n.name().empty() ? "node #" + std::to_string(index)
+                            : "node '" + n.name() + "'") +
+          " (" + n.op_type() + ")")
+      .str();
+}
+
 const onnx::TensorProto *findConstant(const onnx::GraphProto &g,
                                       const std::string &name) {
   const onnx::TensorProto *t = nullptr;

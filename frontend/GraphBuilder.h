@@ -10,9 +10,11 @@
 #pragma once
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Error.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -76,6 +78,23 @@ private:
   std::string prefix;
   llvm::StringSet<> used;
 };
+
+/// Replaces, in place and in order, each node of \p model's graph that
+/// \p match takes by the nodes \p build appends for it (node, its index, a
+/// builder on a graph of its own, prefixed with the node's name, whose
+/// last node must write the node's outputs). The first error \p build
+/// returns stops it, the graph unchanged.
+llvm::Error
+rewriteNodes(onnx::ModelProto &model, int64_t opset,
+             llvm::function_ref<bool(const onnx::NodeProto &)> match,
+             llvm::function_ref<llvm::Error(const onnx::NodeProto &, int,
+                                            GraphBuilder &)>
+                 build);
+
+/// "PATH: node 'NAME' (OpType)" (node #INDEX when unnamed), as errors
+/// name a node.
+std::string nodeWhere(llvm::StringRef path, const onnx::NodeProto &n,
+                      int index);
 
 /// The tensor the constant \p name of \p g holds (an initializer or a
 /// Constant node's value), or null.

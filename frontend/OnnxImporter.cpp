@@ -1,5 +1,6 @@
 //===- OnnxImporter.cpp - ONNX models into the paxc IR --------------------===//
 #include "frontend/OnnxImporter.h"
+#include "frontend/DepthSpace.h"
 #include "frontend/ExpandFunctions.h"
 
 #include "frontend/Importer.h"
@@ -13,6 +14,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 #include <onnx/defs/schema.h>
+#include <onnx/version_converter/convert.h>
 
 namespace pax {
 
@@ -89,6 +91,22 @@ static llvm::Error checkNodeArity(llvm::StringRef path,
   return llvm::Error::success();
 }
 
+/// Brings a model of default-domain opset \p opset (below 7) to opset 7
+/// with ONNX's version converter, whose adapters rewrite each node that
+/// changed (broadcasting, attributes that became inputs).
+static llvm::Error convertToOpset7(llvm::StringRef path,
+                                   onnx::ModelProto &model, int64_t opset) {
+  try {
+    model = onnx::version_conversion::ConvertVersion(model, 7);
+  } catch (const std::exception &e) {
+    return llvm::createStringError(
+        path + ": opset " + llvm::Twine(opset) +
+        ": ONNX's version converter cannot bring the model to opset 7 (" +
+        llvm::StringRef(e.what()).split('\n').first + ")");
+  }
+  return llvm::Error::success();
+}
+
 /// Parses and checks the model's envelope: versions and graph.
 static llvm::Error parseModel(llvm::StringRef path, llvm::StringRef bytes,
                               onnx::ModelProto &model) {
@@ -123,9 +141,12 @@ static llvm::Error parseModel(llvm::StringRef path, llvm::StringRef bytes,
       opset = o.version();
   if (opset < 0)
     return fail("the model imports no version of the default ONNX opset");
-  if (opset < 7 || opset > 23)
+  if (opset < 1 || opset > 23)
     return fail("opset " + llvm::Twine(opset) +
-                " is not supported (paxc reads opsets 7 to 23)");
+                " is not supported (paxc reads opsets 1 to 23)");
+  if (opset < 7)
+    if (auto err = convertToOpset7(path, model, opset))
+      return err;
   if (model.graph().output_size() == 0)
     return fail("the graph has no outputs");
   return checkNodeArity(path, model.graph(), int(opset));
@@ -204,6 +225,8 @@ llvm::Expected<ImportResult> importOnnxBytes(llvm::StringRef path,
   if (auto err = rewriteTrainingMode(path, model, opset, options.trainingMode))
     return err;
   if (auto err = lowerResizes(path, model, opset))
+    return err;
+  if (auto err = lowerDepthSpace(path, model, opset))
     return err;
   expandFunctionOps(model, opset);
   for (const auto &[name, v] : options.dims)

@@ -452,30 +452,15 @@ llvm::Error lowerResizes(llvm::StringRef path, onnx::ModelProto &model,
   if (std::none_of(g.node().begin(), g.node().end(), isResize))
     return llvm::Error::success();
   llvm::StringMap<onnx::TypeProto> types = inferTypes(model);
-  onnx::GraphProto out;
-  for (int i = 0; i < g.node_size(); ++i) {
-    const onnx::NodeProto &n = g.node(i);
-    if (!isResize(n)) {
-      *out.add_node() = n;
-      continue;
-    }
-    std::string where = (path + ": " +
-                         (n.name().empty() ? "node #" + std::to_string(i)
-                                           : "node '" + n.name() + "'") +
-                         " (" + n.op_type() + ")")
-                            .str();
-    auto r = describe(g, n, opset, types, where);
-    if (!r)
-      return r.takeError();
-    onnx::GraphProto nodes;
-    GraphBuilder b(nodes, opset,
-                   (n.name().empty() ? n.op_type() : n.name()) + "/");
-    lowerOne(b, n, *r);
-    for (auto &e : *nodes.mutable_node())
-      *out.add_node() = std::move(e);
-  }
-  g.mutable_node()->Swap(out.mutable_node());
-  return llvm::Error::success();
+  return rewriteNodes(
+      model, opset, isResize,
+      [&](const onnx::NodeProto &n, int i, GraphBuilder &b) -> llvm::Error {
+        auto r = describe(g, n, opset, types, nodeWhere(path, n, i));
+        if (!r)
+          return r.takeError();
+        lowerOne(b, n, *r);
+        return llvm::Error::success();
+      });
 }
 
 } // namespace pax
