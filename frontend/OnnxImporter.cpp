@@ -180,7 +180,11 @@ static llvm::Error
 bindInputs(llvm::StringRef path, onnx::ModelProto &model,
            const std::map<std::string, onnx::TensorProto> &b) {
   auto *inputs = model.mutable_graph()->mutable_input();
-  for (const auto &[name, value] : b) {
+  for (const auto &binding : b) {
+    // Named, not bound: the lambdas capture them (clang before 16 cannot
+    // capture bindings).
+    const std::string &name = binding.first;
+    const onnx::TensorProto &value = binding.second;
     auto it = llvm::find_if(*inputs, [&](const onnx::ValueInfoProto &vi) {
       return vi.name() == name;
     });

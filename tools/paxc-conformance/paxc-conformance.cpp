@@ -93,23 +93,30 @@ struct NodeTest {
 };
 } // namespace
 
-/// The test's data for each of its graph inputs (initializers excluded),
-/// by name.
-static std::map<std::string, onnx::TensorProto> inputData(const NodeTest &t) {
-  std::map<std::string, onnx::TensorProto> data;
+/// The test's graph inputs (initializers excluded) in order, each with
+/// the data file that holds its value.
+static std::vector<std::pair<std::string, std::string>>
+inputFiles(const NodeTest &t) {
+  std::vector<std::pair<std::string, std::string>> files;
   llvm::StringSet<> inits;
   for (const auto &init : t.proto.graph().initializer())
     inits.insert(init.name());
-  unsigned index = 0;
-  for (const auto &vi : t.proto.graph().input()) {
-    if (inits.count(vi.name()))
-      continue;
-    std::string path = t.data + "/input_" + std::to_string(index++) + ".pb";
+  for (const auto &vi : t.proto.graph().input())
+    if (!inits.count(vi.name()))
+      files.push_back({vi.name(), t.data + "/input_" +
+                                      std::to_string(files.size()) + ".pb"});
+  return files;
+}
+
+/// The test's data for each of its graph inputs, by name.
+static std::map<std::string, onnx::TensorProto> inputData(const NodeTest &t) {
+  std::map<std::string, onnx::TensorProto> data;
+  for (const auto &[name, path] : inputFiles(t)) {
     auto buf = llvm::MemoryBuffer::getFile(path, false, false);
     onnx::TensorProto value;
     if (buf && value.ParseFromArray((*buf)->getBufferStart(),
                                     int((*buf)->getBufferSize())))
-      data[vi.name()] = value;
+      data[name] = value;
   }
   return data;
 }
@@ -206,18 +213,13 @@ static std::optional<Outcome> feedTest(NodeTest &t) {
   for (const auto &g : m.globals)
     if (g->source == DataSource::Input)
       byName[g->ref] = &g->value;
-  llvm::StringSet<> inits;
-  for (const auto &init : t.proto.graph().initializer())
-    inits.insert(init.name());
   unsigned index = 0;
-  for (const auto &vi : t.proto.graph().input()) {
-    if (inits.count(vi.name()))
-      continue;
-    auto c = readTensorFile(
-        t.data + "/input_" + std::to_string(index++) + ".pb", "input");
+  for (const auto &[name, path] : inputFiles(t)) {
+    ++index;
+    auto c = readTensorFile(path, "input");
     if (!c)
       return Outcome{Outcome::Skip, "inputs: " + llvm::toString(c.takeError())};
-    const Value *v = byName.lookup(vi.name());
+    const Value *v = byName.lookup(name);
     if (v && c->type.elem != v->type.elem)
       return Outcome{Outcome::Skip, "data: the test stores input " +
                                         std::to_string(index - 1) + " as " +
