@@ -5,6 +5,7 @@
 
 #include "frontend/Importer.h"
 #include "frontend/OnnxOps.h"
+#include "frontend/OpRewrites.h"
 #include "frontend/Resize.h"
 #include "frontend/TensorProto.h"
 
@@ -231,6 +232,8 @@ llvm::Expected<ImportResult> importOnnxBytes(llvm::StringRef path,
   if (auto err = lowerResizes(path, model, opset))
     return err;
   if (auto err = lowerDepthSpace(path, model, opset))
+    return err;
+  if (auto err = rewriteSmallOps(path, model, opset))
     return err;
   expandFunctionOps(model, opset);
   for (const auto &[name, v] : options.dims)
