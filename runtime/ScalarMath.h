@@ -67,7 +67,16 @@ enum class ScalarOp {
   Trilu,
   IsNaN,
   IsInf,
-  Mod
+  Mod,
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh
 };
 
 /// An op's attributes, resolved once per call rather than per element.
@@ -185,6 +194,24 @@ PAX_HD inline double unaryReal(ScalarOp op, double x) {
     return cos(x);
   case ScalarOp::Sin:
     return sin(x);
+  case ScalarOp::Tan:
+    return tan(x);
+  case ScalarOp::Asin:
+    return asin(x);
+  case ScalarOp::Acos:
+    return acos(x);
+  case ScalarOp::Atan:
+    return atan(x);
+  case ScalarOp::Sinh:
+    return sinh(x);
+  case ScalarOp::Cosh:
+    return cosh(x);
+  case ScalarOp::Asinh:
+    return asinh(x);
+  case ScalarOp::Acosh:
+    return acosh(x);
+  case ScalarOp::Atanh:
+    return atanh(x);
   case ScalarOp::Cast:
   case ScalarOp::Trilu:
     return x;

@@ -46,8 +46,7 @@ std::optional<KernelId> kernelForKind(llvm::StringRef kind) {
       .Cases("softmax", "log_softmax", K::SoftmaxRows)
       .Cases("lstm", "gru", K::Recurrent)
       .Cases("lstm_grad", "gru_grad", K::RecurrentGrad)
-      .Cases("attention", "attention_grad_q", "attention_grad_kv",
-             K::Attention)
+      .Cases("attention", "attention_grad_q", "attention_grad_kv", K::Attention)
       .Case("cum_sum", K::Scan)
       // Elementwise.
       .Cases("add", "sub", "mul", "div", "pow", K::Pointwise)
@@ -62,9 +61,10 @@ std::optional<KernelId> kernelForKind(llvm::StringRef kind) {
       .Cases("neg", "abs", "sign", "floor", "ceil", K::Pointwise)
       .Cases("round", "cos", "sin", "clip", "cast", K::Pointwise)
       .Cases("trilu", "is_nan", "is_inf", "mod", K::Pointwise)
+      .Cases("tan", "asin", "acos", "atan", "sinh", K::Pointwise)
+      .Cases("cosh", "asinh", "acosh", "atanh", K::Pointwise)
       // Reductions.
-      .Cases("reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
-             K::Reduce)
+      .Cases("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", K::Reduce)
       .Cases("reduce_prod", "reduce_l1", "reduce_l2", "reduce_sum_square",
              K::Reduce)
       .Cases("reduce_log_sum_exp", "arg_max", "arg_min", K::Reduce)

@@ -54,9 +54,9 @@ llvm::Error mulRule(GradientBuilder &b, const Op &op, Value *dy) {
   for (unsigned k = 0; k < 2; ++k)
     if (b.needs(k))
       b.accumulateOperand(
-          k, overResult(b, OpKind::Mul,
-                        {{dy, b.resultMap()}, operandRead(op, 1 - k)}, op,
-                        "mul"));
+          k,
+          overResult(b, OpKind::Mul,
+                     {{dy, b.resultMap()}, operandRead(op, 1 - k)}, op, "mul"));
   return llvm::Error::success();
 }
 
@@ -70,10 +70,10 @@ llvm::Error divRule(GradientBuilder &b, const Op &op, Value *dy) {
     Value *dyy = overResult(
         b, OpKind::Mul, {{dy, b.resultMap()}, {resultOf(op), b.resultMap()}},
         op, "mul");
-    Value *q = overResult(b, OpKind::Div, {{dyy, b.resultMap()}, den}, op,
-                          "div");
-    b.accumulateOperand(1, overResult(b, OpKind::Neg, {{q, b.resultMap()}},
-                                      op, "neg"));
+    Value *q =
+        overResult(b, OpKind::Div, {{dyy, b.resultMap()}, den}, op, "div");
+    b.accumulateOperand(
+        1, overResult(b, OpKind::Neg, {{q, b.resultMap()}}, op, "neg"));
   }
   return llvm::Error::success();
 }
@@ -108,10 +108,10 @@ llvm::Error contractionRule(GradientBuilder &b, const Op &op, Value *dy) {
   if (op.operands.size() > 2 && b.needs(2)) {
     Value *dc = dy;
     if (beta != 1)
-      dc = overResult(b, OpKind::Mul,
-                      {{dy, b.resultMap()},
-                       {b.constant(beta, dy->type.elem), {}}},
-                      op, "beta");
+      dc = overResult(
+          b, OpKind::Mul,
+          {{dy, b.resultMap()}, {b.constant(beta, dy->type.elem), {}}}, op,
+          "beta");
     b.accumulateOperand(2, dc);
   }
   return llvm::Error::success();
@@ -121,9 +121,8 @@ llvm::Error contractionRule(GradientBuilder &b, const Op &op, Value *dy) {
 int64_t summedPoints(const Op &op, const AccessMap &map) {
   int64_t n = 1;
   for (size_t d = 0; d < op.iters.size(); ++d)
-    if (llvm::none_of(map, [&](const AccessExpr &e) {
-          return e.uses(unsigned(d));
-        }))
+    if (llvm::none_of(map,
+                      [&](const AccessExpr &e) { return e.uses(unsigned(d)); }))
       n *= op.iters[d].extent;
   return n;
 }
@@ -173,12 +172,12 @@ llvm::Error softmaxRule(GradientBuilder &b, const Op &op, Value *dy) {
   Value *g;
   if (isLog) {
     Value *p = overResult(b, OpKind::Exp, {y}, op, "softmax");
-    Value *t = overResult(b, OpKind::Mul,
-                          {{p, b.resultMap()}, {sums, rowMap}}, op, "scaled");
+    Value *t = overResult(b, OpKind::Mul, {{p, b.resultMap()}, {sums, rowMap}},
+                          op, "scaled");
     g = overResult(b, OpKind::Sub, {dyr, {t, b.resultMap()}}, op, "dx");
   } else {
-    Value *t = overResult(b, OpKind::Sub, {dyr, {sums, rowMap}}, op,
-                          "centered");
+    Value *t =
+        overResult(b, OpKind::Sub, {dyr, {sums, rowMap}}, op, "centered");
     g = overResult(b, OpKind::Mul, {y, {t, b.resultMap()}}, op, "dx");
   }
   b.accumulateOperand(0, g);
@@ -195,9 +194,9 @@ llvm::Error layoutRule(GradientBuilder &b, const Op &op, Value *dy) {
       continue;
     const Operand &x = op.operands[k];
     bool sums = summedPoints(op, x.map) > 1;
-    b.accumulate(x.value, b.over(sums ? OpKind::ReduceSum : OpKind::Reshape,
-                                 {{dy, b.resultMap()}}, x.map, x.value->type,
-                                 "layout"));
+    b.accumulate(x.value,
+                 b.over(sums ? OpKind::ReduceSum : OpKind::Reshape,
+                        {{dy, b.resultMap()}}, x.map, x.value->type, "layout"));
   }
   return llvm::Error::success();
 }
@@ -241,8 +240,7 @@ llvm::Error sliceRule(GradientBuilder &b, const Op &op, Value *dy) {
   AccessMap read;
   for (size_t i = 0; i < offsets->size(); ++i)
     read.push_back(AccessExpr::shifted(unsigned(i), 1, -(*offsets)[i]));
-  b.accumulate(op.operands[0].value,
-               b.padded(dy, read, xt, "unslice"));
+  b.accumulate(op.operands[0].value, b.padded(dy, read, xt, "unslice"));
   return llvm::Error::success();
 }
 
@@ -274,9 +272,9 @@ llvm::Error gatherRule(GradientBuilder &b, const Op &op, Value *dy) {
   const Operand &data = op.operands[0];
   if (!b.needs(0))
     return llvm::Error::success();
-  Value *g = b.over(OpKind::ScatterAdd,
-                    {{dy, b.resultMap()}, operandRead(op, 1)}, data.map,
-                    data.value->type, "scatter");
+  Value *g =
+      b.over(OpKind::ScatterAdd, {{dy, b.resultMap()}, operandRead(op, 1)},
+             data.map, data.value->type, "scatter");
   g->def->attrs.erase("config");
   GradientBuilder::replicate(*g->def, b.replicas());
   b.accumulate(data.value, g);
@@ -319,6 +317,15 @@ constexpr RuleEntry kRules[] = {
     {OpKind::Erf, fromResultRule<erfDerivative>},
     {OpKind::Sin, fromResultRule<sinDerivative>},
     {OpKind::Cos, fromResultRule<cosDerivative>},
+    {OpKind::Tan, fromResultRule<tanDerivative>},
+    {OpKind::Asin, fromResultRule<asinDerivative>},
+    {OpKind::Acos, fromResultRule<acosDerivative>},
+    {OpKind::Atan, fromResultRule<atanDerivative>},
+    {OpKind::Sinh, fromResultRule<sinhDerivative>},
+    {OpKind::Cosh, fromResultRule<coshDerivative>},
+    {OpKind::Asinh, fromResultRule<asinhDerivative>},
+    {OpKind::Acosh, fromResultRule<acoshDerivative>},
+    {OpKind::Atanh, fromResultRule<atanhDerivative>},
     {OpKind::Cast, castRule},
     {OpKind::LayerNorm, normRule},
     {OpKind::RmsNorm, normRule},
@@ -375,8 +382,8 @@ llvm::Error splitRule(GradientBuilder &b, const Op &op,
     parts.push_back({dy, op.results[r].map});
   }
   const Operand &x = op.operands[0];
-  b.accumulate(x.value, b.over(OpKind::Concat, parts, x.map, x.value->type,
-                               "unsplit"));
+  b.accumulate(x.value,
+               b.over(OpKind::Concat, parts, x.map, x.value->type, "unsplit"));
   return llvm::Error::success();
 }
 
@@ -390,8 +397,7 @@ llvm::Error applyGradientRule(GradientBuilder &b, const Op &op,
     return attentionRule(b, op, dys);
   if (dys.size() != 1)
     return llvm::createStringError(
-        "autodiff: op '" + op.name().str() + "' (" +
-        opKindName(op.kind).str() +
+        "autodiff: op '" + op.name().str() + "' (" + opKindName(op.kind).str() +
         ") has several results; their gradients are not supported yet");
   for (const RuleEntry &e : kRules)
     if (e.kind == op.kind)

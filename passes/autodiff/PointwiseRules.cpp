@@ -132,6 +132,71 @@ Value *cosDerivative(GradientBuilder &b, const Op &op) {
   return overResult(b, OpKind::Neg, {{s, b.resultMap()}}, op, "neg");
 }
 
+Value *tanDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  Value *c = p.apply(OpKind::Cos, {operandRead(op, 0)}, "cos");
+  Value *c2 = p.apply(OpKind::Mul, {p.at(c), p.at(c)}, "cos2");
+  return p.apply(OpKind::Reciprocal, {p.at(c2)}, "sec2");
+}
+
+/// x^2 + \p s (s: -1 or 1), read from \p op's operand.
+static Value *squarePlus(const Pointwise &p, double s) {
+  Read x = operandRead(p.op, 0);
+  Value *x2 = p.apply(OpKind::Mul, {x, x}, "x2");
+  return p.apply(OpKind::Add, {p.at(x2), p.c(s)}, "x2_plus");
+}
+
+/// 1 - x^2, read from \p op's operand.
+static Value *oneMinusSquare(const Pointwise &p) {
+  Read x = operandRead(p.op, 0);
+  Value *x2 = p.apply(OpKind::Mul, {x, x}, "x2");
+  return p.apply(OpKind::Sub, {p.c(1), p.at(x2)}, "one_minus_x2");
+}
+
+/// 1 / sqrt(v).
+static Value *rsqrt(const Pointwise &p, Value *v) {
+  Value *r = p.apply(OpKind::Sqrt, {p.at(v)}, "sqrt");
+  return p.apply(OpKind::Reciprocal, {p.at(r)}, "rsqrt");
+}
+
+Value *asinDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  return rsqrt(p, oneMinusSquare(p));
+}
+
+Value *acosDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  return p.apply(OpKind::Neg, {p.at(rsqrt(p, oneMinusSquare(p)))}, "neg");
+}
+
+Value *atanDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  return p.apply(OpKind::Reciprocal, {p.at(squarePlus(p, 1))}, "inverse");
+}
+
+Value *sinhDerivative(GradientBuilder &b, const Op &op) {
+  return overResult(b, OpKind::Cosh, {operandRead(op, 0)}, op, "cosh");
+}
+
+Value *coshDerivative(GradientBuilder &b, const Op &op) {
+  return overResult(b, OpKind::Sinh, {operandRead(op, 0)}, op, "sinh");
+}
+
+Value *asinhDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  return rsqrt(p, squarePlus(p, 1));
+}
+
+Value *acoshDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  return rsqrt(p, squarePlus(p, -1));
+}
+
+Value *atanhDerivative(GradientBuilder &b, const Op &op) {
+  Pointwise p{b, op};
+  return p.apply(OpKind::Reciprocal, {p.at(oneMinusSquare(p))}, "inverse");
+}
+
 // dx = gelu_grad(x, dy) = dy gelu'(x), one op: gelu' = Phi(x) + x phi(x)
 // (Phi, phi: the standard normal's distribution and density), or with
 // approximate = "tanh", t = tanh(k (x + 0.044715 x^3)): 0.5 (1 + t) +

@@ -118,6 +118,18 @@ Value *erfDerivative(GradientBuilder &b, const Op &op);
 /// sin' = cos x, cos' = -sin x
 Value *sinDerivative(GradientBuilder &b, const Op &op);
 Value *cosDerivative(GradientBuilder &b, const Op &op);
+/// tan' = 1/cos^2 x; asin' = 1/sqrt(1 - x^2), acos' its negative; atan'
+/// = 1/(1 + x^2); sinh' = cosh x, cosh' = sinh x; asinh' = 1/sqrt(x^2 +
+/// 1); acosh' = 1/sqrt(x^2 - 1); atanh' = 1/(1 - x^2).
+Value *tanDerivative(GradientBuilder &b, const Op &op);
+Value *asinDerivative(GradientBuilder &b, const Op &op);
+Value *acosDerivative(GradientBuilder &b, const Op &op);
+Value *atanDerivative(GradientBuilder &b, const Op &op);
+Value *sinhDerivative(GradientBuilder &b, const Op &op);
+Value *coshDerivative(GradientBuilder &b, const Op &op);
+Value *asinhDerivative(GradientBuilder &b, const Op &op);
+Value *acoshDerivative(GradientBuilder &b, const Op &op);
+Value *atanhDerivative(GradientBuilder &b, const Op &op);
 
 /// gelu' = Phi(x) + x phi(x) (Phi, phi: the standard normal's distribution
 /// and density); with approximate = "tanh", t = tanh(k (x + 0.044715 x^3)):
