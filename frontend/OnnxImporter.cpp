@@ -10,6 +10,7 @@
 #include "frontend/TensorProto.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <google/protobuf/io/tokenizer.h>
@@ -92,11 +93,50 @@ static llvm::Error checkNodeArity(llvm::StringRef path,
   return llvm::Error::success();
 }
 
+/// Checks what ONNX's version converter assumes of a graph (it crashes
+/// otherwise): every value a node or the graph's outputs read is a graph
+/// input, an initializer or an earlier node's output, and no node holds a
+/// subgraph.
+static llvm::Error convertible(llvm::StringRef path, const onnx::GraphProto &g,
+                               int64_t opset) {
+  auto fail = [&](const llvm::Twine &msg) {
+    return llvm::createStringError(path + ": opset " + llvm::Twine(opset) +
+                                   ": " + msg);
+  };
+  llvm::StringSet<> defined;
+  for (const auto &vi : g.input())
+    defined.insert(vi.name());
+  for (const auto &t : g.initializer())
+    defined.insert(t.name());
+  for (int i = 0; i < g.node_size(); ++i) {
+    const onnx::NodeProto &n = g.node(i);
+    for (const std::string &in : n.input())
+      if (!in.empty() && !defined.contains(in))
+        return fail("node #" + llvm::Twine(i) + " (" + n.op_type() +
+                    ") reads '" + in +
+                    "', which no earlier node, input or initializer defines");
+    for (const auto &a : n.attribute())
+      if (a.has_g() || a.graphs_size())
+        return fail("node #" + llvm::Twine(i) + " (" + n.op_type() +
+                    ") holds a subgraph, which paxc does not bring to "
+                    "opset 7");
+    for (const std::string &out : n.output())
+      defined.insert(out);
+  }
+  for (const auto &vi : g.output())
+    if (!defined.contains(vi.name()))
+      return fail("graph output '" + vi.name() +
+                  "' is not computed by any node, input or initializer");
+  return llvm::Error::success();
+}
+
 /// Brings a model of default-domain opset \p opset (below 7) to opset 7
 /// with ONNX's version converter, whose adapters rewrite each node that
 /// changed (broadcasting, attributes that became inputs).
 static llvm::Error convertToOpset7(llvm::StringRef path,
                                    onnx::ModelProto &model, int64_t opset) {
+  if (auto err = convertible(path, model.graph(), opset))
+    return err;
   try {
     model = onnx::version_conversion::ConvertVersion(model, 7);
   } catch (const std::exception &e) {
