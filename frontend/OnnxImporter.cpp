@@ -94,9 +94,9 @@ static llvm::Error checkNodeArity(llvm::StringRef path,
 }
 
 /// Checks what ONNX's version converter assumes of a graph (it crashes
-/// otherwise): every value a node or the graph's outputs read is a graph
-/// input, an initializer or an earlier node's output, and no node holds a
-/// subgraph.
+/// otherwise): every node an op of the default domain at \p opset without
+/// subgraphs, every value a node or the graph's outputs read a graph
+/// input, an initializer or an earlier node's output.
 static llvm::Error convertible(llvm::StringRef path, const onnx::GraphProto &g,
                                int64_t opset) {
   auto fail = [&](const llvm::Twine &msg) {
@@ -115,6 +115,12 @@ static llvm::Error convertible(llvm::StringRef path, const onnx::GraphProto &g,
         return fail("node #" + llvm::Twine(i) + " (" + n.op_type() +
                     ") reads '" + in +
                     "', which no earlier node, input or initializer defines");
+    if (!(n.domain().empty() || n.domain() == "ai.onnx") ||
+        !onnx::OpSchemaRegistry::Instance()->GetSchema(n.op_type(), int(opset),
+                                                       ""))
+      return fail("node #" + llvm::Twine(i) + " (" + n.op_type() +
+                  ") is not an op of the default domain at this opset, "
+                  "which paxc does not bring to opset 7");
     for (const auto &a : n.attribute())
       if (a.has_g() || a.graphs_size())
         return fail("node #" + llvm::Twine(i) + " (" + n.op_type() +
@@ -185,12 +191,14 @@ static llvm::Error parseModel(llvm::StringRef path, llvm::StringRef bytes,
   if (opset < 1 || opset > 23)
     return fail("opset " + llvm::Twine(opset) +
                 " is not supported (paxc reads opsets 1 to 23)");
-  if (opset < 7)
-    if (auto err = convertToOpset7(path, model, opset))
-      return err;
   if (model.graph().output_size() == 0)
     return fail("the graph has no outputs");
-  return checkNodeArity(path, model.graph(), int(opset));
+  if (auto err = checkNodeArity(path, model.graph(), int(opset)))
+    return err;
+  // Checked first at the model's own opset: the converter's adapters
+  // assume each node has its schema's inputs.
+  return opset < 7 ? convertToOpset7(path, model, opset)
+                   : llvm::Error::success();
 }
 
 llvm::Expected<onnx::ModelProto> readOnnxModel(llvm::StringRef path) {
