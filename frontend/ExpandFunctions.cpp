@@ -8,6 +8,7 @@
 
 #include <onnx/defs/schema.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -174,7 +175,24 @@ bool importerTakes(const onnx::NodeProto &n) {
 }
 
 /// One round over \p model's nodes; returns how many it expanded.
+/// Whether \p n is one expandRound replaces: an op paxc's importer does not
+/// take whose schema at \p opset has a body.
+bool candidate(const onnx::NodeProto &n, int64_t opset) {
+  if (importerTakes(n))
+    return false;
+  const onnx::OpSchema *schema = schemaOf(n, opset);
+  return schema &&
+         (schema->HasContextDependentFunction() || schema->HasFunction());
+}
+
 unsigned expandRound(onnx::ModelProto &model, int64_t opset, int round) {
+  const auto &nodes = model.graph().node();
+  // ONNX's shape inference only where a body may need input types (it is
+  // not safe on every model).
+  if (std::none_of(nodes.begin(), nodes.end(), [&](const onnx::NodeProto &n) {
+        return candidate(n, opset);
+      }))
+    return 0;
   llvm::StringMap<onnx::TypeProto> types = inferTypes(model);
   onnx::GraphProto &g = *model.mutable_graph();
   onnx::GraphProto out;
@@ -182,7 +200,7 @@ unsigned expandRound(onnx::ModelProto &model, int64_t opset, int round) {
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto &n = g.node(i);
     std::optional<onnx::FunctionProto> body;
-    if (!importerTakes(n))
+    if (candidate(n, opset))
       body = functionBody(n, opset, types);
     if (!body) {
       *out.add_node() = n;
