@@ -72,7 +72,7 @@ llvm::Error lowerDepthSpace(llvm::StringRef path, onnx::ModelProto &model,
     return llvm::Error::success();
   llvm::StringMap<onnx::TypeProto> types = inferTypes(model);
   return rewriteNodes(
-      model, opset, moves,
+      path, model, opset, moves,
       [&](const onnx::NodeProto &n, int i, GraphBuilder &b) -> llvm::Error {
         std::vector<int64_t> x;
         onnx::TypeProto type = types.lookup(n.input(0));

@@ -94,7 +94,7 @@ std::string GraphBuilder::constant(const onnx::TensorProto &t) {
 }
 
 llvm::Error
-rewriteNodes(onnx::ModelProto &model, int64_t opset,
+rewriteNodes(llvm::StringRef path, onnx::ModelProto &model, int64_t opset,
              llvm::function_ref<bool(const onnx::NodeProto &)> match,
              llvm::function_ref<llvm::Error(const onnx::NodeProto &, int,
                                             GraphBuilder &)>
@@ -108,6 +108,10 @@ rewriteNodes(onnx::ModelProto &model, int64_t opset,
       *out.add_node() = n;
       continue;
     }
+    if (n.input_size() < 1 || n.input(0).empty() || n.output_size() < 1 ||
+        n.output(0).empty())
+      return llvm::createStringError(nodeWhere(path, n, i) +
+                                     ": needs its first input and output");
     onnx::GraphProto nodes;
     GraphBuilder b(nodes, opset,
                    (n.name().empty() ? n.op_type() : n.name()) + "/");

@@ -82,10 +82,11 @@ private:
 /// Replaces, in place and in order, each node of \p model's graph that
 /// \p match takes by the nodes \p build appends for it (node, its index, a
 /// builder on a graph of its own, prefixed with the node's name, whose
-/// last node must write the node's outputs). The first error \p build
-/// returns stops it, the graph unchanged.
+/// last node must write the node's outputs). A matched node without its
+/// first input or first output is an error naming \p path and the node;
+/// the first error stops it, the graph unchanged.
 llvm::Error
-rewriteNodes(onnx::ModelProto &model, int64_t opset,
+rewriteNodes(llvm::StringRef path, onnx::ModelProto &model, int64_t opset,
              llvm::function_ref<bool(const onnx::NodeProto &)> match,
              llvm::function_ref<llvm::Error(const onnx::NodeProto &, int,
                                             GraphBuilder &)>

@@ -128,7 +128,7 @@ llvm::Error rewriteSmallOps(llvm::StringRef path, onnx::ModelProto &model,
     return llvm::Error::success();
   llvm::StringMap<onnx::TypeProto> types = inferTypes(model);
   return rewriteNodes(
-      model, opset, small,
+      path, model, opset, small,
       [&](const onnx::NodeProto &n, int i, GraphBuilder &b) -> llvm::Error {
         std::string where = nodeWhere(path, n, i);
         if (n.op_type() == "Hardmax")

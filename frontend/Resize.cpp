@@ -453,7 +453,7 @@ llvm::Error lowerResizes(llvm::StringRef path, onnx::ModelProto &model,
     return llvm::Error::success();
   llvm::StringMap<onnx::TypeProto> types = inferTypes(model);
   return rewriteNodes(
-      model, opset, isResize,
+      path, model, opset, isResize,
       [&](const onnx::NodeProto &n, int i, GraphBuilder &b) -> llvm::Error {
         auto r = describe(g, n, opset, types, nodeWhere(path, n, i));
         if (!r)
