@@ -126,6 +126,14 @@ rewriteNodes(llvm::StringRef path, onnx::ModelProto &model, int64_t opset,
   return llvm::Error::success();
 }
 
+const onnx::AttributeProto *findAttribute(const onnx::NodeProto &n,
+                                          llvm::StringRef name) {
+  for (const auto &a : n.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
 std::string nodeWhere(llvm::StringRef path, const onnx::NodeProto &n,
                       int index) {
   return (path + ": " +

@@ -92,6 +92,10 @@ rewriteNodes(llvm::StringRef path, onnx::ModelProto &model, int64_t opset,
                                             GraphBuilder &)>
                  build);
 
+/// \p n's attribute \p name, or null.
+const onnx::AttributeProto *findAttribute(const onnx::NodeProto &n,
+                                          llvm::StringRef name);
+
 /// "PATH: node 'NAME' (OpType)" (node #INDEX when unnamed), as errors
 /// name a node.
 std::string nodeWhere(llvm::StringRef path, const onnx::NodeProto &n,

@@ -12,14 +12,6 @@
 namespace pax {
 namespace {
 
-const onnx::AttributeProto *findAttr(const onnx::NodeProto &n,
-                                     llvm::StringRef name) {
-  for (const auto &a : n.attribute())
-    if (a.name() == name)
-      return &a;
-  return nullptr;
-}
-
 /// \p name's static shape in \p types, or an error naming \p where.
 llvm::Expected<std::vector<int64_t>>
 staticShape(const llvm::StringMap<onnx::TypeProto> &types,
@@ -50,7 +42,7 @@ llvm::Error hardmax(GraphBuilder &b, const onnx::NodeProto &n, int64_t opset,
   if (!x)
     return x.takeError();
   int64_t rank = int64_t(x->size()), axis = rank - 1;
-  if (const auto *a = findAttr(n, "axis"))
+  if (const auto *a = findAttribute(n, "axis"))
     axis = a->i() < 0 ? a->i() + rank : a->i();
   if (axis < 0 || axis >= rank)
     return llvm::createStringError(where + ": axis out of range");
@@ -84,9 +76,9 @@ llvm::Error eyeLike(GraphBuilder &b, const onnx::NodeProto &n,
     return llvm::createStringError(where + ": the input must have rank 2");
   int64_t k = 0;
   int32_t elem = elemOf(types, n.input(0));
-  if (const auto *a = findAttr(n, "k"))
+  if (const auto *a = findAttribute(n, "k"))
     k = a->i();
-  if (const auto *a = findAttr(n, "dtype"))
+  if (const auto *a = findAttribute(n, "dtype"))
     elem = int32_t(a->i());
   // Doubles for every type: the Cast after writes the model's.
   onnx::TensorProto eye;
@@ -105,7 +97,7 @@ llvm::Error eyeLike(GraphBuilder &b, const onnx::NodeProto &n,
 llvm::Error thresholdedRelu(GraphBuilder &b, const onnx::NodeProto &n,
                             const llvm::StringMap<onnx::TypeProto> &types) {
   double alpha = 1.0;
-  if (const auto *a = findAttr(n, "alpha"))
+  if (const auto *a = findAttribute(n, "alpha"))
     alpha = a->f();
   int32_t elem = elemOf(types, n.input(0));
   std::string above = b.apply("Greater", {n.input(0), b.scalar(alpha, elem)});

@@ -34,14 +34,6 @@ struct AxisTaps {
   std::vector<bool> outside;
 };
 
-const onnx::AttributeProto *findAttr(const onnx::NodeProto &n,
-                                     llvm::StringRef name) {
-  for (const auto &a : n.attribute())
-    if (a.name() == name)
-      return &a;
-  return nullptr;
-}
-
 /// Output position \p x's coordinate in the input (ONNX's reference), of
 /// an axis of \p in positions resized to \p out by \p scale; roi \p r0 to
 /// \p r1 (tf_crop_and_resize).
@@ -181,7 +173,7 @@ llvm::Expected<ResizeAttrs> attrsOf(const onnx::NodeProto &n, int64_t opset,
                                     const std::string &where) {
   ResizeAttrs a;
   auto str = [&](llvm::StringRef name, std::string &v) {
-    if (const auto *x = findAttr(n, name))
+    if (const auto *x = findAttribute(n, name))
       v = x->s();
   };
   str("mode", a.mode);
@@ -194,20 +186,20 @@ llvm::Expected<ResizeAttrs> attrsOf(const onnx::NodeProto &n, int64_t opset,
   }
   str("coordinate_transformation_mode", a.transform);
   str("nearest_mode", a.nearestMode);
-  if (const auto *x = findAttr(n, "cubic_coeff_a"))
+  if (const auto *x = findAttribute(n, "cubic_coeff_a"))
     a.cubicA = x->f();
-  if (const auto *x = findAttr(n, "exclude_outside"))
+  if (const auto *x = findAttribute(n, "exclude_outside"))
     a.excludeOutside = x->i() != 0;
-  if (const auto *x = findAttr(n, "extrapolation_value"))
+  if (const auto *x = findAttribute(n, "extrapolation_value"))
     a.extrapolation = x->f();
   auto fail = [&](const llvm::Twine &m) {
     return llvm::createStringError(where + ": " + m);
   };
   if (a.mode != "nearest" && a.mode != "linear" && a.mode != "cubic")
     return fail("mode '" + a.mode + "' is not nearest, linear or cubic");
-  if (const auto *x = findAttr(n, "antialias"); x && x->i() != 0)
+  if (const auto *x = findAttribute(n, "antialias"); x && x->i() != 0)
     return fail("antialias is not supported");
-  if (const auto *x = findAttr(n, "keep_aspect_ratio_policy");
+  if (const auto *x = findAttribute(n, "keep_aspect_ratio_policy");
       x && x->s() != "stretch")
     return fail("keep_aspect_ratio_policy '" + x->s() +
                 "' is not supported (only stretch)");
@@ -236,7 +228,7 @@ constantInput(const onnx::GraphProto &g, const onnx::NodeProto &n, int i,
 llvm::Expected<std::vector<int64_t>>
 resizedAxes(const onnx::NodeProto &n, int64_t rank, const std::string &where) {
   std::vector<int64_t> axes;
-  if (const auto *a = findAttr(n, "axes"))
+  if (const auto *a = findAttribute(n, "axes"))
     for (int64_t v : a->ints())
       axes.push_back(v < 0 ? v + rank : v);
   else
@@ -257,7 +249,7 @@ llvm::Error sizeAxes(const onnx::GraphProto &g, const onnx::NodeProto &n,
   bool scalesOnly = n.op_type() == "Upsample" || opset < 11;
   std::optional<std::vector<double>> scales, sizes, roi;
   if (upsample7) {
-    if (const auto *a = findAttr(n, "scales"))
+    if (const auto *a = findAttribute(n, "scales"))
       scales = std::vector<double>(a->floats().begin(), a->floats().end());
   } else {
     auto s = constantInput(g, n, scalesOnly ? 1 : 2, "scales", where);

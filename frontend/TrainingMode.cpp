@@ -12,20 +12,12 @@ namespace pax {
 
 namespace {
 
-const onnx::AttributeProto *attr(const onnx::NodeProto &n,
-                                 llvm::StringRef name) {
-  for (const auto &a : n.attribute())
-    if (a.name() == name)
-      return &a;
-  return nullptr;
-}
-
 bool usesBatchStats(const onnx::NodeProto &n, const TrainingModeOptions &o) {
   if (n.op_type() != "BatchNormalization" || !n.domain().empty())
     return false;
   if (o.batchStats)
     return true;
-  const onnx::AttributeProto *mode = attr(n, "training_mode");
+  const onnx::AttributeProto *mode = findAttribute(n, "training_mode");
   return mode && mode->i() != 0;
 }
 
@@ -139,9 +131,9 @@ llvm::Error rewriteTrainingMode(llvm::StringRef path, onnx::ModelProto &model,
     if (rank < 2)
       return fail("input 'X' must have rank 2 or more");
     double eps = 1e-5, momentum = 0.9;
-    if (const auto *a = attr(n, "epsilon"))
+    if (const auto *a = findAttribute(n, "epsilon"))
       eps = a->f();
-    if (const auto *a = attr(n, "momentum"))
+    if (const auto *a = findAttribute(n, "momentum"))
       momentum = a->f();
     // Every axis but the channels (1), and the channels' broadcast shape.
     std::vector<int64_t> axes = {0}, unsqueezed = {0};
