@@ -67,13 +67,10 @@ llvm::Error lowerDepthSpace(llvm::StringRef path, onnx::ModelProto &model,
     return (n.domain().empty() || n.domain() == "ai.onnx") &&
            (n.op_type() == "DepthToSpace" || n.op_type() == "SpaceToDepth");
   };
-  const auto &nodes = model.graph().node();
-  if (std::none_of(nodes.begin(), nodes.end(), moves))
-    return llvm::Error::success();
-  llvm::StringMap<onnx::TypeProto> types = inferTypes(model);
   return rewriteNodes(
       path, model, opset, moves,
-      [&](const onnx::NodeProto &n, int i, GraphBuilder &b) -> llvm::Error {
+      [&](const onnx::NodeProto &n, int i, GraphBuilder &b,
+          const llvm::StringMap<onnx::TypeProto> &types) -> llvm::Error {
         std::vector<int64_t> x;
         onnx::TypeProto type = types.lookup(n.input(0));
         for (const auto &d : type.tensor_type().shape().dim())

@@ -4,6 +4,8 @@
 #include "llvm/ADT/Twine.h"
 
 #include <onnx/defs/schema.h>
+
+#include <algorithm>
 #include <onnx/shape_inference/implementation.h>
 
 namespace pax {
@@ -93,13 +95,16 @@ std::string GraphBuilder::constant(const onnx::TensorProto &t) {
   return n.output(0);
 }
 
-llvm::Error
-rewriteNodes(llvm::StringRef path, onnx::ModelProto &model, int64_t opset,
-             llvm::function_ref<bool(const onnx::NodeProto &)> match,
-             llvm::function_ref<llvm::Error(const onnx::NodeProto &, int,
-                                            GraphBuilder &)>
-                 build) {
+llvm::Error rewriteNodes(
+    llvm::StringRef path, onnx::ModelProto &model, int64_t opset,
+    llvm::function_ref<bool(const onnx::NodeProto &)> match,
+    llvm::function_ref<llvm::Error(const onnx::NodeProto &, int, GraphBuilder &,
+                                   const llvm::StringMap<onnx::TypeProto> &)>
+        build) {
   onnx::GraphProto &g = *model.mutable_graph();
+  if (std::none_of(g.node().begin(), g.node().end(), match))
+    return llvm::Error::success();
+  llvm::StringMap<onnx::TypeProto> types = inferTypes(model);
   onnx::GraphProto out;
   bool any = false;
   for (int i = 0; i < g.node_size(); ++i) {
@@ -115,7 +120,7 @@ rewriteNodes(llvm::StringRef path, onnx::ModelProto &model, int64_t opset,
     onnx::GraphProto nodes;
     GraphBuilder b(nodes, opset,
                    (n.name().empty() ? n.op_type() : n.name()) + "/");
-    if (auto err = build(n, i, b))
+    if (auto err = build(n, i, b, types))
       return err;
     for (auto &e : *nodes.mutable_node())
       *out.add_node() = std::move(e);

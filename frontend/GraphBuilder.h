@@ -82,15 +82,16 @@ private:
 /// Replaces, in place and in order, each node of \p model's graph that
 /// \p match takes by the nodes \p build appends for it (node, its index, a
 /// builder on a graph of its own, prefixed with the node's name, whose
-/// last node must write the node's outputs). A matched node without its
-/// first input or first output is an error naming \p path and the node;
-/// the first error stops it, the graph unchanged.
-llvm::Error
-rewriteNodes(llvm::StringRef path, onnx::ModelProto &model, int64_t opset,
-             llvm::function_ref<bool(const onnx::NodeProto &)> match,
-             llvm::function_ref<llvm::Error(const onnx::NodeProto &, int,
-                                            GraphBuilder &)>
-                 build);
+/// last node must write the node's outputs; and the graph's types from
+/// inferTypes, computed once, only where a node matches). A matched node
+/// without its first input or first output is an error naming \p path and the
+/// node; the first error stops it, the graph unchanged.
+llvm::Error rewriteNodes(
+    llvm::StringRef path, onnx::ModelProto &model, int64_t opset,
+    llvm::function_ref<bool(const onnx::NodeProto &)> match,
+    llvm::function_ref<llvm::Error(const onnx::NodeProto &, int, GraphBuilder &,
+                                   const llvm::StringMap<onnx::TypeProto> &)>
+        build);
 
 /// \p n's attribute \p name, or null.
 const onnx::AttributeProto *findAttribute(const onnx::NodeProto &n,

@@ -115,13 +115,10 @@ llvm::Error rewriteSmallOps(llvm::StringRef path, onnx::ModelProto &model,
            (n.op_type() == "Hardmax" || n.op_type() == "EyeLike" ||
             n.op_type() == "ThresholdedRelu");
   };
-  const auto &nodes = model.graph().node();
-  if (std::none_of(nodes.begin(), nodes.end(), small))
-    return llvm::Error::success();
-  llvm::StringMap<onnx::TypeProto> types = inferTypes(model);
   return rewriteNodes(
       path, model, opset, small,
-      [&](const onnx::NodeProto &n, int i, GraphBuilder &b) -> llvm::Error {
+      [&](const onnx::NodeProto &n, int i, GraphBuilder &b,
+          const llvm::StringMap<onnx::TypeProto> &types) -> llvm::Error {
         std::string where = nodeWhere(path, n, i);
         if (n.op_type() == "Hardmax")
           return hardmax(b, n, opset, types, where);

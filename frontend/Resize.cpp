@@ -441,12 +441,10 @@ llvm::Error lowerResizes(llvm::StringRef path, onnx::ModelProto &model,
     return (n.domain().empty() || n.domain() == "ai.onnx") &&
            (n.op_type() == "Resize" || n.op_type() == "Upsample");
   };
-  if (std::none_of(g.node().begin(), g.node().end(), isResize))
-    return llvm::Error::success();
-  llvm::StringMap<onnx::TypeProto> types = inferTypes(model);
   return rewriteNodes(
       path, model, opset, isResize,
-      [&](const onnx::NodeProto &n, int i, GraphBuilder &b) -> llvm::Error {
+      [&](const onnx::NodeProto &n, int i, GraphBuilder &b,
+          const llvm::StringMap<onnx::TypeProto> &types) -> llvm::Error {
         auto r = describe(g, n, opset, types, nodeWhere(path, n, i));
         if (!r)
           return r.takeError();

@@ -7,7 +7,24 @@
 
 namespace pax {
 
+/// The trigonometric and hyperbolic functions past sin and cos.
+static std::optional<OpKind> trigKind(llvm::StringRef t) {
+  return llvm::StringSwitch<std::optional<OpKind>>(t)
+      .Case("Tan", OpKind::Tan)
+      .Case("Asin", OpKind::Asin)
+      .Case("Acos", OpKind::Acos)
+      .Case("Atan", OpKind::Atan)
+      .Case("Sinh", OpKind::Sinh)
+      .Case("Cosh", OpKind::Cosh)
+      .Case("Asinh", OpKind::Asinh)
+      .Case("Acosh", OpKind::Acosh)
+      .Case("Atanh", OpKind::Atanh)
+      .Default(std::nullopt);
+}
+
 static std::optional<OpKind> elementwiseKind(llvm::StringRef t) {
+  if (auto k = trigKind(t))
+    return k;
   return llvm::StringSwitch<std::optional<OpKind>>(t)
       .Case("Abs", OpKind::Abs)
       .Case("Ceil", OpKind::Ceil)
@@ -34,15 +51,6 @@ static std::optional<OpKind> elementwiseKind(llvm::StringRef t) {
       .Case("Sigmoid", OpKind::Sigmoid)
       .Case("Sign", OpKind::Sign)
       .Case("Sin", OpKind::Sin)
-      .Case("Tan", OpKind::Tan)
-      .Case("Asin", OpKind::Asin)
-      .Case("Acos", OpKind::Acos)
-      .Case("Atan", OpKind::Atan)
-      .Case("Sinh", OpKind::Sinh)
-      .Case("Cosh", OpKind::Cosh)
-      .Case("Asinh", OpKind::Asinh)
-      .Case("Acosh", OpKind::Acosh)
-      .Case("Atanh", OpKind::Atanh)
       .Case("Softplus", OpKind::Softplus)
       .Case("Softsign", OpKind::Softsign)
       .Case("Sqrt", OpKind::Sqrt)

@@ -11,8 +11,26 @@
 
 namespace pax::runtime::cpu {
 
+/// The trigonometric and hyperbolic functions past sin and cos.
+static std::optional<ScalarOp> trigScalarOp(llvm::StringRef kind) {
+  using S = ScalarOp;
+  return llvm::StringSwitch<std::optional<ScalarOp>>(kind)
+      .Case("tan", S::Tan)
+      .Case("asin", S::Asin)
+      .Case("acos", S::Acos)
+      .Case("atan", S::Atan)
+      .Case("sinh", S::Sinh)
+      .Case("cosh", S::Cosh)
+      .Case("asinh", S::Asinh)
+      .Case("acosh", S::Acosh)
+      .Case("atanh", S::Atanh)
+      .Default(std::nullopt);
+}
+
 std::optional<ScalarOp> parseScalarOp(llvm::StringRef kind) {
   using S = ScalarOp;
+  if (auto op = trigScalarOp(kind))
+    return op;
   return llvm::StringSwitch<std::optional<ScalarOp>>(kind)
       .Case("add", S::Add)
       .Case("sub", S::Sub)
@@ -61,15 +79,6 @@ std::optional<ScalarOp> parseScalarOp(llvm::StringRef kind) {
       .Case("round", S::Round)
       .Case("cos", S::Cos)
       .Case("sin", S::Sin)
-      .Case("tan", S::Tan)
-      .Case("asin", S::Asin)
-      .Case("acos", S::Acos)
-      .Case("atan", S::Atan)
-      .Case("sinh", S::Sinh)
-      .Case("cosh", S::Cosh)
-      .Case("asinh", S::Asinh)
-      .Case("acosh", S::Acosh)
-      .Case("atanh", S::Atanh)
       .Case("clip", S::Clip)
       .Case("cast", S::Cast)
       .Case("trilu", S::Trilu)
