@@ -139,6 +139,21 @@ const onnx::AttributeProto *findAttribute(const onnx::NodeProto &n,
   return nullptr;
 }
 
+llvm::Error checkBuiltSize(const std::string &where,
+                           llvm::ArrayRef<double> dims) {
+  double count = 1;
+  for (double d : dims) {
+    if (!(d >= 0))
+      return llvm::createStringError(where + ": a negative or unknown extent");
+    count *= d;
+  }
+  if (count <= double(kMaxBuiltElements))
+    return llvm::Error::success();
+  return llvm::createStringError(
+      where + ": would build a constant of more than 2^24 elements while "
+              "importing");
+}
+
 std::string nodeWhere(llvm::StringRef path, const onnx::NodeProto &n,
                       int index) {
   return (path + ": " +

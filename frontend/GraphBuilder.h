@@ -97,6 +97,15 @@ llvm::Error rewriteNodes(
 const onnx::AttributeProto *findAttribute(const onnx::NodeProto &n,
                                           llvm::StringRef name);
 
+/// The most elements a constant built while importing may hold (Range's
+/// values, Hardmax's and EyeLike's tables, Resize's taps).
+inline constexpr int64_t kMaxBuiltElements = int64_t(1) << 24;
+
+/// An error naming \p where unless a constant of \p dims (each at least 0)
+/// holds at most kMaxBuiltElements elements.
+llvm::Error checkBuiltSize(const std::string &where,
+                           llvm::ArrayRef<double> dims);
+
 /// "PATH: node 'NAME' (OpType)" (node #INDEX when unnamed), as errors
 /// name a node.
 std::string nodeWhere(llvm::StringRef path, const onnx::NodeProto &n,

@@ -50,6 +50,8 @@ llvm::Error hardmax(GraphBuilder &b, const onnx::NodeProto &n, int64_t opset,
     return llvm::createStringError(
         where + ": Hardmax before opset 13 over an axis other than the last "
                 "(the input flattened to 2-D) is not supported");
+  if (auto e = checkBuiltSize(where, {double((*x)[size_t(axis)])}))
+    return e;
   onnx::NodeProto &arg = b.node("ArgMax", {n.input(0)});
   GraphBuilder::intAttr(arg, "axis", axis);
   GraphBuilder::intAttr(arg, "keepdims", 1);
@@ -74,6 +76,8 @@ llvm::Error eyeLike(GraphBuilder &b, const onnx::NodeProto &n,
     return x.takeError();
   if (x->size() != 2)
     return llvm::createStringError(where + ": the input must have rank 2");
+  if (auto e = checkBuiltSize(where, {double((*x)[0]), double((*x)[1])}))
+    return e;
   int64_t k = 0;
   int32_t elem = elemOf(types, n.input(0));
   if (const auto *a = findAttribute(n, "k"))

@@ -286,8 +286,11 @@ llvm::Error sizeAxes(const onnx::GraphProto &g, const onnx::NodeProto &n,
                                      std::to_string(ax) +
                                      " must be known (bind it with --dim)");
     double span = r.roiEnd[size_t(ax)] - r.roiStart[size_t(ax)];
-    int64_t out = sizes ? int64_t((*sizes)[k])
-                        : int64_t(std::floor(double(in) * span * (*scales)[k]));
+    double extent =
+        sizes ? (*sizes)[k] : std::floor(double(in) * span * (*scales)[k]);
+    if (auto e = checkBuiltSize(where, {extent}))
+      return e;
+    int64_t out = int64_t(extent);
     if (out < 1)
       return llvm::createStringError(where + ": axis " + std::to_string(ax) +
                                      " would have no positions");

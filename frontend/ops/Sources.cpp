@@ -1,4 +1,5 @@
 //===- Sources.cpp - Constants, shapes, Gather, LSTM and GRU ------------===//
+#include "frontend/GraphBuilder.h"
 #include "frontend/OnnxOps.h"
 
 #include "frontend/TensorProto.h"
@@ -12,9 +13,6 @@
 #include <cstring>
 
 namespace pax {
-
-/// The most elements a Range may produce; it becomes a host constant.
-static constexpr int64_t kMaxRangeElements = int64_t(1) << 24;
 
 llvm::Error importConstant(NodeContext &ctx) {
   const auto *a =
@@ -113,8 +111,8 @@ llvm::Error importRandomUniform(NodeContext &ctx) {
     std::memcpy(&bits, &s, sizeof bits);
     key = bits;
   } else {
-    std::string name = ctx.proto().name().empty() ? ctx.proto().output(0)
-                                                  : ctx.proto().name();
+    std::string name =
+        ctx.proto().name().empty() ? ctx.proto().output(0) : ctx.proto().name();
     key = llvm::xxh3_64bits(llvm::arrayRefFromStringRef(name));
   }
   // Attributes are signed; the bits are what count.
@@ -155,7 +153,7 @@ llvm::Error importRange(NodeContext &ctx) {
   double n = std::max(0.0, std::ceil((limit - start) / delta));
   // Range is evaluated while importing (positions, masks): its values must
   // fit in memory.
-  if (!(n <= double(kMaxRangeElements))) {
+  if (!(n <= double(kMaxBuiltElements))) {
     char bounds[96];
     std::snprintf(bounds, sizeof(bounds), "from %g to %g by %g", start, limit,
                   delta);
@@ -208,8 +206,8 @@ static llvm::Error buildGather(NodeContext &ctx, unsigned axis,
     return d;
   };
   for (unsigned i = 0; i < axis; ++i) {
-    unsigned d = both(dataMap, (i < batchDims ? "b" : "d") + std::to_string(i),
-                      data[i]);
+    unsigned d =
+        both(dataMap, (i < batchDims ? "b" : "d") + std::to_string(i), data[i]);
     if (i < batchDims)
       idxMap.push_back(AccessExpr::dim(d));
   }
@@ -245,8 +243,8 @@ llvm::Error importGather(NodeContext &ctx) {
 /// grid dim plus a constant, for every point: that dim and the constant.
 /// A gather through such indices is a data movement its maps describe.
 static std::optional<std::pair<unsigned, int64_t>>
-affineIndex(const ConstTensor &idx, llvm::ArrayRef<int64_t> grid,
-            int64_t count, int64_t pos, int64_t extent) {
+affineIndex(const ConstTensor &idx, llvm::ArrayRef<int64_t> grid, int64_t count,
+            int64_t pos, int64_t extent) {
   std::optional<std::pair<unsigned, int64_t>> found;
   for (unsigned j = 0; j < grid.size() && !found; ++j) {
     if (grid[j] == 1 && extent != 1)
