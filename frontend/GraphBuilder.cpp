@@ -1,5 +1,6 @@
 //===- GraphBuilder.cpp - ONNX nodes appended to a graph before import ----===//
 #include "frontend/GraphBuilder.h"
+#include "frontend/TensorProto.h"
 
 #include "llvm/ADT/Twine.h"
 
@@ -137,6 +138,37 @@ const onnx::AttributeProto *findAttribute(const onnx::NodeProto &n,
     if (a.name() == name)
       return &a;
   return nullptr;
+}
+
+/// \p t's values as doubles (float, double or integer tensors).
+std::optional<std::vector<double>> constantValues(const onnx::TensorProto &t) {
+  auto c = readTensorProto(t, "");
+  if (!c) {
+    llvm::consumeError(c.takeError());
+    return std::nullopt;
+  }
+  std::vector<double> v;
+  for (int64_t i = 0; i < c->numel(); ++i)
+    v.push_back(c->real(i));
+  return v;
+}
+
+/// The constant input \p i of \p n as doubles; none where absent or empty;
+/// an error naming it where it is computed at run time.
+llvm::Expected<std::optional<std::vector<double>>>
+constantInput(const onnx::GraphProto &g, const onnx::NodeProto &n, int i,
+              llvm::StringRef what, const std::string &where) {
+  if (i >= n.input_size() || n.input(i).empty())
+    return std::nullopt;
+  const onnx::TensorProto *t = findConstant(g, n.input(i));
+  std::optional<std::vector<double>> v = t ? constantValues(*t) : std::nullopt;
+  if (!v)
+    return llvm::createStringError(where + ": " + what + " ('" + n.input(i) +
+                                   "') must be a constant, but it is "
+                                   "computed at run time");
+  if (v->empty())
+    return std::nullopt;
+  return v;
 }
 
 llvm::Error checkBuiltSize(const std::string &where,

@@ -18,7 +18,9 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace pax {
 
@@ -96,6 +98,16 @@ llvm::Error rewriteNodes(
 /// \p n's attribute \p name, or null.
 const onnx::AttributeProto *findAttribute(const onnx::NodeProto &n,
                                           llvm::StringRef name);
+
+/// \p t's values as doubles (float, double or integer tensors); none where
+/// it cannot be read.
+std::optional<std::vector<double>> constantValues(const onnx::TensorProto &t);
+
+/// The constant input \p i of \p n as doubles; none where absent or empty;
+/// an error naming \p what and \p where when it is computed at run time.
+llvm::Expected<std::optional<std::vector<double>>>
+constantInput(const onnx::GraphProto &g, const onnx::NodeProto &n, int i,
+              llvm::StringRef what, const std::string &where);
 
 /// The most elements a constant built while importing may hold (Range's
 /// values, Hardmax's and EyeLike's tables, Resize's taps).

@@ -154,19 +154,6 @@ struct ResizeNode {
   int32_t elem = 0;
 };
 
-/// \p t's values as doubles (float, double or integer tensors).
-std::optional<std::vector<double>> values(const onnx::TensorProto &t) {
-  auto c = readTensorProto(t, "");
-  if (!c) {
-    llvm::consumeError(c.takeError());
-    return std::nullopt;
-  }
-  std::vector<double> v;
-  for (int64_t i = 0; i < c->numel(); ++i)
-    v.push_back(c->real(i));
-  return v;
-}
-
 /// The attributes of \p n at \p opset (Upsample and Resize-10: asymmetric
 /// coordinates and nearest rounded down).
 llvm::Expected<ResizeAttrs> attrsOf(const onnx::NodeProto &n, int64_t opset,
@@ -204,24 +191,6 @@ llvm::Expected<ResizeAttrs> attrsOf(const onnx::NodeProto &n, int64_t opset,
     return fail("keep_aspect_ratio_policy '" + x->s() +
                 "' is not supported (only stretch)");
   return a;
-}
-
-/// The constant input \p i of \p n as doubles; none where absent or empty;
-/// an error naming it where it is computed at run time.
-llvm::Expected<std::optional<std::vector<double>>>
-constantInput(const onnx::GraphProto &g, const onnx::NodeProto &n, int i,
-              llvm::StringRef what, const std::string &where) {
-  if (i >= n.input_size() || n.input(i).empty())
-    return std::nullopt;
-  const onnx::TensorProto *t = findConstant(g, n.input(i));
-  std::optional<std::vector<double>> v = t ? values(*t) : std::nullopt;
-  if (!v)
-    return llvm::createStringError(where + ": " + what + " ('" + n.input(i) +
-                                   "') must be a constant, but it is "
-                                   "computed at run time");
-  if (v->empty())
-    return std::nullopt;
-  return v;
 }
 
 /// The axes \p n resizes (its `axes`, or all of \p rank), or an error.
