@@ -109,6 +109,16 @@ llvm::Expected<std::optional<std::vector<double>>>
 constantInput(const onnx::GraphProto &g, const onnx::NodeProto &n, int i,
               llvm::StringRef what, const std::string &where);
 
+/// \p name's static shape in \p types, or an error naming \p where.
+llvm::Expected<std::vector<int64_t>>
+staticShape(const llvm::StringMap<onnx::TypeProto> &types,
+            const std::string &name, const std::string &where);
+
+/// \p name's element type in \p types (an ONNX TensorProto data type; 0
+/// when unknown).
+int32_t elemOf(const llvm::StringMap<onnx::TypeProto> &types,
+               const std::string &name);
+
 /// The most elements a constant built while importing may hold (Range's
 /// values, Hardmax's and EyeLike's tables, Resize's taps).
 inline constexpr int64_t kMaxBuiltElements = int64_t(1) << 24;

@@ -12,29 +12,6 @@
 namespace pax {
 namespace {
 
-/// \p name's static shape in \p types, or an error naming \p where.
-llvm::Expected<std::vector<int64_t>>
-staticShape(const llvm::StringMap<onnx::TypeProto> &types,
-            const std::string &name, const std::string &where) {
-  onnx::TypeProto t = types.lookup(name);
-  std::vector<int64_t> shape;
-  bool known = t.tensor_type().has_shape();
-  for (const auto &d : t.tensor_type().shape().dim()) {
-    known &= d.has_dim_value();
-    shape.push_back(d.dim_value());
-  }
-  if (!known)
-    return llvm::createStringError(where + ": needs the static shape of '" +
-                                   name + "'");
-  return shape;
-}
-
-/// x's element type in \p types.
-int32_t elemOf(const llvm::StringMap<onnx::TypeProto> &types,
-               const std::string &name) {
-  return types.lookup(name).tensor_type().elem_type();
-}
-
 llvm::Error hardmax(GraphBuilder &b, const onnx::NodeProto &n, int64_t opset,
                     const llvm::StringMap<onnx::TypeProto> &types,
                     const std::string &where) {
