@@ -38,10 +38,14 @@ std::string GraphBuilder::fresh(llvm::StringRef base,
 
 std::string GraphBuilder::rename(const std::string &from,
                                  const std::string &to) {
-  for (auto &n : *g.mutable_node())
+  for (auto &n : *g.mutable_node()) {
     for (std::string &o : *n.mutable_output())
       if (o == from)
         o = to;
+    for (std::string &i : *n.mutable_input())
+      if (i == from)
+        i = to;
+  }
   return to;
 }
 

@@ -38,7 +38,8 @@ public:
   /// As fresh(), under another prefix.
   std::string fresh(llvm::StringRef base, llvm::StringRef prefix);
 
-  /// Renames the value \p from, written by a node this builder added.
+  /// Renames the value \p from, written by a node this builder added, and
+  /// its readers among those nodes.
   std::string rename(const std::string &from, const std::string &to);
 
   /// A node of \p type on \p inputs with one fresh output.

@@ -6,6 +6,7 @@
 #include "frontend/Importer.h"
 #include "frontend/OnnxOps.h"
 #include "frontend/OpRewrites.h"
+#include "frontend/Quantize.h"
 #include "frontend/Resize.h"
 #include "frontend/TensorProto.h"
 
@@ -284,6 +285,8 @@ llvm::Expected<ImportResult> importOnnxBytes(llvm::StringRef path,
   if (auto err = rewriteSmallOps(path, model, opset))
     return err;
   expandFunctionOps(model, opset);
+  if (auto err = lowerQuantized(path, model, opset))
+    return err;
   for (const auto &[name, v] : options.dims)
     if (v <= 0 || v > kMaxExtent)
       return llvm::createStringError("--dim " + name + "=" + std::to_string(v) +
