@@ -4,13 +4,43 @@
 #include "frontend/GraphBuilder.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 namespace pax {
 namespace {
+
+using Types = llvm::StringMap<onnx::TypeProto>;
+
+/// 0, 1, ..., \p count - 1 along axis \p axis of a rank-\p rank int64
+/// constant (size 1 along the other axes).
+std::string iota(GraphBuilder &b, int64_t rank, int64_t axis, int64_t count) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d = 0; d < rank; ++d)
+    t.add_dims(d == axis ? count : 1);
+  for (int64_t i = 0; i < count; ++i)
+    t.add_int64_data(i);
+  return b.constant(t);
+}
+
+/// \p x cast to ONNX type \p elem.
+std::string castTo(GraphBuilder &b, const std::string &x, int32_t elem) {
+  onnx::NodeProto &c = b.node("Cast", {x});
+  GraphBuilder::intAttr(c, "to", elem);
+  return c.output(0);
+}
+
+/// \p n's integer attribute \p name, or \p otherwise.
+int64_t intAttr(const onnx::NodeProto &n, llvm::StringRef name,
+                int64_t otherwise) {
+  const auto *a = findAttribute(n, name);
+  return a ? a->i() : otherwise;
+}
 
 llvm::Error hardmax(GraphBuilder &b, const onnx::NodeProto &n, int64_t opset,
                     const llvm::StringMap<onnx::TypeProto> &types,
@@ -32,13 +62,8 @@ llvm::Error hardmax(GraphBuilder &b, const onnx::NodeProto &n, int64_t opset,
   onnx::NodeProto &arg = b.node("ArgMax", {n.input(0)});
   GraphBuilder::intAttr(arg, "axis", axis);
   GraphBuilder::intAttr(arg, "keepdims", 1);
-  onnx::TensorProto iota;
-  iota.set_data_type(onnx::TensorProto::INT64);
-  for (int64_t d = 0; d < rank; ++d)
-    iota.add_dims(d == axis ? (*x)[size_t(axis)] : 1);
-  for (int64_t i = 0; i < (*x)[size_t(axis)]; ++i)
-    iota.add_int64_data(i);
-  std::string eq = b.apply("Equal", {b.constant(iota), arg.output(0)});
+  std::string eq = b.apply(
+      "Equal", {iota(b, rank, axis, (*x)[size_t(axis)]), arg.output(0)});
   onnx::NodeProto &cast = b.node("Cast", {eq});
   GraphBuilder::intAttr(cast, "to", elemOf(types, n.input(0)));
   b.rename(cast.output(0), n.output(0));
@@ -87,26 +112,195 @@ llvm::Error thresholdedRelu(GraphBuilder &b, const onnx::NodeProto &n,
   return llvm::Error::success();
 }
 
+/// OneHot(indices, depth, values) = Where(Equal(indices along a new axis,
+/// iota), on, off); negative indices count from depth.
+llvm::Error oneHot(GraphBuilder &b, const onnx::NodeProto &n,
+                   const onnx::GraphProto &g, const Types &types,
+                   const std::string &where) {
+  auto x = staticShape(types, n.input(0), where);
+  if (!x)
+    return x.takeError();
+  auto depth = constantInput(g, n, 1, "depth", where);
+  if (!depth)
+    return depth.takeError();
+  if (!*depth || (*depth)->size() != 1 || n.input_size() < 3)
+    return llvm::createStringError(where + ": needs a depth and values");
+  double d = std::floor((**depth)[0]);
+  if (auto e = checkBuiltSize(where, {d}))
+    return e;
+  int64_t rank = int64_t(x->size()) + 1, axis = intAttr(n, "axis", -1);
+  axis = axis < 0 ? axis + rank : axis;
+  if (axis < 0 || axis >= rank || d < 1)
+    return llvm::createStringError(where + ": axis or depth out of range");
+  std::string i64 = castTo(b, n.input(0), onnx::TensorProto::INT64);
+  std::string dv = b.int64s({int64_t(d)}, true);
+  std::string neg = b.apply("Less", {i64, b.int64s({0}, true)});
+  i64 = b.apply("Where", {neg, b.apply("Add", {i64, dv}), i64});
+  std::string eq = b.apply(
+      "Equal", {b.unsqueeze(i64, {axis}), iota(b, rank, axis, int64_t(d))});
+  std::string off = b.apply("Gather", {n.input(2), b.int64s({0}, true)});
+  std::string on = b.apply("Gather", {n.input(2), b.int64s({1}, true)});
+  b.rename(b.apply("Where", {eq, on, off}), n.output(0));
+  return llvm::Error::success();
+}
+
+/// Shrink(x, lambd, bias) = x + bias below -lambd, x - bias above lambd,
+/// else 0.
+llvm::Error shrink(GraphBuilder &b, const onnx::NodeProto &n,
+                   const Types &types) {
+  double lambd = 0.5, bias = 0;
+  if (const auto *a = findAttribute(n, "lambd"))
+    lambd = a->f();
+  if (const auto *a = findAttribute(n, "bias"))
+    bias = a->f();
+  int32_t elem = elemOf(types, n.input(0));
+  const std::string &x = n.input(0);
+  std::string above = b.apply("Greater", {x, b.scalar(lambd, elem)});
+  std::string below = b.apply("Less", {x, b.scalar(-lambd, elem)});
+  std::string y = b.apply(
+      "Where",
+      {above, b.apply("Sub", {x, b.scalar(bias, elem)}),
+       b.apply("Where", {below, b.apply("Add", {x, b.scalar(bias, elem)}),
+                         b.scalar(0.0, elem)})});
+  b.rename(y, n.output(0));
+  return llvm::Error::success();
+}
+
+/// ReduceLogSum(x) = Log(ReduceSum(x)), over the same axes.
+llvm::Error reduceLogSum(GraphBuilder &b, const onnx::NodeProto &n,
+                         const onnx::GraphProto &g, int64_t opset,
+                         const std::string &where) {
+  std::vector<int64_t> axes;
+  if (const auto *a = findAttribute(n, "axes"))
+    axes.assign(a->ints().begin(), a->ints().end());
+  auto given = constantInput(g, n, 1, "axes", where);
+  if (!given)
+    return given.takeError();
+  if (opset >= 18 && *given)
+    for (double v : **given)
+      axes.push_back(int64_t(v));
+  if (axes.empty() && intAttr(n, "noop_with_empty_axes", 0)) {
+    b.rename(b.apply("Log", {n.input(0)}), n.output(0));
+    return llvm::Error::success();
+  }
+  std::string sum =
+      b.reduce("ReduceSum", n.input(0), axes, intAttr(n, "keepdims", 1));
+  b.rename(b.apply("Log", {sum}), n.output(0));
+  return llvm::Error::success();
+}
+
+/// Compress(x, condition, axis) with a constant condition = Gather(x,
+/// the indices where it holds, axis) (x flattened without an axis).
+llvm::Error compress(GraphBuilder &b, const onnx::NodeProto &n,
+                     const onnx::GraphProto &g, const Types &types,
+                     const std::string &where) {
+  auto x = staticShape(types, n.input(0), where);
+  if (!x)
+    return x.takeError();
+  auto cond = constantInput(g, n, 1, "condition", where);
+  if (!cond)
+    return cond.takeError();
+  const auto *axisAttr = findAttribute(n, "axis");
+  int64_t rank = int64_t(x->size()), axis = axisAttr ? axisAttr->i() : 0;
+  axis = axis < 0 ? axis + rank : axis;
+  if (axis < 0 || axis >= rank)
+    return llvm::createStringError(where + ": axis out of range");
+  int64_t extent = 1;
+  for (int64_t d : *x)
+    extent *= d;
+  extent = axisAttr ? (*x)[size_t(axis)] : extent;
+  std::vector<int64_t> kept;
+  for (size_t i = 0; *cond && i < (*cond)->size() && int64_t(i) < extent; ++i)
+    if ((**cond)[i] != 0)
+      kept.push_back(int64_t(i));
+  if (kept.empty())
+    return llvm::createStringError(
+        where + ": the condition selects nothing (paxc does not support "
+                "empty tensors)");
+  std::string in = n.input(0);
+  if (!axisAttr)
+    in = b.apply("Reshape", {in, b.int64s({-1}, false)});
+  onnx::NodeProto &gather = b.node("Gather", {in, b.int64s(kept, false)});
+  GraphBuilder::intAttr(gather, "axis", axisAttr ? axis : 0);
+  b.rename(gather.output(0), n.output(0));
+  return llvm::Error::success();
+}
+
+/// ReverseSequence(x, lens) with constant lens = GatherElements along the
+/// time axis: position t of batch entry i reads lens[i] - 1 - t below
+/// lens[i], else itself.
+llvm::Error reverseSequence(GraphBuilder &b, const onnx::NodeProto &n,
+                            const onnx::GraphProto &g, const Types &types,
+                            const std::string &where) {
+  auto x = staticShape(types, n.input(0), where);
+  if (!x)
+    return x.takeError();
+  auto lens = constantInput(g, n, 1, "sequence_lens", where);
+  if (!lens)
+    return lens.takeError();
+  int64_t batch = intAttr(n, "batch_axis", 1),
+          time = intAttr(n, "time_axis", 0);
+  int64_t rank = int64_t(x->size());
+  if (rank < 2 || std::min(batch, time) < 0 || std::max(batch, time) > 1 ||
+      batch == time || !*lens ||
+      int64_t((*lens)->size()) != (*x)[size_t(batch)])
+    return llvm::createStringError(
+        where + ": needs batch and time axes 0 and 1 and one length per "
+                "batch entry");
+  int64_t nb = (*x)[size_t(batch)], nt = (*x)[size_t(time)];
+  if (auto e = checkBuiltSize(where, {double(nb), double(nt)}))
+    return e;
+  onnx::TensorProto idx;
+  idx.set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d = 0; d < rank; ++d)
+    idx.add_dims(d == batch ? nb : d == time ? nt : 1);
+  for (int64_t p = 0; p < nb * nt; ++p) {
+    int64_t i = batch == 0 ? p / nt : p % nb, t = batch == 0 ? p % nt : p / nb;
+    int64_t len = std::clamp(int64_t((**lens)[size_t(i)]), int64_t(0), nt);
+    idx.add_int64_data(t < len ? len - 1 - t : t);
+  }
+  std::string full = b.apply("Expand", {b.constant(idx), b.int64s(*x, false)});
+  onnx::NodeProto &gather = b.node("GatherElements", {n.input(0), full});
+  GraphBuilder::intAttr(gather, "axis", time);
+  b.rename(gather.output(0), n.output(0));
+  return llvm::Error::success();
+}
+
 } // namespace
+
+/// Whether rewriteSmallOps rewrites \p n.
+static bool small(const onnx::NodeProto &n) {
+  static const llvm::StringSet<> ops = {
+      "Hardmax", "EyeLike",      "ThresholdedRelu", "OneHot",
+      "Shrink",  "ReduceLogSum", "Compress",        "ReverseSequence"};
+  return (n.domain().empty() || n.domain() == "ai.onnx") &&
+         ops.contains(n.op_type());
+}
 
 llvm::Error rewriteSmallOps(llvm::StringRef path, onnx::ModelProto &model,
                             int64_t opset) {
-  auto small = [](const onnx::NodeProto &n) {
-    return (n.domain().empty() || n.domain() == "ai.onnx") &&
-           (n.op_type() == "Hardmax" || n.op_type() == "EyeLike" ||
-            n.op_type() == "ThresholdedRelu");
-  };
-  return rewriteNodes(
-      path, model, opset, small,
-      [&](const onnx::NodeProto &n, int i, GraphBuilder &b,
-          const llvm::StringMap<onnx::TypeProto> &types) -> llvm::Error {
-        std::string where = nodeWhere(path, n, i);
-        if (n.op_type() == "Hardmax")
-          return hardmax(b, n, opset, types, where);
-        if (n.op_type() == "EyeLike")
-          return eyeLike(b, n, types, where);
-        return thresholdedRelu(b, n, types);
-      });
+  const onnx::GraphProto &g = model.graph();
+  return rewriteNodes(path, model, opset, small,
+                      [&](const onnx::NodeProto &n, int i, GraphBuilder &b,
+                          const Types &types) -> llvm::Error {
+                        std::string where = nodeWhere(path, n, i);
+                        llvm::StringRef op = n.op_type();
+                        if (op == "Hardmax")
+                          return hardmax(b, n, opset, types, where);
+                        if (op == "EyeLike")
+                          return eyeLike(b, n, types, where);
+                        if (op == "OneHot")
+                          return oneHot(b, n, g, types, where);
+                        if (op == "Shrink")
+                          return shrink(b, n, types);
+                        if (op == "ReduceLogSum")
+                          return reduceLogSum(b, n, g, opset, where);
+                        if (op == "Compress")
+                          return compress(b, n, g, types, where);
+                        if (op == "ReverseSequence")
+                          return reverseSequence(b, n, g, types, where);
+                        return thresholdedRelu(b, n, types);
+                      });
 }
 
 } // namespace pax

@@ -1,0 +1,71 @@
+"""A model through the ops written as other ops before import
+(frontend/OpRewrites.cpp): OneHot (negative indices, a middle axis), Shrink,
+ReduceLogSum, Compress and ReverseSequence with constant conditions and
+lengths, Hardmax, EyeLike and ThresholdedRelu; seeded inputs. Writes
+OUT/model.onnx, OUT/in/input_*.pb and onnxruntime's outputs in OUT/ort/.
+
+  small_ops_model.py OUT
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+out = sys.argv[1]
+rng = np.random.default_rng(6)
+
+
+def const(name, v):
+    return numpy_helper.from_array(np.asarray(v), name)
+
+
+inits = [
+    const("depth", np.int64(5)),
+    const("two", np.array([2], np.int64)),
+    const("onoff", np.array([-0.5, 2.0], np.float32)),
+    const("cond", np.array([1, 0, 1, 1, 0, 1], np.bool_)),
+    const("lens", np.array([3, 1, 6, 2], np.int64)),
+    const("w", rng.normal(0, 1, (6, 5)).astype(np.float32)),
+]
+nodes = [
+    helper.make_node("OneHot", ["ids", "depth", "onoff"], ["hot"], name="hot", axis=1),
+    helper.make_node("Shrink", ["x"], ["sx"], name="shrink", lambd=0.4, bias=0.1),
+    helper.make_node("Compress", ["sx", "cond"], ["cx"], name="compress", axis=1),
+    helper.make_node("ReverseSequence", ["x", "lens"], ["rx"], name="rev",
+                     batch_axis=0, time_axis=1),
+    helper.make_node("MatMul", ["rx", "w"], ["m"]),
+    helper.make_node("Hardmax", ["m"], ["hm"], name="hm", axis=1),
+    helper.make_node("ThresholdedRelu", ["m"], ["tm"], alpha=0.3),
+    helper.make_node("Add", ["hm", "tm"], ["s"]),
+    helper.make_node("Abs", ["s"], ["a"]),
+    helper.make_node("ReduceLogSum", ["a"], ["y1"], name="rls", axes=[1], keepdims=0),
+    helper.make_node("ReduceSum", ["hot", "two"], ["h1"], keepdims=0),
+    helper.make_node("Transpose", ["h1"], ["ht"]),
+    helper.make_node("MatMul", ["ht", "cx"], ["y2"]),
+]
+graph = helper.make_graph(
+    nodes, "small_ops",
+    [helper.make_tensor_value_info("ids", TensorProto.INT64, [4, 3]),
+     helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+    [helper.make_tensor_value_info("y1", TensorProto.FLOAT, [4]),
+     helper.make_tensor_value_info("y2", TensorProto.FLOAT, [5, 4])], inits)
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+model.ir_version = 8
+onnx.checker.check_model(model)
+os.makedirs(os.path.join(out, "in"), exist_ok=True)
+os.makedirs(os.path.join(out, "ort"), exist_ok=True)
+onnx.save(model, os.path.join(out, "model.onnx"))
+feeds = {"ids": rng.integers(-5, 5, (4, 3)).astype(np.int64),
+         "x": rng.normal(0, 1, (4, 6)).astype(np.float32)}
+for k, (name, v) in enumerate(feeds.items()):
+    onnx.save_tensor(numpy_helper.from_array(v, name),
+                     os.path.join(out, "in", f"input_{k}.pb"))
+import onnxruntime as ort  # noqa: E402
+ys = ort.InferenceSession(model.SerializeToString(),
+                          providers=["CPUExecutionProvider"]).run(None, feeds)
+for k, y in enumerate(ys):
+    onnx.save_tensor(numpy_helper.from_array(y, f"y{k + 1}"),
+                     os.path.join(out, "ort", f"output_{k}.pb"))
+print(f"wrote {out}: onnxruntime's outputs {[list(y.shape) for y in ys]}")
