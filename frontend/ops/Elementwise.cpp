@@ -171,8 +171,9 @@ llvm::Error importClip(NodeContext &ctx) {
         return ctx.error("min and max must be scalars");
       inputs.push_back(i);
     }
+  // A max alone is a Min (the IR's clip takes a min first).
   if (inputs.size() == 2 && !ctx.hasInput(1))
-    return ctx.error("a max without a min is not supported; pass min as well");
+    return buildElementwise(ctx, OpKind::Min, inputs, ctx.type(0).elem);
   return buildElementwise(ctx, OpKind::Clip, inputs, ctx.type(0).elem);
 }
 
