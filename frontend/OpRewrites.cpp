@@ -266,6 +266,95 @@ llvm::Error reverseSequence(GraphBuilder &b, const onnx::NodeProto &n,
   return llvm::Error::success();
 }
 
+/// Where position \p p of an axis of \p in positions, \p mode padded,
+/// reads (edge: the nearest; reflect: mirrored about the ends; wrap:
+/// modulo).
+int64_t padSource(llvm::StringRef mode, int64_t p, int64_t in) {
+  if (mode == "edge")
+    return std::clamp(p, int64_t(0), in - 1);
+  if (mode == "wrap")
+    return ((p % in) + in) % in;
+  int64_t period = 2 * (in - 1);
+  if (period == 0)
+    return 0;
+  int64_t q = ((p % period) + period) % period;
+  return q < in ? q : period - q;
+}
+
+/// The pads of Pad node \p n (begin per axis, then end), per its version.
+llvm::Expected<std::vector<int64_t>> padsOf(const onnx::NodeProto &n,
+                                            const onnx::GraphProto &g,
+                                            int64_t opset, int64_t rank,
+                                            const std::string &where) {
+  std::vector<int64_t> pads(size_t(2 * rank), 0), given;
+  std::vector<int64_t> axes;
+  if (opset < 11) {
+    const auto *a = findAttribute(n, opset < 2 ? "paddings" : "pads");
+    if (a)
+      given.assign(a->ints().begin(), a->ints().end());
+  } else {
+    auto p = constantInput(g, n, 1, "pads", where);
+    auto x = p ? constantInput(g, n, 3, "axes", where) : std::move(p);
+    if (!x)
+      return x.takeError();
+    for (double v : p->value_or(std::vector<double>()))
+      given.push_back(int64_t(v));
+    for (double v : x->value_or(std::vector<double>()))
+      axes.push_back(v < 0 ? int64_t(v) + rank : int64_t(v));
+  }
+  if (axes.empty())
+    for (int64_t d = 0; d < rank; ++d)
+      axes.push_back(d);
+  size_t na = axes.size();
+  if (given.size() != 2 * na)
+    return llvm::createStringError(where + ": needs two pads per axis");
+  for (size_t k = 0; k < na; ++k) {
+    if (axes[k] < 0 || axes[k] >= rank)
+      return llvm::createStringError(where + ": axis out of range");
+    pads[size_t(axes[k])] = given[k];
+    pads[size_t(axes[k] + rank)] = given[na + k];
+  }
+  return pads;
+}
+
+/// Pad in edge, reflect or wrap mode = a Gather along each padded axis
+/// through constant source positions (negative pads crop).
+llvm::Error padByGathers(GraphBuilder &b, const onnx::NodeProto &n,
+                         const onnx::GraphProto &g, int64_t opset,
+                         const Types &types, const std::string &where) {
+  auto x = staticShape(types, n.input(0), where);
+  if (!x)
+    return x.takeError();
+  int64_t rank = int64_t(x->size());
+  auto pads = padsOf(n, g, opset, rank, where);
+  if (!pads)
+    return pads.takeError();
+  llvm::StringRef mode = findAttribute(n, "mode")->s();
+  std::string v = n.input(0);
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t in = (*x)[size_t(d)], lo = (*pads)[size_t(d)],
+            hi = (*pads)[size_t(d + rank)];
+    if (lo == 0 && hi == 0)
+      continue;
+    double out = double(in + lo + hi);
+    if (auto e = checkBuiltSize(where, {out}))
+      return e;
+    if (out < 1 || (mode == "reflect" && std::max(lo, hi) >= in))
+      return llvm::createStringError(where + ": pads out of range for axis " +
+                                     std::to_string(d));
+    std::vector<int64_t> source;
+    for (int64_t p = -lo; p < in + hi; ++p)
+      source.push_back(padSource(mode, p, in));
+    onnx::NodeProto &gather = b.node("Gather", {v, b.int64s(source, false)});
+    GraphBuilder::intAttr(gather, "axis", d);
+    v = gather.output(0);
+  }
+  if (v == n.input(0))
+    v = b.apply("Identity", {v});
+  b.rename(v, n.output(0));
+  return llvm::Error::success();
+}
+
 } // namespace
 
 /// Whether rewriteSmallOps rewrites \p n.
@@ -273,8 +362,39 @@ static bool small(const onnx::NodeProto &n) {
   static const llvm::StringSet<> ops = {
       "Hardmax", "EyeLike",      "ThresholdedRelu", "OneHot",
       "Shrink",  "ReduceLogSum", "Compress",        "ReverseSequence"};
-  return (n.domain().empty() || n.domain() == "ai.onnx") &&
-         ops.contains(n.op_type());
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    return false;
+  if (n.op_type() == "Pad") {
+    const auto *mode = findAttribute(n, "mode");
+    return mode && (mode->s() == "edge" || mode->s() == "reflect" ||
+                    mode->s() == "wrap");
+  }
+  return ops.contains(n.op_type());
+}
+
+/// \p n (node \p i of \p g) as the ops that define it, appended to \p b.
+static llvm::Error rewriteOne(llvm::StringRef path, const onnx::GraphProto &g,
+                              int64_t opset, const onnx::NodeProto &n, int i,
+                              GraphBuilder &b, const Types &types) {
+  std::string where = nodeWhere(path, n, i);
+  llvm::StringRef op = n.op_type();
+  if (op == "Hardmax")
+    return hardmax(b, n, opset, types, where);
+  if (op == "EyeLike")
+    return eyeLike(b, n, types, where);
+  if (op == "OneHot")
+    return oneHot(b, n, g, types, where);
+  if (op == "Shrink")
+    return shrink(b, n, types);
+  if (op == "ReduceLogSum")
+    return reduceLogSum(b, n, g, opset, where);
+  if (op == "Compress")
+    return compress(b, n, g, types, where);
+  if (op == "ReverseSequence")
+    return reverseSequence(b, n, g, types, where);
+  if (op == "Pad")
+    return padByGathers(b, n, g, opset, types, where);
+  return thresholdedRelu(b, n, types);
 }
 
 llvm::Error rewriteSmallOps(llvm::StringRef path, onnx::ModelProto &model,
@@ -282,24 +402,8 @@ llvm::Error rewriteSmallOps(llvm::StringRef path, onnx::ModelProto &model,
   const onnx::GraphProto &g = model.graph();
   return rewriteNodes(path, model, opset, small,
                       [&](const onnx::NodeProto &n, int i, GraphBuilder &b,
-                          const Types &types) -> llvm::Error {
-                        std::string where = nodeWhere(path, n, i);
-                        llvm::StringRef op = n.op_type();
-                        if (op == "Hardmax")
-                          return hardmax(b, n, opset, types, where);
-                        if (op == "EyeLike")
-                          return eyeLike(b, n, types, where);
-                        if (op == "OneHot")
-                          return oneHot(b, n, g, types, where);
-                        if (op == "Shrink")
-                          return shrink(b, n, types);
-                        if (op == "ReduceLogSum")
-                          return reduceLogSum(b, n, g, opset, where);
-                        if (op == "Compress")
-                          return compress(b, n, g, types, where);
-                        if (op == "ReverseSequence")
-                          return reverseSequence(b, n, g, types, where);
-                        return thresholdedRelu(b, n, types);
+                          const Types &types) {
+                        return rewriteOne(path, g, opset, n, i, b, types);
                       });
 }
 

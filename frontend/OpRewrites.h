@@ -17,6 +17,8 @@
 //                             (c constant: the output's shape depends on it)
 //   ReverseSequence(x, l)   = GatherElements(x, per entry reversed time
 //                             indices) (l constant)
+//   Pad(x, edge | reflect | wrap) = a Gather per padded axis through
+//                             constant source positions
 //
 //===----------------------------------------------------------------------===//
 #pragma once

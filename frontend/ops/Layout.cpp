@@ -529,7 +529,8 @@ llvm::Error importPad(NodeContext &ctx) {
   llvm::ArrayRef<int64_t> in = ctx.shape(0);
   std::string mode = ctx.attrString("mode", "constant");
   if (mode != "constant")
-    return ctx.error("mode '" + mode + "' is not supported (only constant)");
+    return ctx.error("mode '" + mode +
+                     "' is not supported (constant, edge, reflect or wrap)");
   bool legacy = ctx.opset() < 11;
   auto pads = legacy
                   ? llvm::Expected<std::vector<int64_t>>(ctx.attrInts("pads"))

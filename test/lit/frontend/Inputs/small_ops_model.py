@@ -1,6 +1,6 @@
 """A model through the ops written as other ops before import
 (frontend/OpRewrites.cpp): OneHot (negative indices, a middle axis), Shrink,
-ReduceLogSum, Compress and ReverseSequence with constant conditions and
+ReduceLogSum, Pad (reflect, edge), Compress and ReverseSequence with constant conditions and
 lengths, Hardmax, EyeLike and ThresholdedRelu; seeded inputs. Writes
 OUT/model.onnx, OUT/in/input_*.pb and onnxruntime's outputs in OUT/ort/.
 
@@ -24,6 +24,8 @@ def const(name, v):
 inits = [
     const("depth", np.int64(5)),
     const("two", np.array([2], np.int64)),
+    const("pads1", np.array([0, 2, 0, 3], np.int64)),
+    const("pads2", np.array([2, -1, 1, 2], np.int64)),
     const("onoff", np.array([-0.5, 2.0], np.float32)),
     const("cond", np.array([1, 0, 1, 1, 0, 1], np.bool_)),
     const("lens", np.array([3, 1, 6, 2], np.int64)),
@@ -44,13 +46,16 @@ nodes = [
     helper.make_node("ReduceSum", ["hot", "two"], ["h1"], keepdims=0),
     helper.make_node("Transpose", ["h1"], ["ht"]),
     helper.make_node("MatMul", ["ht", "cx"], ["y2"]),
+    helper.make_node("Pad", ["x", "pads1"], ["p1"], name="reflect", mode="reflect"),
+    helper.make_node("Pad", ["p1", "pads2"], ["y3"], name="edge", mode="edge"),
 ]
 graph = helper.make_graph(
     nodes, "small_ops",
     [helper.make_tensor_value_info("ids", TensorProto.INT64, [4, 3]),
      helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
     [helper.make_tensor_value_info("y1", TensorProto.FLOAT, [4]),
-     helper.make_tensor_value_info("y2", TensorProto.FLOAT, [5, 4])], inits)
+     helper.make_tensor_value_info("y2", TensorProto.FLOAT, [5, 4]),
+     helper.make_tensor_value_info("y3", TensorProto.FLOAT, [7, 12])], inits)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 model.ir_version = 8
 onnx.checker.check_model(model)
