@@ -281,41 +281,78 @@ std::string GraphBuilder::reduce(llvm::StringRef type, const std::string &x,
   return n.output(0);
 }
 
-void inferShapesSafely(onnx::ModelProto &copy, bool dataPropagation) {
-  // ONNX's inference divides by window attributes and indexes them by one
-  // another's lengths, trusting them (a zero stride or group, or a short
-  // kernel_shape, stops the process): a node with such attributes not
-  // positive (pads, output_padding: negative) or of lengths that disagree
-  // is left out of the copy. paxc's own importer refuses it with a clear
-  // error, or never needed its type.
-  auto unsafe = [](const onnx::NodeProto &n) {
-    // The window attributes' lengths must agree (pads: twice the others'),
-    // as ONNX's window inference indexes one by another's length.
-    int64_t window = -1;
-    for (const onnx::AttributeProto &a : n.attribute()) {
-      llvm::StringRef name = a.name();
-      bool spatial = name == "strides" || name == "dilations" ||
-                     name == "kernel_shape" || name == "output_padding" ||
-                     name == "output_shape";
-      if (spatial || name == "pads") {
-        int64_t len = name == "pads" ? a.ints_size() / 2 : a.ints_size();
-        if ((name == "pads" && a.ints_size() % 2) ||
-            (window >= 0 && len != window))
-          return true;
-        window = len;
-        for (int64_t v : a.ints())
-          if (name == "pads" || name == "output_padding" ? v < 0 : v <= 0)
-            return true;
-      }
-      if ((name == "group" || name == "blocksize") && a.i() <= 0)
+/// Whether \p n's window attributes would have ONNX's inference divide by
+/// zero or index one by another's length (a zero stride or group, lengths
+/// that disagree; pads twice the others).
+static bool unsafeWindow(const onnx::NodeProto &n) {
+  int64_t window = -1;
+  for (const onnx::AttributeProto &a : n.attribute()) {
+    llvm::StringRef name = a.name();
+    bool spatial = name == "strides" || name == "dilations" ||
+                   name == "kernel_shape" || name == "output_padding" ||
+                   name == "output_shape";
+    if (spatial || name == "pads") {
+      int64_t len = name == "pads" ? a.ints_size() / 2 : a.ints_size();
+      if ((name == "pads" && a.ints_size() % 2) ||
+          (window >= 0 && len != window))
         return true;
+      window = len;
+      for (int64_t v : a.ints())
+        if (name == "pads" || name == "output_padding" ? v < 0 : v <= 0)
+          return true;
     }
-    return false;
-  };
-  auto *nodes = copy.mutable_graph()->mutable_node();
-  for (int i = nodes->size() - 1; i >= 0; --i)
-    if (unsafe(nodes->Get(i)))
+    if ((name == "group" || name == "blocksize") && a.i() <= 0)
+      return true;
+  }
+  return false;
+}
+
+/// The input whose dims ONNX's window inference takes as \p n's kernel
+/// (it has no kernel_shape), or -1.
+static int kernelInput(const onnx::NodeProto &n) {
+  if (findAttribute(n, "kernel_shape"))
+    return -1;
+  llvm::StringRef op = n.op_type();
+  if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose" ||
+      op == "DeformConv")
+    return n.input_size() > 1 ? 1 : -1;
+  if (op == "QLinearConv")
+    return n.input_size() > 3 ? 3 : -1;
+  return -1;
+}
+
+/// Gives each node of \p g that takes its kernel from its weights a
+/// kernel_shape from the weights' static shape in \p types: ONNX's
+/// inference then checks its length against the input's rank, where it
+/// would index the input's dims by the weights' (weights of a higher rank
+/// than the input read past them). Nodes whose weights' shape is not known
+/// are removed.
+static void pinKernels(onnx::GraphProto &g,
+                       const llvm::StringMap<onnx::TypeProto> &types) {
+  auto *nodes = g.mutable_node();
+  for (int i = nodes->size() - 1; i >= 0; --i) {
+    onnx::NodeProto &n = *nodes->Mutable(i);
+    int w = kernelInput(n);
+    if (w < 0)
+      continue;
+    auto it = types.find(n.input(w));
+    bool known = it != types.end() && it->second.tensor_type().has_shape();
+    std::vector<int64_t> kernel;
+    int rank = known ? it->second.tensor_type().shape().dim_size() : 0;
+    for (int d = 2; known && d < rank; ++d) {
+      const auto &dim = it->second.tensor_type().shape().dim(d);
+      known = dim.has_dim_value() && dim.dim_value() > 0;
+      kernel.push_back(dim.dim_value());
+    }
+    if (known && rank > 2)
+      GraphBuilder::intsAttr(n, "kernel_shape", kernel);
+    else
       nodes->DeleteSubrange(i, 1);
+  }
+}
+
+/// ONNX's shape inference on \p copy, its errors ignored.
+static void runInference(onnx::ModelProto &copy, bool dataPropagation) {
   try {
     onnx::ShapeInferenceOptions opts{/*check_type=*/false, /*error_mode=*/0,
                                      dataPropagation};
@@ -327,15 +364,34 @@ void inferShapesSafely(onnx::ModelProto &copy, bool dataPropagation) {
   }
 }
 
-llvm::StringMap<onnx::TypeProto> inferTypes(const onnx::ModelProto &model) {
+void inferShapesSafely(onnx::ModelProto &copy, bool dataPropagation) {
+  // Nodes ONNX's inference cannot take safely are left out of the copy;
+  // paxc's own importer refuses them with a clear error, or never needed
+  // their types.
+  auto *nodes = copy.mutable_graph()->mutable_node();
+  for (int i = nodes->size() - 1; i >= 0; --i)
+    if (unsafeWindow(nodes->Get(i)))
+      nodes->DeleteSubrange(i, 1);
+  if (std::any_of(nodes->begin(), nodes->end(), [](const onnx::NodeProto &n) {
+        return kernelInput(n) >= 0;
+      })) {
+    // The weights' shapes first, on a copy without those nodes (weights
+    // are computed, as by DequantizeLinear, before any convolution).
+    onnx::ModelProto first = copy;
+    pinKernels(*first.mutable_graph(), typesIn(first));
+    runInference(first, dataPropagation);
+    pinKernels(*copy.mutable_graph(), typesIn(first));
+  }
+  runInference(copy, dataPropagation);
+}
+
+llvm::StringMap<onnx::TypeProto> typesIn(const onnx::ModelProto &model) {
   llvm::StringMap<onnx::TypeProto> types;
   auto add = [&](const onnx::ValueInfoProto &vi) {
     if (vi.has_type())
       types[vi.name()] = vi.type();
   };
-  onnx::ModelProto copy = model;
-  inferShapesSafely(copy, /*dataPropagation=*/false);
-  const onnx::GraphProto &g = copy.graph();
+  const onnx::GraphProto &g = model.graph();
   for (const auto &t : g.initializer()) {
     onnx::TypeProto &type = types[t.name()];
     auto &tt = *type.mutable_tensor_type();
@@ -352,6 +408,12 @@ llvm::StringMap<onnx::TypeProto> inferTypes(const onnx::ModelProto &model) {
     if (vi.type().tensor_type().has_shape() || !types.count(vi.name()))
       add(vi);
   return types;
+}
+
+llvm::StringMap<onnx::TypeProto> inferTypes(const onnx::ModelProto &model) {
+  onnx::ModelProto copy = model;
+  inferShapesSafely(copy, /*dataPropagation=*/false);
+  return typesIn(copy);
 }
 
 } // namespace pax

@@ -144,8 +144,13 @@ const onnx::TensorProto *findConstant(const onnx::GraphProto &g,
 /// outputs, graph outputs. Values whose type is unknown are missing.
 llvm::StringMap<onnx::TypeProto> inferTypes(const onnx::ModelProto &model);
 
+/// The types \p model declares: its initializers', inputs', value_info's
+/// and outputs'.
+llvm::StringMap<onnx::TypeProto> typesIn(const onnx::ModelProto &model);
+
 /// ONNX's shape inference on \p copy (a copy of a model: nodes ONNX's
-/// inference cannot take safely are removed from it first); never throws.
+/// inference cannot take safely are removed from it first, convolutions
+/// given the kernel_shape of their weights); never throws.
 void inferShapesSafely(onnx::ModelProto &copy, bool dataPropagation);
 
 } // namespace pax
