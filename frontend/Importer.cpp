@@ -791,6 +791,15 @@ Value *NodeContext::value(unsigned i) {
   return imp.materialize(*imp.slot(node.input(i)), node.input(i));
 }
 
+Value *NodeContext::constantValue(ConstTensor t, llvm::StringRef suffix) {
+  Slot s;
+  s.type = t.type;
+  s.constant = std::move(t);
+  s.computed = true;
+  std::string base = node.name().empty() ? node.op_type() : node.name();
+  return imp.materialize(s, base + "/" + suffix.str());
+}
+
 const onnx::AttributeProto *NodeContext::attr(llvm::StringRef name) const {
   for (const auto &a : node.attribute())
     if (a.name() == name)

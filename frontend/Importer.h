@@ -110,6 +110,10 @@ public:
   /// Adds \p op, an intermediate step of the node (bound to no output),
   /// to the function; returns its first result.
   Value *emit(std::unique_ptr<Op> op);
+  /// A module constant holding \p t (a fill where its values are all
+  /// equal), named after the node and \p suffix: an operand of the node's
+  /// intermediate steps.
+  Value *constantValue(ConstTensor t, llvm::StringRef suffix);
   /// Binds output \p i to known values.
   void setConstant(unsigned i, ConstTensor t);
   /// Binds output \p i to the same data as input \p input (Identity).
