@@ -210,6 +210,10 @@ llvm::Error cumSumRule(GradientBuilder &b, const Op &op, Value *dy);
 /// pad (constant): x's gradient is dy where x lies, the padding dropped
 /// (a scatter_add through x's shifted map).
 llvm::Error padRule(GradientBuilder &b, const Op &op, Value *dy);
+
+/// scatter_add: the values' gradient is dy where each went, read back
+/// through the result's map (a gather through the same indices when it
+/// scatters through a lookup).
 llvm::Error scatterAddRule(GradientBuilder &b, const Op &op, Value *dy);
 
 /// lrn: y_i = x_i s_i^-beta, s_i = bias + alpha/size sum over the window of

@@ -249,13 +249,20 @@ llvm::Error scatterAddRule(GradientBuilder &b, const Op &op, Value *dy) {
   bool lookup = llvm::any_of(op.results[0].map, [](const AccessExpr &e) {
     return e.kind == AccessExpr::Kind::Lookup;
   });
+  if (lookup && op.operands.size() == 2) {
+    // Through indices (ScatterElements, ScatterND): each update's gradient
+    // is dy where it went, a gather through the same maps.
+    b.accumulate(t.value, b.over(OpKind::Gather,
+                                 {{dy, op.results[0].map}, operandRead(op, 1)},
+                                 t.map, t.value->type, "gathered"));
+    return llvm::Error::success();
+  }
   if (op.operands.size() != 1 || lookup || !isIdentityMap(t.map) ||
       t.map.size() != op.iters.size())
     return llvm::createStringError(
         "autodiff: op '" + op.name().str() +
-        "' (scatter_add) scatters through a lookup, or reads its values "
-        "with a map other than the identity; its gradient is not "
-        "supported yet");
+        "' (scatter_add) reads its values with a map other than the "
+        "identity; its gradient is not supported yet");
   b.accumulate(t.value,
                b.padded(dy, op.results[0].map, t.value->type, "gathered"));
   return llvm::Error::success();
