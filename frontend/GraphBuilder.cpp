@@ -372,6 +372,18 @@ void inferShapesSafely(onnx::ModelProto &copy, bool dataPropagation) {
   for (int i = nodes->size() - 1; i >= 0; --i)
     if (unsafeWindow(nodes->Get(i)))
       nodes->DeleteSubrange(i, 1);
+  // LayerNormalization's inference trusts its axis against the input's
+  // rank (a scalar input reads before its dims): Y has X's type, so the
+  // copy computes it as an Identity, its statistics left untyped.
+  for (onnx::NodeProto &n : *nodes)
+    if (n.op_type() == "LayerNormalization" &&
+        (n.domain().empty() || n.domain() == "ai.onnx") && n.input_size() &&
+        n.output_size()) {
+      n.set_op_type("Identity");
+      n.clear_attribute();
+      n.mutable_input()->DeleteSubrange(1, n.input_size() - 1);
+      n.mutable_output()->DeleteSubrange(1, n.output_size() - 1);
+    }
   if (std::any_of(nodes->begin(), nodes->end(), [](const onnx::NodeProto &n) {
         return kernelInput(n) >= 0;
       })) {

@@ -283,24 +283,35 @@ bool quantized(const onnx::NodeProto &n) {
 
 } // namespace
 
+/// \p r's node as the ops that define it.
+static llvm::Error lowerOne(Rewrite &r) {
+  llvm::StringRef op = r.n.op_type();
+  int need = op.starts_with("QLinear")       ? 8
+             : op == "DynamicQuantizeLinear" ? 1
+                                             : 2;
+  for (int k = 0; k < need; ++k)
+    if (!r.has(k))
+      return r.fail("needs " + std::to_string(need) + " inputs");
+  if (op == "DynamicQuantizeLinear")
+    return dynamicQuantize(r);
+  llvm::Expected<std::string> y =
+      op == "QuantizeLinear"      ? quantizeLinear(r)
+      : op == "DequantizeLinear"  ? dequantizeLinear(r)
+      : op.starts_with("QLinear") ? qlinearProduct(r)
+                                  : integerProduct(r);
+  if (!y)
+    return y.takeError();
+  r.b.rename(*y, r.n.output(0));
+  return llvm::Error::success();
+}
+
 llvm::Error lowerQuantized(llvm::StringRef path, onnx::ModelProto &model,
                            int64_t opset) {
   return rewriteNodes(path, model, opset, quantized,
                       [&](const onnx::NodeProto &n, int i, GraphBuilder &b,
-                          const Types &types) -> llvm::Error {
+                          const Types &types) {
                         Rewrite r{b, n, types, nodeWhere(path, n, i)};
-                        llvm::StringRef op = n.op_type();
-                        if (op == "DynamicQuantizeLinear")
-                          return dynamicQuantize(r);
-                        llvm::Expected<std::string> y =
-                            op == "QuantizeLinear"      ? quantizeLinear(r)
-                            : op == "DequantizeLinear"  ? dequantizeLinear(r)
-                            : op.starts_with("QLinear") ? qlinearProduct(r)
-                                                        : integerProduct(r);
-                        if (!y)
-                          return y.takeError();
-                        b.rename(*y, n.output(0));
-                        return llvm::Error::success();
+                        return lowerOne(r);
                       });
 }
 
