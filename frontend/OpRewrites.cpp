@@ -117,9 +117,10 @@ llvm::Error thresholdedRelu(GraphBuilder &b, const onnx::NodeProto &n,
 llvm::Error oneHot(GraphBuilder &b, const onnx::NodeProto &n,
                    const onnx::GraphProto &g, const Types &types,
                    const std::string &where) {
-  auto x = staticShape(types, n.input(0), where);
-  if (!x)
-    return x.takeError();
+  const auto &t = types.lookup(n.input(0)).tensor_type();
+  if (!t.has_shape())
+    return llvm::createStringError(where + ": needs the rank of '" +
+                                   n.input(0) + "'");
   auto depth = constantInput(g, n, 1, "depth", where);
   if (!depth)
     return depth.takeError();
@@ -128,7 +129,7 @@ llvm::Error oneHot(GraphBuilder &b, const onnx::NodeProto &n,
   double d = std::floor((**depth)[0]);
   if (auto e = checkBuiltSize(where, {d}))
     return e;
-  int64_t rank = int64_t(x->size()) + 1, axis = intAttr(n, "axis", -1);
+  int64_t rank = t.shape().dim_size() + 1, axis = intAttr(n, "axis", -1);
   axis = axis < 0 ? axis + rank : axis;
   if (axis < 0 || axis >= rank || d < 1)
     return llvm::createStringError(where + ": axis or depth out of range");

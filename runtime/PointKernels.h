@@ -1,4 +1,5 @@
-//===- PointKernels.h - Kernels as one walk per output point -----*- C++ -*-===//
+//===- PointKernels.h - Kernels as one walk per output point -----*- C++
+//-*-===//
 //
 // The CUDA backend's generic kernel, backend-neutral: a compute described
 // as plain data (Generic: its space, its operands' flat maps, dtypes and
@@ -20,6 +21,7 @@
 #include "runtime/RandomMath.h"
 #include "runtime/ReduceMath.h"
 #include "runtime/ScalarMath.h"
+#include "runtime/TopKMath.h"
 
 namespace pax::runtime {
 
@@ -41,7 +43,8 @@ enum class GenericOp : int32_t {
   Pool,        // max or average over the inner (window) dims
   Lrn,         // local response normalization across channels
   Scan,        // running sums along the seq dim
-  Random,      // counter-based uniform numbers (RandomMath.h)
+  TopK,   // the k best along the seq dim `scanAxis`, written along `topKDim`
+  Random, // counter-based uniform numbers (RandomMath.h)
 };
 
 /// One generic compute: the space, each operand's map, dtype and buffer.
@@ -93,6 +96,11 @@ struct Generic {
   uint32_t scanAxis = 0;
   int64_t scanLength = 0;
   bool reverse = false, exclusive = false;
+  // TopK (the axis and its length in scanAxis and scanLength): the dim the
+  // results are written along, k, and largest or smallest.
+  uint32_t topKDim = 0;
+  int64_t topK = 0;
+  bool largest = true;
   // Random: the seed and key words, and the range (the step is input 0).
   uint64_t seed = 0, key = 0;
   double low = 0, high = 1;
@@ -111,7 +119,7 @@ using namespace elements;
 
 /// Copies element \p i of input \p k to element \p o of output \p r.
 PAX_HD inline void copyElement(const Generic &g, int k, int64_t i, int r,
-                            int64_t o) {
+                               int64_t o) {
   int32_t from = g.inType[k], to = g.outType[r];
   if (from == to) {
     int64_t n = bytes(to);
@@ -147,8 +155,8 @@ PAX_HD inline void pointwise(const Generic &g, int64_t *point) {
       // Keep the element when its global (row, col) lies on the kept side.
       int64_t row = point[g.triluRow] + s.globalOffsets[g.triluRow];
       int64_t col = point[g.triluCol] + s.globalOffsets[g.triluCol];
-      dropped = g.params.upper ? col - row < g.params.k
-                               : col - row > g.params.k;
+      dropped =
+          g.params.upper ? col - row < g.params.k : col - row > g.params.k;
     }
     bool anyIn = g.inputs == 0;
     if (g.real) {
@@ -259,8 +267,7 @@ PAX_HD inline void linearPoint(const Generic &g, int64_t p) {
     int64_t args[kMaxInputs];
     PAX_UNROLL
     for (int k = 0; k < kMaxInputs; ++k)
-      args[k] =
-          k < g.inputs ? readInteger(g.inData[k], g.inType[k], in[k]) : 0;
+      args[k] = k < g.inputs ? readInteger(g.inData[k], g.inType[k], in[k]) : 0;
     int64_t v = applyInteger(g.scalar, args, g.inputs, g.params);
     PAX_UNROLL
     for (int r = 0; r < kMaxOutputs; ++r)
@@ -272,7 +279,8 @@ PAX_HD inline void linearPoint(const Generic &g, int64_t p) {
 /// One outer point of data movement or gather (the CPU's runCopy): each
 /// result element copies from the first source whose map reaches inside
 /// it; the border and masked lookups get `fill`.
-PAX_HD inline void copy(const Generic &g, int64_t *point, GenericStatus *status) {
+PAX_HD inline void copy(const Generic &g, int64_t *point,
+                        GenericStatus *status) {
   bool lookup = g.op == GenericOp::Gather;
   int64_t lookupValues[flat::kMaxRank] = {};
   int tuple = lookup ? g.tuple : 0;
@@ -312,7 +320,8 @@ PAX_HD inline void copy(const Generic &g, int64_t *point, GenericStatus *status)
 }
 
 /// One outer point of a reduction (the CPU's reducePoint).
-template <typename T> PAX_HD inline void reduce(const Generic &g, int64_t *point) {
+template <typename T>
+PAX_HD inline void reduce(const Generic &g, int64_t *point) {
   Accumulator<T> a(g.reduce, g.selectLast);
   int64_t pos = 0;
   do {
@@ -428,7 +437,8 @@ PAX_HD inline void contract(const Generic &g, int64_t *point) {
   double acc = 0;
   if (g.space.innerPoints > 0)
     do {
-      int64_t ia = flat::index(g.in[0], point), ib = flat::index(g.in[1], point);
+      int64_t ia = flat::index(g.in[0], point),
+              ib = flat::index(g.in[1], point);
       if (ia >= 0 && ib >= 0)
         acc += readReal(g.inData[0], g.inType[0], ia) *
                readReal(g.inData[1], g.inType[1], ib);
@@ -480,7 +490,8 @@ PAX_HD inline void lrn(const Generic &g, int64_t *point) {
 
 /// One outer point of a running sum along the seq dim (the CPU's
 /// scanPoint).
-template <typename T> PAX_HD inline void scan(const Generic &g, int64_t *point) {
+template <typename T>
+PAX_HD inline void scan(const Generic &g, int64_t *point) {
   T acc = 0;
   int64_t n = g.scanLength;
   for (int64_t step = 0; step < n; ++step) {
@@ -508,6 +519,28 @@ template <typename T> PAX_HD inline void scan(const Generic &g, int64_t *point) 
     }
   }
   point[g.scanAxis] = 0;
+}
+
+/// One outer point of top_k (the CPU's runTopK).
+PAX_HD inline void topKPoint(const Generic &g, int64_t *point) {
+  uint32_t axis = g.scanAxis, kd = g.topKDim;
+  auto read = [&](int64_t i) {
+    point[axis] = i;
+    int64_t x = flat::index(g.in[0], point);
+    return x >= 0 ? readReal(g.inData[0], g.inType[0], x) : 0.0;
+  };
+  auto write = [&](int64_t j, double v, int64_t i) {
+    point[kd] = j;
+    int64_t o = flat::index(g.out[0], point);
+    if (o >= 0)
+      writeReal(g.outData[0], g.outType[0], o, v);
+    o = flat::index(g.out[1], point);
+    if (o >= 0)
+      writeInteger(g.outData[1], g.outType[1], o, i);
+  };
+  topk::select(g.scanLength, g.topK, g.largest, read, write);
+  point[axis] = 0;
+  point[kd] = 0;
 }
 
 /// One outer point of random_uniform (the CPU's runRandomUniform): each
@@ -573,6 +606,9 @@ PAX_HD inline void runOuterPoint(const Generic &g, int64_t p,
       scan<double>(g, point);
     else
       scan<int64_t>(g, point);
+    break;
+  case GenericOp::TopK:
+    topKPoint(g, point);
     break;
   case GenericOp::ScatterAdd:
     break; // scatterAddAll

@@ -48,6 +48,7 @@ std::optional<KernelId> kernelForKind(llvm::StringRef kind) {
       .Cases("lstm_grad", "gru_grad", K::RecurrentGrad)
       .Cases("attention", "attention_grad_q", "attention_grad_kv", K::Attention)
       .Case("cum_sum", K::Scan)
+      .Case("top_k", K::TopK)
       // Elementwise.
       .Cases("add", "sub", "mul", "div", "pow", K::Pointwise)
       .Cases("max", "min", "sum", "mean", "where", K::Pointwise)

@@ -169,6 +169,48 @@ llvm::Error importRange(NodeContext &ctx) {
   return llvm::Error::success();
 }
 
+/// TopK: the k largest (or smallest) along `axis`, in order, and their
+/// indices: the axis a `seq` dim `n` walked by the kernel, the results
+/// written along a last `seq` dim `k` (neither split). K must be constant
+/// (the results' shape depends on it).
+llvm::Error importTopK(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> shape = ctx.shape(0);
+  if (shape.empty())
+    return ctx.error("input must have rank 1 or more");
+  auto axis = ctx.axis(ctx.attrInt("axis", -1), shape.size());
+  if (!axis)
+    return axis.takeError();
+  int64_t k = ctx.attrInt("k", 0); // opset 1-9
+  if (ctx.opset() >= 10) {
+    auto kc = ctx.requireConstant(1, "K");
+    if (!kc)
+      return kc.takeError();
+    if ((*kc)->numel() != 1)
+      return ctx.error("K must hold one value");
+    k = (*kc)->integer(0);
+  }
+  if (k < 1 || k > shape[*axis])
+    return ctx.error("K = " + llvm::Twine(k) + " is not in [1, " +
+                     llvm::Twine(shape[*axis]) + "] (the axis' size)");
+  if (ctx.numOutputs() < 1)
+    return ctx.error("needs its Values output");
+  auto op = ctx.newOp(OpKind::TopK);
+  op->iters = parallelSpace(shape);
+  op->iters[*axis] = {"n", shape[*axis], IterKind::Sequential};
+  unsigned kd = unsigned(shape.size());
+  op->iters.push_back({"k", k, IterKind::Sequential});
+  AccessMap out = identityMap(shape.size());
+  out[*axis] = AccessExpr::dim(kd);
+  llvm::SmallVector<int64_t, 4> rshape(shape.begin(), shape.end());
+  rshape[*axis] = k;
+  op->operands.push_back({ctx.value(0), identityMap(shape.size())});
+  op->addResult(TensorType{ctx.type(0).elem, rshape}, out);
+  op->addResult(TensorType{DType::I64, rshape}, out);
+  op->attrs["axis"] = int64_t(*axis);
+  op->attrs["largest"] = ctx.attrInt("largest", 1);
+  return ctx.finish(std::move(op));
+}
+
 /// CumSum: the running sum along `axis`, a `seq` dim; `exclusive` and
 /// `reverse` are attributes of the op.
 llvm::Error importCumSum(NodeContext &ctx) {

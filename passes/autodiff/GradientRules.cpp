@@ -387,8 +387,39 @@ llvm::Error splitRule(GradientBuilder &b, const Op &op,
   return llvm::Error::success();
 }
 
+// top_k: x's gradient is the values' gradient where each value came from,
+// a scatter_add through the indices along the axis (the indices take none).
+llvm::Error topKRule(GradientBuilder &b, const Op &op,
+                     llvm::ArrayRef<Value *> dys) {
+  const Operand &x = op.operands[0];
+  if (!b.needs(0) || dys.empty() || !dys[0])
+    return llvm::Error::success();
+  unsigned rank = x.value->type.rank(), axis = 0;
+  for (unsigned d = 0; d < rank; ++d)
+    if (op.iters[d].kind == IterKind::Sequential)
+      axis = d;
+  llvm::SmallVector<IterDim, 6> iters;
+  for (unsigned d = 0; d < rank; ++d)
+    iters.push_back(d == axis ? op.iters[rank] : op.iters[d]);
+  for (IterDim &d : iters)
+    d.kind = IterKind::Parallel;
+  iters.push_back({"v", op.iters[axis].extent, IterKind::Reduction});
+  Op *g = b.newOp(OpKind::ScatterAdd, iters, "scatter");
+  AccessMap grid, into;
+  for (unsigned d = 0; d < rank; ++d) {
+    grid.push_back(AccessExpr::dim(d));
+    into.push_back(d == axis ? AccessExpr::lookup(rank) : AccessExpr::dim(d));
+  }
+  g->operands.push_back({dys[0], grid});
+  g->operands.push_back({op.results[1].value.get(), grid});
+  b.accumulate(x.value, g->addResult(x.value->type, into));
+  return llvm::Error::success();
+}
+
 llvm::Error applyGradientRule(GradientBuilder &b, const Op &op,
                               llvm::ArrayRef<Value *> dys) {
+  if (op.kind == OpKind::TopK)
+    return topKRule(b, op, dys);
   if (op.kind == OpKind::Split)
     return splitRule(b, op, dys);
   if (op.kind == OpKind::Lstm || op.kind == OpKind::Gru)

@@ -399,6 +399,12 @@ llvm::Error dispatch(const plan::Compute &c,
       return p.takeError();
     return runScan(*p);
   }
+  case KernelId::TopK: {
+    auto p = prepare(c, inputs, outputs);
+    if (!p)
+      return p.takeError();
+    return runTopK(*p);
+  }
   case KernelId::Pointwise:
     return runPointwise(c, inputs, outputs);
   case KernelId::Reduce:

@@ -15,6 +15,12 @@ bool isScanKind(llvm::StringRef kind);
 /// int64 for integers, in order, so results do not depend on threads.
 llvm::Error runScan(const Prepared &p);
 
+/// TopK: for each point of the parallel dims, the `k` best elements of
+/// input 0 along its `seq` dim `axis` (largest or smallest, equal values
+/// by lower index; TopKMath.h), written in order along the last dim (`k`,
+/// `seq`): values to output 0, their indices along the axis to output 1.
+llvm::Error runTopK(const Prepared &p);
+
 } // namespace pax::runtime::cpu
 
 #endif // PAX_RUNTIME_CPU_SCAN_H

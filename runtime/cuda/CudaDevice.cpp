@@ -217,6 +217,7 @@ public:
     case KernelId::Pool2D:
     case KernelId::Lrn:
     case KernelId::Scan:
+    case KernelId::TopK:
     case KernelId::Random:
       return runGeneric(*p, *id);
     case KernelId::Recurrent:
