@@ -2,8 +2,22 @@
 #include "frontend/ConstTensor.h"
 
 #include <cmath>
+#include <limits>
 
 namespace pax {
+
+/// \p v as int64: truncated toward zero and saturated, NaN as 0 (as the
+/// runtime casts).
+static int64_t toInt(double v) {
+  constexpr double limit = 9223372036854775808.0; // 2^63
+  if (std::isnan(v))
+    return 0;
+  if (v >= limit)
+    return std::numeric_limits<int64_t>::max();
+  if (v < -limit)
+    return std::numeric_limits<int64_t>::min();
+  return int64_t(v);
+}
 
 ConstTensor ConstTensor::splat(TensorType type, double v) {
   ConstTensor t;
@@ -11,7 +25,7 @@ ConstTensor ConstTensor::splat(TensorType type, double v) {
   if (t.isReal())
     t.reals = {v};
   else
-    t.ints = {int64_t(v)};
+    t.ints = {toInt(v)};
   return t;
 }
 
@@ -46,7 +60,7 @@ void ConstTensor::set(int64_t i, double v) {
     ints[i] = v != 0;
     return;
   }
-  ints[i] = std::isfinite(v) ? int64_t(v) : 0;
+  ints[i] = toInt(v);
 }
 
 std::vector<int64_t> ConstTensor::toInts() const {
