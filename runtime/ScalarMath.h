@@ -76,7 +76,9 @@ enum class ScalarOp {
   Cosh,
   Asinh,
   Acosh,
-  Atanh
+  Atanh,
+  BitShiftLeft,
+  BitShiftRight
 };
 
 /// An op's attributes, resolved once per call rather than per element.
@@ -305,6 +307,10 @@ PAX_HD inline double applyReal(ScalarOp op, const double *a, int n,
     if (y == 3)
       return x * x * x;
     return pow(x, y);
+  case ScalarOp::BitShiftLeft:
+    return ldexp(x, int(y));
+  case ScalarOp::BitShiftRight:
+    return floor(ldexp(x, -int(y)));
   case ScalarOp::Mod: {
     // fmod keeps the dividend's sign; Python's % (fmod = 0) the divisor's.
     double r = fmod(x, y);
@@ -371,6 +377,10 @@ PAX_HD inline int64_t applyInteger(ScalarOp op, const int64_t *a, int n,
     return wrap(uint64_t(x) * uint64_t(y));
   case ScalarOp::Div:
     return divInteger(x, y);
+  case ScalarOp::BitShiftLeft:
+    return y < 0 || y >= 64 ? 0 : wrap(uint64_t(x) << y);
+  case ScalarOp::BitShiftRight:
+    return y < 0 || y >= 64 ? 0 : int64_t(uint64_t(x) >> y);
   case ScalarOp::Mod: {
     if (y == 0 || y == -1)
       return 0;

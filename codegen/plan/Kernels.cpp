@@ -62,6 +62,7 @@ std::optional<KernelId> kernelForKind(llvm::StringRef kind) {
       .Cases("neg", "abs", "sign", "floor", "ceil", K::Pointwise)
       .Cases("round", "cos", "sin", "clip", "cast", K::Pointwise)
       .Cases("trilu", "is_nan", "is_inf", "mod", K::Pointwise)
+      .Cases("bit_shift_left", "bit_shift_right", K::Pointwise)
       .Cases("tan", "asin", "acos", "atan", "sinh", K::Pointwise)
       .Cases("cosh", "asinh", "acosh", "atanh", K::Pointwise)
       // Reductions.

@@ -163,6 +163,20 @@ llvm::Error importCast(NodeContext &ctx) {
   return buildElementwise(ctx, OpKind::Cast, {0}, *to);
 }
 
+/// BitShift: x shifted by y bits, `direction` LEFT or RIGHT (unsigned
+/// integers; ONNX defines no other types).
+llvm::Error importBitShift(NodeContext &ctx) {
+  std::string direction = ctx.attrString("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    return ctx.error("direction '" + direction + "' is not LEFT or RIGHT");
+  DType t = ctx.type(0).elem;
+  if (t != DType::U8 && t != DType::U16 && t != DType::U32 && t != DType::U64)
+    return ctx.error("shifts unsigned integers, not " + dtypeName(t));
+  return buildElementwise(
+      ctx, direction == "LEFT" ? OpKind::BitShiftLeft : OpKind::BitShiftRight,
+      {0, 1}, t);
+}
+
 llvm::Error importClip(NodeContext &ctx) {
   llvm::SmallVector<unsigned, 3> inputs = {0};
   for (unsigned i = 1; i < 3; ++i)

@@ -85,6 +85,8 @@ std::optional<ScalarOp> parseScalarOp(llvm::StringRef kind) {
       .Case("is_nan", S::IsNaN)
       .Case("is_inf", S::IsInf)
       .Case("mod", S::Mod)
+      .Case("bit_shift_left", S::BitShiftLeft)
+      .Case("bit_shift_right", S::BitShiftRight)
       .Default(std::nullopt);
 }
 

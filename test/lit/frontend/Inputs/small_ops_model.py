@@ -1,6 +1,6 @@
 """A model through the ops written as other ops before import
 (frontend/OpRewrites.cpp): OneHot (negative indices, a middle axis), Shrink,
-ReduceLogSum, Pad (reflect, edge), Compress and ReverseSequence with constant conditions and
+ReduceLogSum, Pad (reflect, edge), Compress, ReverseSequence and BitShift with constant conditions and
 lengths, Hardmax, EyeLike and ThresholdedRelu; seeded inputs. Writes
 OUT/model.onnx, OUT/in/input_*.pb and onnxruntime's outputs in OUT/ort/.
 
@@ -24,6 +24,8 @@ def const(name, v):
 inits = [
     const("depth", np.int64(5)),
     const("two", np.array([2], np.int64)),
+    const("shifts", np.array([0, 3, 31, 12, 1, 7], np.uint32)),
+    const("two32", np.array([2], np.uint32)),
     const("pads1", np.array([0, 2, 0, 3], np.int64)),
     const("pads2", np.array([2, -1, 1, 2], np.int64)),
     const("onoff", np.array([-0.5, 2.0], np.float32)),
@@ -48,14 +50,19 @@ nodes = [
     helper.make_node("MatMul", ["ht", "cx"], ["y2"]),
     helper.make_node("Pad", ["x", "pads1"], ["p1"], name="reflect", mode="reflect"),
     helper.make_node("Pad", ["p1", "pads2"], ["y3"], name="edge", mode="edge"),
+    helper.make_node("BitShift", ["u", "shifts"], ["ul"], direction="LEFT"),
+    helper.make_node("BitShift", ["ul", "two32"], ["y4"], name="right",
+                     direction="RIGHT"),
 ]
 graph = helper.make_graph(
     nodes, "small_ops",
     [helper.make_tensor_value_info("ids", TensorProto.INT64, [4, 3]),
-     helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+     helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6]),
+     helper.make_tensor_value_info("u", TensorProto.UINT32, [6])],
     [helper.make_tensor_value_info("y1", TensorProto.FLOAT, [4]),
      helper.make_tensor_value_info("y2", TensorProto.FLOAT, [5, 4]),
-     helper.make_tensor_value_info("y3", TensorProto.FLOAT, [7, 12])], inits)
+     helper.make_tensor_value_info("y3", TensorProto.FLOAT, [7, 12]),
+     helper.make_tensor_value_info("y4", TensorProto.UINT32, [6])], inits)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 model.ir_version = 8
 onnx.checker.check_model(model)
@@ -63,7 +70,8 @@ os.makedirs(os.path.join(out, "in"), exist_ok=True)
 os.makedirs(os.path.join(out, "ort"), exist_ok=True)
 onnx.save(model, os.path.join(out, "model.onnx"))
 feeds = {"ids": rng.integers(-5, 5, (4, 3)).astype(np.int64),
-         "x": rng.normal(0, 1, (4, 6)).astype(np.float32)}
+         "x": rng.normal(0, 1, (4, 6)).astype(np.float32),
+         "u": rng.integers(0, 2**32, 6, dtype=np.uint64).astype(np.uint32)}
 for k, (name, v) in enumerate(feeds.items()):
     onnx.save_tensor(numpy_helper.from_array(v, name),
                      os.path.join(out, "in", f"input_{k}.pb"))
