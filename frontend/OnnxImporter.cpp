@@ -5,6 +5,7 @@
 
 #include "frontend/Importer.h"
 #include "frontend/OnnxOps.h"
+#include "frontend/GridSample.h"
 #include "frontend/OpRewrites.h"
 #include "frontend/Quantize.h"
 #include "frontend/Resize.h"
@@ -281,6 +282,8 @@ llvm::Expected<ImportResult> importOnnxBytes(llvm::StringRef path,
   if (auto err = lowerResizes(path, model, opset))
     return err;
   if (auto err = lowerDepthSpace(path, model, opset))
+    return err;
+  if (auto err = lowerGridSamples(path, model, opset))
     return err;
   if (auto err = rewriteSmallOps(path, model, opset))
     return err;
