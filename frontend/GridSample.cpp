@@ -157,8 +157,9 @@ llvm::Error readAttributes(const onnx::NodeProto &n, Sampler &s,
       s.alignCorners = a.i() != 0;
   }
   if (s.mode != "linear" && s.mode != "cubic" && s.mode != "nearest")
-    return llvm::createStringError(where + ": mode '" + s.mode +
-                                   "' is not linear (bilinear), cubic (bicubic) or nearest");
+    return llvm::createStringError(
+        where + ": mode '" + s.mode +
+        "' is not linear (bilinear), cubic (bicubic) or nearest");
   if (s.padding != "zeros" && s.padding != "border" &&
       s.padding != "reflection")
     return llvm::createStringError(where + ": padding_mode '" + s.padding +
