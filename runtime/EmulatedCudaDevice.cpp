@@ -124,6 +124,7 @@ public:
                                  llvm::ArrayRef<const Tensor *> inputs,
                                  const plan::LibraryEpilogue &e,
                                  const Tensor *addend, Tensor &out) override {
+    addend = plan::addendApart(c, e, addend);
     Tensor product = Tensor::zeros(out.dtype, out.shape);
     if (auto err = launch(c, inputs, {&product}))
       return err;

@@ -44,6 +44,16 @@ struct LibraryEpilogue {
 /// epilogue).
 bool addsRowBias(const Compute &c);
 
+/// The addend an epilogue adds to product \p c computed whole (its own C
+/// included): null where the addend is that C, already in the product.
+/// For backends that compute the product apart from its epilogue.
+template <typename T>
+const T *addendApart(const Compute &c, const LibraryEpilogue &e,
+                     const T *addend) {
+  bool ownC = c.inputs_size() == 3 && e.addend == int64_t(c.inputs(2).buffer());
+  return ownC ? nullptr : addend;
+}
+
 /// Every product of \p prog whose epilogue kernel a library runs with it,
 /// in instruction order.
 std::vector<LibraryEpilogue> libraryEpilogues(const DeviceProgram &prog);

@@ -393,6 +393,7 @@ private:
                             llvm::ArrayRef<const Tensor *> inputs,
                             const plan::LibraryEpilogue &e,
                             const Tensor *addend, Tensor &out) {
+    addend = plan::addendApart(c, e, addend);
     if (addend && addend->dtype != out.dtype)
       return computeError(c, "a library epilogue adding another type");
     void *scratch = nullptr;
