@@ -38,6 +38,8 @@ std::string GraphBuilder::fresh(llvm::StringRef base,
 
 std::string GraphBuilder::rename(const std::string &from,
                                  const std::string &to) {
+  if (to.empty()) // an optional output the model leaves out
+    return from;
   for (auto &n : *g.mutable_node()) {
     for (std::string &o : *n.mutable_output())
       if (o == from)
@@ -118,10 +120,11 @@ llvm::Error rewriteNodes(
       *out.add_node() = n;
       continue;
     }
-    if (n.input_size() < 1 || n.input(0).empty() || n.output_size() < 1 ||
-        n.output(0).empty())
+    if (n.input_size() < 1 || n.input(0).empty() ||
+        std::all_of(n.output().begin(), n.output().end(),
+                    [](const std::string &o) { return o.empty(); }))
       return llvm::createStringError(nodeWhere(path, n, i) +
-                                     ": needs its first input and output");
+                                     ": needs its first input and an output");
     onnx::GraphProto nodes;
     GraphBuilder b(nodes, opset,
                    (n.name().empty() ? n.op_type() : n.name()) + "/");

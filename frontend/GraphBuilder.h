@@ -39,7 +39,8 @@ public:
   std::string fresh(llvm::StringRef base, llvm::StringRef prefix);
 
   /// Renames the value \p from, written by a node this builder added, and
-  /// its readers among those nodes.
+  /// its readers among those nodes; an empty \p to (an output the model
+  /// leaves out) keeps it.
   std::string rename(const std::string &from, const std::string &to);
 
   /// A node of \p type on \p inputs with one fresh output.
@@ -87,8 +88,8 @@ private:
 /// builder on a graph of its own, prefixed with the node's name, whose
 /// last node must write the node's outputs; and the graph's types from
 /// inferTypes, computed once, only where a node matches). A matched node
-/// without its first input or first output is an error naming \p path and the
-/// node; the first error stops it, the graph unchanged.
+/// without its first input or without any output is an error naming
+/// \p path and the node; the first error stops it, the graph unchanged.
 llvm::Error rewriteNodes(
     llvm::StringRef path, onnx::ModelProto &model, int64_t opset,
     llvm::function_ref<bool(const onnx::NodeProto &)> match,

@@ -7,6 +7,7 @@
 #include "frontend/OnnxOps.h"
 #include "frontend/GridSample.h"
 #include "frontend/OpRewrites.h"
+#include "frontend/Rnn.h"
 #include "frontend/Quantize.h"
 #include "frontend/Resize.h"
 #include "frontend/TensorProto.h"
@@ -284,6 +285,8 @@ llvm::Expected<ImportResult> importOnnxBytes(llvm::StringRef path,
   if (auto err = lowerDepthSpace(path, model, opset))
     return err;
   if (auto err = lowerGridSamples(path, model, opset))
+    return err;
+  if (auto err = lowerRnns(path, model, opset))
     return err;
   if (auto err = rewriteSmallOps(path, model, opset))
     return err;
