@@ -38,7 +38,9 @@ Usage::
         [--print-params]
 
 MODEL is one of gpt2 (GPT-2 small), gpt2-xl, bert (BERT-base with pooler), bert-large,
-llama (Llama-7B), llama2-70b (grouped-query attention, 8 kv heads), lstm (2-layer LSTM
+llama (Llama-7B), llama2-70b (grouped-query attention, 8 kv heads), mixtral
+(Mixtral-8x7B: Llama layers whose MLPs are sparse mixtures of 8 experts, top 2,
+written as GShard's capacity-based dispatch; --experts sets E), lstm (2-layer LSTM
 LM, hidden 2048, vocab 10000) or inception_v3 (torchvision's Inception-v3 without aux
 logits, input [B, 3, 299, 299], batch 32 by default; only --batch applies).
 
@@ -92,12 +94,15 @@ PRESETS: Dict[str, Dict[str, int]] = {
                        positions=512, batch=1, seq=512),
     "lstm": dict(layers=2, hidden=2048, vocab=10000, batch=20, seq=35),
     "inception_v3": dict(batch=32),
+    "mixtral": dict(layers=32, hidden=4096, heads=32, ffn=14336, vocab=32000,
+                    batch=1, seq=4096, kv_heads=8, experts=8),
 }
 
 
 def family(model: str) -> str:
     """The graph a preset is built with: "gpt2-xl" is a gpt2, "llama2-70b" a llama."""
-    return {"llama2-70b": "llama", "gpt2-xl": "gpt2", "bert-large": "bert"}.get(model, model)
+    return {"llama2-70b": "llama", "gpt2-xl": "gpt2", "bert-large": "bert",
+            "mixtral": "llama"}.get(model, model)
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,7 @@ class Config:
     ffn: int = 0
     positions: int = 0
     kv_heads: int = 0
+    experts: int = 0
     dynamic: bool = False
     attention_mask: bool = False
 
@@ -162,6 +168,8 @@ def make_config(model: str, dynamic: bool = False, attention_mask: bool = False,
         raise ValueError(f"heads {config.heads} is not divisible by kv heads {config.kv_heads}")
     if family(model) == "llama" and config.head_dim % 2:
         raise ValueError(f"llama head dim {config.head_dim} must be even for rotary embeddings")
+    if config.experts and (dynamic or config.experts < 2):
+        raise ValueError(f"{model} needs static dims and at least 2 experts")
     if config.positions and config.seq > config.positions:
         raise ValueError(f"seq {config.seq} exceeds the {config.positions} positions of {model}")
     return config
@@ -679,8 +687,66 @@ def llama_mlp(g: GraphBuilder, x: str, c: Config, prefix: str, scope: str) -> st
                   f"{scope}/down_proj", c.ffn, c.hidden, bias=False)
 
 
+# Mixture of experts: Mixtral's sparse MoE block, top-2 of E experts, written
+# as GShard's capacity-based dispatch (dense one-hot dispatch and combine
+# tensors, the experts' weights stacked as transformers 5 stores them).
+MOE_TOP_K = 2
+MOE_CAPACITY_FACTOR = 2.0
+
+
+def moe_capacity(c: Config) -> int:
+    """Tokens each expert takes per sequence (GShard's capacity): later ones drop."""
+    return min(c.seq, math.ceil(MOE_CAPACITY_FACTOR * MOE_TOP_K * c.seq / c.experts))
+
+
+def moe_routes(g: GraphBuilder, x: str, c: Config, prefix: str, scope: str) -> List[str]:
+    """The router: dispatch [B, S, E, C] (token s goes to slot c of expert e) and
+    combine [B, S, E, C] (the same, weighted by the token's normalized top-2
+    probability). Slots are given in order of (token, choice); a token past an
+    expert's capacity is dropped there."""
+    b, s, e, cap = c.batch, c.seq, c.experts, moe_capacity(c)
+    logits = linear(g, x, f"{prefix}.gate", f"{scope}/gate", c.hidden, e, bias=False)
+    probs = g.op("Softmax", [logits], scope, axis=-1)
+    top, idx = g.op("TopK", [probs, g.ints([MOE_TOP_K])], scope, n_out=2, axis=-1)
+    top = g.op("Div", [top, g.op("ReduceSum", [top, g.ints([-1])], scope, keepdims=1)],
+               scope)
+    onoff = g.const(np.array([0, 1], np.float32), "onehot_values")
+    mask = g.op("OneHot", [idx, g.int_scalar(e), onoff], scope, axis=-1)
+    mask = g.op("Reshape", [mask, g.ints([b, s * MOE_TOP_K, e])], scope)
+    before = g.op("Sub", [g.op("CumSum", [mask, g.int_scalar(1)], scope),
+                          g.scalar(1.0, "one")], scope)
+    slot = g.op("ReduceSum", [g.op("Mul", [before, mask], scope), g.ints([2])], scope,
+                keepdims=0)
+    slot = g.op("Cast", [slot], scope, to=TensorProto.INT64)
+    slots = g.op("OneHot", [slot, g.int_scalar(cap), onoff], scope, axis=-1)
+    routes = g.op("Mul", [g.op("Unsqueeze", [mask, g.ints([3])], scope),
+                          g.op("Unsqueeze", [slots, g.ints([2])], scope)], scope)
+    weights = g.op("Reshape", [top, g.ints([b, s * MOE_TOP_K, 1, 1])], scope)
+    out = []
+    for r in (routes, g.op("Mul", [routes, weights], scope)):
+        r = g.op("Reshape", [r, g.ints([b, s, MOE_TOP_K, e, cap])], scope)
+        out.append(g.op("ReduceSum", [r, g.ints([2])], scope, keepdims=0))
+    return out
+
+
+def mixtral_moe(g: GraphBuilder, x: str, c: Config, prefix: str, scope: str) -> str:
+    """MixtralSparseMoeBlock: each token's top-2 experts' SwiGLU MLPs, weighted."""
+    dispatch, combine = moe_routes(g, x, c, prefix, scope)
+    experts = f"{scope}/experts"
+    gate_up = g.weight(f"{prefix}.experts.gate_up_proj", [c.experts, 2 * c.ffn, c.hidden])
+    down = g.weight(f"{prefix}.experts.down_proj", [c.experts, c.hidden, c.ffn])
+    tokens = g.op("Einsum", [dispatch, x], experts, equation="bsec,bsd->ebcd")
+    h = g.op("Einsum", [tokens, gate_up], experts, equation="ebcd,efd->ebcf")
+    gate, up = g.op("Split", [h, g.ints([c.ffn, c.ffn])], experts, n_out=2, axis=-1)
+    act = g.op("Mul", [gate, g.op("Sigmoid", [gate], experts)], experts)
+    h = g.op("Einsum", [g.op("Mul", [act, up], experts), down], experts,
+             equation="ebcf,edf->ebcd")
+    return g.op("Einsum", [combine, h], scope, equation="bsec,ebcd->bsd")
+
+
 def llama_graph(g: GraphBuilder, c: Config) -> None:
-    """LlamaForCausalLM with an untied lm_head; all projections stored [in, out]."""
+    """LlamaForCausalLM with an untied lm_head; all projections stored [in, out].
+    With experts (Mixtral), each MLP is a sparse MoE block."""
     ids = g.token_input("input_ids", c)
     g.bind_tokens(ids, c)
     embed = g.weight("model.embed_tokens.weight", [c.vocab, c.hidden])
@@ -695,7 +761,8 @@ def llama_graph(g: GraphBuilder, c: Config) -> None:
         h = g.op("Add", [h, a], scope)
         m = rms_norm(g, h, f"{prefix}.post_attention_layernorm",
                      f"{scope}/post_attention_layernorm", c.hidden)
-        m = llama_mlp(g, m, c, f"{prefix}.mlp", f"{scope}/mlp")
+        mlp = mixtral_moe if c.experts else llama_mlp
+        m = mlp(g, m, c, f"{prefix}.mlp", f"{scope}/mlp")
         h = g.op("Add", [h, m], scope)
     h = rms_norm(g, h, "model.norm", "/model/norm", c.hidden)
     logits = linear(g, h, "lm_head", "/lm_head", c.hidden, c.vocab, bias=False)
@@ -914,6 +981,7 @@ MODELS: Dict[str, ModelSpec] = {
     "bert-large": ModelSpec(bert_graph, opset=17, ir_version=9),
     "lstm": ModelSpec(lstm_graph, opset=11, ir_version=7),
     "inception_v3": ModelSpec(inception_v3_graph, opset=13, ir_version=7),
+    "mixtral": ModelSpec(llama_graph, opset=18, ir_version=10),
 }
 
 
@@ -954,7 +1022,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("model", choices=sorted(MODELS))
     parser.add_argument("-o", "--output", help="path of the .onnx file to write")
     for size in ("layers", "hidden", "heads", "kv-heads", "ffn", "vocab", "positions",
-                 "batch", "seq"):
+                 "batch", "seq", "experts"):
         parser.add_argument(f"--{size}", type=int, help=f"{size} (default: the model's preset)")
     parser.add_argument("--dynamic", action="store_true",
                         help="symbolic 'batch' and 'seq' input dims instead of fixed ones")
@@ -980,7 +1048,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         config = make_config(args.model, dynamic=args.dynamic, layers=args.layers,
                              hidden=args.hidden, heads=args.heads, ffn=args.ffn,
                              vocab=args.vocab, positions=args.positions, batch=args.batch,
-                             seq=args.seq, kv_heads=args.kv_heads,
+                             seq=args.seq, kv_heads=args.kv_heads, experts=args.experts,
                              attention_mask=args.attention_mask)
         built = build_model(config, args.weights, args.seed, args.buffers)
     except ValueError as error:
