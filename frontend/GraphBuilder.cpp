@@ -7,6 +7,7 @@
 #include <onnx/defs/schema.h>
 
 #include <algorithm>
+#include <cmath>
 #include <onnx/shape_inference/implementation.h>
 
 namespace pax {
@@ -199,6 +200,165 @@ staticShape(const llvm::StringMap<onnx::TypeProto> &types,
 int32_t elemOf(const llvm::StringMap<onnx::TypeProto> &types,
                const std::string &name) {
   return types.lookup(name).tensor_type().elem_type();
+}
+
+namespace {
+
+using Values = std::optional<std::vector<double>>;
+
+/// Evaluates the small integer computations of shapeValues.
+class ShapeEvaluator {
+public:
+  ShapeEvaluator(const onnx::GraphProto &g,
+                 const llvm::StringMap<onnx::TypeProto> &types)
+      : g(g), types(types) {
+    for (const auto &n : g.node())
+      for (const std::string &o : n.output())
+        producer[o] = &n;
+  }
+  Values value(const std::string &name, int depth = 0);
+
+private:
+  Values node(const onnx::NodeProto &n, int depth);
+  Values shapeOf(const onnx::NodeProto &n);
+  Values slice(const onnx::NodeProto &n, int depth);
+  Values arithmetic(const onnx::NodeProto &n, int depth);
+  int64_t attr(const onnx::NodeProto &n, llvm::StringRef name, int64_t v) {
+    const auto *a = findAttribute(n, name);
+    return a ? a->i() : v;
+  }
+
+  const onnx::GraphProto &g;
+  const llvm::StringMap<onnx::TypeProto> &types;
+  llvm::StringMap<const onnx::NodeProto *> producer;
+};
+
+Values ShapeEvaluator::value(const std::string &name, int depth) {
+  if (const onnx::TensorProto *t = findConstant(g, name))
+    return constantValues(*t);
+  const onnx::NodeProto *n = producer.lookup(name);
+  // Shape computations are short; a deep chain is not one.
+  if (!n || depth > 32 || n->output_size() != 1 ||
+      (!n->domain().empty() && n->domain() != "ai.onnx"))
+    return std::nullopt;
+  return node(*n, depth + 1);
+}
+
+Values ShapeEvaluator::shapeOf(const onnx::NodeProto &n) {
+  auto s = staticShape(types, n.input(0), "");
+  if (!s) {
+    llvm::consumeError(s.takeError());
+    return std::nullopt;
+  }
+  int64_t rank = int64_t(s->size());
+  int64_t start = attr(n, "start", 0), end = attr(n, "end", rank);
+  start = std::clamp(start < 0 ? start + rank : start, int64_t(0), rank);
+  end = std::clamp(end < 0 ? end + rank : end, int64_t(0), rank);
+  std::vector<double> v;
+  for (int64_t d = start; d < end; ++d)
+    v.push_back(double((*s)[size_t(d)]));
+  return v;
+}
+
+Values ShapeEvaluator::slice(const onnx::NodeProto &n, int depth) {
+  Values x = value(n.input(0), depth);
+  Values from = n.input_size() > 2 ? value(n.input(1), depth) : std::nullopt;
+  Values to = n.input_size() > 2 ? value(n.input(2), depth) : std::nullopt;
+  // 1-D: along axis 0 (or -1), step 1.
+  for (int k = 3; k < n.input_size() && k < 5; ++k) {
+    Values v = n.input(k).empty()
+                   ? Values(std::vector<double>{k == 3 ? 0.0 : 1.0})
+                   : value(n.input(k), depth);
+    if (!v || v->size() != 1 ||
+        (k == 3 ? (*v)[0] != 0 && (*v)[0] != -1 : (*v)[0] != 1))
+      return std::nullopt;
+  }
+  if (!x || !from || !to || from->size() != 1 || to->size() != 1 ||
+      n.input_size() > 5)
+    return std::nullopt;
+  int64_t size = int64_t(x->size());
+  auto clampAt = [&](double v) {
+    int64_t i = v < -1e18 ? -size : v > 1e18 ? size : int64_t(v);
+    return std::clamp(i < 0 ? i + size : i, int64_t(0), size);
+  };
+  int64_t a = clampAt((*from)[0]), b = clampAt((*to)[0]);
+  return std::vector<double>(x->begin() + a, x->begin() + std::max(a, b));
+}
+
+Values ShapeEvaluator::arithmetic(const onnx::NodeProto &n, int depth) {
+  Values a = value(n.input(0), depth), b = value(n.input(1), depth);
+  if (!a || !b || (a->size() != b->size() && a->size() != 1 && b->size() != 1))
+    return std::nullopt;
+  std::vector<double> v(std::max(a->size(), b->size()));
+  for (size_t i = 0; i < v.size(); ++i) {
+    double x = (*a)[a->size() == 1 ? 0 : i], y = (*b)[b->size() == 1 ? 0 : i];
+    llvm::StringRef op = n.op_type();
+    v[i] = op == "Add"   ? x + y
+           : op == "Sub" ? x - y
+           : op == "Mul" ? x * y
+                         : x / y;
+  }
+  return v;
+}
+
+Values ShapeEvaluator::node(const onnx::NodeProto &n, int depth) {
+  llvm::StringRef op = n.op_type();
+  if (op == "Shape" && n.input_size() == 1)
+    return shapeOf(n);
+  if (op == "Slice")
+    return slice(n, depth);
+  if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div") &&
+      n.input_size() == 2)
+    return arithmetic(n, depth);
+  if (op == "Concat") {
+    std::vector<double> v;
+    for (const std::string &in : n.input()) {
+      Values part = value(in, depth);
+      if (!part)
+        return std::nullopt;
+      v.insert(v.end(), part->begin(), part->end());
+    }
+    return v;
+  }
+  Values x = n.input_size() ? value(n.input(0), depth) : std::nullopt;
+  if (!x)
+    return std::nullopt;
+  if (op == "Gather" && n.input_size() == 2 && attr(n, "axis", 0) == 0) {
+    Values idx = value(n.input(1), depth);
+    std::vector<double> v;
+    for (double i : idx.value_or(std::vector<double>())) {
+      int64_t k = int64_t(i) < 0 ? int64_t(i) + int64_t(x->size()) : int64_t(i);
+      if (k < 0 || k >= int64_t(x->size()))
+        return std::nullopt;
+      v.push_back((*x)[size_t(k)]);
+    }
+    return idx ? Values(v) : std::nullopt;
+  }
+  if (op == "Floor" || op == "Ceil") {
+    for (double &v : *x)
+      v = op == "Floor" ? std::floor(v) : std::ceil(v);
+    return x;
+  }
+  // The values pass through as they are (integer casts truncate).
+  if (op == "Cast") {
+    int64_t to = attr(n, "to", 0);
+    if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32)
+      for (double &v : *x)
+        v = std::trunc(v);
+    return x;
+  }
+  if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" ||
+      op == "Identity")
+    return x;
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<std::vector<double>>
+shapeValues(const onnx::GraphProto &g, const std::string &name,
+            const llvm::StringMap<onnx::TypeProto> &types) {
+  return ShapeEvaluator(g, types).value(name);
 }
 
 llvm::Error checkBuiltSize(const std::string &where,
@@ -427,7 +587,7 @@ llvm::StringMap<onnx::TypeProto> typesIn(const onnx::ModelProto &model) {
 
 llvm::StringMap<onnx::TypeProto> inferTypes(const onnx::ModelProto &model) {
   onnx::ModelProto copy = model;
-  inferShapesSafely(copy, /*dataPropagation=*/false);
+  inferShapesSafely(copy, /*dataPropagation=*/true);
   return typesIn(copy);
 }
 

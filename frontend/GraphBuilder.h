@@ -121,6 +121,15 @@ staticShape(const llvm::StringMap<onnx::TypeProto> &types,
 int32_t elemOf(const llvm::StringMap<onnx::TypeProto> &types,
                const std::string &name);
 
+/// The values of \p name in \p g where they follow from constants and
+/// static shapes alone (a Resize's sizes cut from Shape(x) as exporters
+/// write them): constants, Shape of a statically shaped value (\p types),
+/// and Gather, Slice, Concat, Unsqueeze, Squeeze, Reshape, Cast, Add, Sub,
+/// Mul, Div, Floor and Ceil of such 1-D or scalar values; none otherwise.
+std::optional<std::vector<double>>
+shapeValues(const onnx::GraphProto &g, const std::string &name,
+            const llvm::StringMap<onnx::TypeProto> &types);
+
 /// The most elements a constant built while importing may hold (Range's
 /// values, Hardmax's and EyeLike's tables, Resize's taps).
 inline constexpr int64_t kMaxBuiltElements = int64_t(1) << 24;

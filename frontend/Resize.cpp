@@ -16,6 +16,8 @@
 namespace pax {
 namespace {
 
+using Types = llvm::StringMap<onnx::TypeProto>;
+
 /// How a resize maps output positions onto input ones.
 struct ResizeAttrs {
   std::string mode = "nearest", transform = "half_pixel",
@@ -209,11 +211,39 @@ resizedAxes(const onnx::NodeProto &n, int64_t rank, const std::string &where) {
   return axes;
 }
 
+/// \p n's sizes input: a constant, or where it is computed (from the
+/// input's shape, as exporters write it), the resized axes' extents of the
+/// output's static shape in \p types (ONNX's inference propagates them).
+llvm::Expected<std::optional<std::vector<double>>>
+sizesOf(const onnx::GraphProto &g, const onnx::NodeProto &n,
+        const std::vector<int64_t> &axes, const Types &types,
+        const std::string &where) {
+  auto z = constantInput(g, n, 3, "sizes", where);
+  if (z)
+    return z;
+  if (auto v = shapeValues(g, n.input(3), types)) {
+    llvm::consumeError(z.takeError());
+    return v;
+  }
+  auto out = staticShape(types, n.output(0), where);
+  if (!out) {
+    llvm::consumeError(out.takeError());
+    return z;
+  }
+  llvm::consumeError(z.takeError());
+  std::vector<double> sizes;
+  for (int64_t a : axes)
+    if (a < int64_t(out->size()))
+      sizes.push_back(double((*out)[size_t(a)]));
+  return sizes;
+}
+
 /// Scales, sizes and roi of \p n (per its version's inputs) into \p r for
 /// \p axes: each axis's output extent and scale.
 llvm::Error sizeAxes(const onnx::GraphProto &g, const onnx::NodeProto &n,
                      int64_t opset, const std::vector<int64_t> &axes,
-                     const std::string &where, ResizeNode &r) {
+                     const Types &types, const std::string &where,
+                     ResizeNode &r) {
   bool upsample7 = n.op_type() == "Upsample" && opset < 9;
   bool scalesOnly = n.op_type() == "Upsample" || opset < 11;
   std::optional<std::vector<double>> scales, sizes, roi;
@@ -227,7 +257,7 @@ llvm::Error sizeAxes(const onnx::GraphProto &g, const onnx::NodeProto &n,
     scales = *s;
   }
   if (!scalesOnly) {
-    auto z = constantInput(g, n, 3, "sizes", where);
+    auto z = sizesOf(g, n, axes, types, where);
     if (!z)
       return z.takeError();
     sizes = *z;
@@ -382,7 +412,7 @@ describe(const onnx::GraphProto &g, const onnx::NodeProto &n, int64_t opset,
   auto axes = resizedAxes(n, rank, where);
   if (!axes)
     return axes.takeError();
-  if (auto err = sizeAxes(g, n, opset, *axes, where, r))
+  if (auto err = sizeAxes(g, n, opset, *axes, types, where, r))
     return err;
   return r;
 }
