@@ -401,8 +401,10 @@ llvm::Error topKRule(GradientBuilder &b, const Op &op,
   llvm::SmallVector<IterDim, 6> iters;
   for (unsigned d = 0; d < rank; ++d)
     iters.push_back(d == axis ? op.iters[rank] : op.iters[d]);
-  for (IterDim &d : iters)
-    d.kind = IterKind::Parallel;
+  // The k results along the axis sum into x's positions: a reduction (a
+  // split there leaves partial sums), the other dims x's own.
+  for (unsigned d = 0; d < rank; ++d)
+    iters[d].kind = d == axis ? IterKind::Reduction : IterKind::Parallel;
   iters.push_back({"v", op.iters[axis].extent, IterKind::Reduction});
   Op *g = b.newOp(OpKind::ScatterAdd, iters, "scatter");
   AccessMap grid, into;

@@ -9,7 +9,10 @@ configurations, on MPI ranks; every output must equal the onnxruntime
 output stored with the export (relative L2 at most 1e-4) and every
 collective must move the bytes the cost model predicted.
 
-  torch_matrix.py [--models SUBSTR,...] [--gpus 1,4,8]
+With --corpus=DIR it runs another corpus of the same layout (the model
+families of test/models/families: --corpus=test/models/families).
+
+  torch_matrix.py [--corpus DIR] [--models SUBSTR,...] [--gpus 1,4,8]
                   [--cluster default,slow] [--how dp,data-parallel,...]
                   [--transport threads,mpi] [--bin build/bin] [--work DIR]
                   [-j N] [--list]
@@ -52,9 +55,9 @@ def dim_bindings(model_dir):
     return args
 
 
-def exports():
-    return sorted(n for n in os.listdir(CORPUS)
-                  if os.path.exists(os.path.join(CORPUS, n, "model.onnx")))
+def exports(corpus):
+    return sorted(n for n in os.listdir(corpus)
+                  if os.path.exists(os.path.join(corpus, n, "model.onnx")))
 
 
 def jobs_for(case, gpus_list, clusters, hows, transports):
@@ -84,6 +87,7 @@ def jobs_for(case, gpus_list, clusters, hows, transports):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--corpus", default=CORPUS)
     p.add_argument("--models", default="")
     p.add_argument("--gpus", default="1,4,8")
     p.add_argument("--cluster", default="default,slow")
@@ -97,14 +101,14 @@ def main():
     transports = a.transport.split(",")
     if "mpi" in transports and not shutil.which("mpirun"):
         sys.exit("torch_matrix.py: mpirun not found (use --transport=threads)")
-    names = exports()
+    names = exports(a.corpus)
     if a.models:
         names = [n for n in names if any(s in n for s in a.models.split(","))]
     if not names:
         sys.exit(f"torch_matrix.py: no export matches '{a.models}'")
     jobs = []
     for name in names:
-        d = os.path.join(CORPUS, name)
+        d = os.path.join(a.corpus, name)
         data = os.path.join(d, "test_data_set_0")
         case = run_matrix.Case(name, os.path.join(d, "model.onnx"), data, data,
                                os.path.join(a.work, name), dim_bindings(d))

@@ -11,8 +11,12 @@ otherwise). With --microbatches 1,2 every run is repeated with the step's
 batch in 2 microbatches (models whose batch 2 does not divide are
 skipped). With --zero 0,3 every run is repeated at each ZeRO stage
 (paxc --zero). The labelled long test `train_matrix` (`ctest -L long`).
+With --corpus=DIR it trains another corpus of the same layout (the model
+families: --corpus=test/models/families); the loss is cross-entropy on an
+output named `logits`, otherwise the mean squared error, on the first
+output where there are several (--loss-output).
 
-  train_matrix.py [--bin DIR] [--work DIR] [--only NAME,...]
+  train_matrix.py [--corpus DIR] [--bin DIR] [--work DIR] [--only NAME,...]
                   [--gpus 2,4,8] [--strategies dp,data-parallel,expert,random]
                   [--mpi] [--tol 1e-5] [--microbatches 1,2] [--zero 0,1,2,3]
                   [--precision fp32|bf16|fp16]
@@ -33,7 +37,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 FORCE = os.path.join(ROOT, "tools", "models", "force_strategy.py")
 SAME = os.path.join(HERE, "same_weights.py")
-TRAIN = ["--mode=train", "--loss=cross-entropy", "--lr=0.05", "--momentum=0.9"]
+TRAIN = ["--mode=train", "--lr=0.05", "--momentum=0.9"]
+
+
+def loss_flags(entry):
+    """The loss of a corpus entry: cross-entropy on logits, else the mean
+    squared error; on the first of several outputs."""
+    outputs = [o["name"] for o in entry.get("outputs", [])]
+    loss = "cross-entropy" if outputs and outputs[0] == "logits" else "mse"
+    flags = [f"--loss={loss}"]
+    if len(outputs) > 1:
+        flags.append(f"--loss-output={outputs[0]}")
+    return loss, flags
 
 
 def run(cmd):
@@ -52,8 +67,8 @@ def losses(text):
 class Case:
     """One model's run: the options, tools, paths and one device's result."""
 
-    def __init__(self, a, paxc, launch, model, work, data, one, ratios):
-        self.a, self.paxc, self.launch = a, paxc, launch
+    def __init__(self, a, paxc, launch, model, work, data, one, ratios, train):
+        self.a, self.paxc, self.launch, self.train = a, paxc, launch, train
         self.model, self.work, self.data, self.one = model, work, data, one
         self.ratios = ratios
 
@@ -86,7 +101,7 @@ def check(c, gpus, strategy, micro, zero, want):
     if strategy in ("data-parallel", "expert"):
         flags.append(f"--solver={strategy}")
     elif strategy == "random":
-        r = run([c.paxc, c.model, *TRAIN, *flags, "--emit=strategy",
+        r = run([c.paxc, c.model, *c.train, *flags, "--emit=strategy",
                  "-o", base + ".search.json", "--quiet"])
         if r.returncode == 0:
             r = run([sys.executable, FORCE, base + ".search.json", "random",
@@ -94,7 +109,7 @@ def check(c, gpus, strategy, micro, zero, want):
         if r.returncode:
             return ("skip" if refused(r) else "FAIL"), last_line(r.stderr)
         flags.append(f"--strategy={base}.json")
-    r = run([c.paxc, c.model, *TRAIN, *flags, "-o", base + ".paxplan", "--quiet"])
+    r = run([c.paxc, c.model, *c.train, *flags, "-o", base + ".paxplan", "--quiet"])
     if r.returncode and refused(r):
         return "skip", last_line(r.stderr)
     if r.returncode == 0:
@@ -116,6 +131,7 @@ def check(c, gpus, strategy, micro, zero, want):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", default=os.path.join(HERE, "torch"))
     ap.add_argument("--bin", default=os.path.join(ROOT, "build", "bin"))
     ap.add_argument("--work", default="/tmp/pax-train-matrix")
     ap.add_argument("--only")
@@ -137,7 +153,7 @@ def main():
     if a.mpi and not mpirun:
         print("train_matrix.py: --mpi needs mpirun on PATH")
         return 1
-    manifest = json.load(open(os.path.join(HERE, "torch", "manifest.json")))
+    manifest = json.load(open(os.path.join(a.corpus, "manifest.json")))
     only = set(a.only.split(",")) if a.only else None
     counts = {"ok": 0, "skip": 0, "FAIL": 0}
     failed, skipped, ratios = [], [], []
@@ -152,21 +168,25 @@ def main():
 
     for entry in manifest["models"]:
         name = entry["name"]
-        model = os.path.join(HERE, "torch", name, "model.onnx")
+        model = os.path.join(a.corpus, name, "model.onnx")
         if entry.get("dynamic") or not os.path.exists(model) or (
                 only and name not in only):
             continue
         work = os.path.join(a.work, name)
         os.makedirs(work, exist_ok=True)
         data = os.path.join(work, "data")
+        loss, flags = loss_flags(entry)
+        train = TRAIN + flags
         r = run([sys.executable, os.path.join(HERE, "make_test_data.py"), model,
-                 data, "--seed", "3", "--loss", "cross-entropy"])
+                 data, "--seed", "3", "--loss", loss] +
+                (["--loss-output", entry["outputs"][0]["name"]]
+                 if len(entry.get("outputs", [])) > 1 else []))
         if r.returncode:
             counts["FAIL"] += 1
             failed.append(f"{name}: make_test_data.py: {last_line(r.stderr)}")
             continue
         one = os.path.join(work, "one")
-        r = run([paxc, model, *TRAIN, "-o", one + ".paxplan", "--quiet"])
+        r = run([paxc, model, *train, "-o", one + ".paxplan", "--quiet"])
         if r.returncode:
             counts["skip"] += 1
             skipped.append(f"{name}: {last_line(r.stderr)}")
@@ -187,7 +207,8 @@ def main():
                     tag = (f"{name} {gpus} {strategy}" +
                            (f" M={micro}" if micro > 1 else "") +
                            (f" ZeRO-{zero}" if zero else ""))
-                    status, msg = check(Case(a, paxc, launch, model, work, data, one, ratios),
+                    status, msg = check(Case(a, paxc, launch, model, work, data, one, ratios,
+                                             train),
                                         gpus, strategy, micro, zero, want)
                     counts[status] += 1
                     if status == "FAIL":
