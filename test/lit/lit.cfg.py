@@ -16,6 +16,7 @@ config.environment["PATH"] = os.pathsep.join(
     [config.pax_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%models", os.path.join(config.pax_src_root, "test", "models")))
+config.substitutions.append(("%pax_tools", config.pax_tools_dir))
 config.substitutions.append(("%gen", config.python_executable + " " +
                              os.path.join(config.pax_src_root, "tools", "models", "paxmodels.py")))
 config.substitutions.append(("%check-summary", config.python_executable + " " +
