@@ -28,6 +28,7 @@
 #include "runtime/Run.h"
 #include "tools/common/Printable.h"
 #include "tools/common/TensorFiles.h"
+#include "tools/paxrun/Decode.h"
 #include "tools/paxrun/Feed.h"
 #include "tools/paxrun/Measure.h"
 #include "tools/paxrun/RankRun.h"
@@ -123,6 +124,23 @@ static cl::opt<unsigned>
     repeat("repeat",
            cl::desc("Run the plan N times (the outputs are the last run's)"),
            cl::init(1), cl::value_desc("N"), cl::cat(runCategory));
+static cl::opt<unsigned> decodeSteps(
+    "decode-steps",
+    cl::desc("Run the plan N times as a decoding loop: after each step the "
+             "outputs --feedback names become the next step's inputs; "
+             "prints the steps per second (the outputs are the last step's)"),
+    cl::init(0), cl::value_desc("N"), cl::cat(runCategory));
+static cl::opt<std::string> feedbackSpec(
+    "feedback",
+    cl::desc("With --decode-steps: OUTPUT=INPUT,... (a '*' matches alike: "
+             "present_*=past_*); each output must have its input's type and "
+             "shape"),
+    cl::value_desc("SPEC"), cl::cat(runCategory));
+static cl::list<std::string> printOutputs(
+    "print-output",
+    cl::desc("With --decode-steps: print this output's values (at most 16) "
+             "after each step (repeatable)"),
+    cl::value_desc("NAME"), cl::cat(runCategory));
 static cl::opt<bool>
     timeKernels("time",
                 cl::desc("Print each run's (or training step's) seconds in "
@@ -507,6 +525,59 @@ static llvm::Error runTimed(const plan::Plan &plan,
   clock.finish();
   if (!tracePath.empty())
     return writeTrace(stats, tracePath);
+  return llvm::Error::success();
+}
+
+/// Prints the outputs --print-output names after decoding step \p step.
+static void printStep(const plan::Plan &plan, unsigned step,
+                      const std::vector<runtime::Tensor> &outputs) {
+  for (const std::string &name : printOutputs)
+    for (int o = 0; o < plan.outputs_size(); ++o) {
+      if (plan.outputs(o).name() != name)
+        continue;
+      const runtime::Tensor &t = outputs[size_t(o)];
+      llvm::outs() << "step " << step << ": " << name << " =";
+      bool real = runtime::isFloatDType(t.dtype);
+      for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 16); ++i) {
+        if (real)
+          llvm::outs() << ' ' << llvm::formatv("{0:g}", t.real(i));
+        else
+          llvm::outs() << ' ' << t.integer(i);
+      }
+      llvm::outs() << (t.numel() > 16 ? " ...\n" : "\n");
+    }
+}
+
+/// --decode-steps: the plan run step after step, the outputs \p pairs name
+/// fed back into \p inputs (which \p feed reads); the weights stay on the
+/// devices after the first step.
+static llvm::Error runDecode(const plan::Plan &plan,
+                             llvm::ArrayRef<const plan::DeviceProgram *> progs,
+                             Feed &feed, std::vector<runtime::Tensor> &inputs,
+                             std::vector<runtime::Tensor> &outputs,
+                             std::vector<runtime::DeviceStats> &stats,
+                             llvm::ArrayRef<FeedbackPair> pairs) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now(), second = start;
+  for (unsigned step = 0; step < decodeSteps; ++step) {
+    if (step == 1)
+      second = Clock::now();
+    runtime::RunOptions o;
+    o.weightsResident = step > 0;
+    if (auto err = runThreads(plan, progs, feed, outputs, stats, nullptr, o))
+      return err;
+    printStep(plan, step, outputs);
+    feedBack(pairs, outputs, inputs);
+  }
+  double all = std::chrono::duration<double>(Clock::now() - start).count();
+  double later = std::chrono::duration<double>(Clock::now() - second).count();
+  llvm::outs() << llvm::formatv("paxrun: decoded {0} steps in {1:F3} s ({2:F1} "
+                                "steps/s",
+                                unsigned(decodeSteps), all, decodeSteps / all);
+  if (decodeSteps > 1)
+    llvm::outs() << llvm::formatv("; after the first, {0:F1} steps/s",
+                                  (decodeSteps - 1) / later);
+  llvm::outs() << ")\n";
   return llvm::Error::success();
 }
 
@@ -996,6 +1067,17 @@ int main(int argc, char **argv) {
   }
   if (!tracePath.empty() && train)
     return fail("--trace records a run of a plan (not --train)");
+  std::vector<FeedbackPair> feedbackPairs;
+  if (decodeSteps.getNumOccurrences() || feedbackSpec.getNumOccurrences()) {
+    if (train || repeat.getNumOccurrences() || decodeSteps == 0 ||
+        feedbackSpec.empty())
+      return fail("--decode-steps=N (N at least 1) and --feedback=SPEC go "
+                  "together, in an inference run (not --train or --repeat)");
+    auto pairs = parseFeedback(*plan, feedbackSpec);
+    if (!pairs)
+      return fail(llvm::toString(pairs.takeError()));
+    feedbackPairs = std::move(*pairs);
+  }
   if (train && repeat.getNumOccurrences())
     return fail("--repeat runs a plan N times on fixed inputs; with --train "
                 "the steps are --steps=N");
@@ -1074,11 +1156,16 @@ int main(int argc, char **argv) {
     if (!tracePath.empty())
       if (auto err = writeTrace(stats, tracePath))
         return fail(llvm::toString(std::move(err)));
-  } else if (auto err = runTimed(*plan, progs, feed, outputs, stats)) {
+  } else if (auto err = decodeSteps
+                            ? runDecode(*plan, progs, feed, inputs, outputs,
+                                        stats, feedbackPairs)
+                            : runTimed(*plan, progs, feed, outputs, stats)) {
     return fail(llvm::toString(std::move(err)));
   }
 #else
-  if (auto err = runTimed(*plan, progs, feed, outputs, stats))
+  if (auto err = decodeSteps ? runDecode(*plan, progs, feed, inputs, outputs,
+                                         stats, feedbackPairs)
+                             : runTimed(*plan, progs, feed, outputs, stats))
     return fail(llvm::toString(std::move(err)));
 #endif
   int64_t instructions = 0, peak = 0, arena = 0;
