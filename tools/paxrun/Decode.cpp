@@ -5,6 +5,11 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
 #include <optional>
 #include <string>
 
@@ -111,6 +116,51 @@ llvm::Expected<std::vector<FeedbackPair>> parseFeedback(const plan::Plan &plan,
   if (pairs.empty())
     return llvm::createStringError("--feedback: no OUTPUT=INPUT pair");
   return pairs;
+}
+
+void DecodeLoop::printStep(unsigned k,
+                           const std::vector<runtime::Tensor> &outputs) const {
+  for (const std::string &name : print)
+    for (int o = 0; o < plan.outputs_size(); ++o) {
+      if (plan.outputs(o).name() != name)
+        continue;
+      const runtime::Tensor &t = outputs[size_t(o)];
+      llvm::outs() << "step " << k << ": " << name << " =";
+      bool real = runtime::isFloatDType(t.dtype);
+      for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 16); ++i) {
+        if (real)
+          llvm::outs() << ' ' << llvm::formatv("{0:g}", t.real(i));
+        else
+          llvm::outs() << ' ' << t.integer(i);
+      }
+      llvm::outs() << (t.numel() > 16 ? " ...\n" : "\n");
+    }
+}
+
+llvm::Error
+DecodeLoop::run(std::vector<runtime::Tensor> &inputs,
+                std::vector<runtime::Tensor> &outputs,
+                llvm::function_ref<llvm::Error(bool first)> step) const {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now(), second = start;
+  for (unsigned k = 0; k < steps; ++k) {
+    if (k == 1)
+      second = Clock::now();
+    if (auto err = step(k == 0))
+      return err;
+    printStep(k, outputs);
+    feedBack(pairs, outputs, inputs);
+  }
+  double all = std::chrono::duration<double>(Clock::now() - start).count();
+  double later = std::chrono::duration<double>(Clock::now() - second).count();
+  llvm::outs() << llvm::formatv(
+      "paxrun: decoded {0} steps in {1:F3} s ({2:F1} steps/s", steps, all,
+      steps / all);
+  if (steps > 1)
+    llvm::outs() << llvm::formatv("; after the first, {0:F1} steps/s",
+                                  (steps - 1) / later);
+  llvm::outs() << ")\n";
+  return llvm::Error::success();
 }
 
 void feedBack(llvm::ArrayRef<FeedbackPair> pairs,

@@ -15,8 +15,10 @@
 #include "codegen/plan/Plan.pb.h"
 #include "runtime/Tensor.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
+#include <string>
 #include <vector>
 
 namespace pax {
@@ -36,5 +38,24 @@ llvm::Expected<std::vector<FeedbackPair>> parseFeedback(const plan::Plan &plan,
 void feedBack(llvm::ArrayRef<FeedbackPair> pairs,
               const std::vector<runtime::Tensor> &outputs,
               std::vector<runtime::Tensor> &inputs);
+
+/// The loop: \p steps runs, each one's outputs \p pairs name fed back, the
+/// outputs \p print names printed after each (`step K: NAME = ...`), and
+/// the steps per second at the end.
+struct DecodeLoop {
+  const plan::Plan &plan;
+  llvm::ArrayRef<FeedbackPair> pairs;
+  llvm::ArrayRef<std::string> print;
+  unsigned steps = 0;
+
+  /// Runs the loop; \p step runs the plan once (told whether it is the
+  /// first step), reading \p inputs and writing \p outputs.
+  llvm::Error run(std::vector<runtime::Tensor> &inputs,
+                  std::vector<runtime::Tensor> &outputs,
+                  llvm::function_ref<llvm::Error(bool first)> step) const;
+
+private:
+  void printStep(unsigned k, const std::vector<runtime::Tensor> &outputs) const;
+};
 
 } // namespace pax

@@ -1,6 +1,10 @@
 //===- Training.cpp - paxrun --train: training sessions -------------------===//
 #include "tools/paxrun/Training.h"
 
+#ifdef PAX_HAVE_MPI
+#include "runtime/mpi/MpiWorld.h"
+#endif
+
 #include "tools/common/Checkpoint.h"
 
 #include "frontend/TensorProto.h"
@@ -148,6 +152,60 @@ runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
     if (auto err = saveModel(o.savePath, model, feed))
       return err;
   return llvm::Error::success();
+}
+
+/// Writes this process's shards of the checkpoint resuming at \p next into
+/// \p dir (each device's own blocks, kept in \p resident), and once every
+/// process has (under MPI, rank 0 learns it), commits it.
+llvm::Error writeShards(const plan::Plan &plan,
+                        llvm::ArrayRef<const plan::DeviceProgram *> progs,
+                        const std::vector<ResidentFeed> &resident,
+                        runtime::MpiWorld *world, const std::string &dir,
+                        unsigned next) {
+  llvm::Error err = llvm::Error::success();
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
+    err =
+        llvm::createStringError("cannot create '" + dir + "': " + ec.message());
+    // Under MPI this process runs one device: its rank's, kept in the first
+    // feed.
+#ifdef PAX_HAVE_MPI
+  int rank = world ? world->rank() : -1;
+#else
+  int rank = -1;
+#endif
+  size_t local = rank >= 0 ? 1 : progs.size();
+  for (size_t d = 0; d < local && !err; ++d) {
+    unsigned device = rank >= 0 ? unsigned(rank) : progs[d]->device();
+    err = writeCheckpointShard(dir, next, device, resident[d].ownedBlocks());
+  }
+  std::string why = err ? llvm::toString(std::move(err)) : "";
+#ifdef PAX_HAVE_MPI
+  if (world) {
+    // Rank 0 commits once every rank's shard is written, and every rank
+    // learns whether it did.
+    auto all =
+        world->gatherOnRoot(std::vector<uint8_t>(why.begin(), why.end()));
+    if (!all)
+      return all.takeError();
+    for (const auto &bytes : *all)
+      if (why.empty() && !bytes.empty())
+        why.assign(bytes.begin(), bytes.end());
+    if (world->rank() == 0 && why.empty())
+      if (auto e = commitCheckpoint(dir, plan, next, plan.devices()))
+        why = llvm::toString(std::move(e));
+    std::vector<uint8_t> verdict(why.begin(), why.end());
+    if (auto e = world->broadcastFromRoot(verdict))
+      return e;
+    why.assign(verdict.begin(), verdict.end());
+    return why.empty() ? llvm::Error::success() : llvm::createStringError(why);
+  }
+#else
+  (void)world;
+#endif
+  if (why.empty())
+    if (auto e = commitCheckpoint(dir, plan, next, plan.devices()))
+      why = llvm::toString(std::move(e));
+  return why.empty() ? llvm::Error::success() : llvm::createStringError(why);
 }
 
 } // namespace pax

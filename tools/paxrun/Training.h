@@ -20,6 +20,10 @@
 #include <string>
 #include <vector>
 
+namespace pax::runtime {
+class MpiWorld;
+} // namespace pax::runtime
+
 namespace pax {
 
 struct TrainingOptions {
@@ -59,5 +63,14 @@ runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
             const TrainingOptions &options,
             llvm::function_ref<llvm::Error(const std::string &dir)> loadInputs,
             StepRunner runStep, std::vector<runtime::Tensor> &outputs);
+
+/// Writes this process's shards of the checkpoint resuming at \p next into
+/// \p dir (each device's own blocks, kept in \p resident), and once every
+/// process has (under MPI, rank 0 learns it), commits it.
+llvm::Error writeShards(const plan::Plan &plan,
+                        llvm::ArrayRef<const plan::DeviceProgram *> progs,
+                        const std::vector<ResidentFeed> &resident,
+                        runtime::MpiWorld *world, const std::string &dir,
+                        unsigned next);
 
 } // namespace pax

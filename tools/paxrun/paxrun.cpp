@@ -409,64 +409,6 @@ static llvm::Error runThreads(const plan::Plan &plan,
   return llvm::Error::success();
 }
 
-namespace pax::runtime {
-class MpiWorld;
-} // namespace pax::runtime
-
-/// Writes this process's shards of the checkpoint resuming at \p next into
-/// \p dir (each device's own blocks, kept in \p resident), and once every
-/// process has (under MPI, rank 0 learns it), commits it.
-static llvm::Error
-writeShards(const plan::Plan &plan,
-            llvm::ArrayRef<const plan::DeviceProgram *> progs,
-            const std::vector<ResidentFeed> &resident, runtime::MpiWorld *world,
-            const std::string &dir, unsigned next) {
-  llvm::Error err = llvm::Error::success();
-  if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-    err =
-        llvm::createStringError("cannot create '" + dir + "': " + ec.message());
-    // Under MPI this process runs one device: its rank's, kept in the first
-    // feed.
-#ifdef PAX_HAVE_MPI
-  int rank = world ? world->rank() : -1;
-#else
-  int rank = -1;
-#endif
-  size_t local = rank >= 0 ? 1 : progs.size();
-  for (size_t d = 0; d < local && !err; ++d) {
-    unsigned device = rank >= 0 ? unsigned(rank) : progs[d]->device();
-    err = writeCheckpointShard(dir, next, device, resident[d].ownedBlocks());
-  }
-  std::string why = err ? llvm::toString(std::move(err)) : "";
-#ifdef PAX_HAVE_MPI
-  if (world) {
-    // Rank 0 commits once every rank's shard is written, and every rank
-    // learns whether it did.
-    auto all =
-        world->gatherOnRoot(std::vector<uint8_t>(why.begin(), why.end()));
-    if (!all)
-      return all.takeError();
-    for (const auto &bytes : *all)
-      if (why.empty() && !bytes.empty())
-        why.assign(bytes.begin(), bytes.end());
-    if (world->rank() == 0 && why.empty())
-      if (auto e = commitCheckpoint(dir, plan, next, plan.devices()))
-        why = llvm::toString(std::move(e));
-    std::vector<uint8_t> verdict(why.begin(), why.end());
-    if (auto e = world->broadcastFromRoot(verdict))
-      return e;
-    why.assign(verdict.begin(), verdict.end());
-    return why.empty() ? llvm::Error::success() : llvm::createStringError(why);
-  }
-#else
-  (void)world;
-#endif
-  if (why.empty())
-    if (auto e = commitCheckpoint(dir, plan, next, plan.devices()))
-      why = llvm::toString(std::move(e));
-  return why.empty() ? llvm::Error::success() : llvm::createStringError(why);
-}
-
 /// Whether to run one device per MPI rank: --mpi, or an MPI launcher
 /// started this process (Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE; PMI
 /// launchers such as MPICH's mpiexec set PMI_SIZE).
@@ -528,57 +470,20 @@ static llvm::Error runTimed(const plan::Plan &plan,
   return llvm::Error::success();
 }
 
-/// Prints the outputs --print-output names after decoding step \p step.
-static void printStep(const plan::Plan &plan, unsigned step,
-                      const std::vector<runtime::Tensor> &outputs) {
-  for (const std::string &name : printOutputs)
-    for (int o = 0; o < plan.outputs_size(); ++o) {
-      if (plan.outputs(o).name() != name)
-        continue;
-      const runtime::Tensor &t = outputs[size_t(o)];
-      llvm::outs() << "step " << step << ": " << name << " =";
-      bool real = runtime::isFloatDType(t.dtype);
-      for (int64_t i = 0; i < std::min<int64_t>(t.numel(), 16); ++i) {
-        if (real)
-          llvm::outs() << ' ' << llvm::formatv("{0:g}", t.real(i));
-        else
-          llvm::outs() << ' ' << t.integer(i);
-      }
-      llvm::outs() << (t.numel() > 16 ? " ...\n" : "\n");
-    }
-}
-
-/// --decode-steps: the plan run step after step, the outputs \p pairs name
-/// fed back into \p inputs (which \p feed reads); the weights stay on the
-/// devices after the first step.
+/// --decode-steps: the plan run step after step (Decode.h), the weights
+/// staying on the devices after the first.
 static llvm::Error runDecode(const plan::Plan &plan,
                              llvm::ArrayRef<const plan::DeviceProgram *> progs,
                              Feed &feed, std::vector<runtime::Tensor> &inputs,
                              std::vector<runtime::Tensor> &outputs,
                              std::vector<runtime::DeviceStats> &stats,
                              llvm::ArrayRef<FeedbackPair> pairs) {
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point start = Clock::now(), second = start;
-  for (unsigned step = 0; step < decodeSteps; ++step) {
-    if (step == 1)
-      second = Clock::now();
+  DecodeLoop loop{plan, pairs, printOutputs, decodeSteps};
+  return loop.run(inputs, outputs, [&](bool first) {
     runtime::RunOptions o;
-    o.weightsResident = step > 0;
-    if (auto err = runThreads(plan, progs, feed, outputs, stats, nullptr, o))
-      return err;
-    printStep(plan, step, outputs);
-    feedBack(pairs, outputs, inputs);
-  }
-  double all = std::chrono::duration<double>(Clock::now() - start).count();
-  double later = std::chrono::duration<double>(Clock::now() - second).count();
-  llvm::outs() << llvm::formatv("paxrun: decoded {0} steps in {1:F3} s ({2:F1} "
-                                "steps/s",
-                                unsigned(decodeSteps), all, decodeSteps / all);
-  if (decodeSteps > 1)
-    llvm::outs() << llvm::formatv("; after the first, {0:F1} steps/s",
-                                  (decodeSteps - 1) / later);
-  llvm::outs() << ")\n";
-  return llvm::Error::success();
+    o.weightsResident = !first;
+    return runThreads(plan, progs, feed, outputs, stats, nullptr, o);
+  });
 }
 
 /// Writes output_N.pb (each output's own element type) or output_N.npy.
