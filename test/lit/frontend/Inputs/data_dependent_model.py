@@ -16,6 +16,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ort_case import save_case  # noqa: E402
+
 out = sys.argv[1]
 rng = np.random.default_rng(2)
 n = helper.make_node
@@ -45,21 +48,13 @@ for o in outputs:
 model = helper.make_model(helper.make_graph(nodes, "data_dependent", inputs, outputs, inits),
                           opset_imports=[helper.make_opsetid("", 13)])
 model.ir_version = 8
-for d in ("in", "ort", "bind"):
-    os.makedirs(os.path.join(out, d), exist_ok=True)
-onnx.save(model, os.path.join(out, "model.onnx"))
 corners = rng.uniform(0, 1, (1, 5, 2, 2)).astype(np.float32)
 bound = {"mask": rng.uniform(0, 1, (3, 4)) > 0.5,
          "labels": np.array([5, 1, 5, 7, 0, 1, 3], np.int64),
          "boxes": np.concatenate([corners.min(2), corners.max(2) + 0.3], 2).reshape(1, 5, 4),
          "scores": rng.uniform(0, 1, (1, 2, 5)).astype(np.float32)}
+os.makedirs(os.path.join(out, "bind"), exist_ok=True)
 for k, v in bound.items():
     np.save(os.path.join(out, "bind", k + ".npy"), v)
-x = rng.normal(0, 1, (3, 4)).astype(np.float32)
-onnx.save_tensor(numpy_helper.from_array(x, "x"), os.path.join(out, "in", "input_0.pb"))
-import onnxruntime as ort  # noqa: E402
-ys = ort.InferenceSession(model.SerializeToString(),
-                          providers=["CPUExecutionProvider"]).run(None, {"x": x, **bound})
-for k, y in enumerate(ys):
-    onnx.save_tensor(numpy_helper.from_array(y, f"y{k}"), os.path.join(out, "ort", f"output_{k}.pb"))
-print(f"wrote {out}: onnxruntime's outputs {[list(y.shape) for y in ys]}")
+# The plan takes x alone (the others bound): input_0.pb is x.
+ys = save_case(out, model, {"x": rng.normal(0, 1, (3, 4)).astype(np.float32), **bound})

@@ -13,6 +13,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ort_case import save_case  # noqa: E402
+
 out = sys.argv[1]
 rng = np.random.default_rng(6)
 
@@ -66,19 +69,7 @@ graph = helper.make_graph(
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 model.ir_version = 8
 onnx.checker.check_model(model)
-os.makedirs(os.path.join(out, "in"), exist_ok=True)
-os.makedirs(os.path.join(out, "ort"), exist_ok=True)
-onnx.save(model, os.path.join(out, "model.onnx"))
-feeds = {"ids": rng.integers(-5, 5, (4, 3)).astype(np.int64),
-         "x": rng.normal(0, 1, (4, 6)).astype(np.float32),
-         "u": rng.integers(0, 2**32, 6, dtype=np.uint64).astype(np.uint32)}
-for k, (name, v) in enumerate(feeds.items()):
-    onnx.save_tensor(numpy_helper.from_array(v, name),
-                     os.path.join(out, "in", f"input_{k}.pb"))
-import onnxruntime as ort  # noqa: E402
-ys = ort.InferenceSession(model.SerializeToString(),
-                          providers=["CPUExecutionProvider"]).run(None, feeds)
-for k, y in enumerate(ys):
-    onnx.save_tensor(numpy_helper.from_array(y, f"y{k + 1}"),
-                     os.path.join(out, "ort", f"output_{k}.pb"))
-print(f"wrote {out}: onnxruntime's outputs {[list(y.shape) for y in ys]}")
+save_case(out, model, {
+    "ids": rng.integers(-5, 5, (4, 3)).astype(np.int64),
+    "x": rng.normal(0, 1, (4, 6)).astype(np.float32),
+    "u": rng.integers(0, 2**32, 6, dtype=np.uint64).astype(np.uint32)})

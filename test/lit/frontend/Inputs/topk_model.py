@@ -14,6 +14,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ort_case import save_case  # noqa: E402
+
 out = sys.argv[1]
 rng = np.random.default_rng(12)
 
@@ -55,13 +58,4 @@ graph = helper.make_graph(
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 model.ir_version = 8
 onnx.checker.check_model(model)
-os.makedirs(os.path.join(out, "in"), exist_ok=True)
-os.makedirs(os.path.join(out, "ort"), exist_ok=True)
-onnx.save(model, os.path.join(out, "model.onnx"))
-x = rng.normal(0, 1, (6, 8)).astype(np.float32)
-onnx.save_tensor(numpy_helper.from_array(x, "x"), os.path.join(out, "in", "input_0.pb"))
-import onnxruntime as ort  # noqa: E402
-y = ort.InferenceSession(model.SerializeToString(),
-                         providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-onnx.save_tensor(numpy_helper.from_array(y, "y"), os.path.join(out, "ort", "output_0.pb"))
-print(f"wrote {out}: onnxruntime's output {list(y.shape)}")
+save_case(out, model, {"x": rng.normal(0, 1, (6, 8)).astype(np.float32)})
