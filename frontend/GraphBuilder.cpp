@@ -140,6 +140,24 @@ llvm::Error rewriteNodes(
   return llvm::Error::success();
 }
 
+llvm::Error rewriteOpType(
+    llvm::StringRef path, onnx::ModelProto &model, int64_t opset,
+    llvm::StringRef opType,
+    llvm::function_ref<llvm::Error(GraphBuilder &, const onnx::NodeProto &,
+                                   const llvm::StringMap<onnx::TypeProto> &,
+                                   const std::string &)>
+        build) {
+  auto match = [&](const onnx::NodeProto &n) {
+    return (n.domain().empty() || n.domain() == "ai.onnx") &&
+           n.op_type() == opType;
+  };
+  return rewriteNodes(path, model, opset, match,
+                      [&](const onnx::NodeProto &n, int i, GraphBuilder &b,
+                          const llvm::StringMap<onnx::TypeProto> &types) {
+                        return build(b, n, types, nodeWhere(path, n, i));
+                      });
+}
+
 const onnx::AttributeProto *findAttribute(const onnx::NodeProto &n,
                                           llvm::StringRef name) {
   for (const auto &a : n.attribute())

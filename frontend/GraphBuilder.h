@@ -97,6 +97,16 @@ llvm::Error rewriteNodes(
                                    const llvm::StringMap<onnx::TypeProto> &)>
         build);
 
+/// rewriteNodes of the default domain's nodes of type \p opType, each
+/// built by \p build(builder, node, types, where) (where: nodeWhere).
+llvm::Error rewriteOpType(
+    llvm::StringRef path, onnx::ModelProto &model, int64_t opset,
+    llvm::StringRef opType,
+    llvm::function_ref<llvm::Error(GraphBuilder &, const onnx::NodeProto &,
+                                   const llvm::StringMap<onnx::TypeProto> &,
+                                   const std::string &)>
+        build);
+
 /// \p n's attribute \p name, or null.
 const onnx::AttributeProto *findAttribute(const onnx::NodeProto &n,
                                           llvm::StringRef name);

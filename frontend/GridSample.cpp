@@ -250,16 +250,7 @@ llvm::Error lowerGridSample(GraphBuilder &b, const onnx::NodeProto &n,
 
 llvm::Error lowerGridSamples(llvm::StringRef path, onnx::ModelProto &model,
                              int64_t opset) {
-  auto match = [](const onnx::NodeProto &n) {
-    return (n.domain().empty() || n.domain() == "ai.onnx") &&
-           n.op_type() == "GridSample";
-  };
-  return rewriteNodes(path, model, opset, match,
-                      [&](const onnx::NodeProto &n, int i, GraphBuilder &b,
-                          const Types &types) {
-                        return lowerGridSample(b, n, types,
-                                               nodeWhere(path, n, i));
-                      });
+  return rewriteOpType(path, model, opset, "GridSample", lowerGridSample);
 }
 
 } // namespace pax

@@ -181,15 +181,7 @@ llvm::Error lowerRnn(GraphBuilder &b, const onnx::NodeProto &n,
 
 llvm::Error lowerRnns(llvm::StringRef path, onnx::ModelProto &model,
                       int64_t opset) {
-  auto match = [](const onnx::NodeProto &n) {
-    return (n.domain().empty() || n.domain() == "ai.onnx") &&
-           n.op_type() == "RNN";
-  };
-  return rewriteNodes(path, model, opset, match,
-                      [&](const onnx::NodeProto &n, int i, GraphBuilder &b,
-                          const Types &types) {
-                        return lowerRnn(b, n, types, nodeWhere(path, n, i));
-                      });
+  return rewriteOpType(path, model, opset, "RNN", lowerRnn);
 }
 
 } // namespace pax

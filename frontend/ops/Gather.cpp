@@ -163,6 +163,16 @@ static llvm::Error importAffineGather(NodeContext &ctx,
   return ctx.finish(std::move(op));
 }
 
+/// GatherElements' and ScatterElements' `axis`, their indices checked.
+static llvm::Expected<unsigned> elementsAxis(NodeContext &ctx) {
+  auto axis = ctx.axis(ctx.attrInt("axis", 0), ctx.rank(0));
+  if (!axis)
+    return axis.takeError();
+  if (auto err = checkIndices(ctx, *axis, 1))
+    return std::move(err);
+  return *axis;
+}
+
 /// GatherElements' and ScatterElements' space: the indices' grid, then
 /// the lookup dim `v` of \p extent; data read at \p dataMap (its axis
 /// through `v`), indices and result at the grid.
@@ -184,11 +194,9 @@ static LookupSpace elementsSpace(llvm::ArrayRef<int64_t> idx, AccessMap dataMap,
 /// sequence) are a slice its maps describe.
 llvm::Error importGatherElements(NodeContext &ctx) {
   llvm::ArrayRef<int64_t> data = ctx.shape(0), idx = ctx.shape(1);
-  auto axis = ctx.axis(ctx.attrInt("axis", 0), data.size());
+  auto axis = elementsAxis(ctx);
   if (!axis)
     return axis.takeError();
-  if (auto err = checkIndices(ctx, *axis, 1))
-    return err;
   if (idx.size() != data.size())
     return ctx.error("indices " + shapeStr(idx) + " and data " +
                      shapeStr(data) + " differ in rank");
@@ -311,11 +319,9 @@ static llvm::Error buildScatter(NodeContext &ctx, const LookupSpace &s) {
 /// data[..., indices[..., i, ...], ...] along `axis`.
 llvm::Error importScatterElements(NodeContext &ctx) {
   llvm::ArrayRef<int64_t> data = ctx.shape(0), idx = ctx.shape(1);
-  auto axis = ctx.axis(ctx.attrInt("axis", 0), data.size());
+  auto axis = elementsAxis(ctx);
   if (!axis)
     return axis.takeError();
-  if (auto err = checkIndices(ctx, *axis, 1))
-    return err;
   AccessMap dataMap;
   for (unsigned i = 0; i < data.size(); ++i) {
     if (i != *axis && (idx.size() != data.size() || idx[i] != data[i]))
