@@ -169,7 +169,7 @@ static llvm::Expected<unsigned> elementsAxis(NodeContext &ctx) {
   if (!axis)
     return axis.takeError();
   if (auto err = checkIndices(ctx, *axis, 1))
-    return std::move(err);
+    return err;
   return *axis;
 }
 
