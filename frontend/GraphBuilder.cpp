@@ -303,6 +303,25 @@ Values ShapeEvaluator::slice(const onnx::NodeProto &n, int depth) {
   return std::vector<double>(x->begin() + a, x->begin() + std::max(a, b));
 }
 
+/// A binary op of shapeValues on \p x and \p y (comparisons give 1 or 0).
+static double binary(llvm::StringRef op, double x, double y) {
+  if (op == "Add")
+    return x + y;
+  if (op == "Sub")
+    return x - y;
+  if (op == "Mul")
+    return x * y;
+  if (op == "Div")
+    return x / y;
+  if (op == "And" || op == "Or")
+    return op == "And" ? (x != 0 && y != 0) : (x != 0 || y != 0);
+  return op == "Equal"         ? x == y
+         : op == "Less"        ? x < y
+         : op == "LessOrEqual" ? x <= y
+         : op == "Greater"     ? x > y
+                               : x >= y; // GreaterOrEqual
+}
+
 Values ShapeEvaluator::arithmetic(const onnx::NodeProto &n, int depth) {
   Values a = value(n.input(0), depth), b = value(n.input(1), depth);
   if (!a || !b || (a->size() != b->size() && a->size() != 1 && b->size() != 1))
@@ -310,11 +329,7 @@ Values ShapeEvaluator::arithmetic(const onnx::NodeProto &n, int depth) {
   std::vector<double> v(std::max(a->size(), b->size()));
   for (size_t i = 0; i < v.size(); ++i) {
     double x = (*a)[a->size() == 1 ? 0 : i], y = (*b)[b->size() == 1 ? 0 : i];
-    llvm::StringRef op = n.op_type();
-    v[i] = op == "Add"   ? x + y
-           : op == "Sub" ? x - y
-           : op == "Mul" ? x * y
-                         : x / y;
+    v[i] = binary(n.op_type(), x, y);
   }
   return v;
 }
@@ -325,8 +340,12 @@ Values ShapeEvaluator::node(const onnx::NodeProto &n, int depth) {
     return shapeOf(n);
   if (op == "Slice")
     return slice(n, depth);
-  if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Div") &&
-      n.input_size() == 2)
+  static const llvm::StringSet<> binaries = {
+      "Add",         "Sub",     "Mul",
+      "Div",         "Equal",   "Less",
+      "LessOrEqual", "Greater", "GreaterOrEqual",
+      "And",         "Or"};
+  if (binaries.contains(op) && n.input_size() == 2)
     return arithmetic(n, depth);
   if (op == "Concat") {
     std::vector<double> v;
@@ -352,9 +371,9 @@ Values ShapeEvaluator::node(const onnx::NodeProto &n, int depth) {
     }
     return idx ? Values(v) : std::nullopt;
   }
-  if (op == "Floor" || op == "Ceil") {
+  if (op == "Floor" || op == "Ceil" || op == "Not") {
     for (double &v : *x)
-      v = op == "Floor" ? std::floor(v) : std::ceil(v);
+      v = op == "Floor" ? std::floor(v) : op == "Ceil" ? std::ceil(v) : v == 0;
     return x;
   }
   // The values pass through as they are (integer casts truncate).

@@ -5,6 +5,7 @@
 
 #include "frontend/Importer.h"
 #include "frontend/OnnxOps.h"
+#include "frontend/ControlFlow.h"
 #include "frontend/GridSample.h"
 #include "frontend/OpRewrites.h"
 #include "frontend/Rnn.h"
@@ -275,6 +276,8 @@ llvm::Expected<ImportResult> importOnnxBytes(llvm::StringRef path,
     if (o.domain().empty() || o.domain() == "ai.onnx")
       opset = o.version();
   if (auto err = bindInputs(path, model, options.bindings))
+    return err;
+  if (auto err = inlineConstantIfs(path, model))
     return err;
   if (auto err = appendLoss(path, model, opset, options.loss))
     return err;
