@@ -55,7 +55,7 @@ def dim_bindings(model_dir):
     return args
 
 
-def exports(corpus):
+def exports(corpus=CORPUS):
     return sorted(n for n in os.listdir(corpus)
                   if os.path.exists(os.path.join(corpus, n, "model.onnx")))
 
