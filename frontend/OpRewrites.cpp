@@ -117,7 +117,8 @@ llvm::Error thresholdedRelu(GraphBuilder &b, const onnx::NodeProto &n,
 llvm::Error oneHot(GraphBuilder &b, const onnx::NodeProto &n,
                    const onnx::GraphProto &g, const Types &types,
                    const std::string &where) {
-  const auto &t = types.lookup(n.input(0)).tensor_type();
+  onnx::TypeProto type = types.lookup(n.input(0));
+  const onnx::TypeProto::Tensor &t = type.tensor_type();
   if (!t.has_shape())
     return llvm::createStringError(where + ": needs the rank of '" +
                                    n.input(0) + "'");
