@@ -276,6 +276,38 @@ PAX_HD inline int64_t wrap(uint64_t v) { return int64_t(v); }
 PAX_HD inline bool isNaN(double x) { return x != x; }
 PAX_HD inline bool isInf(double x) { return fabs(x) == INFINITY; }
 
+/// \p x mod \p y on integers: C's remainder with \p fmod, else Python's
+/// (the divisor's sign); a divisor of 0 or -1 gives 0.
+PAX_HD inline int64_t modInteger(int64_t x, int64_t y, bool fmod) {
+  if (y == 0 || y == -1)
+    return 0;
+  int64_t r = x % y;
+  if (!fmod && r != 0 && ((r < 0) != (y < 0)))
+    r += y;
+  return r;
+}
+
+/// \p x to the \p y: small integer exponents (a layer norm's square,
+/// gelu's cube, their gradients' powers) as products: exact for 2, and far
+/// cheaper.
+PAX_HD inline double power(double x, double y) {
+  if (y == 2)
+    return x * x;
+  if (y == 1)
+    return x;
+  if (y == 3)
+    return x * x * x;
+  return pow(x, y);
+}
+
+/// \p x shifted \p y bits left (or right) as an unsigned integer; shifts
+/// of 64 or more (or negative) give 0.
+PAX_HD inline int64_t shift(bool left, int64_t x, int64_t y) {
+  if (y < 0 || y >= 64)
+    return 0;
+  return int64_t(left ? uint64_t(x) << y : uint64_t(x) >> y);
+}
+
 } // namespace scalar
 
 /// Applies \p op to the \p n operands \p a in double precision (float
@@ -298,19 +330,11 @@ PAX_HD inline double applyReal(ScalarOp op, const double *a, int n,
   case ScalarOp::Div:
     return x / y;
   case ScalarOp::Pow:
-    // Small integer exponents (a layer norm's square, gelu's cube, their
-    // gradients' powers) as products: exact for 2, and far cheaper.
-    if (y == 2)
-      return x * x;
-    if (y == 1)
-      return x;
-    if (y == 3)
-      return x * x * x;
-    return pow(x, y);
+    return power(x, y);
   case ScalarOp::BitShiftLeft:
-    return ldexp(x, int(y));
   case ScalarOp::BitShiftRight:
-    return floor(ldexp(x, -int(y)));
+    return op == ScalarOp::BitShiftLeft ? ldexp(x, int(y))
+                                        : floor(ldexp(x, -int(y)));
   case ScalarOp::Mod: {
     // fmod keeps the dividend's sign; Python's % (fmod = 0) the divisor's.
     double r = fmod(x, y);
@@ -378,17 +402,10 @@ PAX_HD inline int64_t applyInteger(ScalarOp op, const int64_t *a, int n,
   case ScalarOp::Div:
     return divInteger(x, y);
   case ScalarOp::BitShiftLeft:
-    return y < 0 || y >= 64 ? 0 : wrap(uint64_t(x) << y);
   case ScalarOp::BitShiftRight:
-    return y < 0 || y >= 64 ? 0 : int64_t(uint64_t(x) >> y);
-  case ScalarOp::Mod: {
-    if (y == 0 || y == -1)
-      return 0;
-    int64_t r = x % y;
-    if (!p.fmod && r != 0 && ((r < 0) != (y < 0)))
-      r += y;
-    return r;
-  }
+    return scalar::shift(op == ScalarOp::BitShiftLeft, x, y);
+  case ScalarOp::Mod:
+    return scalar::modInteger(x, y, p.fmod);
   case ScalarOp::IsNaN:
   case ScalarOp::IsInf:
     return 0;

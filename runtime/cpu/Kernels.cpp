@@ -393,17 +393,12 @@ llvm::Error dispatch(const plan::Compute &c,
                             outputs);
   case KernelId::Attention:
     return runAttention(c, inputs, outputs);
-  case KernelId::Scan: {
-    auto p = prepare(c, inputs, outputs);
-    if (!p)
-      return p.takeError();
-    return runScan(*p);
-  }
+  case KernelId::Scan:
   case KernelId::TopK: {
     auto p = prepare(c, inputs, outputs);
     if (!p)
       return p.takeError();
-    return runTopK(*p);
+    return *id == KernelId::Scan ? runScan(*p) : runTopK(*p);
   }
   case KernelId::Pointwise:
     return runPointwise(c, inputs, outputs);

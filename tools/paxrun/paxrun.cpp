@@ -470,6 +470,58 @@ static llvm::Error runTimed(const plan::Plan &plan,
   return llvm::Error::success();
 }
 
+#ifdef PAX_HAVE_MPI
+/// --repeat under MPI: the constant weights stay in the ranks' arenas after
+/// the first run; --time reports the slowest rank's program too. Returns
+/// the process's exit status where it is done (another rank than the first,
+/// which reports for every rank; a rank that failed), else -1.
+static llvm::Expected<int>
+runRanksTimed(const plan::Plan &plan, runtime::MpiWorld &world, Feed &feed,
+              std::vector<runtime::Tensor> &outputs,
+              std::vector<runtime::DeviceStats> &stats) {
+  unsigned runs = std::max(1u, unsigned(repeat));
+  RunClock clock(runs, "run", world.rank() == 0, clockOptions());
+  for (unsigned run = 1; run <= runs; ++run) {
+    clock.begin(run);
+    runtime::RunOptions options;
+    options.fuseChains = fuseKernels;
+    options.weightsResident = run > 1;
+    options.trace = !tracePath.empty() && run == runs;
+    auto ran =
+        runRank(plan, world, deviceSet, feed, outputs, stats, nullptr, options);
+    if (!ran)
+      return ran.takeError();
+    if (!*ran)
+      return 1;
+    double slowest = 0;
+    for (const runtime::DeviceStats &s : stats)
+      slowest = std::max(slowest, s.seconds);
+    clock.end(slowest);
+  }
+  clock.finish();
+  if (world.rank() != 0)
+    return 0;
+  if (!tracePath.empty())
+    if (auto err = writeTrace(stats, tracePath))
+      return err;
+  return -1;
+}
+#endif
+
+/// The pairs --feedback names (none without --decode-steps), or an error
+/// where the flags do not go together.
+static llvm::Expected<std::vector<FeedbackPair>>
+decodeFeedback(const plan::Plan &plan, bool train) {
+  if (!decodeSteps.getNumOccurrences() && !feedbackSpec.getNumOccurrences())
+    return std::vector<FeedbackPair>();
+  if (train || repeat.getNumOccurrences() || decodeSteps == 0 ||
+      feedbackSpec.empty())
+    return llvm::createStringError(
+        "--decode-steps=N (N at least 1) and --feedback=SPEC go together, in "
+        "an inference run (not --train or --repeat)");
+  return parseFeedback(plan, feedbackSpec);
+}
+
 /// --decode-steps: the plan run step after step (Decode.h), the weights
 /// staying on the devices after the first.
 static llvm::Error runDecode(const plan::Plan &plan,
@@ -972,17 +1024,9 @@ int main(int argc, char **argv) {
   }
   if (!tracePath.empty() && train)
     return fail("--trace records a run of a plan (not --train)");
-  std::vector<FeedbackPair> feedbackPairs;
-  if (decodeSteps.getNumOccurrences() || feedbackSpec.getNumOccurrences()) {
-    if (train || repeat.getNumOccurrences() || decodeSteps == 0 ||
-        feedbackSpec.empty())
-      return fail("--decode-steps=N (N at least 1) and --feedback=SPEC go "
-                  "together, in an inference run (not --train or --repeat)");
-    auto pairs = parseFeedback(*plan, feedbackSpec);
-    if (!pairs)
-      return fail(llvm::toString(pairs.takeError()));
-    feedbackPairs = std::move(*pairs);
-  }
+  auto feedbackPairs = decodeFeedback(*plan, train);
+  if (!feedbackPairs)
+    return fail(llvm::toString(feedbackPairs.takeError()));
   if (train && repeat.getNumOccurrences())
     return fail("--repeat runs a plan N times on fixed inputs; with --train "
                 "the steps are --steps=N");
@@ -1034,42 +1078,20 @@ int main(int argc, char **argv) {
   }
 #ifdef PAX_HAVE_MPI
   if (world) {
-    // --repeat: the constant weights stay in the ranks' arenas after the
-    // first run; --time reports the slowest rank's program too.
-    unsigned runs = std::max(1u, unsigned(repeat));
-    RunClock clock(runs, "run", world->rank() == 0, clockOptions());
-    for (unsigned run = 1; run <= runs; ++run) {
-      clock.begin(run);
-      runtime::RunOptions options;
-      options.fuseChains = fuseKernels;
-      options.weightsResident = run > 1;
-      options.trace = !tracePath.empty() && run == runs;
-      auto ran = runRank(*plan, *world, deviceSet, feed, outputs, stats,
-                         nullptr, options);
-      if (!ran)
-        return fail(llvm::toString(ran.takeError()));
-      if (!*ran)
-        return 1;
-      double slowest = 0;
-      for (const runtime::DeviceStats &s : stats)
-        slowest = std::max(slowest, s.seconds);
-      clock.end(slowest);
-    }
-    clock.finish();
-    if (world->rank() != 0)
-      return 0; // rank 0 reports for every rank
-    if (!tracePath.empty())
-      if (auto err = writeTrace(stats, tracePath))
-        return fail(llvm::toString(std::move(err)));
+    auto code = runRanksTimed(*plan, *world, feed, outputs, stats);
+    if (!code)
+      return fail(llvm::toString(code.takeError()));
+    if (*code >= 0)
+      return *code;
   } else if (auto err = decodeSteps
                             ? runDecode(*plan, progs, feed, inputs, outputs,
-                                        stats, feedbackPairs)
+                                        stats, *feedbackPairs)
                             : runTimed(*plan, progs, feed, outputs, stats)) {
     return fail(llvm::toString(std::move(err)));
   }
 #else
   if (auto err = decodeSteps ? runDecode(*plan, progs, feed, inputs, outputs,
-                                         stats, feedbackPairs)
+                                         stats, *feedbackPairs)
                              : runTimed(*plan, progs, feed, outputs, stats))
     return fail(llvm::toString(std::move(err)));
 #endif
