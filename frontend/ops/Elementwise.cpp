@@ -97,25 +97,70 @@ static bool isComparison(OpKind k) {
   }
 }
 
-/// An elementwise op over the broadcast of the given inputs.
-static llvm::Error buildElementwise(NodeContext &ctx, OpKind kind,
-                                    llvm::ArrayRef<unsigned> inputs,
-                                    DType resultType) {
+/// The most operands of one elementwise op: the CUDA backend's generic
+/// kernel takes 8; a variadic Sum, Max, Min or Mean of more is a tree.
+constexpr size_t kMaxOperands = 8;
+
+/// An elementwise op of \p kind over the broadcast of \p values, not yet
+/// emitted.
+static llvm::Expected<std::unique_ptr<Op>>
+elementwiseOver(NodeContext &ctx, OpKind kind, llvm::ArrayRef<Value *> values,
+                DType resultType) {
   llvm::SmallVector<int64_t, 4> shape;
-  for (unsigned i : inputs) {
-    auto s = broadcastShapes(ctx, shape, ctx.shape(i));
+  for (Value *v : values) {
+    auto s = broadcastShapes(ctx, shape, v->type.shape);
     if (!s)
       return s.takeError();
     shape = *s;
   }
   auto op = ctx.newOp(kind);
   op->iters = parallelSpace(shape);
-  for (unsigned i : inputs)
-    op->operands.push_back({ctx.value(i), broadcastMap(ctx.shape(i), shape)});
+  for (Value *v : values)
+    op->operands.push_back({v, broadcastMap(v->type.shape, shape)});
   op->addResult(TensorType{resultType, {shape.begin(), shape.end()}},
                 identityMap(shape.size()));
   copyAttributes(ctx, *op);
-  return ctx.finish(std::move(op));
+  return op;
+}
+
+/// An elementwise op over the broadcast of the given inputs. A variadic
+/// one of more than kMaxOperands inputs folds them kMaxOperands at a time
+/// (a Mean as Sums, then divided by the count).
+static llvm::Error buildElementwise(NodeContext &ctx, OpKind kind,
+                                    llvm::ArrayRef<unsigned> inputs,
+                                    DType resultType) {
+  std::vector<Value *> values;
+  for (unsigned i : inputs)
+    values.push_back(ctx.value(i));
+  bool mean = kind == OpKind::Mean && values.size() > kMaxOperands;
+  OpKind fold = mean ? OpKind::Sum : kind;
+  while (values.size() > kMaxOperands) {
+    std::vector<Value *> next;
+    for (size_t k = 0; k < values.size(); k += kMaxOperands) {
+      size_t n = std::min(kMaxOperands, values.size() - k);
+      auto op = elementwiseOver(
+          ctx, fold, llvm::ArrayRef<Value *>(values).slice(k, n), resultType);
+      if (!op)
+        return op.takeError();
+      next.push_back(n == 1 ? values[k] : ctx.emit(std::move(*op)));
+    }
+    values = std::move(next);
+  }
+  if (mean) {
+    double count = double(inputs.size());
+    auto sum = elementwiseOver(ctx, OpKind::Sum, values, resultType);
+    if (!sum)
+      return sum.takeError();
+    values = {ctx.emit(std::move(*sum)),
+              ctx.constantValue(
+                  ConstTensor::splat(TensorType{resultType, {}}, 1.0 / count),
+                  "inverse_count")};
+    kind = OpKind::Mul;
+  }
+  auto op = elementwiseOver(ctx, kind, values, resultType);
+  if (!op)
+    return op.takeError();
+  return ctx.finish(std::move(*op));
 }
 
 llvm::Error importUnary(NodeContext &ctx) {
