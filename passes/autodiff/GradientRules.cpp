@@ -388,33 +388,23 @@ llvm::Error splitRule(GradientBuilder &b, const Op &op,
 }
 
 // top_k: x's gradient is the values' gradient where each value came from,
-// a scatter_add through the indices along the axis (the indices take none).
+// a scatter_add through the indices (the indices take none), built as the
+// gather's gradient is: x's map with the axis read through the indices
+// (`over` makes the k results, which the map drops, a reduction).
 llvm::Error topKRule(GradientBuilder &b, const Op &op,
                      llvm::ArrayRef<Value *> dys) {
   const Operand &x = op.operands[0];
   if (!b.needs(0) || dys.empty() || !dys[0])
     return llvm::Error::success();
-  unsigned rank = x.value->type.rank(), axis = 0;
-  for (unsigned d = 0; d < rank; ++d)
-    if (op.iters[d].kind == IterKind::Sequential)
-      axis = d;
-  llvm::SmallVector<IterDim, 6> iters;
-  for (unsigned d = 0; d < rank; ++d)
-    iters.push_back(d == axis ? op.iters[rank] : op.iters[d]);
-  // The k results along the axis sum into x's positions: a reduction (a
-  // split there leaves partial sums), the other dims x's own.
-  for (unsigned d = 0; d < rank; ++d)
-    iters[d].kind = d == axis ? IterKind::Reduction : IterKind::Parallel;
-  iters.push_back({"v", op.iters[axis].extent, IterKind::Reduction});
-  Op *g = b.newOp(OpKind::ScatterAdd, iters, "scatter");
-  AccessMap grid, into;
-  for (unsigned d = 0; d < rank; ++d) {
-    grid.push_back(AccessExpr::dim(d));
-    into.push_back(d == axis ? AccessExpr::lookup(rank) : AccessExpr::dim(d));
-  }
-  g->operands.push_back({dys[0], grid});
-  g->operands.push_back({op.results[1].value.get(), grid});
-  b.accumulate(x.value, g->addResult(x.value->type, into));
+  unsigned axis = unsigned(op.intAttr("axis", 0));
+  AccessMap into = x.map;
+  into[axis] = AccessExpr::lookup(axis);
+  Value *g = b.over(OpKind::ScatterAdd,
+                    {{dys[0], op.results[0].map},
+                     {op.results[1].value.get(), op.results[1].map}},
+                    into, x.value->type, "scatter");
+  g->def->attrs.erase("config");
+  b.accumulate(x.value, g);
   return llvm::Error::success();
 }
 
