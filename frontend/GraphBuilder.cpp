@@ -452,9 +452,13 @@ std::string GraphBuilder::scalar(double v, int32_t elem) {
   t.add_float_data(float(v));
   if (elem == onnx::TensorProto::FLOAT)
     return n.output(0);
-  onnx::NodeProto &cast = node("Cast", {n.output(0)});
-  intAttr(cast, "to", elem);
-  return cast.output(0);
+  return cast(n.output(0), elem);
+}
+
+std::string GraphBuilder::cast(const std::string &x, int32_t elem) {
+  onnx::NodeProto &c = node("Cast", {x});
+  intAttr(c, "to", elem);
+  return c.output(0);
 }
 
 std::string GraphBuilder::unsqueeze(const std::string &x,

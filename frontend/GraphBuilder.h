@@ -55,6 +55,8 @@ public:
   static void intsAttr(onnx::NodeProto &n, llvm::StringRef name,
                        llvm::ArrayRef<int64_t> v);
 
+  /// \p x cast to ONNX element type \p elem.
+  std::string cast(const std::string &x, int32_t elem);
   /// An int64 constant of shape [values.size()], or a scalar: a Constant
   /// node, so that its values live in the IR (the runtime reads
   /// initializers from the model file, which does not have this one).

@@ -133,10 +133,9 @@ std::pair<std::string, std::string> Sampler::fetch(const std::string &i,
   if (padding == "reflection")
     v = reflect(v, lo(length), hi(length));
   // The reference truncates toward zero (int()), as Cast does.
-  onnx::NodeProto &c = b.node("Cast", {v});
-  GraphBuilder::intAttr(c, "to", onnx::TensorProto::INT64);
-  std::string idx = b.apply(
-      "Clip", {c.output(0), b.int64s({0}, true), b.int64s({length - 1}, true)});
+  std::string idx =
+      b.apply("Clip", {b.cast(v, onnx::TensorProto::INT64), b.int64s({0}, true),
+                       b.int64s({length - 1}, true)});
   return {idx, inside};
 }
 
@@ -197,14 +196,11 @@ std::string sumOfTaps(Sampler &s, const std::string &x,
                                          : s.op("Mul", {a.weight, c.weight});
       for (const std::string &inside : {insideY, insideX})
         if (!inside.empty()) {
-          onnx::NodeProto &m = s.b.node("Cast", {inside});
-          GraphBuilder::intAttr(m, "to", s.elem);
-          w = w.empty() ? m.output(0) : s.op("Mul", {w, m.output(0)});
+          std::string m = s.b.cast(inside, s.elem);
+          w = w.empty() ? m : s.op("Mul", {w, m});
         }
       if (!w.empty()) {
-        onnx::NodeProto &cw = s.b.node("Cast", {w});
-        GraphBuilder::intAttr(cw, "to", xElem);
-        v = s.op("Mul", {v, cw.output(0)});
+        v = s.op("Mul", {v, s.b.cast(w, xElem)});
       }
       sum = sum.empty() ? v : s.op("Add", {sum, v});
     }

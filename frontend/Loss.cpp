@@ -110,9 +110,7 @@ crossEntropy(GraphBuilder &b, const onnx::ValueInfoProto &y, int64_t opset,
   std::string picked = gather.output(0);
   if (!options.ignoreIndex)
     return b.apply("Neg", {b.reduceAll("ReduceMean", picked)});
-  onnx::NodeProto &cast = b.node("Cast", {keep});
-  GraphBuilder::intAttr(cast, "to", type.elem_type());
-  std::string kept = cast.output(0);
+  std::string kept = b.cast(keep, type.elem_type());
   std::string total = b.reduceAll(
       "ReduceSum", b.apply("Mul", {picked, b.unsqueeze(kept, {last})}));
   std::string count = b.reduceAll("ReduceSum", kept);

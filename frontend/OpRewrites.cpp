@@ -28,13 +28,6 @@ std::string iota(GraphBuilder &b, int64_t rank, int64_t axis, int64_t count) {
   return b.constant(t);
 }
 
-/// \p x cast to ONNX type \p elem.
-std::string castTo(GraphBuilder &b, const std::string &x, int32_t elem) {
-  onnx::NodeProto &c = b.node("Cast", {x});
-  GraphBuilder::intAttr(c, "to", elem);
-  return c.output(0);
-}
-
 /// \p n's integer attribute \p name, or \p otherwise.
 int64_t intAttr(const onnx::NodeProto &n, llvm::StringRef name,
                 int64_t otherwise) {
@@ -64,9 +57,7 @@ llvm::Error hardmax(GraphBuilder &b, const onnx::NodeProto &n, int64_t opset,
   GraphBuilder::intAttr(arg, "keepdims", 1);
   std::string eq = b.apply(
       "Equal", {iota(b, rank, axis, (*x)[size_t(axis)]), arg.output(0)});
-  onnx::NodeProto &cast = b.node("Cast", {eq});
-  GraphBuilder::intAttr(cast, "to", elemOf(types, n.input(0)));
-  b.rename(cast.output(0), n.output(0));
+  b.rename(b.cast(eq, elemOf(types, n.input(0))), n.output(0));
   return llvm::Error::success();
 }
 
@@ -94,9 +85,7 @@ llvm::Error eyeLike(GraphBuilder &b, const onnx::NodeProto &n,
   for (int64_t r = 0; r < (*x)[0]; ++r)
     for (int64_t c = 0; c < (*x)[1]; ++c)
       eye.add_double_data(c - r == k ? 1.0 : 0.0);
-  onnx::NodeProto &cast = b.node("Cast", {b.constant(eye)});
-  GraphBuilder::intAttr(cast, "to", elem);
-  b.rename(cast.output(0), n.output(0));
+  b.rename(b.cast(b.constant(eye), elem), n.output(0));
   return llvm::Error::success();
 }
 
@@ -134,7 +123,7 @@ llvm::Error oneHot(GraphBuilder &b, const onnx::NodeProto &n,
   axis = axis < 0 ? axis + rank : axis;
   if (axis < 0 || axis >= rank || d < 1)
     return llvm::createStringError(where + ": axis or depth out of range");
-  std::string i64 = castTo(b, n.input(0), onnx::TensorProto::INT64);
+  std::string i64 = b.cast(n.input(0), onnx::TensorProto::INT64);
   std::string dv = b.int64s({int64_t(d)}, true);
   std::string neg = b.apply("Less", {i64, b.int64s({0}, true)});
   i64 = b.apply("Where", {neg, b.apply("Add", {i64, dv}), i64});

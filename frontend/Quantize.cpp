@@ -50,9 +50,7 @@ struct Rewrite {
     return llvm::createStringError(where + ": " + what);
   }
   std::string cast(const std::string &x, int32_t elem) {
-    onnx::NodeProto &c = b.node("Cast", {x});
-    GraphBuilder::intAttr(c, "to", elem);
-    return c.output(0);
+    return b.cast(x, elem);
   }
   /// Input \p i (a scale or zero point) shaped to broadcast along axis
   /// \p axis of a rank-\p rank tensor, in \p elem.

@@ -329,9 +329,7 @@ std::string axisConstant(GraphBuilder &b, const std::vector<double> &v,
       v, dims, wide ? onnx::TensorProto::DOUBLE : onnx::TensorProto::FLOAT));
   if (wide || elem == onnx::TensorProto::FLOAT)
     return c;
-  onnx::NodeProto &cast = b.node("Cast", {c});
-  GraphBuilder::intAttr(cast, "to", elem);
-  return cast.output(0);
+  return b.cast(c, elem);
 }
 
 /// \p x resized along \p axis by \p t: per tap with any weight, a Gather
