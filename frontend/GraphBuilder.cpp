@@ -2,12 +2,14 @@
 #include "frontend/GraphBuilder.h"
 #include "frontend/TensorProto.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
 
 #include <onnx/defs/schema.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <onnx/shape_inference/implementation.h>
 
 namespace pax {
@@ -568,18 +570,120 @@ static void runInference(onnx::ModelProto &copy, bool dataPropagation) {
   }
 }
 
-void inferShapesSafely(onnx::ModelProto &copy, bool dataPropagation) {
-  // Nodes ONNX's inference cannot take safely are left out of the copy;
-  // paxc's own importer refuses them with a clear error, or never needed
-  // their types.
+/// Whether \p n lacks an input its schema at \p opsets requires (absent or
+/// named ""): ONNX's inference functions read such inputs unchecked.
+static bool missesRequiredInput(const onnx::NodeProto &n,
+                                const std::map<std::string, int64_t> &opsets) {
+  std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+  auto version = opsets.find(domain);
+  if (version == opsets.end())
+    return false;
+  const onnx::OpSchema *schema =
+      onnx::OpSchemaRegistry::Schema(n.op_type(), int(version->second), domain);
+  if (!schema)
+    return false;
+  if (n.input_size() < schema->min_input())
+    return true;
+  const auto &formals = schema->inputs();
+  for (size_t i = 0; i < formals.size(); ++i)
+    if (formals[i].GetOption() == onnx::OpSchema::Single &&
+        (int(i) >= n.input_size() || n.input(int(i)).empty()))
+      return true;
+  return false;
+}
+
+/// Ops paxc does not import whose inference (ONNX 1.12) reads past what it
+/// checks: Scan, STFT and MaxRoiPool index their inputs' dims, the ML
+/// domain's read their inputs' types unchecked, GatherND takes a negative
+/// batch_dims.
+static bool uninferable(const onnx::NodeProto &n) {
+  llvm::StringRef op = n.op_type();
+  if (n.domain() == "ai.onnx.ml" || op == "Scan" || op == "STFT" ||
+      op == "MaxRoiPool")
+    return true;
+  const onnx::AttributeProto *batchDims = findAttribute(n, "batch_dims");
+  return op == "GatherND" && batchDims && batchDims->i() < 0;
+}
+
+/// Nodes ONNX's inference cannot take safely, left out of \p copy; paxc's
+/// own importer refuses them with a clear error, or never needed their
+/// types.
+static void dropUnsafeNodes(onnx::ModelProto &copy) {
+  std::map<std::string, int64_t> opsets;
+  for (const auto &o : copy.opset_import())
+    opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
   auto *nodes = copy.mutable_graph()->mutable_node();
-  for (int i = nodes->size() - 1; i >= 0; --i)
-    if (unsafeWindow(nodes->Get(i)))
+  for (int i = nodes->size() - 1; i >= 0; --i) {
+    const onnx::NodeProto &n = nodes->Get(i);
+    if (unsafeWindow(n) || uninferable(n) || missesRequiredInput(n, opsets))
       nodes->DeleteSubrange(i, 1);
-  // LayerNormalization's inference trusts its axis against the input's
-  // rank (a scalar input reads before its dims): Y has X's type, so the
-  // copy computes it as an Identity, its statistics left untyped.
-  for (onnx::NodeProto &n : *nodes)
+  }
+}
+
+/// Clears negative dims in \p copy's declared types (ONNX's inference
+/// indexes and sizes by them); they are refused where paxc reads them.
+static void clearNegativeDims(onnx::ModelProto &copy) {
+  onnx::GraphProto &g = *copy.mutable_graph();
+  for (auto *infos :
+       {g.mutable_input(), g.mutable_output(), g.mutable_value_info()})
+    for (onnx::ValueInfoProto &vi : *infos) {
+      if (!vi.type().tensor_type().has_shape())
+        continue;
+      auto *shape = vi.mutable_type()->mutable_tensor_type()->mutable_shape();
+      for (auto &dim : *shape->mutable_dim())
+        if (dim.has_dim_value() && dim.dim_value() < 0)
+          dim.clear_dim_value();
+    }
+}
+
+/// Ops whose inference reads input 0's type without checking it is known
+/// (Shape, and EyeLike given a dtype).
+static bool readsInputTypeUnchecked(const onnx::NodeProto &n) {
+  return n.input_size() && (n.op_type() == "Shape" || n.op_type() == "EyeLike");
+}
+
+/// Gives the inputs of the nodes readsInputTypeUnchecked names a placeholder
+/// type where they have none declared: a tensor of unknown element type and
+/// shape, which ONNX's inference fills when it computes the value. The
+/// names of those placeholders.
+static std::vector<std::string> declarePlaceholders(onnx::ModelProto &copy) {
+  onnx::GraphProto &g = *copy.mutable_graph();
+  llvm::StringMap<onnx::TypeProto> declared = typesIn(copy);
+  std::vector<std::string> placeholders;
+  for (const onnx::NodeProto &n : g.node()) {
+    if (!readsInputTypeUnchecked(n) || n.input(0).empty() ||
+        !declared.try_emplace(n.input(0)).second)
+      continue;
+    onnx::ValueInfoProto &vi = *g.add_value_info();
+    vi.set_name(n.input(0));
+    vi.mutable_type()->mutable_tensor_type();
+    placeholders.push_back(n.input(0));
+  }
+  return placeholders;
+}
+
+/// Removes the placeholders ONNX's inference left without an element type.
+static void dropUnfilledPlaceholders(onnx::ModelProto &copy,
+                                     llvm::ArrayRef<std::string> names) {
+  if (names.empty())
+    return;
+  llvm::StringSet<> placeholders;
+  for (const std::string &name : names)
+    placeholders.insert(name);
+  auto *infos = copy.mutable_graph()->mutable_value_info();
+  for (int i = infos->size() - 1; i >= 0; --i) {
+    const onnx::ValueInfoProto &vi = infos->Get(i);
+    if (placeholders.contains(vi.name()) &&
+        vi.type().tensor_type().elem_type() == 0)
+      infos->DeleteSubrange(i, 1);
+  }
+}
+
+/// LayerNormalization's inference trusts its axis against the input's rank
+/// (a scalar input reads before its dims): Y has X's type, so the copy
+/// computes it as an Identity, its statistics left untyped.
+static void layerNormsAsIdentities(onnx::ModelProto &copy) {
+  for (onnx::NodeProto &n : *copy.mutable_graph()->mutable_node())
     if (n.op_type() == "LayerNormalization" &&
         (n.domain().empty() || n.domain() == "ai.onnx") && n.input_size() &&
         n.output_size()) {
@@ -588,7 +692,15 @@ void inferShapesSafely(onnx::ModelProto &copy, bool dataPropagation) {
       n.mutable_input()->DeleteSubrange(1, n.input_size() - 1);
       n.mutable_output()->DeleteSubrange(1, n.output_size() - 1);
     }
-  if (std::any_of(nodes->begin(), nodes->end(), [](const onnx::NodeProto &n) {
+}
+
+void inferShapesSafely(onnx::ModelProto &copy, bool dataPropagation) {
+  dropUnsafeNodes(copy);
+  clearNegativeDims(copy);
+  layerNormsAsIdentities(copy);
+  std::vector<std::string> placeholders = declarePlaceholders(copy);
+  const auto &nodes = copy.graph().node();
+  if (std::any_of(nodes.begin(), nodes.end(), [](const onnx::NodeProto &n) {
         return kernelInput(n) >= 0;
       })) {
     // The weights' shapes first, on a copy without those nodes (weights
@@ -599,6 +711,7 @@ void inferShapesSafely(onnx::ModelProto &copy, bool dataPropagation) {
     pinKernels(*copy.mutable_graph(), typesIn(first));
   }
   runInference(copy, dataPropagation);
+  dropUnfilledPlaceholders(copy, placeholders);
 }
 
 llvm::StringMap<onnx::TypeProto> typesIn(const onnx::ModelProto &model) {
