@@ -86,6 +86,14 @@ private:
   }
   /// Buffer ids, each buffer's last use and the kept outputs.
   llvm::Error findLifetimes();
+  /// This device's kept blocks (RunOptions::keptBlocks), checked: each
+  /// past the arena, its bindings' buffers of one type and shape. The
+  /// arena's end with them.
+  llvm::Expected<int64_t> findKeptBlocks();
+  /// Kept block \p k as a buffer of its input binding's type and shape.
+  Tensor keptBlock(const KeptBlock &k);
+  /// Copies each output binding's buffer into its kept block.
+  llvm::Error keepBlocks();
   /// Every buffer inside the arena (the plan's offsets are checked, not
   /// trusted); the arena reserved, the persistent buffers counted live.
   llvm::Error reserveArena();
@@ -195,6 +203,8 @@ private:
   std::vector<bool> allocated, keep, kept, resident;
   /// The resident buffers that carried the previous step's update.
   std::vector<bool> carriedNow;
+  /// This device's blocks kept past the arena (RunOptions::keptBlocks).
+  std::vector<KeptBlock> blocksKept;
   /// Live bytes: the persistent buffers (weights kept between runs) from
   /// the start, as the arena holds them; the rest from their first write.
   int64_t live = 0;
@@ -226,7 +236,53 @@ llvm::Error DeviceRun::findLifetimes() {
   return llvm::Error::success();
 }
 
+llvm::Expected<int64_t> DeviceRun::findKeptBlocks() {
+  auto it = options.keptBlocks.find(id);
+  if (it != options.keptBlocks.end())
+    blocksKept = it->second;
+  int64_t end = prog.arena_bytes();
+  for (const KeptBlock &k : blocksKept) {
+    if (k.output >= uint32_t(prog.outputs_size()) ||
+        k.input >= uint32_t(prog.inputs_size()))
+      return fail("a kept block names a binding the program lacks");
+    const plan::Buffer &out = prog.buffers(
+                           int(prog.outputs(int(k.output)).buffer())),
+                       &in = prog.buffers(
+                           int(prog.inputs(int(k.input)).buffer()));
+    bool same = out.dtype() == in.dtype() &&
+                std::equal(out.shape().begin(), out.shape().end(),
+                           in.shape().begin(), in.shape().end());
+    if (!same || k.offset < prog.arena_bytes())
+      return fail("kept block at " + llvm::Twine(k.offset) +
+                  ": its output and input differ, or it lies in the arena");
+    end = std::max(end, k.offset + planBufferBytes(in));
+  }
+  return end;
+}
+
+Tensor DeviceRun::keptBlock(const KeptBlock &k) {
+  const plan::Buffer &in =
+      prog.buffers(int(prog.inputs(int(k.input)).buffer()));
+  return device.allocate(in.dtype(), {in.shape().begin(), in.shape().end()},
+                         k.offset, /*zero=*/false);
+}
+
+llvm::Error DeviceRun::keepBlocks() {
+  for (const KeptBlock &k : blocksKept) {
+    Tensor block = keptBlock(k);
+    std::vector<int64_t> lo(block.shape.size(), 0);
+    if (auto err = device.copyOverlap(
+            buffers[prog.outputs(int(k.output)).buffer()], lo, block, lo,
+            /*add=*/false))
+      return fail(llvm::toString(std::move(err)));
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error DeviceRun::reserveArena() {
+  auto withKept = findKeptBlocks();
+  if (!withKept)
+    return withKept.takeError();
   int64_t arenaBytes = prog.arena_bytes();
   for (size_t b = 0; b < nb; ++b) {
     const plan::Buffer &buf = prog.buffers(int(b));
@@ -240,7 +296,7 @@ llvm::Error DeviceRun::reserveArena() {
                   " bytes");
   }
   buffers.assign(nb, Tensor());
-  if (auto err = device.reserve(arenaBytes))
+  if (auto err = device.reserve(*withKept))
     return fail(llvm::toString(std::move(err)));
   stats.arenaBytes = arenaBytes;
   stats.peakBytes = std::max(stats.peakBytes, live);
@@ -291,10 +347,23 @@ llvm::Error DeviceRun::staged(Tensor &buffer,
 }
 
 llvm::Error DeviceRun::bindInputs() {
-  for (const plan::Binding &b : prog.inputs()) {
+  std::vector<const KeptBlock *> keptFor(size_t(prog.inputs_size()), nullptr);
+  if (options.keptInputs)
+    for (const KeptBlock &k : blocksKept)
+      keptFor[k.input] = &k;
+  for (int i = 0; i < prog.inputs_size(); ++i) {
+    const plan::Binding &b = prog.inputs(i);
     if (b.buffer() >= nb)
       return fail("an input binding names buffer " + llvm::Twine(b.buffer()));
-    allocate(b.buffer());
+    allocate(b.buffer(), /*zero=*/!keptFor[size_t(i)]);
+    if (const KeptBlock *k = keptFor[size_t(i)]) {
+      Tensor block = keptBlock(*k);
+      std::vector<int64_t> lo(block.shape.size(), 0);
+      if (auto err = device.copyOverlap(block, lo, buffers[b.buffer()], lo,
+                                        /*add=*/false))
+        return fail(llvm::toString(std::move(err)));
+      continue;
+    }
     if (auto err = staged(buffers[b.buffer()],
                           [&](Tensor &t) { return feed.input(b, t); }))
       return err;
@@ -847,6 +916,8 @@ llvm::Error DeviceRun::run() {
       return err;
     i = k ? i + int64_t(k->count()) : chain.empty() ? i + 1 : chain.back() + 1;
   }
+  if (auto err = keepBlocks())
+    return err;
   return device.synchronize();
 }
 

@@ -55,6 +55,22 @@ struct DeviceStats {
 };
 
 /// How runDevice treats what the device's previous run left.
+/// A block a device keeps past its program's arena from one run to the
+/// next (RunOptions::keptBlocks): a decoding loop's fed-back cache, the
+/// block one output binding computes being the block an input binding of
+/// the next run reads, on the same device, in the same layout.
+struct KeptBlock {
+  /// Index into DeviceProgram.outputs: its buffer is copied into the block
+  /// at the end of every run.
+  uint32_t output = 0;
+  /// Index into DeviceProgram.inputs: under RunOptions::keptInputs its
+  /// buffer is copied from the block instead of fed from the host.
+  uint32_t input = 0;
+  /// Where the block lies: an arena offset at or past the program's
+  /// arena_bytes (the device reserves the arena that far).
+  int64_t offset = 0;
+};
+
 struct RunOptions {
   /// The device's previous run was this program, with the same constant
   /// weights: weight buffers are persistent (at fixed offsets, alive for
@@ -83,6 +99,12 @@ struct RunOptions {
   bool gathers(uint32_t output) const {
     return output >= leaveOutputs.size() || !leaveOutputs[output];
   }
+  /// The blocks each device (by DeviceProgram.device) keeps past its arena
+  /// between runs, written at every run's end.
+  std::map<uint32_t, std::vector<KeptBlock>> keptBlocks;
+  /// The kept blocks hold the previous run's outputs: the input bindings
+  /// they name are read from them, not from the feed.
+  bool keptInputs = false;
 };
 
 /// Runs \p prog, a program of \p plan, on \p device: each buffer is the

@@ -1,6 +1,8 @@
 //===- Decode.cpp - paxrun's step loop: outputs fed back as inputs --------===//
 #include "tools/paxrun/Decode.h"
 
+#include "codegen/plan/PlanFile.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -137,19 +139,33 @@ void DecodeLoop::printStep(unsigned k,
     }
 }
 
-llvm::Error
-DecodeLoop::run(std::vector<runtime::Tensor> &inputs,
-                std::vector<runtime::Tensor> &outputs,
-                llvm::function_ref<llvm::Error(bool first)> step) const {
+runtime::RunOptions DecodeLoop::optionsFor(unsigned k) const {
+  runtime::RunOptions o;
+  o.weightsResident = k > 0;
+  o.keptBlocks = kept.blocks;
+  o.keptInputs = k > 0;
+  if (k + 1 == steps)
+    return o;
+  o.leaveOutputs.assign(size_t(plan.outputs_size()), false);
+  for (size_t p = 0; p < pairs.size(); ++p)
+    o.leaveOutputs[pairs[p].output] =
+        p < kept.onDevices.size() && kept.onDevices[p] &&
+        !llvm::is_contained(print, plan.outputs(int(pairs[p].output)).name());
+  return o;
+}
+
+llvm::Error DecodeLoop::run(
+    std::vector<runtime::Tensor> &inputs, std::vector<runtime::Tensor> &outputs,
+    llvm::function_ref<llvm::Error(const runtime::RunOptions &)> step) const {
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now(), second = start;
   for (unsigned k = 0; k < steps; ++k) {
     if (k == 1)
       second = Clock::now();
-    if (auto err = step(k == 0))
+    if (auto err = step(optionsFor(k)))
       return err;
     printStep(k, outputs);
-    feedBack(pairs, outputs, inputs);
+    feedBack(pairs, kept.onDevices, outputs, inputs);
   }
   double all = std::chrono::duration<double>(Clock::now() - start).count();
   double later = std::chrono::duration<double>(Clock::now() - second).count();
@@ -160,14 +176,92 @@ DecodeLoop::run(std::vector<runtime::Tensor> &inputs,
     llvm::outs() << llvm::formatv("; after the first, {0:F1} steps/s",
                                   (steps - 1) / later);
   llvm::outs() << ")\n";
+  size_t stay = size_t(llvm::count(kept.onDevices, true));
+  llvm::outs() << "paxrun: " << stay << " of " << pairs.size()
+               << " fed-back outputs stay on the devices between steps";
+  if (stay < pairs.size())
+    llvm::outs() << " (the others go through the host: a device reads a "
+                    "block of them it does not compute)";
+  llvm::outs() << "\n";
   return llvm::Error::success();
 }
 
 void feedBack(llvm::ArrayRef<FeedbackPair> pairs,
+              const std::vector<bool> &onDevices,
               const std::vector<runtime::Tensor> &outputs,
               std::vector<runtime::Tensor> &inputs) {
-  for (const FeedbackPair &p : pairs)
-    inputs[p.input] = outputs[p.output];
+  for (size_t p = 0; p < pairs.size(); ++p)
+    if (p >= onDevices.size() || !onDevices[p])
+      inputs[pairs[p].input] = outputs[pairs[p].output];
+}
+
+/// The output binding of \p prog for output \p output with input binding
+/// \p in's box (offset, type and shape), or -1.
+static int sameBox(const plan::DeviceProgram &prog, uint32_t output,
+                   const plan::Binding &in) {
+  const plan::Buffer &ib = prog.buffers(int(in.buffer()));
+  for (int o = 0; o < prog.outputs_size(); ++o) {
+    const plan::Binding &out = prog.outputs(o);
+    if (out.index() != output || out.buffer() >= uint32_t(prog.buffers_size()))
+      continue;
+    const plan::Buffer &ob = prog.buffers(int(out.buffer()));
+    if (std::equal(out.offset().begin(), out.offset().end(),
+                   in.offset().begin(), in.offset().end()) &&
+        ob.dtype() == ib.dtype() &&
+        std::equal(ob.shape().begin(), ob.shape().end(), ib.shape().begin(),
+                   ib.shape().end()))
+      return o;
+  }
+  return -1;
+}
+
+/// Pair \p p's blocks on each device, or none where a device reads a box
+/// of the input it does not compute.
+static std::optional<std::map<uint32_t, std::vector<runtime::KeptBlock>>>
+blocksOf(llvm::ArrayRef<const plan::DeviceProgram *> progs,
+         const FeedbackPair &p) {
+  std::map<uint32_t, std::vector<runtime::KeptBlock>> blocks;
+  for (const plan::DeviceProgram *prog : progs)
+    for (int i = 0; i < prog->inputs_size(); ++i) {
+      const plan::Binding &in = prog->inputs(i);
+      if (in.index() != p.input)
+        continue;
+      if (in.buffer() >= uint32_t(prog->buffers_size()))
+        return std::nullopt;
+      int o = sameBox(*prog, p.output, in);
+      if (o < 0)
+        return std::nullopt;
+      blocks[prog->device()].push_back({uint32_t(o), uint32_t(i), 0});
+    }
+  return blocks;
+}
+
+KeptPairs keepOnDevices(llvm::ArrayRef<const plan::DeviceProgram *> progs,
+                        llvm::ArrayRef<FeedbackPair> pairs) {
+  KeptPairs kept;
+  kept.onDevices.assign(pairs.size(), false);
+  for (size_t p = 0; p < pairs.size(); ++p) {
+    auto blocks = blocksOf(progs, pairs[p]);
+    if (!blocks)
+      continue;
+    kept.onDevices[p] = true;
+    for (auto &[device, list] : *blocks)
+      llvm::append_range(kept.blocks[device], list);
+  }
+  // Each device's blocks one after another past its arena, 256-aligned.
+  auto align = [](int64_t x) { return (x + 255) / 256 * 256; };
+  for (const plan::DeviceProgram *prog : progs) {
+    auto it = kept.blocks.find(prog->device());
+    if (it == kept.blocks.end())
+      continue;
+    int64_t at = align(prog->arena_bytes());
+    for (runtime::KeptBlock &k : it->second) {
+      k.offset = at;
+      at = align(at + planBufferBytes(prog->buffers(
+                          int(prog->inputs(int(k.input)).buffer()))));
+    }
+  }
+  return kept;
 }
 
 } // namespace pax

@@ -13,11 +13,13 @@
 #pragma once
 
 #include "codegen/plan/Plan.pb.h"
+#include "runtime/Device.h"
 #include "runtime/Tensor.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,10 +36,25 @@ struct FeedbackPair {
 llvm::Expected<std::vector<FeedbackPair>> parseFeedback(const plan::Plan &plan,
                                                         llvm::StringRef spec);
 
-/// Copies each pair's output into its input, for the next step.
+/// Copies each pair's output into its input, for the next step, but the
+/// pairs \p onDevices marks (they stay on the devices).
 void feedBack(llvm::ArrayRef<FeedbackPair> pairs,
+              const std::vector<bool> &onDevices,
               const std::vector<runtime::Tensor> &outputs,
               std::vector<runtime::Tensor> &inputs);
+
+/// Where each pair's blocks wait between steps. A pair whose input's every
+/// binding, on every device of \p progs, has a binding of the output of
+/// the same box on that device stays there: the device copies the block
+/// past its arena at each step's end and reads it back at the next step's
+/// start (runtime::KeptBlock); its output is not gathered, nor its input
+/// fed from the host. Any other pair goes through the host.
+struct KeptPairs {
+  std::map<uint32_t, std::vector<runtime::KeptBlock>> blocks;
+  std::vector<bool> onDevices; ///< by pair
+};
+KeptPairs keepOnDevices(llvm::ArrayRef<const plan::DeviceProgram *> progs,
+                        llvm::ArrayRef<FeedbackPair> pairs);
 
 /// The loop: \p steps runs, each one's outputs \p pairs name fed back, the
 /// outputs \p print names printed after each (`step K: NAME = ...`), and
@@ -47,12 +64,20 @@ struct DecodeLoop {
   llvm::ArrayRef<FeedbackPair> pairs;
   llvm::ArrayRef<std::string> print;
   unsigned steps = 0;
+  /// The pairs that stay on the devices (keepOnDevices); none if empty.
+  KeptPairs kept;
 
-  /// Runs the loop; \p step runs the plan once (told whether it is the
-  /// first step), reading \p inputs and writing \p outputs.
-  llvm::Error run(std::vector<runtime::Tensor> &inputs,
-                  std::vector<runtime::Tensor> &outputs,
-                  llvm::function_ref<llvm::Error(bool first)> step) const;
+  /// Runs the loop; \p step runs the plan once with the options given,
+  /// reading \p inputs and writing \p outputs.
+  llvm::Error
+  run(std::vector<runtime::Tensor> &inputs,
+      std::vector<runtime::Tensor> &outputs,
+      llvm::function_ref<llvm::Error(const runtime::RunOptions &)> step) const;
+
+  /// Step \p k's run: the weights resident after the first, the kept
+  /// blocks read after the first, the kept outputs left on the devices
+  /// but the last step's and those printed.
+  runtime::RunOptions optionsFor(unsigned k) const;
 
 private:
   void printStep(unsigned k, const std::vector<runtime::Tensor> &outputs) const;

@@ -523,17 +523,17 @@ decodeFeedback(const plan::Plan &plan, bool train) {
 }
 
 /// --decode-steps: the plan run step after step (Decode.h), the weights
-/// staying on the devices after the first.
+/// staying on the devices after the first, and the fed-back blocks each
+/// device computes where it reads them.
 static llvm::Error runDecode(const plan::Plan &plan,
                              llvm::ArrayRef<const plan::DeviceProgram *> progs,
                              Feed &feed, std::vector<runtime::Tensor> &inputs,
                              std::vector<runtime::Tensor> &outputs,
                              std::vector<runtime::DeviceStats> &stats,
                              llvm::ArrayRef<FeedbackPair> pairs) {
-  DecodeLoop loop{plan, pairs, printOutputs, decodeSteps};
-  return loop.run(inputs, outputs, [&](bool first) {
-    runtime::RunOptions o;
-    o.weightsResident = !first;
+  DecodeLoop loop{plan, pairs, printOutputs, decodeSteps,
+                  keepOnDevices(progs, pairs)};
+  return loop.run(inputs, outputs, [&](const runtime::RunOptions &o) {
     return runThreads(plan, progs, feed, outputs, stats, nullptr, o);
   });
 }
