@@ -81,14 +81,15 @@ bool comparison(ScalarOp op) {
 
 /// True when every tensor of \p p is f32 and every map linear; where's
 /// condition (input 0) may be bool when \p op is where, and a comparison's
-/// result is bool.
+/// or a cast's result is bool.
 bool linearF32(const Prepared &p, ScalarOp op = ScalarOp::Add) {
   auto f32 = [](const Tensor *t) { return t->dtype == plan::F32; };
   auto linear = [](const AccessIndexer &m) { return m.isLinear(); };
   bool boolCond =
       op == ScalarOp::Where && !p.ins.empty() && p.ins[0]->dtype == plan::I1;
   auto out = [&](const Tensor *t) {
-    return f32(t) || (t->dtype == plan::I1 && comparison(op));
+    return f32(t) ||
+           (t->dtype == plan::I1 && (comparison(op) || op == ScalarOp::Cast));
   };
   return llvm::all_of(p.ins.drop_front(boolCond ? 1 : 0), f32) &&
          llvm::all_of(p.outs, out) && llvm::all_of(p.inMaps, linear) &&

@@ -64,8 +64,8 @@ PAX_VECTOR_INLINE void map2(const float *a, const float *b, float *o, int64_t n,
   }
 }
 
-/// Arithmetic on vectors of V (add, sub, mul, div, sum, max, min, relu,
-/// neg, reciprocal, sqrt, where, pow): exactly the generic kernel's f32
+/// Arithmetic on vectors of V (add, sub, mul, div, sum, max, min, cast,
+/// relu, neg, reciprocal, sqrt, where, pow): exactly the generic kernel's f32
 /// results; false for the other ops.
 template <typename V>
 PAX_VECTOR_INLINE bool applyArithmeticOf(ScalarOp op, const float *const *a,
@@ -104,6 +104,10 @@ PAX_VECTOR_INLINE bool applyArithmeticOf(ScalarOp op, const float *const *a,
       });
     return true;
   }
+  case ScalarOp::Cast:
+    // f32 to f32, or to bools its caller stores as x != 0.
+    map1<V>(a[0], o, n, [](V x) { return x; });
+    return true;
   case ScalarOp::Relu:
     map1<V>(a[0], o, n, [&](V x) { return x > zero ? x : zero; });
     return true;

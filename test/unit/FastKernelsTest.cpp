@@ -1065,6 +1065,23 @@ TEST(FastKernelsTest, ComparisonsMatchGenericKernel) {
   }
 }
 
+TEST(FastKernelsTest, CastsMatchGenericKernel) {
+  // f32 to bools (NaN true, -0 false) read transposed, and f32 to f32.
+  Tensor x = random(plan::F32, {3, 70}, 32);
+  x.setReal(5, NAN);
+  x.setReal(6, -0.0);
+  x.setReal(7, 0.0);
+  for (plan::DType to : {plan::I1, plan::F32}) {
+    auto b = ComputeBuilder("cast").iter("i", 3).iter("j", 70);
+    b.in({dim(0), dim(1)}).out({dim(1), dim(0)});
+    Tensor fast = Tensor::zeros(to, {70, 3}), slow = fast;
+    EXPECT_EQ(run(b.c, {&x}, {&fast}), "");
+    llvm::Error e = runGeneric(b.c, {&x}, {&slow});
+    EXPECT_FALSE(bool(e)) << llvm::toString(std::move(e));
+    EXPECT_EQ(fast.data, slow.data) << plan::DType_Name(to);
+  }
+}
+
 TEST(FastKernelsTest, WhereWithABoolConditionMatchesGenericKernel) {
   // The condition a bool [3, 70] read transposed, x broadcast along it.
   Tensor cond = Tensor::zeros(plan::I1, {70, 3});
