@@ -1,4 +1,4 @@
-//===- ControlFlow.cpp - If nodes with a known condition, inlined ---------===//
+//===- ControlFlow.cpp - Ifs inlined, Loops unrolled, when known ----------===//
 #include "frontend/ControlFlow.h"
 
 #include "frontend/GraphBuilder.h"
@@ -119,33 +119,374 @@ takenBranch(const onnx::GraphProto &g, const onnx::NodeProto &n,
   return std::optional<onnx::GraphProto>(a->g());
 }
 
-/// One round: each If of \p model's graph inlined; returns how many.
+/// A Loop's iterations: how many at most, whether its condition is
+/// given, and the values its body reads.
+struct LoopState {
+  int64_t trips = 0;
+  bool hasCond = false, condKnown = true;
+  std::string cond;
+  std::vector<std::string> carried;
+  std::vector<std::vector<std::string>> scans;
+};
+
+/// Iteration \p k of \p body appended to \p scratch (its values named
+/// under \p prefix, its initializers as Constant nodes), reading
+/// \p inputs for the body's inputs; the body's outputs as values of
+/// \p scratch.
+std::vector<std::string> appendIteration(onnx::GraphProto &scratch,
+                                         onnx::GraphProto body,
+                                         llvm::ArrayRef<std::string> inputs,
+                                         const std::string &prefix) {
+  Renames map;
+  for (int i = 0; i < body.input_size() && i < int(inputs.size()); ++i)
+    map[body.input(i).name()] = inputs[size_t(i)];
+  for (const auto &node : body.node())
+    for (const std::string &o : node.output())
+      if (!o.empty())
+        map[o] = prefix + o;
+  for (const auto &t : body.initializer())
+    map[t.name()] = prefix + t.name();
+  renameReads(body, map, false);
+  for (const auto &t : body.initializer()) {
+    onnx::NodeProto &c = *scratch.add_node();
+    c.set_op_type("Constant");
+    c.set_name(map[t.name()]);
+    c.add_output(map[t.name()]);
+    onnx::AttributeProto &a = *c.add_attribute();
+    a.set_name("value");
+    a.set_type(onnx::AttributeProto::TENSOR);
+    *a.mutable_t() = t;
+  }
+  for (auto &node : *body.mutable_node()) {
+    for (std::string &o : *node.mutable_output())
+      if (!o.empty())
+        o = map[o];
+    node.set_name(prefix + node.name());
+    *scratch.add_node() = std::move(node);
+  }
+  std::vector<std::string> outs;
+  for (const auto &o : body.output())
+    outs.push_back(map.count(o.name()) ? map[o.name()] : o.name());
+  return outs;
+}
+
+/// The graph inputs (not initializers) \p name is computed from in \p g,
+/// quoted and comma-separated ('a', 'b'), for an error that asks to bind
+/// them; empty where none.
+std::string runtimeInputsOf(const onnx::GraphProto &g,
+                            const std::string &name) {
+  llvm::StringMap<const onnx::NodeProto *> producer;
+  for (const auto &n : g.node())
+    for (const std::string &o : n.output())
+      producer[o] = &n;
+  llvm::StringSet<> inits, seen;
+  for (const auto &t : g.initializer())
+    inits.insert(t.name());
+  std::vector<std::string> todo{name}, found;
+  while (!todo.empty() && seen.size() < 4096) {
+    std::string v = todo.back();
+    todo.pop_back();
+    if (!seen.insert(v).second)
+      continue;
+    if (const onnx::NodeProto *n = producer.lookup(v)) {
+      todo.insert(todo.end(), n->input().begin(), n->input().end());
+      continue;
+    }
+    for (const auto &in : g.input())
+      if (in.name() == v && !inits.contains(v))
+        found.push_back("'" + v + "'");
+  }
+  std::string out;
+  for (const std::string &f : found)
+    out += (out.empty() ? "" : ", ") + f;
+  return out;
+}
+
+/// An error: Loop \p where's \p what (value \p name) is not known.
+llvm::Error unknownLoopValue(const onnx::GraphProto &g, llvm::StringRef what,
+                             const std::string &name,
+                             const std::string &where) {
+  std::string from = runtimeInputsOf(g, name);
+  return llvm::createStringError(
+      where + ": " + what + " ('" + name +
+      "') must be a constant, but it is computed at run time" +
+      (from.empty() ? "" : ", from graph input(s) " + from) +
+      " (paxc unrolls a Loop whose trip count and condition are known; "
+      "bind inputs with --bind)");
+}
+
+/// Loops unroll at most this many iterations, and this many nodes in all.
+constexpr int64_t kMaxTrips = 1024, kMaxUnrolledNodes = int64_t(1) << 16;
+
+/// Loop \p n's trip count and initial condition, or an error where either
+/// is not known.
+llvm::Expected<LoopState>
+loopStart(const onnx::GraphProto &g, const onnx::NodeProto &n,
+          const onnx::GraphProto &body,
+          const llvm::StringMap<onnx::TypeProto> &types,
+          const std::string &where) {
+  LoopState s;
+  s.trips = kMaxTrips;
+  if (n.input_size() < 2 || body.input_size() != n.input_size() ||
+      body.output_size() < body.input_size() - 1)
+    return llvm::createStringError(
+        where + ": its body's inputs and outputs do not match its inputs");
+  if (!n.input(0).empty()) {
+    auto m = shapeValues(g, n.input(0), types);
+    if (!m || m->size() != 1)
+      return unknownLoopValue(g, "M", n.input(0), where);
+    s.trips = int64_t(std::clamp((*m)[0], 0.0, double(kMaxTrips) + 1));
+  }
+  s.hasCond = !n.input(1).empty();
+  if (s.hasCond) {
+    auto c = shapeValues(g, n.input(1), types);
+    if (!c || c->size() != 1)
+      return unknownLoopValue(g, "cond", n.input(1), where);
+    s.condKnown = (*c)[0] != 0;
+    s.cond = n.input(1);
+  } else if (n.input(0).empty()) {
+    return llvm::createStringError(where + ": has neither a trip count nor "
+                                           "a condition (it never ends)");
+  }
+  if (s.trips > kMaxTrips ||
+      s.trips * std::max(1, body.node_size()) > kMaxUnrolledNodes)
+    return llvm::createStringError(where + ": would unroll into more than " +
+                                   std::to_string(kMaxTrips) +
+                                   " iterations or 2^16 nodes");
+  s.carried.assign(n.input().begin() + 2, n.input().end());
+  s.scans.resize(size_t(body.output_size() - body.input_size() + 1));
+  return s;
+}
+
+/// The nodes taking Loop \p n's place: its body once per iteration, then
+/// an Identity per final loop-carried value and a Concat of each scan
+/// output's per-iteration values along a new first axis.
+llvm::Expected<std::vector<onnx::NodeProto>>
+unrolled(const onnx::GraphProto &g, const onnx::NodeProto &n,
+         const llvm::StringMap<onnx::TypeProto> &types, int64_t opset,
+         const std::string &prefix, const std::string &where) {
+  const onnx::AttributeProto *a = findAttribute(n, "body");
+  if (!a || !a->has_g())
+    return llvm::createStringError(where + ": has no body");
+  auto state = loopStart(g, n, a->g(), types, where);
+  if (!state)
+    return state.takeError();
+  LoopState &s = *state;
+  onnx::GraphProto scratch = g;
+  int first = scratch.node_size();
+  GraphBuilder b(scratch, opset, prefix + "u/");
+  std::string always =
+      s.hasCond ? "" : b.cast(b.int64s({1}, true), onnx::TensorProto::BOOL);
+  for (int64_t k = 0; k < s.trips && s.condKnown; ++k) {
+    std::vector<std::string> inputs{b.int64s({k}, true),
+                                    s.hasCond ? s.cond : always};
+    llvm::append_range(inputs, s.carried);
+    std::vector<std::string> outs = appendIteration(
+        scratch, a->g(), inputs, prefix + "i" + std::to_string(k) + "/");
+    for (size_t j = 0; j < s.carried.size(); ++j)
+      s.carried[j] = outs[1 + j];
+    for (size_t j = 0; j < s.scans.size(); ++j)
+      s.scans[j].push_back(outs[1 + s.carried.size() + j]);
+    if (!s.hasCond || outs[0] == s.cond)
+      continue;
+    auto c = shapeValues(scratch, outs[0], types);
+    if (!c || c->size() != 1)
+      return unknownLoopValue(scratch, "the condition its body computes",
+                              outs[0], where);
+    s.condKnown = (*c)[0] != 0;
+    s.cond = outs[0];
+  }
+  if (s.trips == kMaxTrips && s.condKnown && n.input(0).empty())
+    return llvm::createStringError(where + ": runs more than " +
+                                   std::to_string(kMaxTrips) + " iterations");
+  for (size_t j = 0; j < s.carried.size(); ++j)
+    if (int(j) < n.output_size() && !n.output(int(j)).empty())
+      b.node("Identity", {s.carried[j]}).set_output(0, n.output(int(j)));
+  for (size_t j = 0; j < s.scans.size(); ++j) {
+    int out = int(s.carried.size() + j);
+    if (out >= n.output_size() || n.output(out).empty())
+      continue;
+    if (s.scans[j].empty())
+      return llvm::createStringError(
+          where + ": runs no iteration, so its scan outputs are empty");
+    std::vector<std::string> parts;
+    for (const std::string &v : s.scans[j])
+      parts.push_back(b.unsqueeze(v, {0}));
+    onnx::NodeProto &cat = b.node("Concat", parts);
+    GraphBuilder::intAttr(cat, "axis", 0);
+    cat.set_output(0, n.output(out));
+  }
+  return std::vector<onnx::NodeProto>(scratch.node().begin() + first,
+                                      scratch.node().end());
+}
+
+/// \p n's ints attribute \p name, \p count long (zeros where absent), or
+/// none where its length is another.
+std::optional<std::vector<int64_t>> intsOr0(const onnx::NodeProto &n,
+                                            llvm::StringRef name, int count) {
+  const onnx::AttributeProto *a = findAttribute(n, name);
+  if (!a)
+    return std::vector<int64_t>(size_t(count), 0);
+  if (a->ints_size() != count)
+    return std::nullopt;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+/// A Scan's shape: its state and scan inputs, scan outputs, axes and
+/// directions (zeros where absent).
+struct ScanShape {
+  int states = 0, scans = 0, outs = 0;
+  std::vector<int64_t> inAxes, inDirs, outAxes, outDirs;
+  int64_t trips = -1;
+};
+
+/// Scan \p n's shape, its trip count its scan inputs' (equal, static)
+/// extent along their axes; an error naming \p where otherwise.
+llvm::Expected<ScanShape>
+scanShape(const onnx::NodeProto &n, const onnx::GraphProto &body,
+          const llvm::StringMap<onnx::TypeProto> &types,
+          const std::string &where) {
+  const onnx::AttributeProto *m = findAttribute(n, "num_scan_inputs");
+  if (!m || m->i() < 1 || m->i() > n.input_size())
+    return llvm::createStringError(where + ": needs 1 to " +
+                                   std::to_string(n.input_size()) +
+                                   " num_scan_inputs");
+  ScanShape s;
+  s.scans = int(m->i());
+  s.states = n.input_size() - s.scans;
+  s.outs = body.output_size() - s.states;
+  auto inAxes = intsOr0(n, "scan_input_axes", s.scans);
+  auto inDirs = intsOr0(n, "scan_input_directions", s.scans);
+  auto outAxes = intsOr0(n, "scan_output_axes", s.outs);
+  auto outDirs = intsOr0(n, "scan_output_directions", s.outs);
+  if (body.input_size() != n.input_size() || s.outs < 0 ||
+      n.output_size() > body.output_size() || !inAxes || !inDirs || !outAxes ||
+      !outDirs)
+    return llvm::createStringError(
+        where + ": its body, axes and directions do not match its inputs");
+  s.inAxes = *inAxes, s.inDirs = *inDirs, s.outAxes = *outAxes,
+  s.outDirs = *outDirs;
+  for (int j = 0; j < s.scans; ++j) {
+    auto shape = staticShape(types, n.input(s.states + j), where);
+    if (!shape)
+      return shape.takeError();
+    int64_t r = int64_t(shape->size()), axis = s.inAxes[size_t(j)];
+    int64_t extent =
+        axis < -r || axis >= r ? -1 : (*shape)[size_t((axis + r) % r)];
+    if (extent < 0 || (s.trips >= 0 && extent != s.trips))
+      return llvm::createStringError(where + ": its scan inputs' axes are out "
+                                             "of range or of unequal extents");
+    s.trips = extent;
+  }
+  if (s.trips < 1 || s.trips > kMaxTrips ||
+      s.trips * std::max(1, body.node_size()) > kMaxUnrolledNodes)
+    return llvm::createStringError(
+        where + ": scans " + std::to_string(s.trips) +
+        " slices; paxc unrolls 1 to 1024 (2^16 nodes in all)");
+  return s;
+}
+
+/// Scan \p n (opset 9 on) unrolled: its body once per slice of the scan
+/// inputs, the state threaded through, each scan output its iterations'
+/// values stacked along its axis.
+llvm::Expected<std::vector<onnx::NodeProto>>
+unrolledScan(const onnx::GraphProto &g, const onnx::NodeProto &n,
+             const llvm::StringMap<onnx::TypeProto> &types, int64_t opset,
+             const std::string &prefix, const std::string &where) {
+  const onnx::AttributeProto *a = findAttribute(n, "body");
+  if (opset < 9 || !a || !a->has_g())
+    return llvm::createStringError(
+        where + (opset < 9 ? ": a Scan of opset 8 (with a batch axis) is not "
+                             "unrolled"
+                           : ": has no body"));
+  auto shape = scanShape(n, a->g(), types, where);
+  if (!shape)
+    return shape.takeError();
+  const ScanShape &s = *shape;
+  onnx::GraphProto scratch = g;
+  int first = scratch.node_size();
+  GraphBuilder b(scratch, opset, prefix + "u/");
+  std::vector<std::string> state(n.input().begin(),
+                                 n.input().begin() + s.states);
+  std::vector<std::vector<std::string>> stacked(static_cast<size_t>(s.outs));
+  for (int64_t t = 0; t < s.trips; ++t) {
+    std::vector<std::string> inputs = state;
+    for (int j = 0; j < s.scans; ++j) {
+      int64_t at = s.inDirs[size_t(j)] ? s.trips - 1 - t : t;
+      onnx::NodeProto &gather =
+          b.node("Gather", {n.input(s.states + j), b.int64s({at}, true)});
+      GraphBuilder::intAttr(gather, "axis", s.inAxes[size_t(j)]);
+      inputs.push_back(gather.output(0));
+    }
+    std::vector<std::string> got = appendIteration(
+        scratch, a->g(), inputs, prefix + "i" + std::to_string(t) + "/");
+    std::copy(got.begin(), got.begin() + s.states, state.begin());
+    for (int k = 0; k < s.outs; ++k)
+      stacked[size_t(k)].push_back(
+          b.unsqueeze(got[size_t(s.states + k)], {s.outAxes[size_t(k)]}));
+  }
+  for (int j = 0; j < n.output_size(); ++j) {
+    if (n.output(j).empty())
+      continue;
+    if (j < s.states) {
+      b.node("Identity", {state[size_t(j)]}).set_output(0, n.output(j));
+      continue;
+    }
+    std::vector<std::string> parts = stacked[size_t(j - s.states)];
+    if (s.outDirs[size_t(j - s.states)])
+      std::reverse(parts.begin(), parts.end());
+    onnx::NodeProto &cat = b.node("Concat", parts);
+    GraphBuilder::intAttr(cat, "axis", s.outAxes[size_t(j - s.states)]);
+    cat.set_output(0, n.output(j));
+  }
+  return std::vector<onnx::NodeProto>(scratch.node().begin() + first,
+                                      scratch.node().end());
+}
+
+bool isOp(const onnx::NodeProto &n, llvm::StringRef type) {
+  return (n.domain().empty() || n.domain() == "ai.onnx") && n.op_type() == type;
+}
+
+/// The nodes taking If or Loop \p n's place.
+llvm::Expected<std::vector<onnx::NodeProto>>
+replacement(const onnx::GraphProto &g, const onnx::NodeProto &n, int i,
+            const llvm::StringMap<onnx::TypeProto> &types, int64_t opset,
+            llvm::StringRef path, int round) {
+  std::string where = nodeWhere(path, n, i);
+  std::string prefix =
+      (n.name().empty() ? n.op_type() + std::to_string(i) : n.name()) + "/r" +
+      std::to_string(round) + "/";
+  if (isOp(n, "Loop"))
+    return unrolled(g, n, types, opset, prefix, where);
+  if (isOp(n, "Scan"))
+    return unrolledScan(g, n, types, opset, prefix, where);
+  auto branch = takenBranch(g, n, types, where);
+  if (!branch)
+    return branch.takeError();
+  return inlined(**branch, n, prefix, where);
+}
+
+/// One round: each If of \p model's graph inlined and each Loop unrolled;
+/// returns how many.
 llvm::Expected<unsigned> inlineRound(llvm::StringRef path,
-                                     onnx::ModelProto &model, int round) {
+                                     onnx::ModelProto &model, int64_t opset,
+                                     int round) {
   onnx::GraphProto &g = *model.mutable_graph();
-  auto isIf = [](const onnx::NodeProto &n) {
-    return (n.domain().empty() || n.domain() == "ai.onnx") &&
-           n.op_type() == "If";
+  auto controls = [](const onnx::NodeProto &n) {
+    return isOp(n, "If") || isOp(n, "Loop") || isOp(n, "Scan");
   };
-  if (std::none_of(g.node().begin(), g.node().end(), isIf))
+  if (std::none_of(g.node().begin(), g.node().end(), controls))
     return 0;
   llvm::StringMap<onnx::TypeProto> types = inferTypes(model);
   std::vector<onnx::NodeProto> out;
   unsigned count = 0;
   for (int i = 0; i < g.node_size(); ++i) {
     const onnx::NodeProto &n = g.node(i);
-    if (!isIf(n)) {
+    if (!controls(n)) {
       out.push_back(n);
       continue;
     }
-    std::string where = nodeWhere(path, n, i);
-    auto branch = takenBranch(g, n, types, where);
-    if (!branch)
-      return branch.takeError();
-    std::string prefix =
-        (n.name().empty() ? "If" + std::to_string(i) : n.name()) + "/r" +
-        std::to_string(round) + "/";
-    auto nodes = inlined(**branch, n, prefix, where);
+    auto nodes = replacement(g, n, i, types, opset, path, round);
     if (!nodes)
       return nodes.takeError();
     out.insert(out.end(), nodes->begin(), nodes->end());
@@ -159,15 +500,16 @@ llvm::Expected<unsigned> inlineRound(llvm::StringRef path,
 
 } // namespace
 
-llvm::Error inlineConstantIfs(llvm::StringRef path, onnx::ModelProto &model) {
+llvm::Error inlineControlFlow(llvm::StringRef path, onnx::ModelProto &model,
+                              int64_t opset) {
   for (int round = 0; round < kMaxRounds; ++round) {
-    auto n = inlineRound(path, model, round);
+    auto n = inlineRound(path, model, opset, round);
     if (!n)
       return n.takeError();
     if (*n == 0)
       return llvm::Error::success();
   }
-  return llvm::createStringError(path + ": Ifs nested more than " +
+  return llvm::createStringError(path + ": Ifs and Loops nested more than " +
                                  std::to_string(kMaxRounds) + " deep");
 }
 

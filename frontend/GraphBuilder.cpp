@@ -305,6 +305,15 @@ Values ShapeEvaluator::slice(const onnx::NodeProto &n, int depth) {
   return std::vector<double>(x->begin() + a, x->begin() + std::max(a, b));
 }
 
+/// A unary op of shapeValues on \p x (Not gives 1 or 0).
+static double unary(llvm::StringRef op, double x) {
+  return op == "Floor"  ? std::floor(x)
+         : op == "Ceil" ? std::ceil(x)
+         : op == "Relu" ? std::max(x, 0.0)
+         : op == "Neg"  ? -x
+                        : x == 0; // Not
+}
+
 /// A binary op of shapeValues on \p x and \p y (comparisons give 1 or 0).
 static double binary(llvm::StringRef op, double x, double y) {
   if (op == "Add")
@@ -315,6 +324,8 @@ static double binary(llvm::StringRef op, double x, double y) {
     return x * y;
   if (op == "Div")
     return x / y;
+  if (op == "Max" || op == "Min")
+    return op == "Max" ? std::max(x, y) : std::min(x, y);
   if (op == "And" || op == "Or")
     return op == "And" ? (x != 0 && y != 0) : (x != 0 || y != 0);
   return op == "Equal"         ? x == y
@@ -346,7 +357,8 @@ Values ShapeEvaluator::node(const onnx::NodeProto &n, int depth) {
       "Add",         "Sub",     "Mul",
       "Div",         "Equal",   "Less",
       "LessOrEqual", "Greater", "GreaterOrEqual",
-      "And",         "Or"};
+      "And",         "Or",      "Max",
+      "Min"};
   if (binaries.contains(op) && n.input_size() == 2)
     return arithmetic(n, depth);
   if (op == "Concat") {
@@ -373,9 +385,10 @@ Values ShapeEvaluator::node(const onnx::NodeProto &n, int depth) {
     }
     return idx ? Values(v) : std::nullopt;
   }
-  if (op == "Floor" || op == "Ceil" || op == "Not") {
+  if (op == "Floor" || op == "Ceil" || op == "Not" || op == "Relu" ||
+      op == "Neg") {
     for (double &v : *x)
-      v = op == "Floor" ? std::floor(v) : op == "Ceil" ? std::ceil(v) : v == 0;
+      v = unary(op, v);
     return x;
   }
   // The values pass through as they are (integer casts truncate).
@@ -384,6 +397,9 @@ Values ShapeEvaluator::node(const onnx::NodeProto &n, int depth) {
     if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32)
       for (double &v : *x)
         v = std::trunc(v);
+    if (to == onnx::TensorProto::BOOL)
+      for (double &v : *x)
+        v = v != 0;
     return x;
   }
   if (op == "Unsqueeze" || op == "Squeeze" || op == "Reshape" ||

@@ -136,9 +136,10 @@ int32_t elemOf(const llvm::StringMap<onnx::TypeProto> &types,
 /// The values of \p name in \p g where they follow from constants and
 /// static shapes alone (a Resize's sizes cut from Shape(x) as exporters
 /// write them): constants, Shape of a statically shaped value (\p types),
-/// and Gather, Slice, Concat, Unsqueeze, Squeeze, Reshape, Cast, Add, Sub,
-/// Mul, Div, Floor, Ceil, the comparisons, And, Or and Not of such 1-D or
-/// scalar values (booleans as 1 and 0); none otherwise.
+/// and Gather, Slice, Concat, Unsqueeze, Squeeze, Reshape, Identity, Cast,
+/// Add, Sub, Mul, Div, Max, Min, Neg, Relu, Floor, Ceil, the comparisons,
+/// And, Or and Not of such 1-D or scalar values (booleans as 1 and 0); none
+/// otherwise.
 std::optional<std::vector<double>>
 shapeValues(const onnx::GraphProto &g, const std::string &name,
             const llvm::StringMap<onnx::TypeProto> &types);

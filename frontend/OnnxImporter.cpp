@@ -277,7 +277,7 @@ llvm::Expected<ImportResult> importOnnxBytes(llvm::StringRef path,
       opset = o.version();
   if (auto err = bindInputs(path, model, options.bindings))
     return err;
-  if (auto err = inlineConstantIfs(path, model))
+  if (auto err = inlineControlFlow(path, model, opset))
     return err;
   if (auto err = appendLoss(path, model, opset, options.loss))
     return err;

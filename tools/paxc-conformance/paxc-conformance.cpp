@@ -121,16 +121,27 @@ static std::map<std::string, onnx::TensorProto> inputData(const NodeTest &t) {
   return data;
 }
 
-/// The input an import error says must be a constant ("... ('NAME') must
-/// be a constant ..."), or empty.
-static std::string inputToBind(llvm::StringRef error) {
+/// The inputs an import error says must be constants: "('NAME') must be a
+/// constant", and those after "from graph input(s) " ('A', 'B').
+static std::vector<std::string> inputsToBind(llvm::StringRef error) {
+  std::vector<std::string> names;
   size_t at = error.find("') must be a constant");
-  if (at == llvm::StringRef::npos)
-    return "";
-  size_t open = error.substr(0, at).rfind("('");
-  return open == llvm::StringRef::npos
-             ? ""
-             : error.substr(open + 2, at - open - 2).str();
+  size_t open = at == llvm::StringRef::npos ? llvm::StringRef::npos
+                                            : error.substr(0, at).rfind("('");
+  if (open != llvm::StringRef::npos)
+    names.push_back(error.substr(open + 2, at - open - 2).str());
+  size_t from = error.find("from graph input(s) ");
+  if (from == llvm::StringRef::npos)
+    return names;
+  llvm::StringRef rest = error.substr(from + 20);
+  while (rest.consume_front("'")) {
+    auto [name, tail] = rest.split('\'');
+    names.push_back(name.str());
+    rest = tail;
+    if (!rest.consume_front(", "))
+      break;
+  }
+  return names;
 }
 
 /// Imports \p modelPath as a user who knows the test's input values would
@@ -156,10 +167,15 @@ importBound(NodeTest &t, const std::string &modelPath, std::string first) {
       }
       return imported;
     }
-    std::string name = inputToBind(llvm::toString(imported.takeError()));
-    if (name.empty() || !data.count(name) || bound.bindings.count(name))
+    bool more = false;
+    for (const std::string &name :
+         inputsToBind(llvm::toString(imported.takeError())))
+      if (data.count(name) && !bound.bindings.count(name)) {
+        bound.bindings[name] = data[name];
+        more = true;
+      }
+    if (!more)
       break;
-    bound.bindings[name] = data[name];
   }
   return llvm::createStringError(first);
 }
