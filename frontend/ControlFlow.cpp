@@ -218,6 +218,58 @@ llvm::Error unknownLoopValue(const onnx::GraphProto &g, llvm::StringRef what,
 /// Loops unroll at most this many iterations, and this many nodes in all.
 constexpr int64_t kMaxTrips = 1024, kMaxUnrolledNodes = int64_t(1) << 16;
 
+/// A Loop body's condition, evaluated per iteration on the body alone: the
+/// body's nodes, the outer graph's small constants it reads, and its
+/// iteration number and incoming condition as constants (a condition read
+/// from loop-carried values is not known).
+class ConditionProbe {
+public:
+  ConditionProbe(const onnx::GraphProto &g, const onnx::GraphProto &body)
+      : probe(body), condOut(body.output_size() ? body.output(0).name() : "") {
+    probe.clear_input();
+    probe.clear_output();
+    llvm::StringSet<> own;
+    for (const auto &n : body.node())
+      own.insert(n.output().begin(), n.output().end());
+    for (const auto &t : body.initializer())
+      own.insert(t.name());
+    for (const auto &n : body.node())
+      for (const std::string &in : n.input())
+        if (const onnx::TensorProto *t = findConstant(g, in);
+            t && !own.contains(in) && own.insert(in).second &&
+            constantValues(*t).value_or(std::vector<double>(2048)).size() <=
+                1024)
+          *probe.add_initializer() = *t;
+    iteration = probe.initializer_size();
+    *probe.add_initializer() = scalarOf(body.input(0).name(), true);
+    *probe.add_initializer() = scalarOf(body.input(1).name(), false);
+  }
+  /// The condition iteration \p k computes from condition \p cond.
+  std::optional<double> after(int64_t k, bool cond,
+                              const llvm::StringMap<onnx::TypeProto> &types) {
+    probe.mutable_initializer(iteration)->set_int64_data(0, k);
+    probe.mutable_initializer(iteration + 1)->set_int32_data(0, cond);
+    auto v = shapeValues(probe, condOut, types);
+    return v && v->size() == 1 ? std::optional<double>((*v)[0]) : std::nullopt;
+  }
+
+private:
+  static onnx::TensorProto scalarOf(const std::string &name, bool integer) {
+    onnx::TensorProto t;
+    t.set_name(name);
+    t.set_data_type(integer ? onnx::TensorProto::INT64
+                            : onnx::TensorProto::BOOL);
+    if (integer)
+      t.add_int64_data(0);
+    else
+      t.add_int32_data(0);
+    return t;
+  }
+  onnx::GraphProto probe;
+  std::string condOut;
+  int iteration = 0;
+};
+
 /// Loop \p n's trip count and initial condition, or an error where either
 /// is not known.
 llvm::Expected<LoopState>
@@ -277,6 +329,7 @@ unrolled(const onnx::GraphProto &g, const onnx::NodeProto &n,
   GraphBuilder b(scratch, opset, prefix + "u/");
   std::string always =
       s.hasCond ? "" : b.cast(b.int64s({1}, true), onnx::TensorProto::BOOL);
+  ConditionProbe probe(g, a->g());
   for (int64_t k = 0; k < s.trips && s.condKnown; ++k) {
     std::vector<std::string> inputs{b.int64s({k}, true),
                                     s.hasCond ? s.cond : always};
@@ -289,11 +342,11 @@ unrolled(const onnx::GraphProto &g, const onnx::NodeProto &n,
       s.scans[j].push_back(outs[1 + s.carried.size() + j]);
     if (!s.hasCond || outs[0] == s.cond)
       continue;
-    auto c = shapeValues(scratch, outs[0], types);
-    if (!c || c->size() != 1)
+    std::optional<double> c = probe.after(k, s.condKnown, types);
+    if (!c)
       return unknownLoopValue(scratch, "the condition its body computes",
                               outs[0], where);
-    s.condKnown = (*c)[0] != 0;
+    s.condKnown = *c != 0;
     s.cond = outs[0];
   }
   if (s.trips == kMaxTrips && s.condKnown && n.input(0).empty())
@@ -502,12 +555,17 @@ llvm::Expected<unsigned> inlineRound(llvm::StringRef path,
 
 llvm::Error inlineControlFlow(llvm::StringRef path, onnx::ModelProto &model,
                               int64_t opset) {
+  int64_t before = model.graph().node_size();
   for (int round = 0; round < kMaxRounds; ++round) {
     auto n = inlineRound(path, model, opset, round);
     if (!n)
       return n.takeError();
     if (*n == 0)
       return llvm::Error::success();
+    // Loops within unrolled bodies multiply: the nodes added in all.
+    if (model.graph().node_size() - before > kMaxUnrolledNodes)
+      return llvm::createStringError(
+          path + ": unrolling its Loops and Scans adds more than 2^16 nodes");
   }
   return llvm::createStringError(path + ": Ifs and Loops nested more than " +
                                  std::to_string(kMaxRounds) + " deep");
