@@ -157,11 +157,14 @@ std::vector<std::string> appendIteration(onnx::GraphProto &scratch,
     a.set_type(onnx::AttributeProto::TENSOR);
     *a.mutable_t() = t;
   }
-  for (auto &node : *body.mutable_node()) {
+  for (int i = 0; i < body.node_size(); ++i) {
+    onnx::NodeProto &node = *body.mutable_node(i);
     for (std::string &o : *node.mutable_output())
       if (!o.empty())
         o = map[o];
-    node.set_name(prefix + node.name());
+    node.set_name(prefix + (node.name().empty()
+                                ? node.op_type() + std::to_string(i)
+                                : node.name()));
     *scratch.add_node() = std::move(node);
   }
   std::vector<std::string> outs;
