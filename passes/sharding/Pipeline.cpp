@@ -1,0 +1,180 @@
+//===- Pipeline.cpp - Stages, microbatches and schedules ------------------===//
+#include "passes/sharding/Pipeline.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <string>
+
+#include <algorithm>
+#include <limits>
+
+namespace pax {
+
+llvm::StringRef scheduleName(Schedule s) {
+  return s == Schedule::GPipe ? "gpipe" : "1f1b";
+}
+
+std::optional<Schedule> parseSchedule(llvm::StringRef name) {
+  if (name == "gpipe")
+    return Schedule::GPipe;
+  if (name == "1f1b")
+    return Schedule::OneFOneB;
+  return std::nullopt;
+}
+
+int64_t inFlight(Schedule k, int64_t s, int64_t stages, int64_t m) {
+  return k == Schedule::GPipe ? m : std::min(m, stages - s);
+}
+
+double pipelineStep(llvm::ArrayRef<PipelineStage> stages, int64_t m,
+                    double sync) {
+  double sum = 0, slowest = 0;
+  for (const PipelineStage &s : stages) {
+    sum += s.seconds;
+    slowest = std::max(slowest, s.seconds);
+  }
+  return sum + double(m - 1) * slowest + sync;
+}
+
+namespace {
+
+/// Prefix sums of the layers' costs: a stage's totals in O(1).
+class Prefix {
+public:
+  explicit Prefix(llvm::ArrayRef<LayerCost> layers) : layers(layers) {
+    seconds.assign(layers.size() + 1, 0);
+    statics = activations = syncs = seconds;
+    for (size_t l = 0; l < layers.size(); ++l) {
+      seconds[l + 1] = seconds[l] + layers[l].seconds;
+      statics[l + 1] = statics[l] + layers[l].staticBytes;
+      activations[l + 1] = activations[l] + layers[l].activationBytes;
+      syncs[l + 1] = syncs[l] + layers[l].syncSeconds;
+    }
+  }
+  /// Layers [a, b) as stage \p s of \p stages.
+  PipelineStage stage(int a, int b, int64_t s, int64_t stages, int64_t m,
+                      Schedule k) const {
+    PipelineStage st;
+    st.first = a;
+    st.last = b;
+    st.seconds =
+        seconds[size_t(b)] - seconds[size_t(a)] +
+        (b < int(layers.size()) ? layers[size_t(b - 1)].sendSeconds : 0.0);
+    st.inFlight = inFlight(k, s, stages, m);
+    st.peakBytes =
+        statics[size_t(b)] - statics[size_t(a)] +
+        double(st.inFlight) * (activations[size_t(b)] - activations[size_t(a)]);
+    return st;
+  }
+  double sync(int a, int b) const {
+    return syncs[size_t(b)] - syncs[size_t(a)];
+  }
+
+private:
+  llvm::ArrayRef<LayerCost> layers;
+  std::vector<double> seconds, statics, activations, syncs;
+};
+
+/// The plan of \p stages, its step and bubble.
+PipelinePlan finish(std::vector<PipelineStage> stages, const Prefix &p,
+                    int64_t m, Schedule k) {
+  PipelinePlan plan;
+  plan.microbatches = m;
+  plan.schedule = k;
+  double sync = p.sync(stages.front().first, stages.front().last);
+  plan.stepSeconds = pipelineStep(stages, m, sync);
+  double work = 0;
+  for (const PipelineStage &s : stages)
+    work += double(m) * s.seconds;
+  double span = plan.stepSeconds - sync;
+  plan.bubble = span > 0 ? 1 - work / (double(stages.size()) * span) : 0.0;
+  plan.stages = std::move(stages);
+  return plan;
+}
+
+llvm::Error badShape(int64_t stages, size_t layers, int64_t m) {
+  return llvm::createStringError(
+      llvm::Twine("a pipeline of ") + llvm::Twine(stages) + " stage(s) over " +
+      llvm::Twine(layers) + " layer(s) with " + llvm::Twine(m) +
+      " microbatch(es): needs 1 to " + llvm::Twine(layers) +
+      " stages and at least one microbatch");
+}
+
+} // namespace
+
+namespace {
+
+/// The min-max DP of planStages: best[s][l] is the slowest of stages
+/// 0..s-1 covering layers [0, l), each within the limit; from[s][l] where
+/// stage s-1 begins (-1: no such cut).
+struct CutTable {
+  std::vector<std::vector<double>> best;
+  std::vector<std::vector<int>> from;
+};
+
+CutTable cutTable(const Prefix &p, int L, int S, int64_t m, Schedule k,
+                  double limit) {
+  const double inf = std::numeric_limits<double>::infinity();
+  CutTable t{std::vector<std::vector<double>>(
+                 size_t(S + 1), std::vector<double>(size_t(L + 1), inf)),
+             std::vector<std::vector<int>>(
+                 size_t(S + 1), std::vector<int>(size_t(L + 1), -1))};
+  t.best[0][0] = 0;
+  for (int s = 1; s <= S; ++s)
+    for (int l = s; l <= L - (S - s); ++l)
+      for (int a = s - 1; a < l; ++a) {
+        double before = t.best[size_t(s - 1)][size_t(a)];
+        if (before == inf)
+          continue;
+        PipelineStage st = p.stage(a, l, s - 1, S, m, k);
+        if (limit > 0 && st.peakBytes > limit)
+          continue;
+        double v = std::max(before, st.seconds);
+        if (v < t.best[size_t(s)][size_t(l)]) {
+          t.best[size_t(s)][size_t(l)] = v;
+          t.from[size_t(s)][size_t(l)] = a;
+        }
+      }
+  return t;
+}
+
+} // namespace
+
+llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
+                                        int64_t stages, int64_t m, Schedule k,
+                                        double limit) {
+  int L = int(layers.size());
+  if (stages < 1 || stages > L || m < 1)
+    return badShape(stages, layers.size(), m);
+  Prefix p(layers);
+  int S = int(stages);
+  CutTable t = cutTable(p, L, S, m, k, limit);
+  if (t.from[size_t(S)][size_t(L)] < 0)
+    return llvm::createStringError(
+        "no cut of " + std::to_string(L) + " layers into " +
+        std::to_string(stages) + " stages fits " +
+        std::to_string(limit / 1073741824.0) + " GiB per device with " +
+        std::to_string(m) + " microbatches under " + scheduleName(k).str());
+  std::vector<PipelineStage> cut(static_cast<size_t>(S));
+  for (int s = S, l = L; s > 0; --s) {
+    int a = t.from[size_t(s)][size_t(l)];
+    cut[size_t(s - 1)] = p.stage(a, l, s - 1, stages, m, k);
+    l = a;
+  }
+  return finish(std::move(cut), p, m, k);
+}
+
+llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
+                                        int64_t stages, int64_t m, Schedule k) {
+  int L = int(layers.size());
+  if (stages < 1 || stages > L || m < 1 || L % stages)
+    return badShape(stages, layers.size(), m);
+  Prefix p(layers);
+  int per = L / int(stages);
+  std::vector<PipelineStage> cut;
+  for (int s = 0; s < int(stages); ++s)
+    cut.push_back(p.stage(s * per, (s + 1) * per, s, stages, m, k));
+  return finish(std::move(cut), p, m, k);
+}
+
+} // namespace pax

@@ -1,0 +1,103 @@
+//===- Pipeline.h - Stages, microbatches and schedules ----------*- C++ -*-===//
+//
+// Pipeline parallelism's outer search (Alpa's inter-op pass, on uniform
+// submeshes): a model's ops, grouped into layers in program order (cuts
+// that only the layer's output crosses), are cut into S contiguous stages;
+// each stage runs on its own submesh of N / S devices with the intra-op
+// strategy the per-layer costs were priced with, and a step runs M
+// microbatches through the stages on a schedule:
+//
+// - GPipe: every microbatch's forward through every stage, then every
+//   backward; a stage keeps the activations of all M microbatches.
+// - 1F1B (PipeDream-flush, Megatron's default): after a warm-up each stage
+//   alternates one forward and one backward; stage s (from 0) keeps at
+//   most S - s microbatches' activations.
+//
+// Both take the same time: each stage s spends t_s per microbatch (its
+// layers' forward and backward, and sending its output on), so the step is
+//
+//   T = sum_s t_s + (M - 1) max_s t_s + sync,
+//
+// the pipeline's fill and drain plus M - 1 beats of its slowest stage, and
+// the first stage's gradient reduction over its data-parallel replicas,
+// which no later work hides. A stage's peak is its layers' static bytes
+// (weights, gradients, optimizer state) plus the activations its schedule
+// keeps in flight. Since sum_s t_s is the same for every cut, the best
+// cut minimizes the slowest stage under the memory limit: planStages
+// solves that exactly, by a DP over (stages, layers) (O(S L^2)).
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pax {
+
+enum class Schedule : uint8_t { GPipe, OneFOneB };
+
+llvm::StringRef scheduleName(Schedule s);
+std::optional<Schedule> parseSchedule(llvm::StringRef name);
+
+/// One layer on one device of its stage's submesh, per microbatch.
+struct LayerCost {
+  /// Its forward and backward (recomputation included), seconds.
+  double seconds = 0;
+  /// Weights, gradients and optimizer state it keeps.
+  double staticBytes = 0;
+  /// Activations one microbatch leaves for its backward.
+  double activationBytes = 0;
+  /// Sending its output to the next stage, seconds, where a stage ends
+  /// with it (0 for the last layer).
+  double sendSeconds = 0;
+  /// Reducing its gradients over the stage's data-parallel replicas, once
+  /// per step.
+  double syncSeconds = 0;
+};
+
+/// One stage: layers [first, last) on their submesh.
+struct PipelineStage {
+  int first = 0, last = 0;
+  double seconds = 0;   ///< per microbatch: its layers, then its send
+  double peakBytes = 0; ///< static bytes and the activations in flight
+  int64_t inFlight = 0; ///< microbatches whose activations it keeps
+};
+
+struct PipelinePlan {
+  std::vector<PipelineStage> stages;
+  int64_t microbatches = 1;
+  Schedule schedule = Schedule::OneFOneB;
+  double stepSeconds = 0;
+  /// The share of the step a stage idles: fill and drain.
+  double bubble = 0;
+};
+
+/// The microbatches stage \p s of \p stages keeps in flight under \p k
+/// with \p m microbatches.
+int64_t inFlight(Schedule k, int64_t s, int64_t stages, int64_t m);
+
+/// The step of \p stages (seconds each per microbatch) with \p m
+/// microbatches and the first stage's gradient sync \p sync.
+double pipelineStep(llvm::ArrayRef<PipelineStage> stages, int64_t m,
+                    double sync);
+
+/// The cut of \p layers into \p stages contiguous stages whose slowest
+/// stage is fastest, every stage's peak within \p limit bytes (0: none),
+/// for \p m microbatches on schedule \p k; an error when no cut fits.
+llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
+                                        int64_t stages, int64_t m, Schedule k,
+                                        double limit);
+
+/// Megatron-LM's cut: \p stages stages of an equal number of layers
+/// (\p stages divides the count), for comparison; its peaks are not
+/// checked against a limit.
+llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
+                                        int64_t stages, int64_t m, Schedule k);
+
+} // namespace pax

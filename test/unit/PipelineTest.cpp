@@ -1,0 +1,188 @@
+//===- PipelineTest.cpp - Stage cuts, schedules, bubbles -----------------===//
+#include "passes/sharding/Pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <random>
+
+using namespace pax;
+
+namespace {
+
+std::vector<LayerCost> equalLayers(int n, double seconds, double statics,
+                                   double acts) {
+  LayerCost c;
+  c.seconds = seconds;
+  c.staticBytes = statics;
+  c.activationBytes = acts;
+  return std::vector<LayerCost>(size_t(n), c);
+}
+
+TEST(PipelineTest, EqualLayersCutEvenlyWithTheTextbookBubble) {
+  auto layers = equalLayers(8, 1.0, 0, 0);
+  auto plan = planStages(layers, 4, 8, Schedule::OneFOneB, 0);
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  ASSERT_EQ(plan->stages.size(), 4u);
+  for (const PipelineStage &s : plan->stages)
+    EXPECT_DOUBLE_EQ(s.seconds, 2.0);
+  // (M + S - 1) beats of one stage; (S - 1) / (M + S - 1) of it idle.
+  EXPECT_DOUBLE_EQ(plan->stepSeconds, (8 + 4 - 1) * 2.0);
+  EXPECT_NEAR(plan->bubble, 3.0 / 11.0, 1e-12);
+}
+
+TEST(PipelineTest, SchedulesKeepTheirMicrobatchesInFlight) {
+  auto layers = equalLayers(4, 1.0, 10, 1);
+  auto gpipe = planStages(layers, 4, 8, Schedule::GPipe, 0);
+  auto ofob = planStages(layers, 4, 8, Schedule::OneFOneB, 0);
+  ASSERT_TRUE(gpipe && ofob);
+  for (size_t s = 0; s < 4; ++s) {
+    EXPECT_EQ(gpipe->stages[s].inFlight, 8);
+    EXPECT_DOUBLE_EQ(gpipe->stages[s].peakBytes, 10 + 8);
+    EXPECT_EQ(ofob->stages[s].inFlight, int64_t(4 - s));
+    EXPECT_DOUBLE_EQ(ofob->stages[s].peakBytes, 10.0 + double(4 - s));
+  }
+  EXPECT_DOUBLE_EQ(gpipe->stepSeconds, ofob->stepSeconds);
+  // 14 bytes fit 1F1B's first stage (10 + 4), not GPipe's (10 + 8).
+  EXPECT_TRUE(bool(planStages(layers, 4, 8, Schedule::OneFOneB, 14)));
+  auto tight = planStages(layers, 4, 8, Schedule::GPipe, 14);
+  ASSERT_FALSE(bool(tight));
+  EXPECT_NE(llvm::toString(tight.takeError())
+                .find("no cut of 4 layers into 4 stages"),
+            std::string::npos);
+}
+
+TEST(PipelineTest, AHeavyLayerBeatsMegatronsEvenCut) {
+  // An embedding as heavy as three layers first, a head as heavy as two
+  // last: the even cut puts both on their stages' other layers.
+  auto layers = equalLayers(8, 1.0, 0, 0);
+  layers.front().seconds = 3;
+  layers.back().seconds = 2;
+  auto even = evenStages(layers, 4, 16, Schedule::OneFOneB);
+  auto best = planStages(layers, 4, 16, Schedule::OneFOneB, 0);
+  ASSERT_TRUE(even && best);
+  EXPECT_DOUBLE_EQ(even->stages[0].seconds, 4.0);
+  double slowest = 0;
+  for (const PipelineStage &s : best->stages)
+    slowest = std::max(slowest, s.seconds);
+  EXPECT_DOUBLE_EQ(slowest, 3.0);
+  EXPECT_LT(best->stepSeconds, even->stepSeconds);
+}
+
+TEST(PipelineTest, SendsAndTheFirstStagesSyncCount) {
+  auto layers = equalLayers(4, 1.0, 0, 0);
+  for (LayerCost &c : layers) {
+    c.sendSeconds = 0.25;
+    c.syncSeconds = 0.5;
+  }
+  auto plan = planStages(layers, 2, 4, Schedule::OneFOneB, 0);
+  ASSERT_TRUE(bool(plan));
+  // Stage 0 sends its output on; the last stage sends nothing.
+  EXPECT_DOUBLE_EQ(plan->stages[0].seconds, 2.25);
+  EXPECT_DOUBLE_EQ(plan->stages[1].seconds, 2.0);
+  // fill/drain + 3 beats of the slowest + stage 0's two layers' sync.
+  EXPECT_DOUBLE_EQ(plan->stepSeconds, 4.25 + 3 * 2.25 + 1.0);
+}
+
+/// The slowest stage of the best cut that fits, by trying every cut.
+double bruteForce(const std::vector<LayerCost> &layers, int stages, int64_t m,
+                  Schedule k, double limit) {
+  int L = int(layers.size());
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<int> cuts;
+  std::function<void(int)> go = [&](int at) {
+    if (int(cuts.size()) == stages - 1) {
+      std::vector<int> edges{0};
+      edges.insert(edges.end(), cuts.begin(), cuts.end());
+      edges.push_back(L);
+      double slowest = 0;
+      for (int s = 0; s < stages; ++s) {
+        double secs = 0, statics = 0, acts = 0;
+        for (int l = edges[s]; l < edges[s + 1]; ++l) {
+          secs += layers[size_t(l)].seconds;
+          statics += layers[size_t(l)].staticBytes;
+          acts += layers[size_t(l)].activationBytes;
+        }
+        if (edges[s + 1] < L)
+          secs += layers[size_t(edges[s + 1] - 1)].sendSeconds;
+        double peak = statics + double(inFlight(k, s, stages, m)) * acts;
+        if (limit > 0 && peak > limit)
+          return;
+        slowest = std::max(slowest, secs);
+      }
+      best = std::min(best, slowest);
+      return;
+    }
+    for (int c = at; c < L; ++c) {
+      cuts.push_back(c);
+      go(c + 1);
+      cuts.pop_back();
+    }
+  };
+  go(1);
+  return best;
+}
+
+TEST(PipelineTest, TheCutIsTheBestOfEveryCut) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0.1, 3.0);
+  int checked = 0, infeasible = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    int L = 2 + int(rng() % 8);
+    int S = 1 + int(rng() % std::min(L, 4));
+    int64_t m = 1 + int64_t(rng() % 8);
+    Schedule k = rng() % 2 ? Schedule::GPipe : Schedule::OneFOneB;
+    std::vector<LayerCost> layers(static_cast<size_t>(L));
+    for (LayerCost &c : layers) {
+      c.seconds = u(rng);
+      c.staticBytes = u(rng);
+      c.activationBytes = u(rng) / 4;
+      c.sendSeconds = u(rng) / 10;
+    }
+    double limit = trial % 3 ? u(rng) * 4 : 0;
+    double want = bruteForce(layers, S, m, k, limit);
+    auto plan = planStages(layers, S, m, k, limit);
+    if (want == std::numeric_limits<double>::infinity()) {
+      EXPECT_FALSE(bool(plan)) << "trial " << trial;
+      if (!plan)
+        llvm::consumeError(plan.takeError());
+      ++infeasible;
+      continue;
+    }
+    ASSERT_TRUE(bool(plan))
+        << "trial " << trial << ": " << llvm::toString(plan.takeError());
+    double slowest = 0;
+    for (const PipelineStage &s : plan->stages) {
+      slowest = std::max(slowest, s.seconds);
+      if (limit > 0) {
+        EXPECT_LE(s.peakBytes, limit);
+      }
+    }
+    EXPECT_NEAR(slowest, want, 1e-12) << "trial " << trial;
+    EXPECT_EQ(plan->stages.front().first, 0);
+    EXPECT_EQ(plan->stages.back().last, L);
+    ++checked;
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_GT(infeasible, 10);
+}
+
+TEST(PipelineTest, ImpossibleShapesAreErrors) {
+  auto layers = equalLayers(4, 1.0, 0, 0);
+  for (auto [stages, m] : {std::pair<int64_t, int64_t>{5, 4}, {0, 4}, {2, 0}}) {
+    auto plan = planStages(layers, stages, m, Schedule::GPipe, 0);
+    ASSERT_FALSE(bool(plan));
+    EXPECT_NE(llvm::toString(plan.takeError()).find("needs 1 to 4 stages"),
+              std::string::npos);
+  }
+  auto uneven = evenStages(layers, 3, 4, Schedule::GPipe);
+  ASSERT_FALSE(bool(uneven));
+  llvm::consumeError(uneven.takeError());
+  EXPECT_EQ(parseSchedule("1f1b"), Schedule::OneFOneB);
+  EXPECT_EQ(parseSchedule("gpipe"), Schedule::GPipe);
+  EXPECT_FALSE(parseSchedule("interleaved").has_value());
+}
+
+} // namespace
