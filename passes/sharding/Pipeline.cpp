@@ -1,6 +1,11 @@
 //===- Pipeline.cpp - Stages, microbatches and schedules ------------------===//
 #include "passes/sharding/Pipeline.h"
 
+#include "ir/Module.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+
 #include "llvm/ADT/Twine.h"
 
 #include <string>
@@ -175,6 +180,64 @@ llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
   for (int s = 0; s < int(stages); ++s)
     cut.push_back(p.stage(s * per, (s + 1) * per, s, stages, m, k));
   return finish(std::move(cut), p, m, k);
+}
+
+namespace {
+
+/// The index of the last op reading each argument and op result of \p f
+/// (f.ops.size() for a returned value).
+llvm::DenseMap<const Value *, size_t> lastReads(const Func &f) {
+  llvm::DenseMap<const Value *, size_t> last;
+  for (size_t i = 0; i < f.ops.size(); ++i)
+    for (const Operand &o : f.ops[i]->operands)
+      if (o.value->kind != Value::Kind::Global)
+        last[o.value] = i;
+  for (const Value *v : f.returns)
+    last[v] = f.ops.size();
+  return last;
+}
+
+/// \p spans merged into at most \p most runs of about equal op counts.
+std::vector<LayerSpan> mergeEvenly(std::vector<LayerSpan> spans, size_t most) {
+  if (spans.size() <= most || most == 0)
+    return spans;
+  std::vector<LayerSpan> out;
+  for (size_t k = 0; k < most; ++k) {
+    size_t a = k * spans.size() / most, b = (k + 1) * spans.size() / most;
+    out.push_back({spans[a].first, spans[b - 1].last, spans[b - 1].output});
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<LayerSpan>
+findLayers(const Func &f, llvm::function_ref<bool(const Value *)> everywhere,
+           size_t most) {
+  llvm::DenseMap<const Value *, size_t> last = lastReads(f);
+  llvm::DenseSet<const Value *> live;
+  for (const auto &arg : f.args)
+    if (last.count(arg.get()) && !everywhere(arg.get()))
+      live.insert(arg.get());
+  std::vector<LayerSpan> spans;
+  size_t first = 0;
+  for (size_t i = 0; i < f.ops.size(); ++i) {
+    const Op *op = f.ops[i].get();
+    for (const Operand &o : op->operands)
+      if (auto it = last.find(o.value); it != last.end() && it->second == i)
+        live.erase(o.value);
+    for (const Result &r : op->results)
+      if (auto it = last.find(r.value.get());
+          it != last.end() && it->second > i && !everywhere(r.value.get()))
+        live.insert(r.value.get());
+    if (live.size() == 1 && i + 1 < f.ops.size()) {
+      spans.push_back({first, i + 1, *live.begin()});
+      first = i + 1;
+    }
+  }
+  if (first < f.ops.size() || spans.empty())
+    spans.push_back({first, f.ops.size(), nullptr});
+  return mergeEvenly(std::move(spans), most);
 }
 
 } // namespace pax

@@ -30,6 +30,7 @@
 #pragma once
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -99,5 +100,28 @@ llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
 /// checked against a limit.
 llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
                                         int64_t stages, int64_t m, Schedule k);
+
+struct Func;
+class Op;
+class Value;
+
+/// A run of ops [first, last) of a function in program order that a
+/// pipeline stage may begin or end at: one activation (\p output, null
+/// after the last) is all that crosses its end.
+struct LayerSpan {
+  size_t first = 0, last = 0;
+  const Value *output = nullptr;
+};
+
+/// Cuts \p f's ops where a single activation crosses (an argument or an
+/// op's result read after the cut; the values \p everywhere names, which
+/// every device holds whole, as the results of ops computed from constants
+/// and the small replicated inputs, do not count): a transformer's
+/// residual stream between its blocks, a CNN's feature map between its
+/// blocks. More than \p most runs are merged evenly (fewer, longer
+/// layers).
+std::vector<LayerSpan>
+findLayers(const Func &f, llvm::function_ref<bool(const Value *)> everywhere,
+           size_t most = 256);
 
 } // namespace pax

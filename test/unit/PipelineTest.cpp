@@ -1,5 +1,6 @@
 //===- PipelineTest.cpp - Stage cuts, schedules, bubbles -----------------===//
 #include "passes/sharding/Pipeline.h"
+#include "IrText.h"
 
 #include <gtest/gtest.h>
 
@@ -183,6 +184,66 @@ TEST(PipelineTest, ImpossibleShapesAreErrors) {
   EXPECT_EQ(parseSchedule("1f1b"), Schedule::OneFOneB);
   EXPECT_EQ(parseSchedule("gpipe"), Schedule::GPipe);
   EXPECT_FALSE(parseSchedule("interleaved").has_value());
+}
+
+} // namespace
+
+namespace {
+
+/// Three residual blocks x + relu(x W_k) over [4, 8], then a mean: a
+/// single activation crosses each block's end, two inside a block.
+constexpr const char *kBlocks = R"(module @blocks {
+  param @W0 : tensor<8x8xf32> = fill(0.1)
+  param @W1 : tensor<8x8xf32> = fill(0.1)
+  param @W2 : tensor<8x8xf32> = fill(0.1)
+  func @main(%x: tensor<4x8xf32>) -> (y: tensor<f32>) {
+    %0 = compute "matmul" iter [m: 4 par, n: 8 par, k: 8 red]
+        ins(%x[m, k], @W0[k, n]) outs([m, n] : tensor<4x8xf32>) {name = "b0/mm"}
+    %1 = compute "relu" iter [a: 4 par, b: 8 par]
+        ins(%0[a, b]) outs([a, b] : tensor<4x8xf32>) {name = "b0/relu"}
+    %2 = compute "add" iter [a: 4 par, b: 8 par]
+        ins(%x[a, b], %1[a, b]) outs([a, b] : tensor<4x8xf32>) {name = "b0/add"}
+    %3 = compute "matmul" iter [m: 4 par, n: 8 par, k: 8 red]
+        ins(%2[m, k], @W1[k, n]) outs([m, n] : tensor<4x8xf32>) {name = "b1/mm"}
+    %4 = compute "relu" iter [a: 4 par, b: 8 par]
+        ins(%3[a, b]) outs([a, b] : tensor<4x8xf32>) {name = "b1/relu"}
+    %5 = compute "add" iter [a: 4 par, b: 8 par]
+        ins(%2[a, b], %4[a, b]) outs([a, b] : tensor<4x8xf32>) {name = "b1/add"}
+    %6 = compute "matmul" iter [m: 4 par, n: 8 par, k: 8 red]
+        ins(%5[m, k], @W2[k, n]) outs([m, n] : tensor<4x8xf32>) {name = "b2/mm"}
+    %7 = compute "relu" iter [a: 4 par, b: 8 par]
+        ins(%6[a, b]) outs([a, b] : tensor<4x8xf32>) {name = "b2/relu"}
+    %8 = compute "add" iter [a: 4 par, b: 8 par]
+        ins(%5[a, b], %7[a, b]) outs([a, b] : tensor<4x8xf32>) {name = "b2/add"}
+    %9 = compute "reduce_mean" iter [a: 4 red, b: 8 red]
+        ins(%8[a, b]) outs([] : tensor<f32>) {name = "mean"}
+    return %9
+  }
+}
+)";
+
+TEST(PipelineTest, LayersEndWhereOneActivationCrosses) {
+  auto m = test::parse(kBlocks);
+  ASSERT_TRUE(m);
+  const Func &f = m->main;
+  auto none = [](const Value *) { return false; };
+  std::vector<LayerSpan> layers = findLayers(f, none);
+  // Inside a block its input and its branch cross; after each add only
+  // the block's output does.
+  ASSERT_EQ(layers.size(), 4u);
+  EXPECT_EQ(layers[0].first, 0u);
+  EXPECT_EQ(layers[0].last, 3u);
+  EXPECT_EQ(layers[0].output, f.ops[2]->results[0].value.get());
+  EXPECT_EQ(layers[1].last, 6u);
+  EXPECT_EQ(layers[2].last, 9u);
+  EXPECT_EQ(layers[3].last, 10u);
+  EXPECT_EQ(layers[3].output, nullptr);
+  // At most two: the four runs merged evenly.
+  std::vector<LayerSpan> two = findLayers(f, none, 2);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].last, 6u);
+  EXPECT_EQ(two[1].first, 6u);
+  EXPECT_EQ(two[1].last, 10u);
 }
 
 } // namespace
