@@ -649,6 +649,38 @@ static StrategyCost priceStrategy(const Func &f, const CostModel &model,
   return cost;
 }
 
+std::vector<OpPrice> priceEachOp(const SearchSpace &space,
+                                 const CostModel &model,
+                                 llvm::ArrayRef<Config> configs,
+                                 llvm::ArrayRef<OpChoice> choices) {
+  const SearchSpace::Data &d = space.data();
+  const Func &f = d.module->main;
+  std::vector<OpPrice> prices(f.ops.size());
+  for (size_t i = 0; i < f.ops.size(); ++i) {
+    const Op &op = *f.ops[i];
+    OpChoice choice = i < choices.size() ? choices[i] : OpChoice{};
+    OpCost c = model.opCost(op, configs[i], choice);
+    OpMemory kept = model.opMemory(op, configs[i], choice);
+    OpChoice none = choice;
+    none.recompute = true; // every result among the recomputed: weights alone
+    double weights = model.opMemory(op, configs[i], none).persistent;
+    prices[i] = {c.total() - c.gradientSync, c.gradientSync, weights,
+                 kept.persistent - weights};
+  }
+  for (const Use &u : d.uses) {
+    const Op &p = *f.ops[u.producer], &q = *f.ops[u.consumer];
+    if (d.constants.count(&p))
+      continue;
+    const Value *v = p.results[u.result].value.get();
+    auto [forward, backward] =
+        model.edgePlans(resultLayout(p, configs[u.producer], u.result),
+                        operandLayout(q, configs[u.consumer], u.operand), *v);
+    prices[u.consumer].seconds += model.planSeconds(forward, model.repeats(v)) +
+                                  model.planSeconds(backward, model.repeats(v));
+  }
+  return prices;
+}
+
 /// \p cost with the peak of the program as its plan holds it (a program:
 /// not a lever-priced training step, whose peak stepPeakBytes models).
 static StrategyCost withProgramPeak(const Module &m, const CostModel &model,

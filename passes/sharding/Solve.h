@@ -199,6 +199,27 @@ StrategyCost evaluateStrategy(const SearchSpace &space, const CostModel &model,
                               llvm::ArrayRef<int64_t> offsets = {},
                               llvm::ArrayRef<OpChoice> choices = {});
 
+/// One op's share of a strategy's price (priceEachOp).
+struct OpPrice {
+  /// Its own compute and communication (its gradient sync excluded) and
+  /// the moves into its operands, both directions.
+  double seconds = 0;
+  /// The synchronization of its weights' gradients, once per step.
+  double syncSeconds = 0;
+  /// Its weights' state on one device (weight, gradient, optimizer state).
+  double weightBytes = 0;
+  /// Its results kept for the backward pass, one microbatch's.
+  double keptBytes = 0;
+};
+
+/// The strategy \p configs with \p choices, priced op by op in \p space
+/// (each use's moves charged to its consumer): the sums evaluateStrategy
+/// adds up, less the returns' moves.
+std::vector<OpPrice> priceEachOp(const SearchSpace &space,
+                                 const CostModel &model,
+                                 llvm::ArrayRef<Config> configs,
+                                 llvm::ArrayRef<OpChoice> choices);
+
 /// \p model with \p levers for a step of \p microbatches microbatches of
 /// \p space's module (which ops and values carry the sample dim come from
 /// the space).

@@ -381,6 +381,8 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
     out["gap"] = gap(r);
   }
   out["baselines"] = baselinesJson(r);
+  if (r.pipeline)
+    out["pipeline"] = pipelineJson(*r.pipeline);
   out["stats"] = statsJson(r);
   out["ops"] = opsJson(m, r.strategy);
   return out;
@@ -545,7 +547,7 @@ strategyFromJson(const Module &m, llvm::StringRef text, llvm::StringRef origin,
   return configs;
 }
 
-static std::string seconds(double s) {
+std::string formatSeconds(double s) {
   if (s >= 1)
     return llvm::formatv("{0:F3} s", s).str();
   if (s >= 1e-3)
@@ -632,12 +634,13 @@ static void printAggregation(const Module &m, const StrategyReport &r,
 static void printBaselines(const StrategyReport &r, llvm::raw_ostream &os) {
   const StrategyCost &c = r.strategy.cost;
   for (const auto &[name, b] : r.baselines)
-    os << llvm::formatv(
-        "vs {0,-14} {1}, {2} memory: speedup {3:F2}x "
-        "(simulated {4}: {5:F2}x)\n",
-        name, seconds(b.seconds), gib(b.memoryBytes),
-        b.seconds / std::max(c.seconds, 1e-30), seconds(b.simulatedSeconds),
-        b.simulatedSeconds / std::max(c.simulatedSeconds, 1e-30));
+    os << llvm::formatv("vs {0,-14} {1}, {2} memory: speedup {3:F2}x "
+                        "(simulated {4}: {5:F2}x)\n",
+                        name, formatSeconds(b.seconds), gib(b.memoryBytes),
+                        b.seconds / std::max(c.seconds, 1e-30),
+                        formatSeconds(b.simulatedSeconds),
+                        b.simulatedSeconds /
+                            std::max(c.simulatedSeconds, 1e-30));
   for (const auto &[name, why] : r.baselineErrors)
     os << llvm::formatv("vs {0,-14} does not fit: {1}\n", name, why);
 }
@@ -651,7 +654,7 @@ static void printSearch(const StrategyReport &r, llvm::raw_ostream &os) {
      << " per op), largest dependent set "
      << r.strategy.stats.largestDependentSet << ", " << r.strategy.stats.states
      << " DP states (" << r.strategy.stats.builtStates
-     << " built, the rest repeat them), " << seconds(r.searchSeconds)
+     << " built, the rest repeat them), " << formatSeconds(r.searchSeconds)
      << ", peak memory " << gib(r.peakMemoryBytes) << "\n";
 }
 
@@ -669,7 +672,8 @@ static void printChosen(const StrategyReport &r, llvm::raw_ostream &os) {
       "optimum: by the additive cost the search minimizes no strategy costs "
       "less than {0} (the {1} search's costs {2}); this one costs {3:F2}% "
       "more and simulates {4:F2}x faster than the {1} search's\n",
-      seconds(lowerBoundSeconds(r)), solverName(r.solver), seconds(s.seconds),
+      formatSeconds(lowerBoundSeconds(r)), solverName(r.solver),
+      formatSeconds(s.seconds),
       100 * (c.seconds / std::max(s.seconds, 1e-30) - 1),
       s.simulatedSeconds / std::max(c.simulatedSeconds, 1e-30));
 }
@@ -699,25 +703,25 @@ static void printMemory(const Module &m, const StrategyReport &r,
 static void printSteps(const Module &m, const StrategyReport &r,
                        llvm::raw_ostream &os) {
   const StrategyCost &c = r.strategy.cost;
-  os << "\npredicted step time: " << seconds(c.seconds) << " (compute "
-     << seconds(c.computeSeconds) << ", communication "
-     << seconds(c.commSeconds) << ")\n";
-  os << "simulated step time: " << seconds(c.simulatedSeconds)
+  os << "\npredicted step time: " << formatSeconds(c.seconds) << " (compute "
+     << formatSeconds(c.computeSeconds) << ", communication "
+     << formatSeconds(c.commSeconds) << ")\n";
+  os << "simulated step time: " << formatSeconds(c.simulatedSeconds)
      << " (compute and communication overlapped)\n";
   if (double floor = workFloor(m, r))
     os << llvm::formatv("work floor:          {0} (the step's arithmetic over "
                         "all {1} GPUs at their peak; this step is {2:F2}x of "
                         "it)\n",
-                        seconds(floor), r.cluster->gpus,
+                        formatSeconds(floor), r.cluster->gpus,
                         c.simulatedSeconds / floor);
   if (!r.chosenFrom.empty())
     os << "chosen by simulation: the " << r.chosenFrom
        << " baseline's strategy, which simulates faster than the "
        << solverName(r.solver) << " search's (listed below)\n";
   if (r.refinedFrom > 0)
-    os << "refined by MCMC:     " << seconds(r.refinedFrom) << " -> "
-       << seconds(c.simulatedSeconds) << " simulated (" << r.refineProposals
-       << " proposals from the chosen strategy)\n";
+    os << "refined by MCMC:     " << formatSeconds(r.refinedFrom) << " -> "
+       << formatSeconds(c.simulatedSeconds) << " simulated ("
+       << r.refineProposals << " proposals from the chosen strategy)\n";
 }
 
 void printReport(const Module &m, const StrategyReport &r,
@@ -746,23 +750,25 @@ void printReport(const Module &m, const StrategyReport &r,
      << " per device per step\n";
   printBaselines(r, os);
   printSearch(r, os);
+  if (r.pipeline)
+    printPipeline(*r.pipeline, c.simulatedSeconds, os);
   if (r.given)
     return;
   if (!r.chosenFrom.empty())
     return printChosen(r, os);
   if (r.solver == SolverKind::Mcmc) {
     const Strategy &s = r.strategy;
-    os << llvm::formatv("mcmc: {0} proposals, {1} taken, chains from the "
-                        "DP's strategy, data-parallel, expert and a random "
-                        "one; the DP's strategy simulates {2}, this one {3} "
-                        "({4:F2}x){5}\n",
-                        s.proposals, s.accepted, seconds(s.dpSimulatedSeconds),
-                        seconds(s.cost.simulatedSeconds),
-                        s.dpSimulatedSeconds /
-                            std::max(s.cost.simulatedSeconds, 1e-30),
-                        s.budgetHit ? "; --search-budget cut it short (the "
-                                      "result depends on the machine)"
-                                    : "");
+    os << llvm::formatv(
+        "mcmc: {0} proposals, {1} taken, chains from the "
+        "DP's strategy, data-parallel, expert and a random "
+        "one; the DP's strategy simulates {2}, this one {3} "
+        "({4:F2}x){5}\n",
+        s.proposals, s.accepted, formatSeconds(s.dpSimulatedSeconds),
+        formatSeconds(s.cost.simulatedSeconds),
+        s.dpSimulatedSeconds / std::max(s.cost.simulatedSeconds, 1e-30),
+        s.budgetHit ? "; --search-budget cut it short (the "
+                      "result depends on the machine)"
+                    : "");
     return;
   }
   printOptimum(r, os);
@@ -788,7 +794,7 @@ static void printOptimum(const StrategyReport &r, llvm::raw_ostream &os) {
     os << llvm::formatv(
         "optimum: not proven; lower bound {0}, so this strategy is within "
         "{1:F2}% of the best{2}\n",
-        seconds(lowerBoundSeconds(r)), 100 * gap(r),
+        formatSeconds(lowerBoundSeconds(r)), 100 * gap(r),
         st.exactStates ? llvm::formatv(" (the exact DP needs {0} states, over "
                                        "--max-states; {1} vertices split)",
                                        st.exactStates, st.splitVertices)

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "passes/sharding/PipelineSearch.h"
 #include "passes/sharding/Solve.h"
 
 #include "llvm/Support/JSON.h"
@@ -17,6 +18,9 @@
 #include <map>
 
 namespace pax {
+
+/// "1.234 s", "12.345 ms" or "123.4 us", as reports print a time.
+std::string formatSeconds(double s);
 
 /// Everything a report shows.
 struct StrategyReport {
@@ -48,6 +52,8 @@ struct StrategyReport {
   /// The program is a whole training step (backward and updates built in,
   /// each op priced once as it runs): reported as training.
   bool trainingProgram = false;
+  /// Training under --pipeline: the stages searched (PipelineSearch.h).
+  std::optional<PipelineSearchResult> pipeline;
 };
 
 /// The training levers a strategy JSON gives: its microbatch count (0:

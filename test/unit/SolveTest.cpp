@@ -441,3 +441,39 @@ TEST(PlacementTest, LayoutsPlacedApartMovePointToPoint) {
   }
   EXPECT_GT(checked, 100u);
 }
+
+// priceEachOp splits a strategy's additive cost op by op: its prices sum
+// to what evaluateStrategy adds up, less the moves of the returned values.
+TEST(SolveTest, PricesOfEachOpSumToTheStrategysCost) {
+  for (unsigned seed = 1; seed <= 60; ++seed) {
+    RandomGraph gen(seed);
+    auto m = gen.build(2 + seed % 8);
+    unsigned devices = 2 + seed % 7;
+    auto cluster = makeCluster("pase", devices, std::nullopt);
+    ASSERT_TRUE(bool(cluster));
+    CostModel model(*cluster, seed % 2 ? CostMode::Train : CostMode::Infer);
+    ShardingOptions o;
+    o.configs.devices = devices;
+    SearchSpace space(*m, o.configs);
+    auto s = solveSharding(space, model, o);
+    ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());
+    std::vector<OpPrice> prices =
+        priceEachOp(space, model, s->configs, s->choices);
+    const Func &f = m->main;
+    ASSERT_EQ(prices.size(), f.ops.size());
+    double sum = 0, returns = 0;
+    for (const OpPrice &p : prices)
+      sum += p.seconds + p.syncSeconds;
+    llvm::DenseSet<const Op *> constants = constantOps(*m);
+    for (size_t i = 0; i < f.ops.size(); ++i)
+      for (unsigned r = 0; r < f.ops[i]->results.size(); ++r)
+        if (llvm::is_contained(f.returns, f.ops[i]->results[r].value.get()) &&
+            !constants.count(f.ops[i].get()))
+          returns +=
+              model.stepSeconds(model.returnStep(*f.ops[i], s->configs[i], r));
+    StrategyCost c = evaluateStrategy(space, model, s->configs, {}, s->choices);
+    EXPECT_NEAR(sum + returns, c.computeSeconds + c.commSeconds,
+                1e-9 * (1 + c.seconds))
+        << "seed " << seed;
+  }
+}

@@ -251,6 +251,21 @@ static cl::opt<std::string> microbatches(
              "the search chooses when pricing a step; a training plan, "
              "--loss, runs M, auto being 1)"),
     cl::value_desc("auto|M"), cl::init("auto"), cl::cat(searchCategory));
+static cl::opt<std::string> pipelineFlag(
+    "pipeline",
+    cl::desc("Training: also search pipeline stages (Alpa's inter-op pass "
+             "on uniform submeshes): auto (every stage count that divides "
+             "the GPUs), N stages, or off; the report and strategy JSON show "
+             "the best pipeline against the step without stages (plans with "
+             "stages are not emitted yet)"),
+    cl::value_desc("off|auto|N"), cl::init("off"), cl::cat(searchCategory));
+static cl::opt<std::string> scheduleFlag(
+    "schedule",
+    cl::desc("With --pipeline: the microbatch schedule, 1f1b (each stage "
+             "keeps at most its distance to the end in flight), gpipe (every "
+             "microbatch's forward first) or auto (both)"),
+    cl::value_desc("auto|1f1b|gpipe"), cl::init("auto"),
+    cl::cat(searchCategory));
 static cl::opt<std::string> recompute(
     "recompute",
     cl::desc("Training: recompute results in the backward pass instead of "
@@ -516,6 +531,73 @@ static llvm::Error checkStepPeak(const StrategyReport &report, double limit) {
       peak / double(1 << 30), limit / double(1 << 30)));
 }
 
+/// A progress line on a terminal when a search runs for more than about
+/// two seconds, redrawn at most ten times a second.
+struct ProgressLine {
+  std::chrono::steady_clock::time_point start =
+      std::chrono::steady_clock::now();
+  bool shown = false;
+  double drawn = 0;
+  bool terminal = !quiet && llvm::errs().is_displayed();
+  void draw(double fraction) {
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    if (!terminal || elapsed < 2 || elapsed - drawn < 0.1)
+      return;
+    drawn = elapsed;
+    llvm::errs() << llvm::formatv("\rpaxc: searching... {0,3}% ({1:F1} s)",
+                                  int(fraction * 100), elapsed);
+    shown = true;
+  }
+};
+
+/// --pipeline and --schedule, or an error naming the flag.
+static llvm::Expected<PipelineOptions> pipelineOptionsFromFlags() {
+  PipelineOptions p;
+  if (pipelineFlag != "auto" &&
+      (llvm::StringRef(pipelineFlag).getAsInteger(10, p.stages) ||
+       p.stages < 1))
+    return llvm::createStringError("--pipeline=" + pipelineFlag +
+                                   ": expected off, auto or a stage count");
+  if (scheduleFlag != "auto") {
+    p.schedule = parseSchedule(scheduleFlag);
+    if (!p.schedule)
+      return llvm::createStringError("--schedule=" + scheduleFlag +
+                                     ": expected auto, 1f1b or gpipe");
+  }
+  auto m = microbatchesFromFlag();
+  if (!m)
+    return m.takeError();
+  p.microbatches = *m;
+  return p;
+}
+
+/// --pipeline: the stages searched for \p m into \p report.
+static llvm::Error searchStages(const Module &m, const ShardingOptions &o,
+                                double limit, bool forPlan,
+                                StrategyReport &report) {
+  if (mode != "train" || trainingStep)
+    return llvm::createStringError(
+        "--pipeline searches stages for a training step's strategy "
+        "(--mode=train, no --loss): pipelined plans are not emitted yet");
+  if (forPlan)
+    return llvm::createStringError(
+        "--pipeline: plans with pipeline stages are not emitted yet (the "
+        "search, its report and strategy JSON are): --emit=report or "
+        "--emit=strategy, or --pipeline=off");
+  auto p = pipelineOptionsFromFlags();
+  if (!p)
+    return p.takeError();
+  ShardingOptions so = o;
+  so.memoryLimit = limit;
+  auto found = searchPipeline(m, *theCluster, so, *p);
+  if (!found)
+    return found.takeError();
+  report.pipeline = std::move(*found);
+  return llvm::Error::success();
+}
+
 /// The report of the flags' search (or of --strategy's strategy) for \p m.
 static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
                                                  bool keepGiven = false) {
@@ -536,23 +618,8 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   if (!options)
     return options.takeError();
   ShardingOptions &o = *options;
-  // A progress line on a terminal when a search runs for more than about
-  // two seconds, redrawn at most ten times a second.
-  auto start = std::chrono::steady_clock::now();
-  bool shown = false;
-  double drawn = 0;
-  bool terminal = !quiet && llvm::errs().is_displayed();
-  o.progress = [start, &shown, &drawn, terminal](double fraction) {
-    double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    if (!terminal || elapsed < 2 || elapsed - drawn < 0.1)
-      return;
-    drawn = elapsed;
-    llvm::errs() << llvm::formatv("\rpaxc: searching... {0,3}% ({1:F1} s)",
-                                  int(fraction * 100), elapsed);
-    shown = true;
-  };
+  ProgressLine line;
+  o.progress = [&line](double fraction) { line.draw(fraction); };
   std::optional<std::vector<Config>> fixed;
   std::vector<int64_t> offsets;
   GivenLevers given;
@@ -583,7 +650,7 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   auto report = buildReport(m, *theCluster,
                             pricingTraining ? CostMode::Train : CostMode::Infer,
                             o, fixed, offsets, &given);
-  if (shown)
+  if (line.shown)
     llvm::errs() << "\n";
   if (report && keepGiven)
     if (auto err = checkStepPeak(*report, limit))
@@ -592,6 +659,9 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
     report->trainingProgram = trainingStep;
     report->solver = *kind;
   }
+  if (report && pipelineFlag != "off")
+    if (auto err = searchStages(m, o, limit, forPlan, *report))
+      return err;
   return report;
 }
 

@@ -1,0 +1,261 @@
+//===- PipelineSearch.cpp - Stages searched over a model ------------------===//
+#include "passes/sharding/PipelineSearch.h"
+#include "passes/sharding/StrategyIO.h"
+
+#include "ir/Module.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+
+namespace pax {
+
+std::vector<LayerCost> layerCosts(const Func &f,
+                                  llvm::ArrayRef<LayerSpan> layers,
+                                  llvm::ArrayRef<OpPrice> prices,
+                                  int64_t microbatches, int64_t stageDevices,
+                                  const Cluster &cluster) {
+  double m = double(microbatches);
+  const LinkLevel &link = stageDevices >= int64_t(cluster.gpusPerNode)
+                              ? cluster.interNode
+                              : cluster.intraNode;
+  std::vector<LayerCost> out;
+  for (const LayerSpan &l : layers) {
+    LayerCost c;
+    for (size_t i = l.first; i < l.last; ++i) {
+      c.seconds += prices[i].seconds / m;
+      c.syncSeconds += prices[i].syncSeconds;
+      c.staticBytes += prices[i].weightBytes;
+      c.activationBytes += prices[i].keptBytes;
+    }
+    if (l.output) {
+      double bytes = double(l.output->type.bytes()) / m / double(stageDevices);
+      c.sendSeconds = 2 * (link.latency + bytes / link.bandwidth);
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+namespace {
+
+/// Values every device holds whole: results of ops computed from constants
+/// and the small replicated inputs.
+struct Everywhere {
+  explicit Everywhere(const Module &m) : constants(constantOps(m)) {}
+  bool operator()(const Value *v) const {
+    if (v->kind == Value::Kind::Argument)
+      return isReplicatedInput(*v);
+    return v->kind == Value::Kind::Result && constants.count(v->def);
+  }
+  llvm::DenseSet<const Op *> constants;
+};
+
+/// The pipelines of one stage count: its submesh, the intra-op strategy
+/// there, each microbatch count, schedule and lever setting cut.
+class StageCount {
+public:
+  StageCount(const Module &m, const Cluster &cluster, const ShardingOptions &o,
+             const PipelineOptions &p, llvm::ArrayRef<LayerSpan> layers,
+             int64_t stages)
+      : m(m), o(o), p(p), layers(layers), stages(stages),
+        devices(int64_t(cluster.gpus) / stages), sub(cluster) {
+    sub.gpus = unsigned(devices);
+    sub.gpusPerNode = std::min(cluster.gpusPerNode, sub.gpus);
+  }
+  /// The fastest pipeline of this count, or an error saying why none.
+  llvm::Expected<PipelineChoice> best();
+
+private:
+  void tryCut(const SearchSpace &space, const Strategy &intra,
+              const LeverOptions &levers, int64_t microbatches);
+
+  const Module &m;
+  const ShardingOptions &o;
+  const PipelineOptions &p;
+  llvm::ArrayRef<LayerSpan> layers;
+  int64_t stages, devices;
+  Cluster sub;
+  std::optional<PipelineChoice> found;
+  std::string lastError;
+};
+
+void StageCount::tryCut(const SearchSpace &space, const Strategy &intra,
+                        const LeverOptions &levers, int64_t microbatches) {
+  CostModel model = leveredModel(space, CostModel(sub, CostMode::Train), levers,
+                                 microbatches);
+  std::vector<OpChoice> choices = intra.choices;
+  const Func &f = m.main;
+  if (levers.recompute == RecomputePolicy::All)
+    for (size_t i = 0; i < f.ops.size(); ++i)
+      choices[i] = model.choose(*f.ops[i], intra.configs[i], 0);
+  std::vector<LayerCost> costs =
+      layerCosts(f, layers, priceEachOp(space, model, intra.configs, choices),
+                 microbatches, devices, sub);
+  for (Schedule k : {Schedule::OneFOneB, Schedule::GPipe}) {
+    if (p.schedule && *p.schedule != k)
+      continue;
+    auto plan = planStages(costs, stages, microbatches, k, o.memoryLimit);
+    if (!plan) {
+      lastError = llvm::toString(plan.takeError());
+      continue;
+    }
+    if (found && found->plan.stepSeconds <= plan->stepSeconds)
+      continue;
+    found = PipelineChoice{std::move(*plan), devices,
+                           std::vector<LayerSpan>(layers.begin(), layers.end()),
+                           intra};
+    found->intra.choices = choices;
+    found->intra.microbatches = microbatches;
+  }
+}
+
+llvm::Expected<PipelineChoice> StageCount::best() {
+  ShardingOptions so = o;
+  so.configs.devices = devices;
+  so.memoryLimit = 0; // each stage's peak is the outer cut's to check
+  so.progress = nullptr;
+  so.refineSteps = 0;
+  SearchSpace space(m, so.configs);
+  auto counts = microbatchCounts(space, p.microbatches);
+  if (!counts)
+    return counts.takeError();
+  so.levers.microbatches = counts->front();
+  CostModel base(sub, CostMode::Train);
+  auto intra = solveSharding(
+      space, leveredModel(space, base, so.levers, so.levers.microbatches), so);
+  if (!intra)
+    return intra.takeError();
+  LeverOptions all = so.levers;
+  all.recompute = RecomputePolicy::All;
+  for (int64_t mb : *counts)
+    for (const LeverOptions &l : {so.levers, all})
+      tryCut(space, *intra, l, mb);
+  if (!found)
+    return llvm::createStringError(lastError.empty() ? "no microbatch count"
+                                                     : lastError);
+  return *found;
+}
+
+/// The stage counts to try: \p p's, or each that divides the cluster's
+/// devices (at least 2, at most the layers).
+llvm::Expected<std::vector<int64_t>>
+stageCounts(const Cluster &cluster, const PipelineOptions &p, size_t layers) {
+  int64_t n = cluster.gpus;
+  if (p.stages) {
+    if (p.stages < 1 || p.stages > int64_t(layers) || n % p.stages)
+      return llvm::createStringError(llvm::formatv(
+          "--pipeline={0}: a pipeline needs 1 to {1} stages (the model's "
+          "layers) that divide the {2} devices",
+          p.stages, layers, n));
+    return std::vector<int64_t>{p.stages};
+  }
+  std::vector<int64_t> out;
+  for (int64_t s = 2; s <= std::min<int64_t>(n, int64_t(layers)); ++s)
+    if (n % s == 0)
+      out.push_back(s);
+  return out;
+}
+
+} // namespace
+
+llvm::Expected<PipelineSearchResult> searchPipeline(const Module &m,
+                                                    const Cluster &cluster,
+                                                    const ShardingOptions &o,
+                                                    const PipelineOptions &p) {
+  auto start = std::chrono::steady_clock::now();
+  std::vector<LayerSpan> layers = findLayers(m.main, Everywhere(m));
+  auto counts = stageCounts(cluster, p, layers.size());
+  if (!counts)
+    return counts.takeError();
+  PipelineSearchResult r;
+  for (int64_t s : *counts) {
+    auto best = StageCount(m, cluster, o, p, layers, s).best();
+    if (!best) {
+      r.tried.push_back(llvm::formatv("{0} stages: {1}", s,
+                                      llvm::toString(best.takeError())));
+      continue;
+    }
+    r.tried.push_back(llvm::formatv(
+        "{0} stages of {1} devices: {2}, {3} microbatches, {4}", s,
+        best->stageDevices, formatSeconds(best->plan.stepSeconds),
+        best->plan.microbatches, scheduleName(best->plan.schedule)));
+    if (!r.best || best->plan.stepSeconds < r.best->plan.stepSeconds)
+      r.best = std::move(*best);
+  }
+  r.searchSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return r;
+}
+
+void printPipeline(const PipelineSearchResult &r, double flat,
+                   llvm::raw_ostream &os) {
+  if (!r.best) {
+    os << llvm::formatv("pipeline:            none fits (searched in {0:F1} "
+                        "s)\n",
+                        r.searchSeconds);
+  } else {
+    const PipelinePlan &p = r.best->plan;
+    os << llvm::formatv(
+        "pipeline:            {0} stages x {1} devices, {2} microbatches, "
+        "{3}: step {4} (bubble {5:F1}%)",
+        p.stages.size(), r.best->stageDevices, p.microbatches,
+        scheduleName(p.schedule), formatSeconds(p.stepSeconds), 100 * p.bubble);
+    if (flat > 0)
+      os << llvm::formatv(", {0:F2}x the step without stages ({1})",
+                          flat / p.stepSeconds, formatSeconds(flat));
+    os << llvm::formatv("; searched in {0:F1} s (stage counts x "
+                        "microbatches x schedules x recomputation, "
+                        "exhaustive; priced additively, not simulated)\n",
+                        r.searchSeconds);
+    const std::vector<LayerSpan> &layers = r.best->layers;
+    for (size_t s = 0; s < p.stages.size(); ++s) {
+      const PipelineStage &st = p.stages[s];
+      os << llvm::formatv(
+          "  stage {0}: layers {1}-{2} of {3} (ops {4}-{5}), devices {6}-{7}, "
+          "{8} per microbatch, peak {9:F2} GiB ({10} in flight)\n",
+          s, st.first, st.last - 1, layers.size(),
+          layers[size_t(st.first)].first, layers[size_t(st.last - 1)].last - 1,
+          int64_t(s) * r.best->stageDevices,
+          int64_t(s + 1) * r.best->stageDevices - 1, formatSeconds(st.seconds),
+          st.peakBytes / 1073741824.0, st.inFlight);
+    }
+  }
+  for (const std::string &line : r.tried)
+    os << "  tried " << line << "\n";
+}
+
+llvm::json::Value pipelineJson(const PipelineSearchResult &r) {
+  llvm::json::Object out{{"search_s", r.searchSeconds}};
+  llvm::json::Array tried;
+  for (const std::string &line : r.tried)
+    tried.push_back(line);
+  out["tried"] = std::move(tried);
+  if (!r.best)
+    return out;
+  const PipelineChoice &c = *r.best;
+  llvm::json::Array stages;
+  for (size_t s = 0; s < c.plan.stages.size(); ++s) {
+    const PipelineStage &st = c.plan.stages[s];
+    stages.push_back(llvm::json::Object{
+        {"layers", llvm::json::Array{st.first, st.last}},
+        {"ops", llvm::json::Array{int64_t(c.layers[size_t(st.first)].first),
+                                  int64_t(c.layers[size_t(st.last - 1)].last)}},
+        {"devices", llvm::json::Array{int64_t(s) * c.stageDevices,
+                                      int64_t(s + 1) * c.stageDevices}},
+        {"seconds", st.seconds},
+        {"peak_bytes", st.peakBytes},
+        {"in_flight", st.inFlight}});
+  }
+  out["stages"] = std::move(stages);
+  out["stage_devices"] = c.stageDevices;
+  out["microbatches"] = c.plan.microbatches;
+  out["schedule"] = scheduleName(c.plan.schedule);
+  out["step_s"] = c.plan.stepSeconds;
+  out["bubble"] = c.plan.bubble;
+  out["levers"] = describeLevers(c.intra.microbatches, c.intra.choices);
+  return out;
+}
+
+} // namespace pax

@@ -1,0 +1,79 @@
+//===- PipelineSearch.h - Stages searched over a model ----------*- C++ -*-===//
+//
+// The outer search of pipeline parallelism (Pipeline.h) over a training
+// module: its layers (findLayers), and for each stage count S that divides
+// the cluster (or the one --pipeline names) the submesh of N / S devices,
+// whose intra-op strategy the existing search chooses for the whole model
+// on N / S devices (every stage's layers take their part of it: identical
+// layers are solved once, together); the strategy is priced op by op
+// (priceEachOp) at every microbatch count the batch allows, with the
+// search's levers and with every op recomputed, and planStages cuts the
+// layers under the memory limit on each schedule. The fastest step wins.
+// Exhaustive over its space: stage counts x microbatches x schedules x the
+// two lever settings; the intra-op part is what --solver searches.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "passes/sharding/Pipeline.h"
+#include "passes/sharding/Solve.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace pax {
+
+struct PipelineOptions {
+  int64_t stages = 0;               ///< 0: every count that divides the cluster
+  int64_t microbatches = 0;         ///< 0: every count the batch allows
+  std::optional<Schedule> schedule; ///< none: both
+};
+
+/// The pipeline the search chose.
+struct PipelineChoice {
+  PipelinePlan plan;
+  int64_t stageDevices = 0;
+  /// The layers the stages cut (ops of @main in program order).
+  std::vector<LayerSpan> layers;
+  /// The intra-op strategy of every stage (configurations on stageDevices
+  /// devices, levers at plan.microbatches).
+  Strategy intra;
+};
+
+struct PipelineSearchResult {
+  std::optional<PipelineChoice> best;
+  /// One line per stage count tried: its best step, or why none fits.
+  std::vector<std::string> tried;
+  double searchSeconds = 0;
+};
+
+/// Searches pipelines of training module \p m on \p cluster with \p o's
+/// intra-op options and memory limit.
+llvm::Expected<PipelineSearchResult> searchPipeline(const Module &m,
+                                                    const Cluster &cluster,
+                                                    const ShardingOptions &o,
+                                                    const PipelineOptions &p);
+
+/// The report's lines on \p r, against \p flat, the step simulated
+/// without stages (0: none).
+void printPipeline(const PipelineSearchResult &r, double flat,
+                   llvm::raw_ostream &os);
+
+/// The strategy JSON's "pipeline" object.
+llvm::json::Value pipelineJson(const PipelineSearchResult &r);
+
+/// Each layer of \p layers priced from \p prices (ops of \p f, a step of
+/// \p microbatches microbatches) on stages of \p stageDevices devices of
+/// \p cluster: per microbatch, the activation each layer's end sends on
+/// (and its gradient back) split over the stage's devices.
+std::vector<LayerCost> layerCosts(const Func &f,
+                                  llvm::ArrayRef<LayerSpan> layers,
+                                  llvm::ArrayRef<OpPrice> prices,
+                                  int64_t microbatches, int64_t stageDevices,
+                                  const Cluster &cluster);
+
+} // namespace pax
