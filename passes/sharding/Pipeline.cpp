@@ -7,6 +7,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <string>
 
@@ -158,8 +159,9 @@ llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
     return llvm::createStringError(
         "no cut of " + std::to_string(L) + " layers into " +
         std::to_string(stages) + " stages fits " +
-        std::to_string(limit / 1073741824.0) + " GiB per device with " +
-        std::to_string(m) + " microbatches under " + scheduleName(k).str());
+        llvm::formatv("{0:F2}", limit / 1073741824.0).str() +
+        " GiB per device with " + std::to_string(m) + " microbatches under " +
+        scheduleName(k).str());
   std::vector<PipelineStage> cut(static_cast<size_t>(S));
   for (int s = S, l = L; s > 0; --s) {
     int a = t.from[size_t(s)][size_t(l)];

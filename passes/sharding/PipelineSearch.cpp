@@ -97,7 +97,9 @@ void StageCount::tryCut(const SearchSpace &space, const Strategy &intra,
       continue;
     auto plan = planStages(costs, stages, microbatches, k, o.memoryLimit);
     if (!plan) {
-      lastError = llvm::toString(plan.takeError());
+      std::string why = llvm::toString(plan.takeError());
+      if (lastError.empty())
+        lastError = why;
       continue;
     }
     if (found && found->plan.stepSeconds <= plan->stepSeconds)
@@ -113,17 +115,19 @@ void StageCount::tryCut(const SearchSpace &space, const Strategy &intra,
 llvm::Expected<PipelineChoice> StageCount::best() {
   ShardingOptions so = o;
   so.configs.devices = devices;
-  so.memoryLimit = 0; // each stage's peak is the outer cut's to check
+  // The whole model on the submesh holds S stages' weights and, at one
+  // microbatch each, as many layers' activations as 1F1B's first stage
+  // keeps: its levers are chosen to fit S limits (the cut then checks each
+  // stage's own peak).
+  so.memoryLimit = o.memoryLimit * double(stages);
   so.progress = nullptr;
   so.refineSteps = 0;
   SearchSpace space(m, so.configs);
   auto counts = microbatchCounts(space, p.microbatches);
   if (!counts)
     return counts.takeError();
-  so.levers.microbatches = counts->front();
-  CostModel base(sub, CostMode::Train);
-  auto intra = solveSharding(
-      space, leveredModel(space, base, so.levers, so.levers.microbatches), so);
+  so.levers.microbatches = p.microbatches; // 0: the fit search chooses
+  auto intra = solveSharding(space, CostModel(sub, CostMode::Train), so);
   if (!intra)
     return intra.takeError();
   LeverOptions all = so.levers;
