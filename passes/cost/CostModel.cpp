@@ -294,6 +294,7 @@ OpCost CostModel::costOf(const OpParts &p, OpChoice choice) const {
   // result's second forward.
   double passes = training() ? 1 + kBackwardFactor + choice.recompute : 1;
   cost.compute = passes * p.forward;
+  cost.forward = p.forward;
   // Reducing partial sums needs nothing on the way back (the gradient of a
   // sum reaches every term as is).
   cost.communication = p.inside;

@@ -29,6 +29,7 @@ enum class CostMode : uint8_t { Train, Infer };
 /// Seconds of one op in one configuration, split by kind.
 struct OpCost {
   double compute = 0;       ///< forward (and backward) arithmetic
+  double forward = 0;       ///< of compute, the forward pass's (once)
   double communication = 0; ///< inside the op: reductions, gradient sync
   /// Of communication, the gradient synchronization of replicated weights:
   /// nothing in the forward pass waits for it (the simulator overlaps it

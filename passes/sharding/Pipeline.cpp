@@ -32,6 +32,105 @@ int64_t inFlight(Schedule k, int64_t s, int64_t stages, int64_t m) {
   return k == Schedule::GPipe ? m : std::min(m, stages - s);
 }
 
+namespace {
+
+/// One pass of one microbatch on one stage.
+struct Pass {
+  bool backward;
+  int64_t microbatch;
+};
+
+/// Stage \p s's passes in the order schedule \p k runs them.
+std::vector<Pass> passOrder(Schedule k, int64_t s, int64_t stages, int64_t m) {
+  std::vector<Pass> order;
+  int64_t warm = k == Schedule::GPipe ? m : std::min(stages - s - 1, m);
+  for (int64_t i = 0; i < warm; ++i)
+    order.push_back({false, i});
+  for (int64_t i = 0; i < m; ++i) {
+    if (warm + i < m)
+      order.push_back({false, warm + i});
+    order.push_back({true, i});
+  }
+  return order;
+}
+
+/// The event-by-event run of simulatePipeline: when each pass ends.
+class PipelineRun {
+public:
+  PipelineRun(llvm::ArrayRef<PipelineStage> stages, int64_t m, Schedule k)
+      : stages(stages), m(m), S(int64_t(stages.size())),
+        forwardEnd(size_t(S * m), -1), backwardEnd(size_t(S * m), -1),
+        free(size_t(S), 0), next(size_t(S), 0) {
+    for (int64_t s = 0; s < S; ++s)
+      orders.push_back(passOrder(k, s, S, m));
+  }
+  /// Runs every stage as far as its inputs allow; false when none moved.
+  bool sweep() {
+    bool moved = false;
+    for (int64_t s = 0; s < S; ++s)
+      while (next[size_t(s)] < orders[size_t(s)].size() && step(s))
+        moved = true;
+    return moved;
+  }
+  bool done() const {
+    for (int64_t s = 0; s < S; ++s)
+      if (next[size_t(s)] < orders[size_t(s)].size())
+        return false;
+    return true;
+  }
+  /// The step: each stage's last pass, then its sync.
+  double end() const {
+    double t = 0;
+    for (int64_t s = 0; s < S; ++s)
+      t = std::max(t, free[size_t(s)] + stages[size_t(s)].syncSeconds);
+    return t;
+  }
+
+private:
+  /// Runs stage \p s's next pass if its input is there.
+  bool step(int64_t s) {
+    const PipelineStage &st = stages[size_t(s)];
+    Pass p = orders[size_t(s)][next[size_t(s)]];
+    double ready = 0, length = st.forwardSeconds;
+    if (!p.backward && s > 0)
+      ready = at(forwardEnd, s - 1, p.microbatch) +
+              stages[size_t(s - 1)].sendSeconds / 2;
+    if (p.backward) {
+      length = st.seconds - st.sendSeconds - st.forwardSeconds;
+      ready = s + 1 < S
+                  ? at(backwardEnd, s + 1, p.microbatch) + st.sendSeconds / 2
+                  : at(forwardEnd, s, p.microbatch);
+    }
+    if (ready < 0)
+      return false;
+    double start = std::max(ready, free[size_t(s)]);
+    (p.backward ? backwardEnd : forwardEnd)[size_t(s * m + p.microbatch)] =
+        free[size_t(s)] = start + length;
+    ++next[size_t(s)];
+    return true;
+  }
+  double at(const std::vector<double> &ends, int64_t s, int64_t mb) const {
+    return ends[size_t(s * m + mb)];
+  }
+
+  llvm::ArrayRef<PipelineStage> stages;
+  int64_t m, S;
+  std::vector<double> forwardEnd, backwardEnd, free;
+  std::vector<size_t> next;
+  std::vector<std::vector<Pass>> orders;
+};
+
+} // namespace
+
+double simulatePipeline(llvm::ArrayRef<PipelineStage> stages, int64_t m,
+                        Schedule k) {
+  PipelineRun run(stages, m, k);
+  while (!run.done())
+    if (!run.sweep())
+      return std::numeric_limits<double>::infinity(); // cannot happen
+  return run.end();
+}
+
 double pipelineStep(llvm::ArrayRef<PipelineStage> stages, int64_t m,
                     double sync) {
   double sum = 0, slowest = 0;
@@ -49,9 +148,10 @@ class Prefix {
 public:
   explicit Prefix(llvm::ArrayRef<LayerCost> layers) : layers(layers) {
     seconds.assign(layers.size() + 1, 0);
-    statics = activations = syncs = seconds;
+    forwards = statics = activations = syncs = seconds;
     for (size_t l = 0; l < layers.size(); ++l) {
       seconds[l + 1] = seconds[l] + layers[l].seconds;
+      forwards[l + 1] = forwards[l] + layers[l].forwardSeconds;
       statics[l + 1] = statics[l] + layers[l].staticBytes;
       activations[l + 1] = activations[l] + layers[l].activationBytes;
       syncs[l + 1] = syncs[l] + layers[l].syncSeconds;
@@ -63,9 +163,11 @@ public:
     PipelineStage st;
     st.first = a;
     st.last = b;
-    st.seconds =
-        seconds[size_t(b)] - seconds[size_t(a)] +
-        (b < int(layers.size()) ? layers[size_t(b - 1)].sendSeconds : 0.0);
+    st.sendSeconds =
+        b < int(layers.size()) ? layers[size_t(b - 1)].sendSeconds : 0.0;
+    st.seconds = seconds[size_t(b)] - seconds[size_t(a)] + st.sendSeconds;
+    st.forwardSeconds = forwards[size_t(b)] - forwards[size_t(a)];
+    st.syncSeconds = syncs[size_t(b)] - syncs[size_t(a)];
     st.inFlight = inFlight(k, s, stages, m);
     st.peakBytes =
         statics[size_t(b)] - statics[size_t(a)] +
@@ -78,7 +180,7 @@ public:
 
 private:
   llvm::ArrayRef<LayerCost> layers;
-  std::vector<double> seconds, statics, activations, syncs;
+  std::vector<double> seconds, forwards, statics, activations, syncs;
 };
 
 /// The plan of \p stages, its step and bubble.
@@ -89,6 +191,7 @@ PipelinePlan finish(std::vector<PipelineStage> stages, const Prefix &p,
   plan.schedule = k;
   double sync = p.sync(stages.front().first, stages.front().last);
   plan.stepSeconds = pipelineStep(stages, m, sync);
+  plan.simulatedSeconds = simulatePipeline(stages, m, k);
   double work = 0;
   for (const PipelineStage &s : stages)
     work += double(m) * s.seconds;

@@ -50,12 +50,14 @@ std::optional<Schedule> parseSchedule(llvm::StringRef name);
 struct LayerCost {
   /// Its forward and backward (recomputation included), seconds.
   double seconds = 0;
+  /// Of seconds, the forward pass's.
+  double forwardSeconds = 0;
   /// Weights, gradients and optimizer state it keeps.
   double staticBytes = 0;
   /// Activations one microbatch leaves for its backward.
   double activationBytes = 0;
-  /// Sending its output to the next stage, seconds, where a stage ends
-  /// with it (0 for the last layer).
+  /// Sending its output to the next stage and its gradient back, seconds
+  /// (both ways), where a stage ends with it (0 for the last layer).
   double sendSeconds = 0;
   /// Reducing its gradients over the stage's data-parallel replicas, once
   /// per step.
@@ -65,19 +67,35 @@ struct LayerCost {
 /// One stage: layers [first, last) on their submesh.
 struct PipelineStage {
   int first = 0, last = 0;
-  double seconds = 0;   ///< per microbatch: its layers, then its send
-  double peakBytes = 0; ///< static bytes and the activations in flight
-  int64_t inFlight = 0; ///< microbatches whose activations it keeps
+  double seconds = 0;        ///< per microbatch: its layers, then its send
+  double forwardSeconds = 0; ///< of its layers' time, the forward pass's
+  double sendSeconds = 0;    ///< its output on and its gradient back
+  double syncSeconds = 0;    ///< its gradients' sync, once per step
+  double peakBytes = 0;      ///< static bytes and the activations in flight
+  int64_t inFlight = 0;      ///< microbatches whose activations it keeps
 };
 
 struct PipelinePlan {
   std::vector<PipelineStage> stages;
   int64_t microbatches = 1;
   Schedule schedule = Schedule::OneFOneB;
-  double stepSeconds = 0;
+  /// pipelineStep's formula, and the schedule simulated event by event
+  /// (simulatePipeline).
+  double stepSeconds = 0, simulatedSeconds = 0;
   /// The share of the step a stage idles: fill and drain.
   double bubble = 0;
 };
+
+/// The step of \p stages run by schedule \p k over \p m microbatches,
+/// simulated event by event: each stage runs its microbatches' forward and
+/// backward passes in the schedule's order (GPipe: every forward, then
+/// every backward; 1F1B: S - s - 1 forwards, then one forward and one
+/// backward in turn, then the remaining backwards), each waiting for its
+/// input (the previous stage's forward, the next stage's backward, each
+/// then sent on: sends overlap computing); each stage then syncs its
+/// gradients. The step ends with the last sync.
+double simulatePipeline(llvm::ArrayRef<PipelineStage> stages, int64_t m,
+                        Schedule k);
 
 /// The microbatches stage \p s of \p stages keeps in flight under \p k
 /// with \p m microbatches.

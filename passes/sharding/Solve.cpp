@@ -664,8 +664,9 @@ std::vector<OpPrice> priceEachOp(const SearchSpace &space,
     OpChoice none = choice;
     none.recompute = true; // every result among the recomputed: weights alone
     double weights = model.opMemory(op, configs[i], none).persistent;
-    prices[i] = {c.total() - c.gradientSync, c.gradientSync, weights,
-                 kept.persistent - weights};
+    prices[i] = {c.total() - c.gradientSync,
+                 c.forward + c.communication - c.gradientSync, c.gradientSync,
+                 weights, kept.persistent - weights};
   }
   for (const Use &u : d.uses) {
     const Op &p = *f.ops[u.producer], &q = *f.ops[u.consumer];
@@ -675,8 +676,10 @@ std::vector<OpPrice> priceEachOp(const SearchSpace &space,
     auto [forward, backward] =
         model.edgePlans(resultLayout(p, configs[u.producer], u.result),
                         operandLayout(q, configs[u.consumer], u.operand), *v);
-    prices[u.consumer].seconds += model.planSeconds(forward, model.repeats(v)) +
-                                  model.planSeconds(backward, model.repeats(v));
+    double there = model.planSeconds(forward, model.repeats(v));
+    prices[u.consumer].seconds +=
+        there + model.planSeconds(backward, model.repeats(v));
+    prices[u.consumer].forwardSeconds += there;
   }
   return prices;
 }

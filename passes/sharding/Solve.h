@@ -204,6 +204,9 @@ struct OpPrice {
   /// Its own compute and communication (its gradient sync excluded) and
   /// the moves into its operands, both directions.
   double seconds = 0;
+  /// Of seconds, the forward pass's: its arithmetic once, its reductions
+  /// inside (the backward pass needs none), the forward moves into it.
+  double forwardSeconds = 0;
   /// The synchronization of its weights' gradients, once per step.
   double syncSeconds = 0;
   /// Its weights' state on one device (weight, gradient, optimizer state).

@@ -170,6 +170,63 @@ TEST(PipelineTest, TheCutIsTheBestOfEveryCut) {
   EXPECT_GT(infeasible, 10);
 }
 
+/// A stage of \p forward and \p backward seconds per microbatch.
+PipelineStage stageOf(double forward, double backward, double send = 0,
+                      double sync = 0) {
+  PipelineStage s;
+  s.forwardSeconds = forward;
+  s.sendSeconds = send;
+  s.seconds = forward + backward + send;
+  s.syncSeconds = sync;
+  return s;
+}
+
+TEST(PipelineTest, SimulatedSchedulesByHand) {
+  // Two stages, two microbatches, forward 1, backward 2: GPipe runs
+  // F0 F1 | B0 B1 on each stage, 1F1B F0 F1 B0 B1 on stage 0 (one
+  // warm-up forward) and F0 B0 F1 B1 on stage 1; both end at 9.
+  std::vector<PipelineStage> two{stageOf(1, 2), stageOf(1, 2)};
+  EXPECT_DOUBLE_EQ(simulatePipeline(two, 2, Schedule::GPipe), 9);
+  EXPECT_DOUBLE_EQ(simulatePipeline(two, 2, Schedule::OneFOneB), 9);
+  // One stage: its passes back to back, then its sync.
+  std::vector<PipelineStage> one{stageOf(1, 1, 0, 5)};
+  EXPECT_DOUBLE_EQ(simulatePipeline(one, 3, Schedule::OneFOneB), 11);
+}
+
+TEST(PipelineTest, BalancedStagesSimulateAsTheFormula) {
+  std::vector<PipelineStage> four(4, stageOf(1, 2));
+  for (Schedule k : {Schedule::GPipe, Schedule::OneFOneB})
+    EXPECT_DOUBLE_EQ(simulatePipeline(four, 8, k), (8 + 4 - 1) * 3.0);
+  EXPECT_DOUBLE_EQ(pipelineStep(four, 8, 0), (8 + 4 - 1) * 3.0);
+}
+
+// Neither formula bounds an unbalanced pipeline from above (a stage slow
+// forward and another slow backward make the fill and drain longer than
+// the formula's); the simulation stays above what any schedule needs: the
+// slowest stage's passes, and one microbatch's trip through every stage.
+TEST(PipelineTest, SimulationIsAtLeastWhatEveryScheduleNeeds) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(0.1, 2.0);
+  for (int trial = 0; trial < 200; ++trial) {
+    int S = 1 + int(rng() % 6);
+    int64_t m = 1 + int64_t(rng() % 12);
+    std::vector<PipelineStage> stages;
+    double slowest = 0, trip = 0;
+    for (int s = 0; s < S; ++s) {
+      stages.push_back(stageOf(u(rng), u(rng), s + 1 < S ? u(rng) / 4 : 0));
+      slowest =
+          std::max(slowest, stages.back().seconds - stages.back().sendSeconds);
+      trip += stages.back().seconds;
+    }
+    for (Schedule k : {Schedule::GPipe, Schedule::OneFOneB}) {
+      double sim = simulatePipeline(stages, m, k);
+      EXPECT_GE(sim, double(m) * slowest - 1e-9) << "trial " << trial;
+      EXPECT_GE(sim, trip - 1e-9) << "trial " << trial;
+      EXPECT_LT(sim, 1e9) << "trial " << trial; // no deadlock
+    }
+  }
+}
+
 TEST(PipelineTest, ImpossibleShapesAreErrors) {
   auto layers = equalLayers(4, 1.0, 0, 0);
   for (auto [stages, m] : {std::pair<int64_t, int64_t>{5, 4}, {0, 4}, {2, 0}}) {
