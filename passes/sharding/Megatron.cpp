@@ -44,12 +44,10 @@ static std::vector<int> zeroGrid(int zero) {
   return {zero};
 }
 
-/// Megatron's layer splits at tensor degree \p t: the DP's fastest
-/// configurations among baselineConfigs' at one microbatch, memory
-/// unpriced.
-static llvm::Expected<std::vector<Config>>
-megatronConfigs(const SearchSpace &space, const CostModel &model,
-                const ShardingOptions &o, int64_t t) {
+llvm::Expected<std::vector<Config>> megatronConfigs(const SearchSpace &space,
+                                                    const CostModel &model,
+                                                    const ShardingOptions &o,
+                                                    int64_t t) {
   const SearchSpace::Data &d = space.data();
   ShardingOptions so = o;
   so.solver = SolverKind::Dp;

@@ -60,7 +60,9 @@ public:
   PipelineRun(llvm::ArrayRef<PipelineStage> stages, int64_t m, Schedule k)
       : stages(stages), m(m), S(int64_t(stages.size())),
         forwardEnd(size_t(S * m), -1), backwardEnd(size_t(S * m), -1),
-        free(size_t(S), 0), next(size_t(S), 0) {
+        forwardArrive(size_t(S * m), -1), backwardArrive(size_t(S * m), -1),
+        free(size_t(S), 0), linkForward(size_t(S), 0),
+        linkBackward(size_t(S), 0), next(size_t(S), 0) {
     for (int64_t s = 0; s < S; ++s)
       orders.push_back(passOrder(k, s, S, m));
   }
@@ -91,31 +93,38 @@ private:
   bool step(int64_t s) {
     const PipelineStage &st = stages[size_t(s)];
     Pass p = orders[size_t(s)][next[size_t(s)]];
+    size_t at = size_t(s * m + p.microbatch);
     double ready = 0, length = st.forwardSeconds;
     if (!p.backward && s > 0)
-      ready = at(forwardEnd, s - 1, p.microbatch) +
-              stages[size_t(s - 1)].sendSeconds / 2;
+      ready = forwardArrive[at - size_t(m)];
     if (p.backward) {
       length = st.seconds - st.sendSeconds - st.forwardSeconds;
-      ready = s + 1 < S
-                  ? at(backwardEnd, s + 1, p.microbatch) + st.sendSeconds / 2
-                  : at(forwardEnd, s, p.microbatch);
+      ready = s + 1 < S ? backwardArrive[at + size_t(m)] : forwardEnd[at];
     }
     if (ready < 0)
       return false;
-    double start = std::max(ready, free[size_t(s)]);
-    (p.backward ? backwardEnd : forwardEnd)[size_t(s * m + p.microbatch)] =
-        free[size_t(s)] = start + length;
+    double end = std::max(ready, free[size_t(s)]) + length;
+    free[size_t(s)] = end;
+    (p.backward ? backwardEnd : forwardEnd)[at] = end;
+    // The result goes on over the link to the next stage (a gradient to
+    // the one before), one transfer at a time each way.
+    if (!p.backward && s + 1 < S)
+      forwardArrive[at] = linkForward[size_t(s)] =
+          std::max(end, linkForward[size_t(s)]) + st.sendSeconds / 2;
+    if (p.backward && s > 0)
+      backwardArrive[at] = linkBackward[size_t(s - 1)] =
+          std::max(end, linkBackward[size_t(s - 1)]) +
+          stages[size_t(s - 1)].sendSeconds / 2;
     ++next[size_t(s)];
     return true;
-  }
-  double at(const std::vector<double> &ends, int64_t s, int64_t mb) const {
-    return ends[size_t(s * m + mb)];
   }
 
   llvm::ArrayRef<PipelineStage> stages;
   int64_t m, S;
-  std::vector<double> forwardEnd, backwardEnd, free;
+  std::vector<double> forwardEnd, backwardEnd, forwardArrive, backwardArrive;
+  /// Per stage: when it is free; per link (after stage s): when its next
+  /// transfer each way may start.
+  std::vector<double> free, linkForward, linkBackward;
   std::vector<size_t> next;
   std::vector<std::vector<Pass>> orders;
 };
@@ -277,13 +286,16 @@ llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
 llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
                                         int64_t stages, int64_t m, Schedule k) {
   int L = int(layers.size());
-  if (stages < 1 || stages > L || m < 1 || L % stages)
+  if (stages < 1 || stages > L || m < 1)
     return badShape(stages, layers.size(), m);
   Prefix p(layers);
-  int per = L / int(stages);
+  int per = L / int(stages), extra = L % int(stages);
   std::vector<PipelineStage> cut;
-  for (int s = 0; s < int(stages); ++s)
-    cut.push_back(p.stage(s * per, (s + 1) * per, s, stages, m, k));
+  for (int s = 0, a = 0; s < int(stages); ++s) {
+    int b = a + per + (s < extra ? 1 : 0);
+    cut.push_back(p.stage(a, b, s, stages, m, k));
+    a = b;
+  }
   return finish(std::move(cut), p, m, k);
 }
 

@@ -91,9 +91,10 @@ struct PipelinePlan {
 /// backward passes in the schedule's order (GPipe: every forward, then
 /// every backward; 1F1B: S - s - 1 forwards, then one forward and one
 /// backward in turn, then the remaining backwards), each waiting for its
-/// input (the previous stage's forward, the next stage's backward, each
-/// then sent on: sends overlap computing); each stage then syncs its
-/// gradients. The step ends with the last sync.
+/// input (the previous stage's forward, the next stage's backward), sent
+/// over the link between the two stages (one transfer at a time each way;
+/// transfers overlap computing); each stage then syncs its gradients. The
+/// step ends with the last sync.
 double simulatePipeline(llvm::ArrayRef<PipelineStage> stages, int64_t m,
                         Schedule k);
 
@@ -113,9 +114,9 @@ llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
                                         int64_t stages, int64_t m, Schedule k,
                                         double limit);
 
-/// Megatron-LM's cut: \p stages stages of an equal number of layers
-/// (\p stages divides the count), for comparison; its peaks are not
-/// checked against a limit.
+/// Megatron-LM's cut: \p stages stages of an equal number of layers (the
+/// first stages one more where \p stages does not divide the count), for
+/// comparison; its peaks are not checked against a limit.
 llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
                                         int64_t stages, int64_t m, Schedule k);
 

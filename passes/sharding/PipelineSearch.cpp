@@ -1,5 +1,6 @@
 //===- PipelineSearch.cpp - Stages searched over a model ------------------===//
 #include "passes/sharding/PipelineSearch.h"
+#include "passes/sharding/SolveInternal.h"
 #include "passes/sharding/StrategyIO.h"
 
 #include "ir/Module.h"
@@ -52,6 +53,14 @@ struct Everywhere {
   llvm::DenseSet<const Op *> constants;
 };
 
+/// \p cluster's first \p devices devices: one stage's submesh.
+Cluster subCluster(const Cluster &cluster, int64_t devices) {
+  Cluster sub = cluster;
+  sub.gpus = unsigned(devices);
+  sub.gpusPerNode = std::min(cluster.gpusPerNode, sub.gpus);
+  return sub;
+}
+
 /// The pipelines of one stage count: its submesh, the intra-op strategy
 /// there, each microbatch count, schedule and lever setting cut.
 class StageCount {
@@ -60,10 +69,8 @@ public:
              const PipelineOptions &p, llvm::ArrayRef<LayerSpan> layers,
              int64_t stages)
       : m(m), o(o), p(p), layers(layers), stages(stages),
-        devices(int64_t(cluster.gpus) / stages), sub(cluster) {
-    sub.gpus = unsigned(devices);
-    sub.gpusPerNode = std::min(cluster.gpusPerNode, sub.gpus);
-  }
+        devices(int64_t(cluster.gpus) / stages),
+        sub(subCluster(cluster, devices)) {}
   /// The fastest pipeline of this count, or an error saying why none.
   llvm::Expected<PipelineChoice> best();
 
@@ -142,6 +149,104 @@ llvm::Expected<PipelineChoice> StageCount::best() {
   return *found;
 }
 
+/// Megatron-LM with pipeline stages at one stage count: each tensor degree
+/// inside a node (Megatron's layer splits on the submesh), recomputation
+/// none or all, ZeRO 0 or 1, every microbatch count and schedule, the
+/// layers cut into equal runs; the fastest simulated whose every stage
+/// fits.
+class MegatronStages {
+public:
+  MegatronStages(const Module &m, const Cluster &cluster,
+                 const ShardingOptions &o, const PipelineOptions &p,
+                 llvm::ArrayRef<LayerSpan> layers, int64_t stages)
+      : m(m), o(o), p(p), layers(layers), stages(stages),
+        devices(int64_t(cluster.gpus) / stages),
+        sub(subCluster(cluster, devices)) {}
+  std::optional<MegatronPipeline> best();
+
+private:
+  void price(const SearchSpace &space, int64_t t,
+             llvm::ArrayRef<Config> configs, const LeverOptions &levers,
+             int64_t microbatches);
+
+  const Module &m;
+  const ShardingOptions &o;
+  const PipelineOptions &p;
+  llvm::ArrayRef<LayerSpan> layers;
+  int64_t stages, devices;
+  Cluster sub;
+  std::optional<MegatronPipeline> found;
+};
+
+void MegatronStages::price(const SearchSpace &space, int64_t t,
+                           llvm::ArrayRef<Config> configs,
+                           const LeverOptions &levers, int64_t microbatches) {
+  CostModel model = leveredModel(space, CostModel(sub, CostMode::Train), levers,
+                                 microbatches);
+  const Func &f = m.main;
+  std::vector<OpChoice> choices;
+  for (size_t i = 0; i < f.ops.size(); ++i)
+    choices.push_back(model.choose(*f.ops[i], configs[i], 0));
+  std::vector<LayerCost> costs =
+      layerCosts(f, layers, priceEachOp(space, model, configs, choices),
+                 microbatches, devices, sub);
+  for (Schedule k : {Schedule::OneFOneB, Schedule::GPipe}) {
+    if (p.schedule && *p.schedule != k)
+      continue;
+    auto plan = evenStages(costs, stages, microbatches, k);
+    if (!plan) {
+      llvm::consumeError(plan.takeError());
+      continue;
+    }
+    bool fits = llvm::all_of(plan->stages, [&](const PipelineStage &st) {
+      return o.memoryLimit <= 0 || st.peakBytes <= o.memoryLimit;
+    });
+    if (!fits || (found && found->choice.plan.simulatedSeconds <=
+                               plan->simulatedSeconds))
+      continue;
+    Strategy intra;
+    intra.configs.assign(configs.begin(), configs.end());
+    intra.choices = choices;
+    intra.microbatches = microbatches;
+    found = MegatronPipeline{
+        PipelineChoice{std::move(*plan), devices,
+                       std::vector<LayerSpan>(layers.begin(), layers.end()),
+                       std::move(intra)},
+        t};
+  }
+}
+
+std::optional<MegatronPipeline> MegatronStages::best() {
+  ShardingOptions so = o;
+  so.configs.devices = devices;
+  so.progress = nullptr;
+  SearchSpace space(m, so.configs);
+  auto counts = microbatchCounts(space, p.microbatches);
+  if (!counts) {
+    llvm::consumeError(counts.takeError());
+    return std::nullopt;
+  }
+  CostModel base(sub, CostMode::Train);
+  for (int64_t t : tensorDegrees(devices, sub.gpusPerNode)) {
+    auto configs = megatronConfigs(space, base, so, t);
+    if (!configs) {
+      llvm::consumeError(configs.takeError());
+      continue;
+    }
+    for (RecomputePolicy r : {RecomputePolicy::None, RecomputePolicy::All})
+      for (int z : {0, 1})
+        for (int64_t mb : *counts) {
+          if (!samplesDivide(space.data(), *configs, mb))
+            continue;
+          LeverOptions l = o.levers;
+          l.recompute = r;
+          l.zero = z;
+          price(space, t, *configs, l, mb);
+        }
+  }
+  return found;
+}
+
 /// The stage counts to try: \p p's, or each that divides the cluster's
 /// devices (at least 2, at most the layers).
 llvm::Expected<std::vector<int64_t>>
@@ -192,6 +297,18 @@ llvm::Expected<PipelineSearchResult> searchPipeline(const Module &m,
     if (!r.best || best->plan.simulatedSeconds < r.best->plan.simulatedSeconds)
       r.best = std::move(*best);
   }
+  for (int64_t s : *counts) {
+    auto meg = MegatronStages(m, cluster, o, p, layers, s).best();
+    if (meg && (!r.megatron || meg->choice.plan.simulatedSeconds <
+                                   r.megatron->choice.plan.simulatedSeconds))
+      r.megatron = std::move(*meg);
+  }
+  // Megatron's point is a pipeline too: the faster of the two is returned.
+  if (r.megatron && (!r.best || r.megatron->choice.plan.simulatedSeconds <
+                                    r.best->plan.simulatedSeconds)) {
+    r.best = r.megatron->choice;
+    r.fromMegatron = true;
+  }
   r.searchSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -235,6 +352,25 @@ void printPipeline(const PipelineSearchResult &r, double flat,
   }
   for (const std::string &line : r.tried)
     os << "  tried " << line << "\n";
+  if (!r.megatron) {
+    os << "  megatron with stages: no point of its grid fits\n";
+    return;
+  }
+  const PipelineChoice &meg = r.megatron->choice;
+  os << llvm::formatv(
+      "  megatron with stages: {0} stages x {1} devices (tensor degree {2}), "
+      "{3} microbatches, {4}, {5}, layers cut evenly: step {6} simulated",
+      meg.plan.stages.size(), meg.stageDevices, r.megatron->tensor,
+      meg.plan.microbatches, scheduleName(meg.plan.schedule),
+      describeLevers(meg.intra.microbatches, meg.intra.choices),
+      formatSeconds(meg.plan.simulatedSeconds));
+  if (r.fromMegatron)
+    os << "; faster than the search's, so the pipeline above";
+  else if (r.best)
+    os << llvm::formatv("; the pipeline above is {0:F2}x of it",
+                        meg.plan.simulatedSeconds /
+                            r.best->plan.simulatedSeconds);
+  os << "\n";
 }
 
 llvm::json::Value pipelineJson(const PipelineSearchResult &r) {
@@ -243,6 +379,16 @@ llvm::json::Value pipelineJson(const PipelineSearchResult &r) {
   for (const std::string &line : r.tried)
     tried.push_back(line);
   out["tried"] = std::move(tried);
+  if (r.megatron)
+    out["megatron"] = llvm::json::Object{
+        {"stages", int64_t(r.megatron->choice.plan.stages.size())},
+        {"stage_devices", r.megatron->choice.stageDevices},
+        {"tensor", r.megatron->tensor},
+        {"microbatches", r.megatron->choice.plan.microbatches},
+        {"schedule", scheduleName(r.megatron->choice.plan.schedule)},
+        {"levers", describeLevers(r.megatron->choice.intra.microbatches,
+                                  r.megatron->choice.intra.choices)},
+        {"simulated_s", r.megatron->choice.plan.simulatedSeconds}};
   if (!r.best)
     return out;
   const PipelineChoice &c = *r.best;
@@ -260,6 +406,7 @@ llvm::json::Value pipelineJson(const PipelineSearchResult &r) {
         {"in_flight", st.inFlight}});
   }
   out["stages"] = std::move(stages);
+  out["chosen_from"] = r.fromMegatron ? "megatron" : "search";
   out["stage_devices"] = c.stageDevices;
   out["microbatches"] = c.plan.microbatches;
   out["schedule"] = scheduleName(c.plan.schedule);

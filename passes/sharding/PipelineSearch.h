@@ -10,7 +10,10 @@
 // search's levers and with every op recomputed, and planStages cuts the
 // layers under the memory limit on each schedule. The fastest step wins.
 // Exhaustive over its space: stage counts x microbatches x schedules x the
-// two lever settings; the intra-op part is what --solver searches.
+// two lever settings; the intra-op part is what --solver searches. Megatron
+// LM's grid with stages (its layer splits per tensor degree inside a node,
+// recomputation none or all, ZeRO 0 or 1, the layers cut evenly) is priced
+// the same way, and returned where it simulates faster.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -44,8 +47,21 @@ struct PipelineChoice {
   Strategy intra;
 };
 
+/// Megatron-LM's pipeline (--solver=megatron's grid with stages): its
+/// layer splits at one tensor degree inside a node, the layers cut evenly.
+struct MegatronPipeline {
+  PipelineChoice choice;
+  int64_t tensor = 1;
+};
+
 struct PipelineSearchResult {
   std::optional<PipelineChoice> best;
+  /// The fastest simulated point of Megatron's grid with stages that fits
+  /// (stage counts x tensor degrees x recomputation none/all x ZeRO 0/1 x
+  /// microbatches x schedules), for comparison.
+  std::optional<MegatronPipeline> megatron;
+  /// best is Megatron's point, which simulated faster than the search's.
+  bool fromMegatron = false;
   /// One line per stage count tried: its best step, or why none fits.
   std::vector<std::string> tried;
   double searchSeconds = 0;

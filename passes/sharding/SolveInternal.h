@@ -130,6 +130,14 @@ FittedLevers fitLevers(const SearchSpace &space, const CostModel &model,
                        const ShardingOptions &o, int64_t microbatches,
                        llvm::ArrayRef<Config> configs);
 
+/// Megatron's layer splits at tensor degree \p t on \p space's devices
+/// (Megatron.cpp): the DP's fastest configurations among baselineConfigs'
+/// at one microbatch, memory unpriced.
+llvm::Expected<std::vector<Config>> megatronConfigs(const SearchSpace &space,
+                                                    const CostModel &model,
+                                                    const ShardingOptions &o,
+                                                    int64_t t);
+
 /// Megatron-LM's grid, the training baseline (Megatron.cpp): per
 /// tensor-parallel degree Megatron's layer splits, then the microbatches,
 /// recomputation and ZeRO stage that fit; the fastest simulated wins.
