@@ -46,93 +46,12 @@ void renameReads(onnx::GraphProto &g, const Renames &map, bool nested) {
   }
 }
 
-/// The nodes taking If \p n's place: \p branch's, its values renamed under
-/// \p prefix, then an Identity per output.
-llvm::Expected<std::vector<onnx::NodeProto>> inlined(onnx::GraphProto branch,
-                                                     const onnx::NodeProto &n,
-                                                     const std::string &prefix,
-                                                     const std::string &where) {
-  if (branch.output_size() != n.output_size())
-    return llvm::createStringError(
-        where + ": the branch has " + std::to_string(branch.output_size()) +
-        " outputs, the If " + std::to_string(n.output_size()));
-  Renames map;
-  for (const auto &node : branch.node())
-    for (const std::string &o : node.output())
-      if (!o.empty())
-        map[o] = prefix + o;
-  for (const auto &t : branch.initializer())
-    map[t.name()] = prefix + t.name();
-  renameReads(branch, map, false);
-  // The branch's initializers as Constant nodes: the runtime reads
-  // initializers from the model file, whose graph does not hold these.
-  std::vector<onnx::NodeProto> nodes;
-  for (const auto &t : branch.initializer()) {
-    onnx::NodeProto c;
-    c.set_op_type("Constant");
-    c.set_name(map[t.name()]);
-    c.add_output(map[t.name()]);
-    onnx::AttributeProto &a = *c.add_attribute();
-    a.set_name("value");
-    a.set_type(onnx::AttributeProto::TENSOR);
-    *a.mutable_t() = t;
-    nodes.push_back(std::move(c));
-  }
-  for (auto node : branch.node()) {
-    for (std::string &o : *node.mutable_output())
-      if (!o.empty())
-        o = map[o];
-    node.set_name(prefix + node.name());
-    nodes.push_back(std::move(node));
-  }
-  for (int k = 0; k < n.output_size(); ++k) {
-    if (n.output(k).empty())
-      continue;
-    const std::string &out = branch.output(k).name();
-    onnx::NodeProto id;
-    id.set_op_type("Identity");
-    id.set_name(prefix + "output_" + std::to_string(k));
-    id.add_input(map.count(out) ? map[out] : out);
-    id.add_output(n.output(k));
-    nodes.push_back(std::move(id));
-  }
-  return nodes;
-}
-
-/// The branch If \p n takes, or none where its condition is not known.
-llvm::Expected<std::optional<onnx::GraphProto>>
-takenBranch(const onnx::GraphProto &g, const onnx::NodeProto &n,
-            const llvm::StringMap<onnx::TypeProto> &types,
-            const std::string &where) {
-  if (n.input_size() < 1 || n.input(0).empty())
-    return llvm::createStringError(where + ": needs its condition");
-  std::optional<std::vector<double>> cond = shapeValues(g, n.input(0), types);
-  if (!cond || cond->size() != 1)
-    return llvm::createStringError(
-        where + ": cond ('" + n.input(0) +
-        "') must be a constant, but it is computed at run time (paxc inlines "
-        "an If whose condition is known; bind it with --bind)");
-  const char *name = (*cond)[0] != 0 ? "then_branch" : "else_branch";
-  const onnx::AttributeProto *a = findAttribute(n, name);
-  if (!a || !a->has_g())
-    return llvm::createStringError(where + ": has no " + name);
-  return std::optional<onnx::GraphProto>(a->g());
-}
-
-/// A Loop's iterations: how many at most, whether its condition is
-/// given, and the values its body reads.
-struct LoopState {
-  int64_t trips = 0;
-  bool hasCond = false, condKnown = true;
-  std::string cond;
-  std::vector<std::string> carried;
-  std::vector<std::vector<std::string>> scans;
-};
-
-/// Iteration \p k of \p body appended to \p scratch (its values named
-/// under \p prefix, its initializers as Constant nodes), reading
-/// \p inputs for the body's inputs; the body's outputs as values of
-/// \p scratch.
+/// \p body (a Loop's iteration, an If's branch) appended to \p scratch,
+/// its values named under \p prefix (its unnamed nodes after their op and
+/// position), its initializers as Constant nodes (the runtime reads
+/// initializers from the model file, whose graph does not hold these), its
+/// inputs read as \p inputs; the body's outputs as values of \p scratch
+/// (an outer value it returns keeps its name).
 std::vector<std::string> appendIteration(onnx::GraphProto &scratch,
                                          onnx::GraphProto body,
                                          llvm::ArrayRef<std::string> inputs,
@@ -172,6 +91,62 @@ std::vector<std::string> appendIteration(onnx::GraphProto &scratch,
     outs.push_back(map.count(o.name()) ? map[o.name()] : o.name());
   return outs;
 }
+
+/// The nodes taking If \p n's place: \p branch's, its values renamed under
+/// \p prefix, then an Identity per output.
+llvm::Expected<std::vector<onnx::NodeProto>> inlined(onnx::GraphProto branch,
+                                                     const onnx::NodeProto &n,
+                                                     const std::string &prefix,
+                                                     const std::string &where) {
+  if (branch.output_size() != n.output_size())
+    return llvm::createStringError(
+        where + ": the branch has " + std::to_string(branch.output_size()) +
+        " outputs, the If " + std::to_string(n.output_size()));
+  onnx::GraphProto scratch;
+  std::vector<std::string> outs =
+      appendIteration(scratch, std::move(branch), {}, prefix);
+  for (int k = 0; k < n.output_size(); ++k) {
+    if (n.output(k).empty())
+      continue;
+    onnx::NodeProto &id = *scratch.add_node();
+    id.set_op_type("Identity");
+    id.set_name(prefix + "output_" + std::to_string(k));
+    id.add_input(outs[size_t(k)]);
+    id.add_output(n.output(k));
+  }
+  return std::vector<onnx::NodeProto>(scratch.node().begin(),
+                                      scratch.node().end());
+}
+
+/// The branch If \p n takes, or none where its condition is not known.
+llvm::Expected<std::optional<onnx::GraphProto>>
+takenBranch(const onnx::GraphProto &g, const onnx::NodeProto &n,
+            const llvm::StringMap<onnx::TypeProto> &types,
+            const std::string &where) {
+  if (n.input_size() < 1 || n.input(0).empty())
+    return llvm::createStringError(where + ": needs its condition");
+  std::optional<std::vector<double>> cond = shapeValues(g, n.input(0), types);
+  if (!cond || cond->size() != 1)
+    return llvm::createStringError(
+        where + ": cond ('" + n.input(0) +
+        "') must be a constant, but it is computed at run time (paxc inlines "
+        "an If whose condition is known; bind it with --bind)");
+  const char *name = (*cond)[0] != 0 ? "then_branch" : "else_branch";
+  const onnx::AttributeProto *a = findAttribute(n, name);
+  if (!a || !a->has_g())
+    return llvm::createStringError(where + ": has no " + name);
+  return std::optional<onnx::GraphProto>(a->g());
+}
+
+/// A Loop's iterations: how many at most, whether its condition is
+/// given, and the values its body reads.
+struct LoopState {
+  int64_t trips = 0;
+  bool hasCond = false, condKnown = true;
+  std::string cond;
+  std::vector<std::string> carried;
+  std::vector<std::vector<std::string>> scans;
+};
 
 /// The graph inputs (not initializers) \p name is computed from in \p g,
 /// quoted and comma-separated ('a', 'b'), for an error that asks to bind
@@ -313,6 +288,40 @@ loopStart(const onnx::GraphProto &g, const onnx::NodeProto &n,
   return s;
 }
 
+/// Writes Loop or Scan \p n's outputs into \p b's graph: first Identities
+/// of the final loop-carried values \p finals, then each scan output the
+/// Concat of its iterations' values \p stacked along \p axes (each value
+/// given that axis; reversed where \p reversed says).
+llvm::Error
+writeUnrolledOutputs(GraphBuilder &b, const onnx::NodeProto &n,
+                     llvm::ArrayRef<std::string> finals,
+                     llvm::ArrayRef<std::vector<std::string>> stacked,
+                     llvm::ArrayRef<int64_t> axes,
+                     llvm::ArrayRef<int64_t> reversed,
+                     const std::string &where) {
+  for (int j = 0; j < n.output_size(); ++j) {
+    if (n.output(j).empty())
+      continue;
+    if (j < int(finals.size())) {
+      b.node("Identity", {finals[size_t(j)]}).set_output(0, n.output(j));
+      continue;
+    }
+    size_t k = size_t(j) - finals.size();
+    if (k >= stacked.size() || stacked[k].empty())
+      return llvm::createStringError(
+          where + ": runs no iteration, so its scan outputs are empty");
+    std::vector<std::string> parts;
+    for (const std::string &v : stacked[k])
+      parts.push_back(b.unsqueeze(v, {axes[k]}));
+    if (k < reversed.size() && reversed[k])
+      std::reverse(parts.begin(), parts.end());
+    onnx::NodeProto &cat = b.node("Concat", parts);
+    GraphBuilder::intAttr(cat, "axis", axes[k]);
+    cat.set_output(0, n.output(j));
+  }
+  return llvm::Error::success();
+}
+
 /// The nodes taking Loop \p n's place: its body once per iteration, then
 /// an Identity per final loop-carried value and a Concat of each scan
 /// output's per-iteration values along a new first axis.
@@ -355,23 +364,10 @@ unrolled(const onnx::GraphProto &g, const onnx::NodeProto &n,
   if (s.trips == kMaxTrips && s.condKnown && n.input(0).empty())
     return llvm::createStringError(where + ": runs more than " +
                                    std::to_string(kMaxTrips) + " iterations");
-  for (size_t j = 0; j < s.carried.size(); ++j)
-    if (int(j) < n.output_size() && !n.output(int(j)).empty())
-      b.node("Identity", {s.carried[j]}).set_output(0, n.output(int(j)));
-  for (size_t j = 0; j < s.scans.size(); ++j) {
-    int out = int(s.carried.size() + j);
-    if (out >= n.output_size() || n.output(out).empty())
-      continue;
-    if (s.scans[j].empty())
-      return llvm::createStringError(
-          where + ": runs no iteration, so its scan outputs are empty");
-    std::vector<std::string> parts;
-    for (const std::string &v : s.scans[j])
-      parts.push_back(b.unsqueeze(v, {0}));
-    onnx::NodeProto &cat = b.node("Concat", parts);
-    GraphBuilder::intAttr(cat, "axis", 0);
-    cat.set_output(0, n.output(out));
-  }
+  if (auto err = writeUnrolledOutputs(b, n, s.carried, s.scans,
+                                      std::vector<int64_t>(s.scans.size(), 0),
+                                      {}, where))
+    return err;
   return std::vector<onnx::NodeProto>(scratch.node().begin() + first,
                                       scratch.node().end());
 }
@@ -478,23 +474,11 @@ unrolledScan(const onnx::GraphProto &g, const onnx::NodeProto &n,
         scratch, a->g(), inputs, prefix + "i" + std::to_string(t) + "/");
     std::copy(got.begin(), got.begin() + s.states, state.begin());
     for (int k = 0; k < s.outs; ++k)
-      stacked[size_t(k)].push_back(
-          b.unsqueeze(got[size_t(s.states + k)], {s.outAxes[size_t(k)]}));
+      stacked[size_t(k)].push_back(got[size_t(s.states + k)]);
   }
-  for (int j = 0; j < n.output_size(); ++j) {
-    if (n.output(j).empty())
-      continue;
-    if (j < s.states) {
-      b.node("Identity", {state[size_t(j)]}).set_output(0, n.output(j));
-      continue;
-    }
-    std::vector<std::string> parts = stacked[size_t(j - s.states)];
-    if (s.outDirs[size_t(j - s.states)])
-      std::reverse(parts.begin(), parts.end());
-    onnx::NodeProto &cat = b.node("Concat", parts);
-    GraphBuilder::intAttr(cat, "axis", s.outAxes[size_t(j - s.states)]);
-    cat.set_output(0, n.output(j));
-  }
+  if (auto err = writeUnrolledOutputs(b, n, state, stacked, s.outAxes,
+                                      s.outDirs, where))
+    return err;
   return std::vector<onnx::NodeProto>(scratch.node().begin() + first,
                                       scratch.node().end());
 }

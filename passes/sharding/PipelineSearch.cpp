@@ -61,16 +61,28 @@ Cluster subCluster(const Cluster &cluster, int64_t devices) {
   return sub;
 }
 
-/// The pipelines of one stage count: its submesh, the intra-op strategy
-/// there, each microbatch count, schedule and lever setting cut.
-class StageCount {
-public:
-  StageCount(const Module &m, const Cluster &cluster, const ShardingOptions &o,
-             const PipelineOptions &p, llvm::ArrayRef<LayerSpan> layers,
-             int64_t stages)
+/// What pricing the pipelines of one stage count needs: the module, the
+/// options, its layers, the stage count and each stage's submesh.
+struct StageSetting {
+  StageSetting(const Module &m, const Cluster &cluster,
+               const ShardingOptions &o, const PipelineOptions &p,
+               llvm::ArrayRef<LayerSpan> layers, int64_t stages)
       : m(m), o(o), p(p), layers(layers), stages(stages),
         devices(int64_t(cluster.gpus) / stages),
         sub(subCluster(cluster, devices)) {}
+  const Module &m;
+  const ShardingOptions &o;
+  const PipelineOptions &p;
+  llvm::ArrayRef<LayerSpan> layers;
+  int64_t stages, devices;
+  Cluster sub;
+};
+
+/// The pipelines of one stage count: its submesh, the intra-op strategy
+/// there, each microbatch count, schedule and lever setting cut.
+class StageCount : StageSetting {
+public:
+  using StageSetting::StageSetting;
   /// The fastest pipeline of this count, or an error saying why none.
   llvm::Expected<PipelineChoice> best();
 
@@ -78,12 +90,6 @@ private:
   void tryCut(const SearchSpace &space, const Strategy &intra,
               const LeverOptions &levers, int64_t microbatches);
 
-  const Module &m;
-  const ShardingOptions &o;
-  const PipelineOptions &p;
-  llvm::ArrayRef<LayerSpan> layers;
-  int64_t stages, devices;
-  Cluster sub;
   std::optional<PipelineChoice> found;
   std::string lastError;
 };
@@ -154,14 +160,9 @@ llvm::Expected<PipelineChoice> StageCount::best() {
 /// none or all, ZeRO 0 or 1, every microbatch count and schedule, the
 /// layers cut into equal runs; the fastest simulated whose every stage
 /// fits.
-class MegatronStages {
+class MegatronStages : StageSetting {
 public:
-  MegatronStages(const Module &m, const Cluster &cluster,
-                 const ShardingOptions &o, const PipelineOptions &p,
-                 llvm::ArrayRef<LayerSpan> layers, int64_t stages)
-      : m(m), o(o), p(p), layers(layers), stages(stages),
-        devices(int64_t(cluster.gpus) / stages),
-        sub(subCluster(cluster, devices)) {}
+  using StageSetting::StageSetting;
   std::optional<MegatronPipeline> best();
 
 private:
@@ -169,12 +170,6 @@ private:
              llvm::ArrayRef<Config> configs, const LeverOptions &levers,
              int64_t microbatches);
 
-  const Module &m;
-  const ShardingOptions &o;
-  const PipelineOptions &p;
-  llvm::ArrayRef<LayerSpan> layers;
-  int64_t stages, devices;
-  Cluster sub;
   std::optional<MegatronPipeline> found;
 };
 
