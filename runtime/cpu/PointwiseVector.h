@@ -64,9 +64,55 @@ PAX_VECTOR_INLINE void map2(const float *a, const float *b, float *o, int64_t n,
   }
 }
 
-/// Arithmetic on vectors of V (add, sub, mul, div, sum, max, min, cast,
-/// relu, neg, reciprocal, sqrt, where, pow): exactly the generic kernel's f32
-/// results; false for the other ops.
+/// x^y as applyReal computes it: small integer exponents as products (in
+/// double, so that a cube rounds once), others std::pow.
+inline void applyPow(const float *x, const float *y, float *o, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    double b = x[j], e = y[j];
+    o[j] = float(e == 2   ? b * b
+                 : e == 1 ? b
+                 : e == 3 ? b * b * b
+                          : std::pow(b, e));
+  }
+}
+
+/// The one-operand arithmetic on vectors of V (cast, relu, neg,
+/// reciprocal, sqrt): exactly the generic kernel's f32 results; false for
+/// the other ops.
+template <typename V>
+PAX_VECTOR_INLINE bool applyUnaryOf(ScalarOp op, const float *x, float *o,
+                                    int64_t n) {
+  V zero = {};
+  switch (op) {
+  case ScalarOp::Cast:
+    // f32 to f32, or to bools its caller stores as x != 0.
+    map1<V>(x, o, n, [](V v) { return v; });
+    return true;
+  case ScalarOp::Relu:
+    map1<V>(x, o, n, [&](V v) { return v > zero ? v : zero; });
+    return true;
+  case ScalarOp::Neg:
+    map1<V>(x, o, n, [](V v) { return -v; });
+    return true;
+  case ScalarOp::Reciprocal:
+    map1<V>(x, o, n, [](V v) { return 1.0f / v; });
+    return true;
+  case ScalarOp::Sqrt:
+    // The f32 square root is the f32 rounding of the double one.
+    map1<V>(x, o, n, [](V v) {
+      for (int i = 0; i < VecTraits<V>::lanes; ++i)
+        v[i] = std::sqrt(v[i]);
+      return v;
+    });
+    return true;
+  default:
+    return false;
+  }
+}
+
+/// Arithmetic on vectors of V (add, sub, mul, div, sum, max, min, where,
+/// pow, and applyUnaryOf's): exactly the generic kernel's f32 results;
+/// false for the other ops.
 template <typename V>
 PAX_VECTOR_INLINE bool applyArithmeticOf(ScalarOp op, const float *const *a,
                                          size_t na, float *o, int64_t n) {
@@ -104,27 +150,6 @@ PAX_VECTOR_INLINE bool applyArithmeticOf(ScalarOp op, const float *const *a,
       });
     return true;
   }
-  case ScalarOp::Cast:
-    // f32 to f32, or to bools its caller stores as x != 0.
-    map1<V>(a[0], o, n, [](V x) { return x; });
-    return true;
-  case ScalarOp::Relu:
-    map1<V>(a[0], o, n, [&](V x) { return x > zero ? x : zero; });
-    return true;
-  case ScalarOp::Neg:
-    map1<V>(a[0], o, n, [](V x) { return -x; });
-    return true;
-  case ScalarOp::Reciprocal:
-    map1<V>(a[0], o, n, [](V x) { return 1.0f / x; });
-    return true;
-  case ScalarOp::Sqrt:
-    // The f32 square root is the f32 rounding of the double one.
-    map1<V>(a[0], o, n, [](V x) {
-      for (int i = 0; i < VecTraits<V>::lanes; ++i)
-        x[i] = std::sqrt(x[i]);
-      return x;
-    });
-    return true;
   case ScalarOp::Where: {
     if (na != 3)
       return false;
@@ -141,20 +166,12 @@ PAX_VECTOR_INLINE bool applyArithmeticOf(ScalarOp op, const float *const *a,
     return true;
   }
   case ScalarOp::Pow:
-    // As applyReal: small integer exponents as products (in double, so
-    // that a cube rounds once), others std::pow.
     if (na != 2)
       return false;
-    for (int64_t j = 0; j < n; ++j) {
-      double x = a[0][j], y = a[1][j];
-      o[j] = float(y == 2   ? x * x
-                   : y == 1 ? x
-                   : y == 3 ? x * x * x
-                            : std::pow(x, y));
-    }
+    applyPow(a[0], a[1], o, n);
     return true;
   default:
-    return false;
+    return na >= 1 && applyUnaryOf<V>(op, a[0], o, n);
   }
 }
 
