@@ -46,6 +46,19 @@ void renameReads(onnx::GraphProto &g, const Renames &map, bool nested) {
   }
 }
 
+/// An error naming \p where unless every input and output of \p body (a
+/// branch or a loop body) is named: an unnamed one would read or write
+/// the absent value "".
+llvm::Error checkBody(const onnx::GraphProto &body, const std::string &where) {
+  for (const auto *list : {&body.input(), &body.output()})
+    for (const onnx::ValueInfoProto &v : *list)
+      if (v.name().empty())
+        return llvm::createStringError(
+            where + ": its body '" + body.name() +
+            "' has an input or output without a name");
+  return llvm::Error::success();
+}
+
 /// \p body (a Loop's iteration, an If's branch) appended to \p scratch,
 /// its values named under \p prefix (its unnamed nodes after their op and
 /// position), its initializers as Constant nodes (the runtime reads
@@ -102,6 +115,8 @@ llvm::Expected<std::vector<onnx::NodeProto>> inlined(onnx::GraphProto branch,
     return llvm::createStringError(
         where + ": the branch has " + std::to_string(branch.output_size()) +
         " outputs, the If " + std::to_string(n.output_size()));
+  if (auto err = checkBody(branch, where))
+    return err;
   onnx::GraphProto scratch;
   std::vector<std::string> outs =
       appendIteration(scratch, std::move(branch), {}, prefix);
@@ -255,6 +270,8 @@ loopStart(const onnx::GraphProto &g, const onnx::NodeProto &n,
           const onnx::GraphProto &body,
           const llvm::StringMap<onnx::TypeProto> &types,
           const std::string &where) {
+  if (auto err = checkBody(body, where))
+    return err;
   LoopState s;
   s.trips = kMaxTrips;
   if (n.input_size() < 2 || body.input_size() != n.input_size() ||
@@ -377,6 +394,8 @@ unrolled(const onnx::GraphProto &g, const onnx::NodeProto &n,
 std::optional<std::vector<int64_t>> intsOr0(const onnx::NodeProto &n,
                                             llvm::StringRef name, int count) {
   const onnx::AttributeProto *a = findAttribute(n, name);
+  if (count < 0)
+    return std::nullopt;
   if (!a)
     return std::vector<int64_t>(size_t(count), 0);
   if (a->ints_size() != count)
@@ -403,10 +422,15 @@ scanShape(const onnx::NodeProto &n, const onnx::GraphProto &body,
     return llvm::createStringError(where + ": needs 1 to " +
                                    std::to_string(n.input_size()) +
                                    " num_scan_inputs");
+  if (auto err = checkBody(body, where))
+    return err;
   ScanShape s;
   s.scans = int(m->i());
   s.states = n.input_size() - s.scans;
   s.outs = body.output_size() - s.states;
+  if (s.outs < 0 || body.input_size() != n.input_size())
+    return llvm::createStringError(
+        where + ": its body's inputs and outputs do not match its inputs");
   auto inAxes = intsOr0(n, "scan_input_axes", s.scans);
   auto inDirs = intsOr0(n, "scan_input_directions", s.scans);
   auto outAxes = intsOr0(n, "scan_output_axes", s.outs);

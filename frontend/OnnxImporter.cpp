@@ -3,14 +3,14 @@
 #include "frontend/DepthSpace.h"
 #include "frontend/ExpandFunctions.h"
 
-#include "frontend/Importer.h"
-#include "frontend/OnnxOps.h"
 #include "frontend/ControlFlow.h"
 #include "frontend/GridSample.h"
+#include "frontend/Importer.h"
+#include "frontend/OnnxOps.h"
 #include "frontend/OpRewrites.h"
-#include "frontend/Rnn.h"
 #include "frontend/Quantize.h"
 #include "frontend/Resize.h"
+#include "frontend/Rnn.h"
 #include "frontend/TensorProto.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -278,6 +278,10 @@ llvm::Expected<ImportResult> importOnnxBytes(llvm::StringRef path,
   if (auto err = bindInputs(path, model, options.bindings))
     return err;
   if (auto err = inlineControlFlow(path, model, opset))
+    return err;
+  // The inlined branches' and unrolled bodies' nodes, checked as the
+  // graph's own were.
+  if (auto err = checkNodeArity(path, model.graph(), int(opset)))
     return err;
   if (auto err = appendLoss(path, model, opset, options.loss))
     return err;
