@@ -66,16 +66,20 @@ Cluster subCluster(const Cluster &cluster, int64_t devices) {
 struct StageSetting {
   StageSetting(const Module &m, const Cluster &cluster,
                const ShardingOptions &o, const PipelineOptions &p,
-               llvm::ArrayRef<LayerSpan> layers, int64_t stages)
+               llvm::ArrayRef<LayerSpan> layers, int64_t stages,
+               const SearchSpace &space)
       : m(m), o(o), p(p), layers(layers), stages(stages),
         devices(int64_t(cluster.gpus) / stages),
-        sub(subCluster(cluster, devices)) {}
+        sub(subCluster(cluster, devices)), space(space) {}
   const Module &m;
   const ShardingOptions &o;
   const PipelineOptions &p;
   llvm::ArrayRef<LayerSpan> layers;
   int64_t stages, devices;
   Cluster sub;
+  /// The module's search space on one stage's devices (shared by the
+  /// search's and Megatron's pipelines of this stage count).
+  const SearchSpace &space;
 };
 
 /// The pipelines of one stage count: its submesh, the intra-op strategy
@@ -136,7 +140,6 @@ llvm::Expected<PipelineChoice> StageCount::best() {
   so.memoryLimit = o.memoryLimit * double(stages);
   so.progress = nullptr;
   so.refineSteps = 0;
-  SearchSpace space(m, so.configs);
   auto counts = microbatchCounts(space, p.microbatches);
   if (!counts)
     return counts.takeError();
@@ -215,7 +218,6 @@ std::optional<MegatronPipeline> MegatronStages::best() {
   ShardingOptions so = o;
   so.configs.devices = devices;
   so.progress = nullptr;
-  SearchSpace space(m, so.configs);
   auto counts = microbatchCounts(space, p.microbatches);
   if (!counts) {
     llvm::consumeError(counts.takeError());
@@ -276,7 +278,14 @@ llvm::Expected<PipelineSearchResult> searchPipeline(const Module &m,
   PipelineSearchResult r;
   for (int64_t s : *counts) {
     auto began = std::chrono::steady_clock::now();
-    auto best = StageCount(m, cluster, o, p, layers, s).best();
+    ConfigOptions co = o.configs;
+    co.devices = int64_t(cluster.gpus) / s;
+    SearchSpace space(m, co);
+    auto meg = MegatronStages(m, cluster, o, p, layers, s, space).best();
+    if (meg && (!r.megatron || meg->choice.plan.simulatedSeconds <
+                                   r.megatron->choice.plan.simulatedSeconds))
+      r.megatron = std::move(*meg);
+    auto best = StageCount(m, cluster, o, p, layers, s, space).best();
     double took =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
             .count();
@@ -291,12 +300,6 @@ llvm::Expected<PipelineSearchResult> searchPipeline(const Module &m,
         best->plan.microbatches, scheduleName(best->plan.schedule)));
     if (!r.best || best->plan.simulatedSeconds < r.best->plan.simulatedSeconds)
       r.best = std::move(*best);
-  }
-  for (int64_t s : *counts) {
-    auto meg = MegatronStages(m, cluster, o, p, layers, s).best();
-    if (meg && (!r.megatron || meg->choice.plan.simulatedSeconds <
-                                   r.megatron->choice.plan.simulatedSeconds))
-      r.megatron = std::move(*meg);
   }
   // Megatron's point is a pipeline too: the faster of the two is returned.
   if (r.megatron && (!r.best || r.megatron->choice.plan.simulatedSeconds <

@@ -531,6 +531,20 @@ static llvm::Error checkStepPeak(const StrategyReport &report, double limit) {
       peak / double(1 << 30), limit / double(1 << 30)));
 }
 
+/// --mode and --solver checked: the solver, or an error naming the flag.
+static llvm::Expected<SolverKind> solverFromFlags() {
+  if (mode != "train" && mode != "infer")
+    return llvm::createStringError("--mode=" + mode +
+                                   ": expected train or infer");
+  auto kind = parseSolver(solver);
+  if (!kind)
+    return llvm::createStringError(
+        "--solver=" + solver +
+        ": expected dp, dp-bfs, exhaustive, data-parallel, expert, megatron "
+        "or mcmc");
+  return *kind;
+}
+
 /// A progress line on a terminal when a search runs for more than about
 /// two seconds, redrawn at most ten times a second.
 struct ProgressLine {
@@ -605,15 +619,9 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   if (!cluster)
     return cluster.takeError();
   theCluster = *cluster;
-  if (mode != "train" && mode != "infer")
-    return llvm::createStringError("--mode=" + mode +
-                                   ": expected train or infer");
-  auto kind = parseSolver(solver);
+  auto kind = solverFromFlags();
   if (!kind)
-    return llvm::createStringError(
-        "--solver=" + solver +
-        ": expected dp, dp-bfs, exhaustive, data-parallel, expert, megatron "
-        "or mcmc");
+    return kind.takeError();
   auto options = shardingOptionsFromFlags(*kind, forPlan, keepGiven);
   if (!options)
     return options.takeError();
