@@ -1,6 +1,7 @@
 //===- Microbatches.cpp - A training step's batch in microbatches ---------===//
 #include "passes/autodiff/Microbatches.h"
 
+#include "ir/Order.h"
 #include "ir/Soap.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -8,7 +9,6 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <map>
-#include <queue>
 
 namespace pax {
 
@@ -307,54 +307,21 @@ llvm::Error splitMicrobatches(Module &m, int64_t count) {
 }
 
 void orderMicrobatches(Func &f) {
-  size_t n = f.ops.size();
-  llvm::DenseMap<const Op *, size_t> index;
-  for (size_t i = 0; i < n; ++i)
-    index[f.ops[i].get()] = i;
+  auto producers = producersOf(f);
   // Each op's microbatch: its own, or the latest its operands come from.
-  std::vector<int64_t> key(n, 0);
-  std::vector<std::vector<size_t>> readers(n);
-  std::vector<size_t> waiting(n, 0);
+  // A microbatch's op runs with its microbatch even when it reads what all
+  // of them share; any other op runs with the latest it reads.
+  std::vector<double> key(f.ops.size(), 0);
   bool any = false;
-  for (size_t i = 0; i < n; ++i) {
-    const Op &op = *f.ops[i];
-    key[i] = op.intAttr("microbatch", -1) + 1;
+  for (size_t i = 0; i < f.ops.size(); ++i) {
+    key[i] = double(f.ops[i]->intAttr("microbatch", -1) + 1);
     any |= key[i] > 0;
-    llvm::SmallVector<size_t, 4> producers;
-    for (const Operand &o : op.operands)
-      if (o.value->kind == Value::Kind::Result)
-        if (auto it = index.find(o.value->def); it != index.end())
-          producers.push_back(it->second);
-    llvm::sort(producers);
-    producers.erase(std::unique(producers.begin(), producers.end()),
-                    producers.end());
-    // A microbatch's op runs with its microbatch even when it reads what
-    // all of them share; any other op runs with the latest it reads.
-    bool own = key[i] > 0;
-    for (size_t p : producers) {
-      if (!own)
+    if (key[i] == 0)
+      for (size_t p : producers[i])
         key[i] = std::max(key[i], key[p]);
-      readers[p].push_back(i);
-    }
-    waiting[i] = producers.size();
   }
-  if (!any)
-    return;
-  using Entry = std::pair<int64_t, size_t>;
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> ready;
-  for (size_t i = 0; i < n; ++i)
-    if (!waiting[i])
-      ready.push({key[i], i});
-  std::vector<std::unique_ptr<Op>> ordered;
-  while (!ready.empty()) {
-    size_t i = ready.top().second;
-    ready.pop();
-    for (size_t r : readers[i])
-      if (!--waiting[r])
-        ready.push({key[r], r});
-    ordered.push_back(std::move(f.ops[i]));
-  }
-  f.ops = std::move(ordered);
+  if (any)
+    orderByKey(f, key);
 }
 
 } // namespace pax
