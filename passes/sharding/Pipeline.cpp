@@ -61,6 +61,7 @@ public:
       : stages(stages), m(m), S(int64_t(stages.size())),
         forwardEnd(size_t(S * m), -1), backwardEnd(size_t(S * m), -1),
         forwardArrive(size_t(S * m), -1), backwardArrive(size_t(S * m), -1),
+        forwardStart(size_t(S * m), 0), backwardStart(size_t(S * m), 0),
         free(size_t(S), 0), linkForward(size_t(S), 0),
         linkBackward(size_t(S), 0), next(size_t(S), 0) {
     for (int64_t s = 0; s < S; ++s)
@@ -87,6 +88,8 @@ public:
       t = std::max(t, free[size_t(s)] + stages[size_t(s)].syncSeconds);
     return t;
   }
+  /// When each pass started, per stage s and microbatch k at s * m + k.
+  PassTimes starts() const { return {forwardStart, backwardStart}; }
 
 private:
   /// Runs stage \p s's next pass if its input is there.
@@ -105,6 +108,7 @@ private:
       return false;
     double end = std::max(ready, free[size_t(s)]) + length;
     free[size_t(s)] = end;
+    (p.backward ? backwardStart : forwardStart)[at] = end - length;
     (p.backward ? backwardEnd : forwardEnd)[at] = end;
     // The result goes on over the link to the next stage (a gradient to
     // the one before), one transfer at a time each way.
@@ -122,6 +126,7 @@ private:
   llvm::ArrayRef<PipelineStage> stages;
   int64_t m, S;
   std::vector<double> forwardEnd, backwardEnd, forwardArrive, backwardArrive;
+  std::vector<double> forwardStart, backwardStart;
   /// Per stage: when it is free; per link (after stage s): when its next
   /// transfer each way may start.
   std::vector<double> free, linkForward, linkBackward;
@@ -138,6 +143,14 @@ double simulatePipeline(llvm::ArrayRef<PipelineStage> stages, int64_t m,
     if (!run.sweep())
       return std::numeric_limits<double>::infinity(); // cannot happen
   return run.end();
+}
+
+PassTimes simulatePasses(llvm::ArrayRef<PipelineStage> stages, int64_t m,
+                         Schedule k) {
+  PipelineRun run(stages, m, k);
+  while (!run.done() && run.sweep())
+    ;
+  return run.starts();
 }
 
 double pipelineStep(llvm::ArrayRef<PipelineStage> stages, int64_t m,

@@ -98,6 +98,14 @@ struct PipelinePlan {
 double simulatePipeline(llvm::ArrayRef<PipelineStage> stages, int64_t m,
                         Schedule k);
 
+/// When each pass of simulatePipeline's run starts: stage s's forward and
+/// backward passes of microbatch k at s * m + k.
+struct PassTimes {
+  std::vector<double> forward, backward;
+};
+PassTimes simulatePasses(llvm::ArrayRef<PipelineStage> stages, int64_t m,
+                         Schedule k);
+
 /// The microbatches stage \p s of \p stages keeps in flight under \p k
 /// with \p m microbatches.
 int64_t inFlight(Schedule k, int64_t s, int64_t stages, int64_t m);
