@@ -68,7 +68,7 @@ Value *GradientBuilder::over(OpKind kind, llvm::ArrayRef<Read> ins,
   op->attrs = std::move(attrs);
   op->attrs["name"] = name(what);
   ++counter;
-  tagMicrobatch(op);
+  tagPass(op);
   if (auto it = forward->attrs.find("config"); it != forward->attrs.end()) {
     const auto &config = std::get<std::vector<int64_t>>(it->second);
     std::vector<int64_t> kept;
@@ -80,11 +80,12 @@ Value *GradientBuilder::over(OpKind kind, llvm::ArrayRef<Read> ins,
   return op->addResult(type, renumber(out));
 }
 
-void GradientBuilder::tagMicrobatch(Op *op) const {
+void GradientBuilder::tagPass(Op *op) const {
   if (!forward)
     return;
-  if (auto it = forward->attrs.find("microbatch"); it != forward->attrs.end())
-    op->attrs["microbatch"] = it->second;
+  for (llvm::StringRef key : {"microbatch", "stage"})
+    if (auto it = forward->attrs.find(key.str()); it != forward->attrs.end())
+      op->attrs[key.str()] = it->second;
 }
 
 Op *GradientBuilder::newOp(OpKind kind, llvm::ArrayRef<IterDim> iters,
@@ -93,7 +94,7 @@ Op *GradientBuilder::newOp(OpKind kind, llvm::ArrayRef<IterDim> iters,
   op->iters.assign(iters.begin(), iters.end());
   op->attrs["name"] = name(what);
   ++counter;
-  tagMicrobatch(op);
+  tagPass(op);
   return op;
 }
 
@@ -116,7 +117,7 @@ Value *GradientBuilder::elementwise(OpKind kind, llvm::ArrayRef<Value *> ins,
         {v, v->type.rank() == 0 ? AccessMap() : identity(type.rank())});
   op->attrs["name"] = name(what);
   ++counter;
-  tagMicrobatch(op);
+  tagPass(op);
   return op->addResult(type, identity(type.rank()));
 }
 
@@ -128,7 +129,7 @@ Value *GradientBuilder::padded(Value *x, const AccessMap &read,
         {"d" + std::to_string(d), type.shape[d], IterKind::Parallel});
   op->operands.push_back({x, read});
   op->attrs["name"] = name(what);
-  tagMicrobatch(op);
+  tagPass(op);
   op->attrs["value"] = 0.0f;
   ++counter;
   return op->addResult(type, identity(type.rank()));

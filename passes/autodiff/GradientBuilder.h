@@ -35,9 +35,10 @@ public:
 
   /// The op whose rule is running (names and configurations come from it).
   void setForward(const Op *op) { forward = op; }
-  /// Gives \p op the forward op's microbatch (Microbatches.h), if any: a
-  /// microbatch's backward runs with it.
-  void tagMicrobatch(Op *op) const;
+  /// Gives \p op the forward op's microbatch (Microbatches.h) and pipeline
+  /// stage (passes/sharding/Stages.h), if any: a microbatch's backward runs
+  /// with it, on its stage's devices.
+  void tagPass(Op *op) const;
 
   /// Whether operand \p k of the forward op needs a gradient.
   bool needs(unsigned k) const;

@@ -43,6 +43,7 @@ Value *Recomputer::copyOf(Value *v) {
   c->iters = op.iters;
   c->sources = op.sources;
   c->attrs = op.attrs;
+  c->attrs["recomputed"] = int64_t(1);
   c->operands = std::move(operands);
   for (const Result &r : op.results)
     copies[r.value.get()] = c->addResult(r.value->type, r.map);
