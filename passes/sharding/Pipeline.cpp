@@ -235,16 +235,19 @@ llvm::Error badShape(int64_t stages, size_t layers, int64_t m) {
 
 namespace {
 
-/// The min-max DP of planStages: best[s][l] is the slowest of stages
-/// 0..s-1 covering layers [0, l), each within the limit; from[s][l] where
-/// stage s-1 begins (-1: no such cut).
+/// The DP of planStages: best[s][l] is the slowest of stages 0..s-1
+/// covering layers [0, l), each within the limit (with a \p cap, the sum
+/// of their layers' times squared, sends left out, each stage within the
+/// cap); from[s][l] where stage
+/// s-1 begins (-1: no such cut).
 struct CutTable {
   std::vector<std::vector<double>> best;
   std::vector<std::vector<int>> from;
 };
 
 CutTable cutTable(const Prefix &p, int L, int S, int64_t m, Schedule k,
-                  double limit) {
+                  double limit,
+                  double cap = std::numeric_limits<double>::infinity()) {
   const double inf = std::numeric_limits<double>::infinity();
   CutTable t{std::vector<std::vector<double>>(
                  size_t(S + 1), std::vector<double>(size_t(L + 1), inf)),
@@ -258,9 +261,11 @@ CutTable cutTable(const Prefix &p, int L, int S, int64_t m, Schedule k,
         if (before == inf)
           continue;
         PipelineStage st = p.stage(a, l, s - 1, S, m, k);
-        if (limit > 0 && st.peakBytes > limit)
+        if ((limit > 0 && st.peakBytes > limit) || st.seconds > cap)
           continue;
-        double v = std::max(before, st.seconds);
+        double work = st.seconds - st.sendSeconds;
+        double v =
+            cap == inf ? std::max(before, st.seconds) : before + work * work;
         if (v < t.best[size_t(s)][size_t(l)]) {
           t.best[size_t(s)][size_t(l)] = v;
           t.from[size_t(s)][size_t(l)] = a;
@@ -287,6 +292,11 @@ llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
         llvm::formatv("{0:F2}", limit / 1073741824.0).str() +
         " GiB per device with " + std::to_string(m) + " microbatches under " +
         scheduleName(k).str());
+  // Of the cuts whose slowest stage is that fast, the one whose layers'
+  // work is the most even (where the slowest stage is a send that every
+  // cut pays, the work still balances).
+  double slowest = t.best[size_t(S)][size_t(L)];
+  t = cutTable(p, L, S, m, k, limit, slowest * (1 + 1e-9));
   std::vector<PipelineStage> cut(static_cast<size_t>(S));
   for (int s = S, l = L; s > 0; --s) {
     int a = t.from[size_t(s)][size_t(l)];

@@ -24,7 +24,10 @@
 // (weights, gradients, optimizer state) plus the activations its schedule
 // keeps in flight. Since sum_s t_s is the same for every cut, the best
 // cut minimizes the slowest stage under the memory limit: planStages
-// solves that exactly, by a DP over (stages, layers) (O(S L^2)).
+// solves that exactly, by a DP over (stages, layers) (O(S L^2)), then
+// among the cuts as fast picks the most even (least sum of the stages'
+// squared work, sends left out: a second DP capped at the first's
+// optimum).
 //
 //===----------------------------------------------------------------------===//
 #pragma once

@@ -181,6 +181,38 @@ PipelineStage stageOf(double forward, double backward, double send = 0,
   return s;
 }
 
+TEST(PipelineTest, AmongCutsAsFastTheWorkIsEven) {
+  // A last layer of 12 s alone on the last stage sets the slowest stage;
+  // every cut of the five 1 s layers before it into two stages is as fast,
+  // and the even one (2 and 3 layers) is taken, not 1 and 4.
+  std::vector<LayerCost> layers(6);
+  for (LayerCost &c : layers) {
+    c.seconds = 1;
+    c.sendSeconds = 0.5;
+  }
+  layers.back().seconds = 12;
+  layers.back().sendSeconds = 0;
+  auto plan = planStages(layers, 3, 4, Schedule::OneFOneB, 0);
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  EXPECT_DOUBLE_EQ(plan->stages[2].seconds, 12);
+  EXPECT_EQ(plan->stages[2].first, 5);
+  int first = plan->stages[0].last - plan->stages[0].first;
+  EXPECT_TRUE(first == 2 || first == 3) << first;
+}
+
+TEST(PipelineTest, PassesStartInTheSchedulesOrder) {
+  std::vector<PipelineStage> stages(2, stageOf(1, 2));
+  PassTimes t = simulatePasses(stages, 3, Schedule::OneFOneB);
+  ASSERT_EQ(t.forward.size(), 6u);
+  // Stage 1 starts microbatch 0 when stage 0 has computed it; its backward
+  // follows at once; stage 0's backward of 0 after its forward of 1.
+  EXPECT_DOUBLE_EQ(t.forward[3], 1);
+  EXPECT_DOUBLE_EQ(t.backward[3], 2);
+  EXPECT_DOUBLE_EQ(t.forward[1], 1);
+  EXPECT_DOUBLE_EQ(t.backward[0], 4);
+  EXPECT_LT(t.forward[2], t.backward[1]);
+}
+
 TEST(PipelineTest, SimulatedSchedulesByHand) {
   // Two stages, two microbatches, forward 1, backward 2: GPipe runs
   // F0 F1 | B0 B1 on each stage, 1F1B F0 F1 B0 B1 on stage 0 (one
