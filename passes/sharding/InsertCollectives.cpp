@@ -5,6 +5,8 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <map>
+
 namespace pax {
 
 llvm::Expected<Config> configOf(const Op &op) {
@@ -83,6 +85,11 @@ private:
   /// collectives named from \p base; the moved value.
   Value *moveTo(Value *v, const TensorLayout &from, const TensorLayout &to,
                 const std::string &base);
+  /// moveTo, made once per value and pair of layouts between ops placed
+  /// apart (a pipeline stage's input that several of its ops read crosses
+  /// once).
+  Value *moveOnce(Value *v, const TensorLayout &from, const TensorLayout &to,
+                  const std::string &base);
 
   /// A global a training step updates, kept between steps in one layout.
   struct Stored {
@@ -104,6 +111,7 @@ private:
   std::vector<std::unique_ptr<Op>> out;
   llvm::DenseMap<const Value *, Source> sources;
   llvm::DenseMap<const Value *, Stored> stored;
+  std::map<std::pair<const Value *, std::string>, Value *> movedApart;
 };
 } // namespace
 
@@ -136,6 +144,29 @@ Op *Inserter::collective(OpKind kind, Value *in, llvm::StringRef name,
     op->attrs["group_offset"] = groupOffset;
   out.push_back(std::move(op));
   return out.back().get();
+}
+
+/// What tells two layouts apart: devices, digits, halos, irregularity.
+static std::string layoutKey(const TensorLayout &l) {
+  std::string key = "@" + std::to_string(l.offset);
+  for (const Digit &d : l.digits)
+    key += llvm::formatv(" {0}/{1}/{2}/{3}", d.size, int(d.role), d.tensorDim,
+                         d.level)
+               .str();
+  for (size_t d = 0; d < l.haloLo.size(); ++d)
+    key += "," + std::to_string(l.haloLo[d]) + ":" +
+           std::to_string(d < l.haloHi.size() ? l.haloHi[d] : 0);
+  return key + (l.irregular ? "!" : "");
+}
+
+Value *Inserter::moveOnce(Value *v, const TensorLayout &from,
+                          const TensorLayout &to, const std::string &base) {
+  if (from.offset == to.offset)
+    return moveTo(v, from, to, base);
+  Value *&moved = movedApart[{v, layoutKey(from) + "->" + layoutKey(to)}];
+  if (!moved)
+    moved = moveTo(v, from, to, base);
+  return moved;
 }
 
 Value *Inserter::moveTo(Value *v, const TensorLayout &from,
@@ -227,6 +258,14 @@ void Inserter::readStored(Op &q, unsigned k, Stored &st,
         return s.kind == ReshardStep::Kind::Slice;
       }))
     return;
+  // Read by ops placed apart (a tied weight on another pipeline stage):
+  // moved there once.
+  std::string key = "kept" + layoutKey(st.layout) + "->" + layoutKey(to);
+  if (st.layout.offset != to.offset)
+    if (auto it = movedApart.find({o.value, key}); it != movedApart.end()) {
+      o.value = it->second;
+      return;
+    }
   std::string base = q.name().str() + ".in" + std::to_string(k) + ".";
   llvm::SmallVector<int64_t, 8> space;
   for (const Digit &d : st.layout.digits)
@@ -238,7 +277,10 @@ void Inserter::readStored(Op &q, unsigned k, Stored &st,
                            st.layout.offset, st.layout.offset)
                     ->results[0]
                     .value.get();
+  Value *read = o.value;
   o.value = moveTo(kept, st.layout, to, base);
+  if (st.layout.offset != to.offset)
+    movedApart[{read, key}] = o.value;
 }
 
 llvm::Error Inserter::run() {
@@ -273,7 +315,7 @@ llvm::Error Inserter::run() {
       if (src == sources.end() || constants.count(src->second.op))
         continue; // an input, a weight, or computed everywhere
       std::string base = q.name().str() + ".in" + std::to_string(k) + ".";
-      o.value = moveTo(o.value, layoutOf(src->second), to, base);
+      o.value = moveOnce(o.value, layoutOf(src->second), to, base);
     }
     out.push_back(std::move(owned));
     for (unsigned r = 0; r < q.results.size(); ++r)
