@@ -39,6 +39,13 @@ std::vector<LayerCost> layerCosts(const Func &f,
   return out;
 }
 
+Cluster subCluster(const Cluster &cluster, int64_t devices) {
+  Cluster sub = cluster;
+  sub.gpus = unsigned(devices);
+  sub.gpusPerNode = std::min(cluster.gpusPerNode, sub.gpus);
+  return sub;
+}
+
 namespace {
 
 /// Values every device holds whole: results of ops computed from constants
@@ -52,14 +59,6 @@ struct Everywhere {
   }
   llvm::DenseSet<const Op *> constants;
 };
-
-/// \p cluster's first \p devices devices: one stage's submesh.
-Cluster subCluster(const Cluster &cluster, int64_t devices) {
-  Cluster sub = cluster;
-  sub.gpus = unsigned(devices);
-  sub.gpusPerNode = std::min(cluster.gpusPerNode, sub.gpus);
-  return sub;
-}
 
 /// What pricing the pipelines of one stage count needs: the module, the
 /// options, its layers, the stage count and each stage's submesh.
@@ -301,12 +300,17 @@ llvm::Expected<PipelineSearchResult> searchPipeline(const Module &m,
     if (!r.best || best->plan.simulatedSeconds < r.best->plan.simulatedSeconds)
       r.best = std::move(*best);
   }
-  // Megatron's point is a pipeline too: the faster of the two is returned.
+  // Megatron's point is a pipeline too: the faster of the two is returned
+  // (with --solver=megatron, Megatron's).
+  bool megatronOnly = o.solver == SolverKind::Megatron;
+  if (megatronOnly)
+    r.best.reset();
   if (r.megatron && (!r.best || r.megatron->choice.plan.simulatedSeconds <
                                     r.best->plan.simulatedSeconds)) {
     r.best = r.megatron->choice;
     r.fromMegatron = true;
   }
+  r.megatronOnly = megatronOnly;
   r.searchSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -362,7 +366,9 @@ void printPipeline(const PipelineSearchResult &r, double flat,
       meg.plan.microbatches, scheduleName(meg.plan.schedule),
       describeLevers(meg.intra.microbatches, meg.intra.choices),
       formatSeconds(meg.plan.simulatedSeconds));
-  if (r.fromMegatron)
+  if (r.fromMegatron && r.megatronOnly)
+    os << "; --solver=megatron: the pipeline above";
+  else if (r.fromMegatron)
     os << "; faster than the search's, so the pipeline above";
   else if (r.best)
     os << llvm::formatv("; the pipeline above is {0:F2}x of it",

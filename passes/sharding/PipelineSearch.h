@@ -60,12 +60,16 @@ struct PipelineSearchResult {
   /// (stage counts x tensor degrees x recomputation none/all x ZeRO 0/1 x
   /// microbatches x schedules), for comparison.
   std::optional<MegatronPipeline> megatron;
-  /// best is Megatron's point, which simulated faster than the search's.
-  bool fromMegatron = false;
+  /// best is Megatron's point, which simulated faster than the search's
+  /// (or was asked for: megatronOnly, --solver=megatron).
+  bool fromMegatron = false, megatronOnly = false;
   /// One line per stage count tried: its best step, or why none fits.
   std::vector<std::string> tried;
   double searchSeconds = 0;
 };
+
+/// \p cluster's first \p devices devices: one stage's submesh.
+Cluster subCluster(const Cluster &cluster, int64_t devices);
 
 /// Searches pipelines of training module \p m on \p cluster with \p o's
 /// intra-op options and memory limit.
