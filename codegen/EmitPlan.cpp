@@ -962,6 +962,8 @@ llvm::Expected<plan::Plan> emitPlan(const Module &m, const PlanOptions &o) {
   p.set_devices_per_node(uint32_t(std::max<int64_t>(1, perNode)));
   p.set_predicted_step_s(o.predictedStepSeconds);
   p.set_simulated_step_s(o.simulatedStepSeconds);
+  if (o.pipeline.stages())
+    *p.mutable_pipeline() = o.pipeline;
   for (const auto &a : m.main.args)
     *p.add_inputs() = tensorInfo(a->name, a->type);
   for (size_t i = 0; i < m.main.returns.size(); ++i)

@@ -28,6 +28,8 @@ struct PlanOptions {
   double predictedBytes = 0;
   double predictedStepSeconds = 0;
   double simulatedStepSeconds = 0;
+  /// A pipelined plan's stages (stages 0: none).
+  plan::Pipeline pipeline;
 };
 
 /// The plan of \p m. A module with collectives (a `devices` attribute) gives

@@ -246,6 +246,32 @@ llvm::Error checkProgram(const plan::Plan &plan,
   return llvm::Error::success();
 }
 
+std::string planDevicesText(const plan::Plan &plan) {
+  std::string text = std::to_string(plan.devices()) +
+                     (plan.devices() == 1 ? " device" : " devices");
+  if (const plan::Pipeline &p = plan.pipeline(); p.stages())
+    text += " (" + std::to_string(p.stages()) + " pipeline stages of " +
+            std::to_string(p.stage_devices()) + ")";
+  return text;
+}
+
+/// A pipelined plan's stages tile its devices; its schedule is known.
+static llvm::Error checkPipeline(const plan::Plan &plan) {
+  const plan::Pipeline &p = plan.pipeline();
+  if (!p.stages())
+    return llvm::Error::success();
+  if (int64_t(p.stages()) * p.stage_devices() != int64_t(plan.devices()) ||
+      p.microbatches() < 1 ||
+      (p.schedule() != "gpipe" && p.schedule() != "1f1b"))
+    return llvm::createStringError(
+        "the plan's pipeline (" + llvm::Twine(p.stages()) + " stages of " +
+        llvm::Twine(p.stage_devices()) + " devices, " +
+        llvm::Twine(p.microbatches()) + " microbatches, schedule '" +
+        p.schedule() + "') does not fit its " + llvm::Twine(plan.devices()) +
+        " devices or is not one paxc writes");
+  return llvm::Error::success();
+}
+
 llvm::Error checkPlan(const plan::Plan &plan) {
   int64_t n = plan.devices();
   if (n < 1 || n > kMaxPlanDevices)
@@ -256,6 +282,8 @@ llvm::Error checkPlan(const plan::Plan &plan) {
     return llvm::createStringError(
         "the plan has " + llvm::Twine(plan.programs_size()) + " programs for " +
         llvm::Twine(n) + " devices");
+  if (auto err = checkPipeline(plan))
+    return err;
   for (const auto *infos : {&plan.inputs(), &plan.outputs()})
     for (const plan::TensorInfo &t : *infos)
       if (!validDType(t.dtype()) || elementsOf(t.shape()) < 0)

@@ -19,6 +19,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <string>
 
 namespace pax::runtime {
 
@@ -32,6 +33,10 @@ inline constexpr int64_t kMaxPlanElements = int64_t(1) << 48;
 /// Checks \p prog's generated kernels: each covers a run of computes
 /// after the last kernel's, inside the program, and names its buffers.
 llvm::Error checkKernels(const plan::DeviceProgram &prog);
+
+/// "N devices", with a pipelined plan's stages: "N devices (S pipeline
+/// stages of D)".
+std::string planDevicesText(const plan::Plan &plan);
 
 /// Checks \p plan whole (see above).
 llvm::Error checkPlan(const plan::Plan &plan);

@@ -24,7 +24,7 @@
 namespace pax {
 
 /// The plan format this paxc writes and reads.
-inline constexpr uint32_t kPlanVersion = 3;
+inline constexpr uint32_t kPlanVersion = 4;
 
 /// The bytes of a plan file for \p plan.
 /// Bytes one element of \p dtype takes in a buffer (I1 takes a byte).

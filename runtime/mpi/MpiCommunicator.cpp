@@ -2,6 +2,7 @@
 #include "runtime/mpi/MpiCommunicator.h"
 
 #include "runtime/Exchange.h"
+#include "runtime/PlanCheck.h"
 #include "runtime/mpi/MpiCalls.h"
 #include "runtime/mpi/MpiWorld.h"
 
@@ -161,8 +162,8 @@ makeMpiCommunicator(const plan::Plan &plan) {
   PAX_MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &size));
   if (uint32_t(size) != plan.devices())
     return llvm::createStringError(
-        "the plan was compiled for " + llvm::Twine(plan.devices()) +
-        " devices, but MPI runs " + llvm::Twine(size) + " ranks");
+        "the plan was compiled for " + planDevicesText(plan) +
+        ", but MPI runs " + llvm::Twine(size) + " ranks");
   // MPI guarantees tags up to at least 32767; libraries allow more.
   int *bound = nullptr, found = 0;
   PAX_MPI_TRY(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &bound, &found));

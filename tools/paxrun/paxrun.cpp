@@ -836,6 +836,11 @@ trainSession(const plan::Plan &plan,
         "paxrun: {0} byte(s) per step reached the host from the devices in "
         "the {1} step(s) that gathered no updates\n",
         hostBytes / lossSteps, lossSteps);
+  if (const plan::Pipeline &p = plan.pipeline(); reports && p.stages())
+    llvm::errs() << llvm::formatv(
+        "paxrun: pipeline: {0} stages of {1} device(s), {2} microbatches per "
+        "step, {3}\n",
+        p.stages(), p.stage_devices(), p.microbatches(), p.schedule());
   if (reports && !outputsDir.empty())
     if (auto err = writeOutputs(plan, outputs))
       return fail(llvm::toString(std::move(err)));
@@ -956,15 +961,14 @@ int main(int argc, char **argv) {
   if (devicesOpt.getNumOccurrences() && devicesOpt != plan->devices())
     return fail("--devices=" + llvm::Twine(unsigned(devicesOpt)) +
                 ", but the plan was compiled for " +
-                llvm::Twine(plan->devices()) +
-                " devices (paxc --gpus=N compiles for N)");
+                runtime::planDevicesText(*plan) +
+                " (paxc --gpus=N compiles for N)");
 #ifdef PAX_HAVE_MPI
   if (world && world->size() != int(plan->devices()))
     return world->rank() == 0
                ? fail("the plan was compiled for " +
-                      llvm::Twine(plan->devices()) +
-                      " devices, but mpirun started " +
-                      llvm::Twine(world->size()) +
+                      runtime::planDevicesText(*plan) +
+                      ", but mpirun started " + llvm::Twine(world->size()) +
                       (world->size() == 1 ? " rank" : " ranks") +
                       " (run mpirun -np " + llvm::Twine(plan->devices()) + ")")
                : 1;
