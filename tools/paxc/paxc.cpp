@@ -20,12 +20,14 @@
 #include "passes/autodiff/Recompute.h"
 #include "passes/sharding/InsertCollectives.h"
 #include "passes/sharding/Simulator.h"
+#include "passes/sharding/Stages.h"
 #include "passes/sharding/StrategyIO.h"
 #include "passes/sharding/Zero.h"
 #include "runtime/GenerateKernels.h"
 #include "tools/common/Printable.h"
 #include "tools/common/Runnable.h"
 #include "tools/paxc/ImportFlags.h"
+#include "tools/paxc/PipelineFlags.h"
 #include "tools/paxc/Rewrites.h"
 #include "tools/paxc/StepFlags.h"
 
@@ -173,7 +175,7 @@ static cl::opt<bool> fuseKernelsFlag(
              "of the ops (default true; =false: every op its own kernel)"),
     cl::cat(paxcCategory));
 
-static cl::OptionCategory searchCategory("paxc sharding options");
+using pax::paxc::searchCategory;
 
 static cl::opt<unsigned> gpus("gpus",
                               cl::desc("Number of devices to split over"),
@@ -251,21 +253,6 @@ static cl::opt<std::string> microbatches(
              "the search chooses when pricing a step; a training plan, "
              "--loss, runs M, auto being 1)"),
     cl::value_desc("auto|M"), cl::init("auto"), cl::cat(searchCategory));
-static cl::opt<std::string> pipelineFlag(
-    "pipeline",
-    cl::desc("Training: also search pipeline stages (Alpa's inter-op pass "
-             "on uniform submeshes): auto (every stage count that divides "
-             "the GPUs), N stages, or off; the report and strategy JSON show "
-             "the best pipeline against the step without stages (plans with "
-             "stages are not emitted yet)"),
-    cl::value_desc("off|auto|N"), cl::init("off"), cl::cat(searchCategory));
-static cl::opt<std::string> scheduleFlag(
-    "schedule",
-    cl::desc("With --pipeline: the microbatch schedule, 1f1b (each stage "
-             "keeps at most its distance to the end in flight), gpipe (every "
-             "microbatch's forward first) or auto (both)"),
-    cl::value_desc("auto|1f1b|gpipe"), cl::init("auto"),
-    cl::cat(searchCategory));
 static cl::opt<std::string> recompute(
     "recompute",
     cl::desc("Training: recompute results in the backward pass instead of "
@@ -337,6 +324,12 @@ static std::optional<Cluster> theCluster;
 static bool trainingStep = false;
 /// A training plan's --microbatches=auto: the search that chooses the count.
 static bool choosingMicrobatches = false;
+/// A pipelined training plan's stages, once chosen: the flags' cluster is
+/// then one stage's submesh.
+static std::optional<PipelineChoice> pipelined;
+/// A training step's report: the pipelines its forward program's search
+/// priced (the step's own search is of the step as built).
+static std::optional<PipelineSearchResult> forwardPipelines;
 
 /// The cluster of --cluster, --gpus, --gpus-per-node and --cost-db.
 static llvm::Expected<Cluster> clusterFromFlags() {
@@ -353,6 +346,8 @@ static llvm::Expected<Cluster> clusterFromFlags() {
       return db.takeError();
     cluster->measured = std::make_shared<const CostDb>(std::move(*db));
   }
+  if (pipelined)
+    return subCluster(*cluster, pipelined->stageDevices);
   return cluster;
 }
 
@@ -566,41 +561,17 @@ struct ProgressLine {
   }
 };
 
-/// --pipeline and --schedule, or an error naming the flag.
-static llvm::Expected<PipelineOptions> pipelineOptionsFromFlags() {
-  PipelineOptions p;
-  if (pipelineFlag != "auto" &&
-      (llvm::StringRef(pipelineFlag).getAsInteger(10, p.stages) ||
-       p.stages < 1))
-    return llvm::createStringError("--pipeline=" + pipelineFlag +
-                                   ": expected off, auto or a stage count");
-  if (scheduleFlag != "auto") {
-    p.schedule = parseSchedule(scheduleFlag);
-    if (!p.schedule)
-      return llvm::createStringError("--schedule=" + scheduleFlag +
-                                     ": expected auto, 1f1b or gpipe");
-  }
-  auto m = microbatchesFromFlag();
-  if (!m)
-    return m.takeError();
-  p.microbatches = *m;
-  return p;
-}
-
 /// --pipeline: the stages searched for \p m into \p report.
 static llvm::Error searchStages(const Module &m, const ShardingOptions &o,
-                                double limit, bool forPlan,
-                                StrategyReport &report) {
-  if (mode != "train" || trainingStep)
+                                double limit, StrategyReport &report) {
+  if (mode != "train")
     return llvm::createStringError(
-        "--pipeline searches stages for a training step's strategy "
-        "(--mode=train, no --loss): pipelined plans are not emitted yet");
-  if (forPlan)
-    return llvm::createStringError(
-        "--pipeline: plans with pipeline stages are not emitted yet (the "
-        "search, its report and strategy JSON are): --emit=report or "
-        "--emit=strategy, or --pipeline=off");
-  auto p = pipelineOptionsFromFlags();
+        "--pipeline searches the stages of a training step (--mode=train): "
+        "inference plans are not pipelined yet");
+  auto count = microbatchesFromFlag();
+  if (!count)
+    return count.takeError();
+  auto p = paxc::pipelineOptionsFromFlags(*count);
   if (!p)
     return p.takeError();
   ShardingOptions so = o;
@@ -660,16 +631,22 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
                             o, fixed, offsets, &given);
   if (line.shown)
     llvm::errs() << "\n";
-  if (report && keepGiven)
+  // (A pipelined plan's stages were fit by the pipeline search: the
+  // program on one stage's devices counts every stage's weights.)
+  if (report && keepGiven && !pipelined)
     if (auto err = checkStepPeak(*report, limit))
       return err;
   if (report) {
     report->trainingProgram = trainingStep;
     report->solver = *kind;
   }
-  if (report && pipelineFlag != "off")
-    if (auto err = searchStages(m, o, limit, forPlan, *report))
+  // The forward program's search prices the pipelines too (a pipelined
+  // plan's second phase is one stage's).
+  if (report && !paxc::pipelineOff() && !trainingStep)
+    if (auto err = searchStages(m, o, limit, *report))
       return err;
+  if (report && trainingStep && forwardPipelines)
+    report->pipeline = *forwardPipelines;
   return report;
 }
 
@@ -936,14 +913,18 @@ struct ForwardChoices {
 /// A training step's first phase: the forward program, priced as a
 /// training step (forward, backward, gradient synchronization), decides
 /// each op's configuration, which its backward ops then share.
-static llvm::Expected<ForwardChoices> searchForward(Module &m, bool planning) {
+static llvm::Expected<StrategyReport> searchForwardProgram(const Module &m,
+                                                           bool planning) {
   trainingStep = false; // price the forward program as a training step
   auto first = shardModel(m, /*forPlan=*/planning);
   trainingStep = true;
-  if (!first)
-    return first.takeError();
+  return first;
+}
+
+/// Sets \p s's configuration on each forward op of \p m; its ZeRO stages
+/// and recomputation.
+static ForwardChoices takeForwardChoices(Module &m, const Strategy &s) {
   ForwardChoices out;
-  const Strategy &s = first->strategy;
   for (size_t i = 0; i < m.main.ops.size(); ++i)
     m.main.ops[i]->attrs["config"] =
         std::vector<int64_t>(s.configs[i].begin(), s.configs[i].end());
@@ -952,6 +933,38 @@ static llvm::Expected<ForwardChoices> searchForward(Module &m, bool planning) {
     if (s.choices[i].recompute)
       out.recompute.insert(m.main.ops[i].get());
   return out;
+}
+
+static llvm::Expected<ForwardChoices> searchForward(Module &m, bool planning) {
+  auto first = searchForwardProgram(m, planning);
+  if (!first)
+    return first.takeError();
+  forwardPipelines = first->pipeline;
+  return takeForwardChoices(m, first->strategy);
+}
+
+/// A pipelined plan's first phase (--pipeline with a training plan): the
+/// pipeline search of the unsplit forward program chooses the stages, the
+/// microbatches, the schedule and each op's configuration on its stage's
+/// submesh, which the ops take (and the microbatch copies after them); the
+/// flags' cluster becomes one stage's.
+static llvm::Expected<ForwardChoices> choosePipeline(Module &m) {
+  auto first = searchForwardProgram(m, /*planning=*/true);
+  if (!first)
+    return first.takeError();
+  auto choice = paxc::chosenPipeline(*first->pipeline);
+  if (!choice)
+    return choice.takeError();
+  markStages(m.main, choice->layers, choice->plan.stages);
+  pipelined = std::move(*choice);
+  theCluster = subCluster(*theCluster, pipelined->stageDevices);
+  if (!quiet)
+    llvm::errs() << llvm::formatv(
+        "paxc: --pipeline: {0} stages of {1} device(s), {2} microbatches, "
+        "{3}\n",
+        pipelined->plan.stages.size(), pipelined->stageDevices,
+        pipelined->plan.microbatches, scheduleName(pipelined->plan.schedule));
+  return takeForwardChoices(m, pipelined->intra);
 }
 
 /// `paxc: wrote PLAN: ...`: devices, collectives, the peak buffers and,
@@ -1023,6 +1036,17 @@ static llvm::Expected<ImportOptions> importOptionsFromFlags() {
   return options;
 }
 
+/// What the pipeline search predicts of a pipelined plan's step: the
+/// slowest stage's peak, the schedule's step.
+static void pipelinedPrediction(const PipelineChoice &c, PlanOptions &po) {
+  po.predictedBytes = 0;
+  for (const PipelineStage &st : c.plan.stages)
+    po.predictedBytes = std::max(po.predictedBytes, st.peakBytes);
+  po.predictedStepSeconds = c.plan.stepSeconds;
+  po.simulatedStepSeconds = c.plan.simulatedSeconds;
+  po.pipeline = paxc::pipelineRecord(c);
+}
+
 /// The plan's options for \p m: its source and, \p partitioned, the
 /// strategy searched (or given) for it, its configs set on the ops and its
 /// collectives inserted, with what the cost model predicts.
@@ -1044,12 +1068,15 @@ static llvm::Expected<PlanOptions> partitionForPlan(Module &m, bool partitioned,
       if (int64_t at = offsetOf(s.offsets, i))
         m.main.ops[i]->attrs["offset"] = at;
     }
-    if (auto err =
-            insertCollectives(m, theCluster->gpus, theCluster->gpusPerNode))
+    int64_t stages = pipelined ? int64_t(pipelined->plan.stages.size()) : 1;
+    if (auto err = insertCollectives(m, theCluster->gpus * stages,
+                                     theCluster->gpusPerNode))
       return err;
     po.predictedBytes = s.cost.memoryBytes;
     po.predictedStepSeconds = s.cost.seconds;
     po.simulatedStepSeconds = s.cost.simulatedSeconds;
+    if (pipelined)
+      pipelinedPrediction(*pipelined, po);
   }
   if (fuseKernelsFlag)
     fuseKernels(m);
@@ -1182,21 +1209,51 @@ static Target targetFromFlags() {
   return t;
 }
 
+/// --pipeline where stages are searched: a report, a strategy or a plan
+/// of the forward program's search.
+static llvm::Error checkPipelineTarget(const Target &t) {
+  if (paxc::pipelineOff())
+    return llvm::Error::success();
+  if (!t.planning && !t.sharding)
+    return llvm::createStringError(
+        "--pipeline searches stages: with --emit=report, strategy or trace, "
+        "or a plan");
+  if (trainingStep && t.planning && !t.twoPhase)
+    return llvm::createStringError(
+        "--pipeline: a pipelined plan's stages and their strategies are "
+        "searched, on more than one device (--gpus, --cluster) and without "
+        "--strategy");
+  return llvm::Error::success();
+}
+
 /// A training step's microbatches, forward choices, backward ops and ZeRO
 /// stages (with --mode=train and a loss); a model's gradients (with
 /// --gradients).
 static llvm::Error buildStep(Module &m, const Target &t,
                              RecomputePolicy recomputing, int64_t perStep) {
+  if (auto err = checkPipelineTarget(t))
+    return err;
   if (trainingStep && !t.twoPhase && recomputing == RecomputePolicy::Auto)
     return llvm::createStringError(
         "--recompute=auto takes the search's choice per op, and a training "
         "plan is searched only on more than one device (--gpus, --cluster) "
         "without --strategy; use none or all");
+  ForwardChoices chosen;
+  bool pipelining =
+      trainingStep && t.planning && t.twoPhase && !paxc::pipelineOff();
+  if (pipelining) {
+    auto first = choosePipeline(m);
+    if (!first)
+      return first.takeError();
+    chosen = std::move(*first);
+    perStep = pipelined->plan.microbatches;
+  }
   if (trainingStep)
     if (auto err = splitStep(m, perStep, t.twoPhase, t.planning))
       return err;
-  ForwardChoices chosen;
-  if (t.twoPhase) {
+  if (pipelining)
+    markForward(m.main);
+  else if (t.twoPhase) {
     auto first = searchForward(m, t.planning);
     if (!first)
       return first.takeError();
@@ -1214,11 +1271,14 @@ static llvm::Error buildStep(Module &m, const Target &t,
   if (auto err = buildBackward(m, replicas, recomputing, chosen.recompute))
     return err;
   if (trainingStep && replicas > 1)
-    return applyZero(m, replicas, [&](const Global &g) {
-      auto fixed = parseZeroStage(zeroStage);
-      return fixed && *fixed >= 0 ? unsigned(*fixed) : chosen.zero.lookup(&g);
-    });
-  return llvm::Error::success();
+    if (auto err = applyZero(m, replicas, [&](const Global &g) {
+          auto fixed = parseZeroStage(zeroStage);
+          return fixed && *fixed >= 0 ? unsigned(*fixed)
+                                      : chosen.zero.lookup(&g);
+        }))
+      return err;
+  return pipelining ? paxc::placePipeline(m, *pipelined)
+                    : llvm::Error::success();
 }
 
 /// Writes the plan of \p m (-o FILE.paxplan, --emit=plan or plan-text) to

@@ -1,0 +1,73 @@
+//===- PipelineFlags.cpp - paxc's pipeline options ------------------------===//
+#include "tools/paxc/PipelineFlags.h"
+
+#include "passes/sharding/Stages.h"
+
+namespace cl = llvm::cl;
+using pax::paxc::searchCategory;
+
+cl::OptionCategory pax::paxc::searchCategory("paxc sharding options");
+
+static cl::opt<std::string> pipelineFlag(
+    "pipeline",
+    cl::desc("Training: pipeline stages (Alpa's inter-op pass on uniform "
+             "submeshes): auto (the best of every stage count that divides "
+             "the GPUs), N stages, or off; the report and strategy JSON show "
+             "the best pipeline against the step without stages, and a "
+             "training plan (--loss) runs it"),
+    cl::value_desc("off|auto|N"), cl::init("off"), cl::cat(searchCategory));
+static cl::opt<std::string> scheduleFlag(
+    "schedule",
+    cl::desc("With --pipeline: the microbatch schedule, 1f1b (each stage "
+             "keeps at most its distance to the end in flight), gpipe (every "
+             "microbatch's forward first) or auto (both)"),
+    cl::value_desc("auto|1f1b|gpipe"), cl::init("auto"),
+    cl::cat(searchCategory));
+
+namespace pax::paxc {
+
+bool pipelineOff() { return pipelineFlag == "off"; }
+
+llvm::Expected<PipelineOptions> pipelineOptionsFromFlags(int64_t microbatches) {
+  PipelineOptions p;
+  if (pipelineFlag != "auto" &&
+      (llvm::StringRef(pipelineFlag).getAsInteger(10, p.stages) ||
+       p.stages < 1))
+    return llvm::createStringError("--pipeline=" + pipelineFlag +
+                                   ": expected off, auto or a stage count");
+  if (scheduleFlag != "auto") {
+    p.schedule = parseSchedule(scheduleFlag);
+    if (!p.schedule)
+      return llvm::createStringError("--schedule=" + scheduleFlag +
+                                     ": expected auto, 1f1b or gpipe");
+  }
+  p.microbatches = microbatches;
+  return p;
+}
+
+llvm::Expected<PipelineChoice> chosenPipeline(const PipelineSearchResult &r) {
+  if (r.best)
+    return *r.best;
+  std::string why;
+  for (const std::string &line : r.tried)
+    why += "\n  " + line;
+  return llvm::createStringError("--pipeline=" + pipelineFlag +
+                                 ": no pipeline fits the devices" + why);
+}
+
+llvm::Error placePipeline(Module &m, const PipelineChoice &c) {
+  placeStages(m.main, c.stageDevices);
+  return orderStages(m.main, int64_t(c.plan.stages.size()), c.plan.microbatches,
+                     c.plan.schedule);
+}
+
+plan::Pipeline pipelineRecord(const PipelineChoice &c) {
+  plan::Pipeline p;
+  p.set_stages(uint32_t(c.plan.stages.size()));
+  p.set_stage_devices(uint32_t(c.stageDevices));
+  p.set_microbatches(c.plan.microbatches);
+  p.set_schedule(scheduleName(c.plan.schedule).str());
+  return p;
+}
+
+} // namespace pax::paxc
