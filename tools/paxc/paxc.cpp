@@ -583,6 +583,29 @@ static llvm::Error searchStages(const Module &m, const ShardingOptions &o,
   return llvm::Error::success();
 }
 
+/// --strategy's configurations for \p m (none without the flag), its
+/// offsets (an inference step's) and levers (a training step's pricing).
+static llvm::Expected<std::optional<std::vector<Config>>>
+readStrategyFlag(const Module &m, const ShardingOptions &o,
+                 std::vector<int64_t> &offsets, GivenLevers &given) {
+  if (strategyPath.empty())
+    return std::nullopt;
+  auto text = llvm::MemoryBuffer::getFile(strategyPath);
+  if (!text)
+    return llvm::createStringError("cannot read '" + strategyPath +
+                                   "': " + text.getError().message());
+  // Only an inference step places ops apart (a training step's backward
+  // ops run where their forward ops do).
+  bool placing = mode == "infer" && !trainingStep;
+  bool pricingTraining = mode == "train" && !trainingStep;
+  auto configs = strategyFromJson(m, (*text)->getBuffer(), strategyPath,
+                                  o.configs, placing ? &offsets : nullptr,
+                                  pricingTraining ? &given : nullptr);
+  if (!configs)
+    return configs.takeError();
+  return std::optional<std::vector<Config>>(std::move(*configs));
+}
+
 /// The report of the flags' search (or of --strategy's strategy) for \p m.
 static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
                                                  bool keepGiven = false) {
@@ -599,25 +622,12 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   ShardingOptions &o = *options;
   ProgressLine line;
   o.progress = [&line](double fraction) { line.draw(fraction); };
-  std::optional<std::vector<Config>> fixed;
   std::vector<int64_t> offsets;
   GivenLevers given;
   bool pricingTraining = mode == "train" && !trainingStep;
-  // Only an inference step places ops apart (a training step's backward
-  // ops run where their forward ops do).
-  bool placing = mode == "infer" && !trainingStep;
-  if (!strategyPath.empty()) {
-    auto text = llvm::MemoryBuffer::getFile(strategyPath);
-    if (!text)
-      return llvm::createStringError("cannot read '" + strategyPath +
-                                     "': " + text.getError().message());
-    auto configs = strategyFromJson(m, (*text)->getBuffer(), strategyPath,
-                                    o.configs, placing ? &offsets : nullptr,
-                                    pricingTraining ? &given : nullptr);
-    if (!configs)
-      return configs.takeError();
-    fixed = std::move(*configs);
-  }
+  auto fixed = readStrategyFlag(m, o, offsets, given);
+  if (!fixed)
+    return fixed.takeError();
   // A training step's backward ops are in the program: each op is priced
   // once, as it runs.
   // A training step's second phase searches with what the first fit (its
@@ -628,7 +638,7 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
     o.memoryLimit = 0;
   auto report = buildReport(m, *theCluster,
                             pricingTraining ? CostMode::Train : CostMode::Infer,
-                            o, fixed, offsets, &given);
+                            o, *fixed, offsets, &given);
   if (line.shown)
     llvm::errs() << "\n";
   // (A pipelined plan's stages were fit by the pipeline search: the
