@@ -28,6 +28,8 @@ namespace pax::paxc {
 
 bool pipelineOff() { return pipelineFlag == "off"; }
 
+bool pipelineAuto() { return pipelineFlag == "auto"; }
+
 llvm::Expected<PipelineOptions> pipelineOptionsFromFlags(int64_t microbatches) {
   PipelineOptions p;
   if (pipelineFlag != "auto" &&

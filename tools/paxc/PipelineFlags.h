@@ -21,6 +21,10 @@ extern llvm::cl::OptionCategory searchCategory;
 /// --pipeline=off (the default).
 bool pipelineOff();
 
+/// --pipeline=auto: the stage count searched (the plan pipelines only
+/// where stages simulate faster).
+bool pipelineAuto();
+
 /// --pipeline and --schedule with \p microbatches (0: every count the
 /// batch allows), or an error naming the flag.
 llvm::Expected<PipelineOptions> pipelineOptionsFromFlags(int64_t microbatches);

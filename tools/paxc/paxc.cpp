@@ -886,6 +886,17 @@ static llvm::Expected<ForwardChoices> choosePipeline(Module &m) {
   auto choice = paxc::chosenPipeline(*first->pipeline);
   if (!choice)
     return choice.takeError();
+  // --pipeline=auto: stages only where they simulate faster.
+  double flat = first->strategy.cost.simulatedSeconds;
+  if (paxc::pipelineAuto() && flat <= choice->plan.simulatedSeconds) {
+    if (!quiet)
+      llvm::errs() << "paxc: --pipeline=auto: the step without stages ("
+                   << formatSeconds(flat) << ") simulates faster than the "
+                   << "best pipeline ("
+                   << formatSeconds(choice->plan.simulatedSeconds)
+                   << "): the plan has no stages\n";
+    return takeForwardChoices(m, first->strategy);
+  }
   markStages(m.main, choice->layers, choice->plan.stages);
   pipelined = std::move(*choice);
   theCluster = subCluster(*theCluster, pipelined->stageDevices);
@@ -1177,7 +1188,10 @@ static llvm::Error buildStep(Module &m, const Target &t,
     if (!first)
       return first.takeError();
     chosen = std::move(*first);
-    perStep = pipelined->plan.microbatches;
+    if (pipelined)
+      perStep = pipelined->plan.microbatches;
+    else
+      pipelining = false;
   }
   if (trainingStep)
     if (auto err = splitStep(m, perStep, t.twoPhase, t.planning))
