@@ -32,8 +32,9 @@ AccessMap identity(unsigned rank) {
 
 class Splitter {
 public:
-  Splitter(Module &m, int64_t count)
-      : f(m.main), count(count), samples(sampleIters(m.main)) {}
+  Splitter(Module &m, int64_t count, bool wholeResults = false)
+      : f(m.main), count(count), wholeResults(wholeResults),
+        samples(sampleIters(m.main)) {}
   llvm::Error run();
 
 private:
@@ -74,6 +75,9 @@ private:
 
   Func &f;
   int64_t count;
+  /// A result carrying the sample dim is the copies' concatenated (an
+  /// inference's), not an error (a training step's).
+  bool wholeResults;
   /// Per op, the iteration dims the batch reaches.
   llvm::DenseMap<const Op *, llvm::SmallVector<bool, 6>> samples;
   /// A value that carries the sample dim: its M microbatch copies, the
@@ -270,6 +274,8 @@ llvm::Error Splitter::remapReturns() {
   for (size_t i = 0; i < f.returns.size(); ++i) {
     if (auto it = combined.find(f.returns[i]); it != combined.end())
       f.returns[i] = it->second;
+    else if (copies.count(f.returns[i]) && wholeResults)
+      f.returns[i] = whole(f.returns[i]);
     else if (copies.count(f.returns[i]))
       return llvm::createStringError(llvm::formatv(
           "--microbatches={0}: result '{1}' carries the sample dim; a "
@@ -304,6 +310,12 @@ llvm::Error splitMicrobatches(Module &m, int64_t count) {
   if (count <= 1)
     return llvm::Error::success();
   return Splitter(m, count).run();
+}
+
+llvm::Error splitInferenceBatch(Module &m, int64_t count) {
+  if (count <= 1)
+    return llvm::Error::success();
+  return Splitter(m, count, /*wholeResults=*/true).run();
 }
 
 void orderMicrobatches(Func &f) {

@@ -41,6 +41,11 @@ namespace pax {
 /// reduction over it that does not sum.
 llvm::Error splitMicrobatches(Module &m, int64_t count);
 
+/// An inference's batch in \p count microbatches (a pipelined plan's): as
+/// splitMicrobatches, and a result that carries the sample dim is the
+/// copies' results concatenated.
+llvm::Error splitInferenceBatch(Module &m, int64_t count);
+
 /// Orders \p f's ops by microbatch (an op's attribute `microbatch`; an op
 /// without one goes with the latest microbatch its operands come from),
 /// keeping program order among equals: microbatch 0's forward and backward

@@ -99,8 +99,13 @@ private:
 
 void StageCount::tryCut(const SearchSpace &space, const Strategy &intra,
                         const LeverOptions &levers, int64_t microbatches) {
-  CostModel model = leveredModel(space, CostModel(sub, CostMode::Train), levers,
-                                 microbatches);
+  // An inference prices the whole batch (no levers) and layerCosts takes
+  // a microbatch's share.
+  CostModel model =
+      p.mode == CostMode::Infer
+          ? CostModel(sub, CostMode::Infer)
+          : leveredModel(space, CostModel(sub, CostMode::Train), levers,
+                         microbatches);
   std::vector<OpChoice> choices = intra.choices;
   const Func &f = m.main;
   if (levers.recompute == RecomputePolicy::All)
@@ -143,14 +148,18 @@ llvm::Expected<PipelineChoice> StageCount::best() {
   if (!counts)
     return counts.takeError();
   so.levers.microbatches = p.microbatches; // 0: the fit search chooses
-  auto intra = solveSharding(space, CostModel(sub, CostMode::Train), so);
+  if (p.mode == CostMode::Infer)
+    so.levers = LeverOptions();
+  auto intra = solveSharding(space, CostModel(sub, p.mode), so);
   if (!intra)
     return intra.takeError();
   LeverOptions all = so.levers;
   all.recompute = RecomputePolicy::All;
-  for (int64_t mb : *counts)
-    for (const LeverOptions &l : {so.levers, all})
-      tryCut(space, *intra, l, mb);
+  for (int64_t mb : *counts) {
+    tryCut(space, *intra, so.levers, mb);
+    if (p.mode == CostMode::Train)
+      tryCut(space, *intra, all, mb);
+  }
   if (!found)
     return llvm::createStringError(lastError.empty() ? "no microbatch count"
                                                      : lastError);
@@ -280,7 +289,9 @@ llvm::Expected<PipelineSearchResult> searchPipeline(const Module &m,
     ConfigOptions co = o.configs;
     co.devices = int64_t(cluster.gpus) / s;
     SearchSpace space(m, co);
-    auto meg = MegatronStages(m, cluster, o, p, layers, s, space).best();
+    auto meg = p.mode == CostMode::Train
+                   ? MegatronStages(m, cluster, o, p, layers, s, space).best()
+                   : std::nullopt;
     if (meg && (!r.megatron || meg->choice.plan.simulatedSeconds <
                                    r.megatron->choice.plan.simulatedSeconds))
       r.megatron = std::move(*meg);
@@ -311,6 +322,7 @@ llvm::Expected<PipelineSearchResult> searchPipeline(const Module &m,
     r.fromMegatron = true;
   }
   r.megatronOnly = megatronOnly;
+  r.inference = p.mode == CostMode::Infer;
   r.searchSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -355,7 +367,8 @@ void printPipeline(const PipelineSearchResult &r, double flat,
   for (const std::string &line : r.tried)
     os << "  tried " << line << "\n";
   if (!r.megatron) {
-    os << "  megatron with stages: no point of its grid fits\n";
+    if (!r.inference)
+      os << "  megatron with stages: no point of its grid fits\n";
     return;
   }
   const PipelineChoice &meg = r.megatron->choice;

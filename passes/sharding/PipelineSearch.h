@@ -34,6 +34,10 @@ struct PipelineOptions {
   int64_t stages = 0;               ///< 0: every count that divides the cluster
   int64_t microbatches = 0;         ///< 0: every count the batch allows
   std::optional<Schedule> schedule; ///< none: both
+  /// Train: a training step's stages (forward and backward per
+  /// microbatch); Infer: an inference's (forward only, no recomputation,
+  /// no Megatron grid).
+  CostMode mode = CostMode::Train;
 };
 
 /// The pipeline the search chose.
@@ -63,6 +67,8 @@ struct PipelineSearchResult {
   /// best is Megatron's point, which simulated faster than the search's
   /// (or was asked for: megatronOnly, --solver=megatron).
   bool fromMegatron = false, megatronOnly = false;
+  /// An inference's stages (forward passes only; no Megatron grid).
+  bool inference = false;
   /// One line per stage count tried: its best step, or why none fits.
   std::vector<std::string> tried;
   double searchSeconds = 0;

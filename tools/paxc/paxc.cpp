@@ -565,16 +565,17 @@ struct ProgressLine {
 /// --pipeline: the stages searched for \p m into \p report.
 static llvm::Error searchStages(const Module &m, const ShardingOptions &o,
                                 double limit, StrategyReport &report) {
-  if (mode != "train")
+  if (gradients)
     return llvm::createStringError(
-        "--pipeline searches the stages of a training step (--mode=train): "
-        "inference plans are not pipelined yet");
+        "--pipeline pipelines a training step or an inference, not "
+        "--gradients");
   auto count = microbatchesFromFlag();
   if (!count)
     return count.takeError();
   auto p = paxc::pipelineOptionsFromFlags(*count);
   if (!p)
     return p.takeError();
+  p->mode = mode == "train" ? CostMode::Train : CostMode::Infer;
   ShardingOptions so = o;
   so.memoryLimit = limit;
   auto found = searchPipeline(m, *theCluster, so, *p);
@@ -653,7 +654,7 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   }
   // The forward program's search prices the pipelines too (a pipelined
   // plan's second phase is one stage's).
-  if (report && !paxc::pipelineOff() && !trainingStep)
+  if (report && !paxc::pipelineOff() && !trainingStep && !pipelined)
     if (auto err = searchStages(m, o, limit, *report))
       return err;
   if (report && trainingStep && forwardPipelines)
@@ -766,7 +767,8 @@ static llvm::Expected<RecomputePolicy> checkStepFlags() {
     return scaling.takeError();
   if (auto fp32 = paxc::fp32Gradients(); !fp32)
     return fp32.takeError();
-  if (mode != "train" && microbatches.getNumOccurrences())
+  if (mode != "train" && microbatches.getNumOccurrences() &&
+      paxc::pipelineOff())
     return error("--microbatches splits a training step's batch "
                  "(--mode=train)");
   if (mode != "train" &&
@@ -874,20 +876,19 @@ static llvm::Expected<ForwardChoices> searchForward(Module &m, bool planning) {
   return takeForwardChoices(m, first->strategy);
 }
 
-/// A pipelined plan's first phase (--pipeline with a training plan): the
-/// pipeline search of the unsplit forward program chooses the stages, the
-/// microbatches, the schedule and each op's configuration on its stage's
-/// submesh, which the ops take (and the microbatch copies after them); the
-/// flags' cluster becomes one stage's.
-static llvm::Expected<ForwardChoices> choosePipeline(Module &m) {
-  auto first = searchForwardProgram(m, /*planning=*/true);
-  if (!first)
-    return first.takeError();
-  auto choice = paxc::chosenPipeline(*first->pipeline);
+/// The pipeline of \p first (the search of the unsplit forward program,
+/// its pipelines priced): its stages, microbatches, schedule and each op's
+/// configuration on its stage's submesh, which the ops take (and the
+/// microbatch copies after them); the flags' cluster becomes one stage's.
+/// With --pipeline=auto, where the step without stages simulates faster,
+/// that step's configurations instead.
+static llvm::Expected<ForwardChoices> takePipeline(Module &m,
+                                                   const StrategyReport &first) {
+  auto choice = paxc::chosenPipeline(*first.pipeline);
   if (!choice)
     return choice.takeError();
   // --pipeline=auto: stages only where they simulate faster.
-  double flat = first->strategy.cost.simulatedSeconds;
+  double flat = first.strategy.cost.simulatedSeconds;
   if (paxc::pipelineAuto() && flat <= choice->plan.simulatedSeconds) {
     if (!quiet)
       llvm::errs() << "paxc: --pipeline=auto: the step without stages ("
@@ -895,7 +896,7 @@ static llvm::Expected<ForwardChoices> choosePipeline(Module &m) {
                    << "best pipeline ("
                    << formatSeconds(choice->plan.simulatedSeconds)
                    << "): the plan has no stages\n";
-    return takeForwardChoices(m, first->strategy);
+    return takeForwardChoices(m, first.strategy);
   }
   markStages(m.main, choice->layers, choice->plan.stages);
   pipelined = std::move(*choice);
@@ -908,6 +909,36 @@ static llvm::Expected<ForwardChoices> choosePipeline(Module &m) {
         pipelined->plan.microbatches, scheduleName(pipelined->plan.schedule));
   return takeForwardChoices(m, pipelined->intra);
 }
+
+/// A pipelined training plan's first phase (--pipeline with a training
+/// plan): takePipeline of the forward program's search.
+static llvm::Expected<ForwardChoices> choosePipeline(Module &m) {
+  auto first = searchForwardProgram(m, /*planning=*/true);
+  if (!first)
+    return first.takeError();
+  return takePipeline(m, *first);
+}
+
+/// A pipelined inference plan (--pipeline with --mode=infer and a plan):
+/// the pipeline search of the model chooses the stages, microbatches and
+/// configurations; the batch is split, every op placed on its stage and
+/// ordered by the schedule (each output the microbatches' concatenated).
+static llvm::Error pipelineInference(Module &m) {
+  auto first = shardModel(m, /*forPlan=*/true);
+  if (!first)
+    return first.takeError();
+  auto chosen = takePipeline(m, *first);
+  if (!chosen)
+    return chosen.takeError();
+  if (!pipelined)
+    return llvm::Error::success();
+  if (auto err = splitInferenceBatch(m, pipelined->plan.microbatches))
+    return llvm::createStringError(inputPath + ": " +
+                                   llvm::toString(std::move(err)));
+  markForward(m.main);
+  return paxc::placePipeline(m, *pipelined);
+}
+
 
 /// `paxc: wrote PLAN: ...`: devices, collectives, the peak buffers and,
 /// for a searched strategy, the cost model's peak and step.
@@ -1000,7 +1031,9 @@ static llvm::Expected<PlanOptions> partitionForPlan(Module &m, bool partitioned,
   llvm::sys::fs::make_absolute(source);
   po.source = source.str().str();
   if (partitioned) {
-    auto report = shardModel(m, /*forPlan=*/true, /*keepGiven=*/twoPhase);
+    // (A pipelined plan's ops have their stage's configurations.)
+    auto report = shardModel(m, /*forPlan=*/true,
+                             /*keepGiven=*/twoPhase || pipelined);
     if (!report)
       return report.takeError();
     const Strategy &s = report->strategy;
@@ -1160,7 +1193,7 @@ static llvm::Error checkPipelineTarget(const Target &t) {
     return llvm::createStringError(
         "--pipeline searches stages: with --emit=report, strategy or trace, "
         "or a plan");
-  if (trainingStep && t.planning && !t.twoPhase)
+  if (t.planning && (!t.partitioned || strategyPath.getNumOccurrences()))
     return llvm::createStringError(
         "--pipeline: a pipelined plan's stages and their strategies are "
         "searched, on more than one device (--gpus, --cluster) and without "
@@ -1175,6 +1208,8 @@ static llvm::Error buildStep(Module &m, const Target &t,
                              RecomputePolicy recomputing, int64_t perStep) {
   if (auto err = checkPipelineTarget(t))
     return err;
+  if (mode == "infer" && t.planning && !paxc::pipelineOff())
+    return pipelineInference(m);
   if (trainingStep && !t.twoPhase && recomputing == RecomputePolicy::Auto)
     return llvm::createStringError(
         "--recompute=auto takes the search's choice per op, and a training "

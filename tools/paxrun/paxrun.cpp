@@ -784,6 +784,15 @@ static StepRunner stepRunner(const plan::Plan &plan,
   };
 }
 
+/// A pipelined plan's stages, microbatches and schedule, on stderr.
+static void sayPipeline(const plan::Plan &plan) {
+  if (const plan::Pipeline &p = plan.pipeline(); p.stages())
+    llvm::errs() << llvm::formatv(
+        "paxrun: pipeline: {0} stages of {1} device(s), {2} microbatches per "
+        "step, {3}\n",
+        p.stages(), p.stage_devices(), p.microbatches(), p.schedule());
+}
+
 /// paxrun --train: the session's steps, its weight-load counts and, with
 /// --outputs, the last step's outputs.
 static int
@@ -836,11 +845,8 @@ trainSession(const plan::Plan &plan,
         "paxrun: {0} byte(s) per step reached the host from the devices in "
         "the {1} step(s) that gathered no updates\n",
         hostBytes / lossSteps, lossSteps);
-  if (const plan::Pipeline &p = plan.pipeline(); reports && p.stages())
-    llvm::errs() << llvm::formatv(
-        "paxrun: pipeline: {0} stages of {1} device(s), {2} microbatches per "
-        "step, {3}\n",
-        p.stages(), p.stage_devices(), p.microbatches(), p.schedule());
+  if (reports)
+    sayPipeline(plan);
   if (reports && !outputsDir.empty())
     if (auto err = writeOutputs(plan, outputs))
       return fail(llvm::toString(std::move(err)));
@@ -1119,6 +1125,7 @@ int main(int argc, char **argv) {
         double(predictedPeak) / (1 << 20),
         double(predictedPeak) / double(std::max<int64_t>(peak, 1)));
   llvm::outs() << "\n";
+  sayPipeline(*plan);
   int status = 0;
   if (commStats) {
     int64_t predicted = 0, performed = 0;

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""How well paxc predicts pipelined training steps, against measured runs.
+
+On this machine's MPI ranks (one device each) with the measured links and
+per-block costs (as bench/sim_accuracy.py: `paxrun --measure-links`, the
+training step's cost probe): a GPT-2 training step compiled without stages
+(the searched strategy, with 1 and with M microbatches) and with
+pipeline stages (every stage count that divides the ranks, microbatch
+counts and both schedules); each plan's simulated step (paxc's `ms
+simulated`: the simulator's for a plan without stages, simulatePipeline's
+on the stages' prices for one with) against its measured step (`mpirun
+-np R paxrun PLAN --random-inputs --repeat=K --time` in rounds over every
+plan, the median of the slowest rank's program over the runs after each
+round's first). Prints the table, the largest and mean error, and the
+pairs of plans whose order the simulator keeps.
+
+  python3 bench/pipeline_accuracy.py [--ranks 2] [--threads 1] [--rounds 3]
+                                     [--repeat 4] [--layers 4] [--hidden 128]
+                                     [--json FILE]
+"""
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sim_accuracy as sa  # noqa: E402
+
+LOSS = ["--mode=train", "--loss=cross-entropy", "--lr=0.01"]
+
+
+def gpt2(work, a):
+    path = os.path.join(work, "gpt2.onnx")
+    subprocess.run([sys.executable, sa.GEN, "gpt2", "--layers",
+                    str(a.layers), "--hidden", str(a.hidden), "--heads", "4",
+                    "--seq", str(a.seq), "--batch", str(a.batch), "--vocab",
+                    "1024", "--weights", "random", "-o", path], check=True,
+                   capture_output=True)
+    return path
+
+
+def variants(ranks):
+    """(label, paxc flags) of every plan measured."""
+    out = [("flat", []), ("flat-m4", ["--microbatches=4"])]
+    for s in range(2, ranks + 1):
+        if ranks % s:
+            continue
+        for m in (2, 4, 8):
+            for k in ("gpipe", "1f1b"):
+                out.append((f"pipe{s}-m{m}-{k}",
+                            [f"--pipeline={s}", f"--microbatches={m}",
+                             f"--schedule={k}"]))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeat", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--seq", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--bin", default=os.path.join(sa.ROOT, "build", "bin"))
+    ap.add_argument("--json", help="write every number here")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as work:
+        machine = sa.Machine(a.bin, a.ranks, a.threads, work)
+        path = gpt2(work, a)
+        base = machine.profile("gpt2", path, LOSS)
+        rows, seen = [], {}
+        for label, flags in variants(a.ranks):
+            plan = os.path.join(work, label + ".paxplan")
+            sim = sa.compile_plan(base + flags + ["-o", plan])
+            digest = hashlib.sha256(open(plan, "rb").read()).hexdigest()
+            if digest in seen:
+                seen[digest]["also"].append(label)
+                continue
+            row = {"strategy": label, "also": [], "simulated_s": sim,
+                   "plan": plan, "runs_s": []}
+            seen[digest] = row
+            rows.append(row)
+        machine.measure(rows, a.rounds, a.repeat)
+        for row in rows:
+            del row["plan"]
+        result = sa.report("gpt2 training step", rows)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
