@@ -153,6 +153,52 @@ PassTimes simulatePasses(llvm::ArrayRef<PipelineStage> stages, int64_t m,
   return run.starts();
 }
 
+/// One complete event of a pipeline trace.
+static llvm::json::Object traceEvent(std::string name, int pid, int64_t tid,
+                                     double start, double seconds) {
+  return llvm::json::Object{{"name", std::move(name)},
+                            {"cat", "pipeline"},
+                            {"ph", "X"},
+                            {"pid", pid},
+                            {"tid", tid},
+                            {"ts", start * 1e6},
+                            {"dur", seconds * 1e6}};
+}
+
+llvm::json::Array pipelineTraceEvents(const PipelinePlan &plan, int pid) {
+  llvm::json::Array events;
+  const auto &stages = plan.stages;
+  int64_t m = plan.microbatches;
+  PassTimes t = simulatePasses(stages, m, plan.schedule);
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const PipelineStage &st = stages[s];
+    events.push_back(llvm::json::Object{
+        {"name", "thread_name"},
+        {"ph", "M"},
+        {"pid", pid},
+        {"tid", int64_t(s)},
+        {"args", llvm::json::Object{{"name", "stage " + std::to_string(s)}}}});
+    double backward = st.seconds - st.sendSeconds - st.forwardSeconds;
+    double last = 0;
+    for (int64_t k = 0; k < m; ++k) {
+      size_t at = s * size_t(m) + size_t(k);
+      std::string mb = std::to_string(k);
+      events.push_back(traceEvent("F " + mb, pid, int64_t(s), t.forward[at],
+                                  st.forwardSeconds));
+      last = std::max(last, t.forward[at] + st.forwardSeconds);
+      if (backward > 0) {
+        events.push_back(
+            traceEvent("B " + mb, pid, int64_t(s), t.backward[at], backward));
+        last = std::max(last, t.backward[at] + backward);
+      }
+    }
+    if (st.syncSeconds > 0)
+      events.push_back(
+          traceEvent("gradient sync", pid, int64_t(s), last, st.syncSeconds));
+  }
+  return events;
+}
+
 double pipelineStep(llvm::ArrayRef<PipelineStage> stages, int64_t m,
                     double sync) {
   double sum = 0, slowest = 0;

@@ -36,6 +36,7 @@
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <optional>
@@ -108,6 +109,11 @@ struct PassTimes {
 };
 PassTimes simulatePasses(llvm::ArrayRef<PipelineStage> stages, int64_t m,
                          Schedule k);
+
+/// \p plan's schedule as Chrome trace events under process \p pid: a
+/// thread per stage, each pass (`F k`, `B k`) where simulatePasses starts
+/// it, each stage's gradient sync after its last pass.
+llvm::json::Array pipelineTraceEvents(const PipelinePlan &plan, int pid);
 
 /// The microbatches stage \p s of \p stages keeps in flight under \p k
 /// with \p m microbatches.

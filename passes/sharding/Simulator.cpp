@@ -216,6 +216,12 @@ double Simulator::change(unsigned i, const Config &c, int64_t offset) {
 }
 
 void Simulator::writeTrace(llvm::raw_ostream &os) const {
+  llvm::json::Object trace{{"traceEvents", traceEvents()},
+                           {"displayTimeUnit", "ms"}};
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(trace))) << "\n";
+}
+
+llvm::json::Array Simulator::traceEvents() const {
   llvm::json::Array events;
   for (int32_t r = 0; r < resourceCount(); ++r) {
     std::string name = !options.overlap ? "step"
@@ -243,9 +249,7 @@ void Simulator::writeTrace(llvm::raw_ostream &os) const {
             {"tid", r},
             {"ts", t.start * 1e6},
             {"dur", t.seconds * 1e6}});
-  llvm::json::Object trace{{"traceEvents", std::move(events)},
-                           {"displayTimeUnit", "ms"}};
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(trace))) << "\n";
+  return events;
 }
 
 } // namespace pax

@@ -25,6 +25,7 @@
 
 #include "passes/sharding/Solve.h"
 
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -82,6 +83,8 @@ public:
   /// Writes the timeline as a Chrome / Perfetto trace (JSON): one row per
   /// device's compute engine and per device's links, times in microseconds.
   void writeTrace(llvm::raw_ostream &os) const;
+  /// The trace's events (writeTrace's, under process 0).
+  llvm::json::Array traceEvents() const;
 
 private:
   void build(unsigned op);

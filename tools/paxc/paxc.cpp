@@ -608,6 +608,27 @@ readStrategyFlag(const Module &m, const ShardingOptions &o,
   return std::optional<std::vector<Config>>(std::move(*configs));
 }
 
+/// --emit=trace: \p sim's run of the strategy; with --pipeline, the best
+/// pipeline's schedule too (process 1, a thread per stage).
+static void writeTrace(const Simulator &sim, const StrategyReport &r,
+                       llvm::raw_ostream &os) {
+  llvm::json::Array events = sim.traceEvents();
+  if (r.pipeline && r.pipeline->best) {
+    for (auto [pid, name] :
+         {std::pair{0, "strategy without stages"}, std::pair{1, "pipeline"}})
+      events.push_back(
+          llvm::json::Object{{"name", "process_name"},
+                             {"ph", "M"},
+                             {"pid", pid},
+                             {"args", llvm::json::Object{{"name", name}}}});
+    for (llvm::json::Value &e : pipelineTraceEvents(r.pipeline->best->plan, 1))
+      events.push_back(std::move(e));
+  }
+  llvm::json::Object trace{{"traceEvents", std::move(events)},
+                           {"displayTimeUnit", "ms"}};
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(trace))) << "\n";
+}
+
 /// The report of the flags' search (or of --strategy's strategy) for \p m.
 static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
                                                  bool keepGiven = false) {
@@ -882,8 +903,8 @@ static llvm::Expected<ForwardChoices> searchForward(Module &m, bool planning) {
 /// microbatch copies after them); the flags' cluster becomes one stage's.
 /// With --pipeline=auto, where the step without stages simulates faster,
 /// that step's configurations instead.
-static llvm::Expected<ForwardChoices> takePipeline(Module &m,
-                                                   const StrategyReport &first) {
+static llvm::Expected<ForwardChoices>
+takePipeline(Module &m, const StrategyReport &first) {
   auto choice = paxc::chosenPipeline(*first.pipeline);
   if (!choice)
     return choice.takeError();
@@ -938,7 +959,6 @@ static llvm::Error pipelineInference(Module &m) {
   markForward(m.main);
   return paxc::placePipeline(m, *pipelined);
 }
-
 
 /// `paxc: wrote PLAN: ...`: devices, collectives, the peak buffers and,
 /// for a searched strategy, the cost model's peak and step.
@@ -1321,7 +1341,7 @@ static llvm::Error writeSharding(Module &m, const Target &t,
     so.delta = false;
     Simulator sim(m, model, so);
     sim.simulate(report->strategy.configs, report->strategy.offsets);
-    sim.writeTrace(out.os());
+    writeTrace(sim, *report, out.os());
   } else if (emit == Emit::Strategy || format == Format::Json) {
     out.os() << llvm::formatv("{0:2}", strategyToJson(m, *report)) << "\n";
   } else {
