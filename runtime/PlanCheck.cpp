@@ -262,7 +262,9 @@ static llvm::Error checkPipeline(const plan::Plan &plan) {
     return llvm::Error::success();
   if (int64_t(p.stages()) * p.stage_devices() != int64_t(plan.devices()) ||
       p.microbatches() < 1 ||
-      (p.schedule() != "gpipe" && p.schedule() != "1f1b"))
+      (p.schedule() != "gpipe" && p.schedule() != "1f1b" &&
+       p.schedule() != "interleaved") ||
+      (p.schedule() == "interleaved") != (p.chunks() > 1))
     return llvm::createStringError(
         "the plan's pipeline (" + llvm::Twine(p.stages()) + " stages of " +
         llvm::Twine(p.stage_devices()) + " devices, " +

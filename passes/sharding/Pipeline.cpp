@@ -17,7 +17,15 @@
 namespace pax {
 
 llvm::StringRef scheduleName(Schedule s) {
-  return s == Schedule::GPipe ? "gpipe" : "1f1b";
+  switch (s) {
+  case Schedule::GPipe:
+    return "gpipe";
+  case Schedule::OneFOneB:
+    return "1f1b";
+  case Schedule::Interleaved:
+    return "interleaved";
+  }
+  return "?";
 }
 
 std::optional<Schedule> parseSchedule(llvm::StringRef name) {
@@ -25,31 +33,65 @@ std::optional<Schedule> parseSchedule(llvm::StringRef name) {
     return Schedule::GPipe;
   if (name == "1f1b")
     return Schedule::OneFOneB;
+  if (name == "interleaved")
+    return Schedule::Interleaved;
   return std::nullopt;
 }
 
-int64_t inFlight(Schedule k, int64_t s, int64_t stages, int64_t m) {
+/// Interleaved 1F1B's warm-up on rank \p r of \p ranks with \p chunks
+/// chunks each: the forwards it runs before its first backward.
+static int64_t interleavedWarmUp(int64_t r, int64_t ranks, int64_t chunks,
+                                 int64_t m) {
+  return std::min((ranks - r - 1) * 2 + (chunks - 1) * ranks, m * chunks);
+}
+
+int64_t inFlight(Schedule k, int64_t s, int64_t stages, int64_t m,
+                 int64_t chunks) {
+  if (k == Schedule::Interleaved) {
+    // The warm-up's forwards and the one after, spread over the chunks.
+    int64_t ranks = stages / chunks;
+    int64_t warm = interleavedWarmUp(s % ranks, ranks, chunks, m);
+    return std::min(m, (warm + 1 + chunks - 1) / chunks);
+  }
   return k == Schedule::GPipe ? m : std::min(m, stages - s);
 }
 
 namespace {
 
-/// One pass of one microbatch on one stage.
+/// One pass of one microbatch on one (virtual) stage.
 struct Pass {
   bool backward;
   int64_t microbatch;
+  int64_t stage;
 };
 
-/// Stage \p s's passes in the order schedule \p k runs them.
-std::vector<Pass> passOrder(Schedule k, int64_t s, int64_t stages, int64_t m) {
+/// Rank \p r's passes in the order schedule \p k runs them, over \p ranks
+/// ranks of \p chunks stages each (stage j on rank j % ranks). Interleaved
+/// (Megatron-LM's): the k-th forward is of chunk (k / ranks) % chunks and
+/// microbatch (k / (ranks chunks)) ranks + k % ranks, the k-th backward of
+/// the chunks the other way round; \p m a multiple of \p ranks.
+std::vector<Pass> passOrder(Schedule k, int64_t r, int64_t ranks,
+                            int64_t chunks, int64_t m) {
+  int64_t total = m * chunks;
+  int64_t warm = k == Schedule::GPipe      ? total
+                 : k == Schedule::OneFOneB ? std::min(ranks - r - 1, m)
+                                           : interleavedWarmUp(r, ranks, chunks, m);
+  auto pass = [&](bool backward, int64_t i) {
+    if (k != Schedule::Interleaved)
+      return Pass{backward, i, r};
+    int64_t chunk = (i / ranks) % chunks;
+    if (backward)
+      chunk = chunks - 1 - chunk;
+    return Pass{backward, (i / (ranks * chunks)) * ranks + i % ranks,
+                chunk * ranks + r};
+  };
   std::vector<Pass> order;
-  int64_t warm = k == Schedule::GPipe ? m : std::min(stages - s - 1, m);
   for (int64_t i = 0; i < warm; ++i)
-    order.push_back({false, i});
-  for (int64_t i = 0; i < m; ++i) {
-    if (warm + i < m)
-      order.push_back({false, warm + i});
-    order.push_back({true, i});
+    order.push_back(pass(false, i));
+  for (int64_t i = 0; i < total; ++i) {
+    if (warm + i < total)
+      order.push_back(pass(false, warm + i));
+    order.push_back(pass(true, i));
   }
   return order;
 }
@@ -57,45 +99,48 @@ std::vector<Pass> passOrder(Schedule k, int64_t s, int64_t stages, int64_t m) {
 /// The event-by-event run of simulatePipeline: when each pass ends.
 class PipelineRun {
 public:
-  PipelineRun(llvm::ArrayRef<PipelineStage> stages, int64_t m, Schedule k)
+  PipelineRun(llvm::ArrayRef<PipelineStage> stages, int64_t m, Schedule k,
+              int64_t chunks)
       : stages(stages), m(m), S(int64_t(stages.size())),
-        forwardEnd(size_t(S * m), -1), backwardEnd(size_t(S * m), -1),
-        forwardArrive(size_t(S * m), -1), backwardArrive(size_t(S * m), -1),
-        forwardStart(size_t(S * m), 0), backwardStart(size_t(S * m), 0),
-        free(size_t(S), 0), linkForward(size_t(S), 0),
-        linkBackward(size_t(S), 0), next(size_t(S), 0) {
-    for (int64_t s = 0; s < S; ++s)
-      orders.push_back(passOrder(k, s, S, m));
+        R(S / std::max<int64_t>(1, chunks)), forwardEnd(size_t(S * m), -1),
+        backwardEnd(size_t(S * m), -1), forwardArrive(size_t(S * m), -1),
+        backwardArrive(size_t(S * m), -1), forwardStart(size_t(S * m), 0),
+        backwardStart(size_t(S * m), 0), free(size_t(R), 0),
+        linkForward(size_t(R), 0), linkBackward(size_t(R), 0),
+        next(size_t(R), 0) {
+    for (int64_t r = 0; r < R; ++r)
+      orders.push_back(passOrder(k, r, R, S / R, m));
   }
-  /// Runs every stage as far as its inputs allow; false when none moved.
+  /// Runs every rank as far as its inputs allow; false when none moved.
   bool sweep() {
     bool moved = false;
-    for (int64_t s = 0; s < S; ++s)
-      while (next[size_t(s)] < orders[size_t(s)].size() && step(s))
+    for (int64_t r = 0; r < R; ++r)
+      while (next[size_t(r)] < orders[size_t(r)].size() && step(r))
         moved = true;
     return moved;
   }
   bool done() const {
-    for (int64_t s = 0; s < S; ++s)
-      if (next[size_t(s)] < orders[size_t(s)].size())
+    for (int64_t r = 0; r < R; ++r)
+      if (next[size_t(r)] < orders[size_t(r)].size())
         return false;
     return true;
   }
-  /// The step: each stage's last pass, then its sync.
+  /// The step: each rank's last pass, then its stages' syncs.
   double end() const {
-    double t = 0;
+    std::vector<double> t(free);
     for (int64_t s = 0; s < S; ++s)
-      t = std::max(t, free[size_t(s)] + stages[size_t(s)].syncSeconds);
-    return t;
+      t[size_t(s % R)] += stages[size_t(s)].syncSeconds;
+    return *std::max_element(t.begin(), t.end());
   }
   /// When each pass started, per stage s and microbatch k at s * m + k.
   PassTimes starts() const { return {forwardStart, backwardStart}; }
 
 private:
-  /// Runs stage \p s's next pass if its input is there.
-  bool step(int64_t s) {
+  /// Runs rank \p r's next pass if its input is there.
+  bool step(int64_t r) {
+    Pass p = orders[size_t(r)][next[size_t(r)]];
+    int64_t s = p.stage;
     const PipelineStage &st = stages[size_t(s)];
-    Pass p = orders[size_t(s)][next[size_t(s)]];
     size_t at = size_t(s * m + p.microbatch);
     double ready = 0, length = st.forwardSeconds;
     if (!p.backward && s > 0)
@@ -106,29 +151,31 @@ private:
     }
     if (ready < 0)
       return false;
-    double end = std::max(ready, free[size_t(s)]) + length;
-    free[size_t(s)] = end;
+    double end = std::max(ready, free[size_t(r)]) + length;
+    free[size_t(r)] = end;
     (p.backward ? backwardStart : forwardStart)[at] = end - length;
     (p.backward ? backwardEnd : forwardEnd)[at] = end;
-    // The result goes on over the link to the next stage (a gradient to
-    // the one before), one transfer at a time each way.
+    // The result goes on over the link to the next stage's rank (a
+    // gradient to the one before), one transfer at a time each way.
     if (!p.backward && s + 1 < S)
-      forwardArrive[at] = linkForward[size_t(s)] =
-          std::max(end, linkForward[size_t(s)]) + st.sendSeconds / 2;
-    if (p.backward && s > 0)
-      backwardArrive[at] = linkBackward[size_t(s - 1)] =
-          std::max(end, linkBackward[size_t(s - 1)]) +
+      forwardArrive[at] = linkForward[size_t(r)] =
+          std::max(end, linkForward[size_t(r)]) + st.sendSeconds / 2;
+    if (p.backward && s > 0) {
+      size_t before = size_t((s - 1) % R);
+      backwardArrive[at] = linkBackward[before] =
+          std::max(end, linkBackward[before]) +
           stages[size_t(s - 1)].sendSeconds / 2;
-    ++next[size_t(s)];
+    }
+    ++next[size_t(r)];
     return true;
   }
 
   llvm::ArrayRef<PipelineStage> stages;
-  int64_t m, S;
+  int64_t m, S, R; ///< microbatches, (virtual) stages, ranks
   std::vector<double> forwardEnd, backwardEnd, forwardArrive, backwardArrive;
   std::vector<double> forwardStart, backwardStart;
-  /// Per stage: when it is free; per link (after stage s): when its next
-  /// transfer each way may start.
+  /// Per rank: when it is free; per link (from rank r on, into rank r
+  /// back): when its next transfer each way may start.
   std::vector<double> free, linkForward, linkBackward;
   std::vector<size_t> next;
   std::vector<std::vector<Pass>> orders;
@@ -137,8 +184,8 @@ private:
 } // namespace
 
 double simulatePipeline(llvm::ArrayRef<PipelineStage> stages, int64_t m,
-                        Schedule k) {
-  PipelineRun run(stages, m, k);
+                        Schedule k, int64_t chunks) {
+  PipelineRun run(stages, m, k, chunks);
   while (!run.done())
     if (!run.sweep())
       return std::numeric_limits<double>::infinity(); // cannot happen
@@ -146,8 +193,8 @@ double simulatePipeline(llvm::ArrayRef<PipelineStage> stages, int64_t m,
 }
 
 PassTimes simulatePasses(llvm::ArrayRef<PipelineStage> stages, int64_t m,
-                         Schedule k) {
-  PipelineRun run(stages, m, k);
+                         Schedule k, int64_t chunks) {
+  PipelineRun run(stages, m, k, chunks);
   while (!run.done() && run.sweep())
     ;
   return run.starts();
@@ -169,44 +216,61 @@ llvm::json::Array pipelineTraceEvents(const PipelinePlan &plan, int pid) {
   llvm::json::Array events;
   const auto &stages = plan.stages;
   int64_t m = plan.microbatches;
-  PassTimes t = simulatePasses(stages, m, plan.schedule);
+  PassTimes t = simulatePasses(stages, m, plan.schedule, plan.chunks);
+  int64_t ranks = plan.ranks();
   for (size_t s = 0; s < stages.size(); ++s) {
     const PipelineStage &st = stages[s];
-    events.push_back(llvm::json::Object{
-        {"name", "thread_name"},
-        {"ph", "M"},
-        {"pid", pid},
-        {"tid", int64_t(s)},
-        {"args", llvm::json::Object{{"name", "stage " + std::to_string(s)}}}});
+    int64_t tid = int64_t(s) % ranks;
+    if (int64_t(s) < ranks)
+      events.push_back(llvm::json::Object{
+          {"name", "thread_name"},
+          {"ph", "M"},
+          {"pid", pid},
+          {"tid", tid},
+          {"args",
+           llvm::json::Object{{"name", "stage " + std::to_string(s)}}}});
+    // Interleaved: a rank's passes name their chunk.
+    std::string chunk =
+        plan.chunks > 1 ? " (chunk " + std::to_string(s / size_t(ranks)) + ")"
+                        : std::string();
     double backward = st.seconds - st.sendSeconds - st.forwardSeconds;
     double last = 0;
     for (int64_t k = 0; k < m; ++k) {
       size_t at = s * size_t(m) + size_t(k);
-      std::string mb = std::to_string(k);
-      events.push_back(traceEvent("F " + mb, pid, int64_t(s), t.forward[at],
-                                  st.forwardSeconds));
+      std::string mb = std::to_string(k) + chunk;
+      events.push_back(
+          traceEvent("F " + mb, pid, tid, t.forward[at], st.forwardSeconds));
       last = std::max(last, t.forward[at] + st.forwardSeconds);
       if (backward > 0) {
         events.push_back(
-            traceEvent("B " + mb, pid, int64_t(s), t.backward[at], backward));
+            traceEvent("B " + mb, pid, tid, t.backward[at], backward));
         last = std::max(last, t.backward[at] + backward);
       }
     }
     if (st.syncSeconds > 0)
       events.push_back(
-          traceEvent("gradient sync", pid, int64_t(s), last, st.syncSeconds));
+          traceEvent("gradient sync" + chunk, pid, tid, last, st.syncSeconds));
   }
   return events;
 }
 
 double pipelineStep(llvm::ArrayRef<PipelineStage> stages, int64_t m,
-                    double sync) {
+                    double sync, int64_t chunks) {
   double sum = 0, slowest = 0;
   for (const PipelineStage &s : stages) {
     sum += s.seconds;
     slowest = std::max(slowest, s.seconds);
   }
-  return sum + double(m - 1) * slowest + sync;
+  if (chunks <= 1)
+    return sum + double(m - 1) * slowest + sync;
+  // Interleaved: M passes of the busiest rank's chunks, and a fill and
+  // drain of one chunk per rank.
+  size_t ranks = stages.size() / size_t(chunks);
+  std::vector<double> rank(ranks, 0);
+  for (size_t s = 0; s < stages.size(); ++s)
+    rank[s % ranks] += stages[s].seconds;
+  return double(m) * *std::max_element(rank.begin(), rank.end()) +
+         double(ranks - 1) * slowest + sync;
 }
 
 namespace {
@@ -225,9 +289,9 @@ public:
       syncs[l + 1] = syncs[l] + layers[l].syncSeconds;
     }
   }
-  /// Layers [a, b) as stage \p s of \p stages.
+  /// Layers [a, b) as stage \p s of \p stages (\p chunks per rank).
   PipelineStage stage(int a, int b, int64_t s, int64_t stages, int64_t m,
-                      Schedule k) const {
+                      Schedule k, int64_t chunks = 1) const {
     PipelineStage st;
     st.first = a;
     st.last = b;
@@ -236,7 +300,7 @@ public:
     st.seconds = seconds[size_t(b)] - seconds[size_t(a)] + st.sendSeconds;
     st.forwardSeconds = forwards[size_t(b)] - forwards[size_t(a)];
     st.syncSeconds = syncs[size_t(b)] - syncs[size_t(a)];
-    st.inFlight = inFlight(k, s, stages, m);
+    st.inFlight = inFlight(k, s, stages, m, chunks);
     st.peakBytes =
         statics[size_t(b)] - statics[size_t(a)] +
         double(st.inFlight) * (activations[size_t(b)] - activations[size_t(a)]);
@@ -251,25 +315,37 @@ private:
   std::vector<double> seconds, forwards, statics, activations, syncs;
 };
 
-/// The plan of \p stages, its step and bubble.
+/// The plan of \p stages (\p chunks per rank), its step and bubble.
 PipelinePlan finish(std::vector<PipelineStage> stages, const Prefix &p,
-                    int64_t m, Schedule k) {
+                    int64_t m, Schedule k, int64_t chunks = 1) {
   PipelinePlan plan;
   plan.microbatches = m;
   plan.schedule = k;
-  double sync = p.sync(stages.front().first, stages.front().last);
-  plan.stepSeconds = pipelineStep(stages, m, sync);
-  plan.simulatedSeconds = simulatePipeline(stages, m, k);
+  plan.chunks = chunks;
+  size_t ranks = stages.size() / size_t(chunks);
+  double sync = 0; // the first rank's
+  for (size_t s = 0; s < stages.size(); s += ranks)
+    sync += p.sync(stages[s].first, stages[s].last);
+  plan.stepSeconds = pipelineStep(stages, m, sync, chunks);
+  plan.simulatedSeconds = simulatePipeline(stages, m, k, chunks);
   double work = 0;
   for (const PipelineStage &s : stages)
     work += double(m) * s.seconds;
   double span = plan.stepSeconds - sync;
-  plan.bubble = span > 0 ? 1 - work / (double(stages.size()) * span) : 0.0;
+  plan.bubble = span > 0 ? 1 - work / (double(ranks) * span) : 0.0;
   plan.stages = std::move(stages);
   return plan;
 }
 
-llvm::Error badShape(int64_t stages, size_t layers, int64_t m) {
+llvm::Error badShape(int64_t stages, int64_t chunks, size_t layers, int64_t m,
+                     Schedule k) {
+  if (chunks > 1 || k == Schedule::Interleaved)
+    return llvm::createStringError(llvm::formatv(
+        "an interleaved pipeline of {0} stage(s) of {1} chunk(s) over {2} "
+        "layer(s) with {3} microbatch(es): needs at least 2 chunks, stages "
+        "times chunks at most the layers, and microbatches a multiple of "
+        "the stages",
+        stages, chunks, layers, m));
   return llvm::createStringError(
       llvm::Twine("a pipeline of ") + llvm::Twine(stages) + " stage(s) over " +
       llvm::Twine(layers) + " layer(s) with " + llvm::Twine(m) +
@@ -292,7 +368,7 @@ struct CutTable {
 };
 
 CutTable cutTable(const Prefix &p, int L, int S, int64_t m, Schedule k,
-                  double limit,
+                  double limit, int64_t chunks,
                   double cap = std::numeric_limits<double>::infinity()) {
   const double inf = std::numeric_limits<double>::infinity();
   CutTable t{std::vector<std::vector<double>>(
@@ -306,7 +382,7 @@ CutTable cutTable(const Prefix &p, int L, int S, int64_t m, Schedule k,
         double before = t.best[size_t(s - 1)][size_t(a)];
         if (before == inf)
           continue;
-        PipelineStage st = p.stage(a, l, s - 1, S, m, k);
+        PipelineStage st = p.stage(a, l, s - 1, S, m, k, chunks);
         if ((limit > 0 && st.peakBytes > limit) || st.seconds > cap)
           continue;
         double work = st.seconds - st.sendSeconds;
@@ -322,41 +398,60 @@ CutTable cutTable(const Prefix &p, int L, int S, int64_t m, Schedule k,
 
 } // namespace
 
+/// A rank's peak: its stages' (its chunks') together.
+static double rankPeak(llvm::ArrayRef<PipelineStage> cut, size_t r,
+                       size_t ranks) {
+  double bytes = 0;
+  for (size_t s = r; s < cut.size(); s += ranks)
+    bytes += cut[s].peakBytes;
+  return bytes;
+}
+
 llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
                                         int64_t stages, int64_t m, Schedule k,
-                                        double limit) {
+                                        double limit, int64_t chunks) {
   int L = int(layers.size());
-  if (stages < 1 || stages > L || m < 1)
-    return badShape(stages, layers.size(), m);
+  int S = int(stages * chunks);
+  if (stages < 1 || S > L || m < 1 ||
+      (chunks > 1) != (k == Schedule::Interleaved) ||
+      (chunks > 1 && m % stages))
+    return badShape(stages, chunks, layers.size(), m, k);
   Prefix p(layers);
-  int S = int(stages);
-  CutTable t = cutTable(p, L, S, m, k, limit);
-  if (t.from[size_t(S)][size_t(L)] < 0)
+  // An interleaved rank holds its chunks together: each within its share.
+  double stageLimit = limit / double(chunks);
+  CutTable t = cutTable(p, L, S, m, k, stageLimit, chunks);
+  auto none = [&] {
     return llvm::createStringError(
         "no cut of " + std::to_string(L) + " layers into " +
-        std::to_string(stages) + " stages fits " +
+        std::to_string(S) + " stages fits " +
         llvm::formatv("{0:F2}", limit / 1073741824.0).str() +
         " GiB per device with " + std::to_string(m) + " microbatches under " +
         scheduleName(k).str());
+  };
+  if (t.from[size_t(S)][size_t(L)] < 0)
+    return none();
   // Of the cuts whose slowest stage is that fast, the one whose layers'
   // work is the most even (where the slowest stage is a send that every
   // cut pays, the work still balances).
   double slowest = t.best[size_t(S)][size_t(L)];
-  t = cutTable(p, L, S, m, k, limit, slowest * (1 + 1e-9));
+  t = cutTable(p, L, S, m, k, stageLimit, chunks, slowest * (1 + 1e-9));
   std::vector<PipelineStage> cut(static_cast<size_t>(S));
   for (int s = S, l = L; s > 0; --s) {
     int a = t.from[size_t(s)][size_t(l)];
-    cut[size_t(s - 1)] = p.stage(a, l, s - 1, stages, m, k);
+    cut[size_t(s - 1)] = p.stage(a, l, s - 1, S, m, k, chunks);
     l = a;
   }
-  return finish(std::move(cut), p, m, k);
+  for (size_t r = 0; r < size_t(stages); ++r)
+    if (limit > 0 && rankPeak(cut, r, size_t(stages)) > limit)
+      return none();
+  return finish(std::move(cut), p, m, k, chunks);
 }
 
 llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
                                         int64_t stages, int64_t m, Schedule k) {
   int L = int(layers.size());
-  if (stages < 1 || stages > L || m < 1)
-    return badShape(stages, layers.size(), m);
+  if (stages < 1 || stages > L || m < 1 || k == Schedule::Interleaved)
+    return badShape(stages, 1, layers.size(), m, k);
   Prefix p(layers);
   int per = L / int(stages), extra = L % int(stages);
   std::vector<PipelineStage> cut;

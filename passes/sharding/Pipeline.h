@@ -12,6 +12,10 @@
 // - 1F1B (PipeDream-flush, Megatron's default): after a warm-up each stage
 //   alternates one forward and one backward; stage s (from 0) keeps at
 //   most S - s microbatches' activations.
+// - Interleaved 1F1B (Megatron-LM's virtual pipeline): the layers are cut
+//   into S x v stages, rank r running stages r, r + S, ... (v chunks);
+//   1F1B over the chunks, M a multiple of S, shrinks the fill and drain
+//   to one chunk per rank at the price of v times the sends.
 //
 // Both take the same time: each stage s spends t_s per microbatch (its
 // layers' forward and backward, and sending its output on), so the step is
@@ -45,7 +49,7 @@
 
 namespace pax {
 
-enum class Schedule : uint8_t { GPipe, OneFOneB };
+enum class Schedule : uint8_t { GPipe, OneFOneB, Interleaved };
 
 llvm::StringRef scheduleName(Schedule s);
 std::optional<Schedule> parseSchedule(llvm::StringRef name);
@@ -80,9 +84,14 @@ struct PipelineStage {
 };
 
 struct PipelinePlan {
+  /// In model order; interleaved, stages x chunks of them, stage s on
+  /// rank s % ranks().
   std::vector<PipelineStage> stages;
   int64_t microbatches = 1;
   Schedule schedule = Schedule::OneFOneB;
+  /// Stages per rank (interleaved: Megatron's virtual pipeline size).
+  int64_t chunks = 1;
+  int64_t ranks() const { return int64_t(stages.size()) / chunks; }
   /// pipelineStep's formula, and the schedule simulated event by event
   /// (simulatePipeline).
   double stepSeconds = 0, simulatedSeconds = 0;
@@ -100,15 +109,16 @@ struct PipelinePlan {
 /// transfers overlap computing); each stage then syncs its gradients. The
 /// step ends with the last sync.
 double simulatePipeline(llvm::ArrayRef<PipelineStage> stages, int64_t m,
-                        Schedule k);
+                        Schedule k, int64_t chunks = 1);
 
 /// When each pass of simulatePipeline's run starts: stage s's forward and
-/// backward passes of microbatch k at s * m + k.
+/// backward passes of microbatch k at s * m + k (stages are virtual under
+/// Interleaved: stage s runs on rank s % (stages / chunks)).
 struct PassTimes {
   std::vector<double> forward, backward;
 };
 PassTimes simulatePasses(llvm::ArrayRef<PipelineStage> stages, int64_t m,
-                         Schedule k);
+                         Schedule k, int64_t chunks = 1);
 
 /// \p plan's schedule as Chrome trace events under process \p pid: a
 /// thread per stage, each pass (`F k`, `B k`) where simulatePasses starts
@@ -117,19 +127,25 @@ llvm::json::Array pipelineTraceEvents(const PipelinePlan &plan, int pid);
 
 /// The microbatches stage \p s of \p stages keeps in flight under \p k
 /// with \p m microbatches.
-int64_t inFlight(Schedule k, int64_t s, int64_t stages, int64_t m);
+int64_t inFlight(Schedule k, int64_t s, int64_t stages, int64_t m,
+                 int64_t chunks = 1);
 
 /// The step of \p stages (seconds each per microbatch) with \p m
-/// microbatches and the first stage's gradient sync \p sync.
+/// microbatches and the first stage's gradient sync \p sync (interleaved,
+/// \p chunks stages per rank: M times the busiest rank's chunks, plus one
+/// chunk's fill per rank after the first).
 double pipelineStep(llvm::ArrayRef<PipelineStage> stages, int64_t m,
-                    double sync);
+                    double sync, int64_t chunks = 1);
 
 /// The cut of \p layers into \p stages contiguous stages whose slowest
 /// stage is fastest, every stage's peak within \p limit bytes (0: none),
 /// for \p m microbatches on schedule \p k; an error when no cut fits.
+/// Interleaved (\p chunks of at least 2): \p stages x \p chunks stages,
+/// each within its share of the limit and every rank's together within
+/// it.
 llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
                                         int64_t stages, int64_t m, Schedule k,
-                                        double limit);
+                                        double limit, int64_t chunks = 1);
 
 /// Megatron-LM's cut: \p stages stages of an equal number of layers (the
 /// first stages one more where \p stages does not divide the count), for

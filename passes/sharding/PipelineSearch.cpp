@@ -114,10 +114,17 @@ void StageCount::tryCut(const SearchSpace &space, const Strategy &intra,
   std::vector<LayerCost> costs =
       layerCosts(f, layers, priceEachOp(space, model, intra.configs, choices),
                  microbatches, devices, sub);
-  for (Schedule k : {Schedule::OneFOneB, Schedule::GPipe}) {
-    if (p.schedule && *p.schedule != k)
+  for (Schedule k :
+       {Schedule::OneFOneB, Schedule::GPipe, Schedule::Interleaved}) {
+    if (p.schedule ? *p.schedule != k
+                   : k == Schedule::Interleaved &&
+                         (microbatches % stages ||
+                          2 * stages > int64_t(layers.size())))
       continue;
-    auto plan = planStages(costs, stages, microbatches, k, o.memoryLimit);
+    // Interleaved: two chunks per rank (Megatron's virtual pipeline of 2).
+    int64_t chunks = k == Schedule::Interleaved ? 2 : 1;
+    auto plan =
+        planStages(costs, stages, microbatches, k, o.memoryLimit, chunks);
     if (!plan) {
       std::string why = llvm::toString(plan.takeError());
       if (lastError.empty())
@@ -339,10 +346,12 @@ void printPipeline(const PipelineSearchResult &r, double flat,
     const PipelinePlan &p = r.best->plan;
     os << llvm::formatv(
         "pipeline:            {0} stages x {1} devices, {2} microbatches, "
-        "{3}: step {4} simulated ({5} by the formula, bubble {6:F1}%)",
-        p.stages.size(), r.best->stageDevices, p.microbatches,
+        "{3}{7}: step {4} simulated ({5} by the formula, bubble {6:F1}%)",
+        p.ranks(), r.best->stageDevices, p.microbatches,
         scheduleName(p.schedule), formatSeconds(p.simulatedSeconds),
-        formatSeconds(p.stepSeconds), 100 * p.bubble);
+        formatSeconds(p.stepSeconds), 100 * p.bubble,
+        p.chunks > 1 ? llvm::formatv(" of {0} chunks", p.chunks).str()
+                     : std::string());
     if (flat > 0)
       os << llvm::formatv(", {0:F2}x the step without stages ({1})",
                           flat / p.simulatedSeconds, formatSeconds(flat));
@@ -359,8 +368,9 @@ void printPipeline(const PipelineSearchResult &r, double flat,
           "{8} per microbatch, peak {9:F2} GiB ({10} in flight)\n",
           s, st.first, st.last - 1, layers.size(),
           layers[size_t(st.first)].first, layers[size_t(st.last - 1)].last - 1,
-          int64_t(s) * r.best->stageDevices,
-          int64_t(s + 1) * r.best->stageDevices - 1, formatSeconds(st.seconds),
+          int64_t(s) % p.ranks() * r.best->stageDevices,
+          (int64_t(s) % p.ranks() + 1) * r.best->stageDevices - 1,
+          formatSeconds(st.seconds),
           st.peakBytes / 1073741824.0, st.inFlight);
     }
   }
@@ -416,8 +426,9 @@ llvm::json::Value pipelineJson(const PipelineSearchResult &r) {
         {"layers", llvm::json::Array{st.first, st.last}},
         {"ops", llvm::json::Array{int64_t(c.layers[size_t(st.first)].first),
                                   int64_t(c.layers[size_t(st.last - 1)].last)}},
-        {"devices", llvm::json::Array{int64_t(s) * c.stageDevices,
-                                      int64_t(s + 1) * c.stageDevices}},
+        {"devices",
+         llvm::json::Array{int64_t(s) % c.plan.ranks() * c.stageDevices,
+                           (int64_t(s) % c.plan.ranks() + 1) * c.stageDevices}},
         {"seconds", st.seconds},
         {"peak_bytes", st.peakBytes},
         {"in_flight", st.inFlight}});
@@ -427,6 +438,7 @@ llvm::json::Value pipelineJson(const PipelineSearchResult &r) {
   out["stage_devices"] = c.stageDevices;
   out["microbatches"] = c.plan.microbatches;
   out["schedule"] = scheduleName(c.plan.schedule);
+  out["chunks"] = c.plan.chunks;
   out["step_s"] = c.plan.stepSeconds;
   out["simulated_s"] = c.plan.simulatedSeconds;
   out["bubble"] = c.plan.bubble;

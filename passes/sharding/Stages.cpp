@@ -50,23 +50,23 @@ static std::vector<int64_t> stagesOf(const Func &f) {
   return stage;
 }
 
-void placeStages(Func &f, int64_t stageDevices) {
+void placeStages(Func &f, int64_t stageDevices, int64_t ranks) {
   std::vector<int64_t> stage = stagesOf(f);
   for (size_t i = 0; i < f.ops.size(); ++i) {
     f.ops[i]->attrs["stage"] = stage[i];
-    f.ops[i]->attrs["offset"] = stage[i] * stageDevices;
+    f.ops[i]->attrs["offset"] = stage[i] % ranks * stageDevices;
   }
 }
 
 llvm::Error orderStages(Func &f, int64_t stages, int64_t microbatches,
-                        Schedule k) {
+                        Schedule k, int64_t chunks) {
   // The schedule's passes timed with a forward of 1 and a backward of 2,
   // transfers free: the order of their starts.
   PipelineStage unit;
   unit.forwardSeconds = 1;
   unit.seconds = 3;
   std::vector<PipelineStage> unitStages(size_t(stages), unit);
-  PassTimes t = simulatePasses(unitStages, microbatches, k);
+  PassTimes t = simulatePasses(unitStages, microbatches, k, chunks);
   auto producers = producersOf(f);
   std::vector<double> key(f.ops.size(), 0);
   for (size_t i = 0; i < f.ops.size(); ++i) {

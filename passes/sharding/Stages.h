@@ -45,13 +45,14 @@ void markStages(Func &f, llvm::ArrayRef<LayerSpan> layers,
 void markForward(Func &f);
 
 /// Gives every op of \p f a stage and the offset of its stage's first
-/// device, stages of \p stageDevices devices each.
-void placeStages(Func &f, int64_t stageDevices);
+/// device, stages of \p stageDevices devices each, stage s on rank
+/// s % \p ranks (interleaved: several stages a rank).
+void placeStages(Func &f, int64_t stageDevices, int64_t ranks);
 
-/// Orders \p f's ops by schedule \p k over \p stages stages and
-/// \p microbatches microbatches; an error names an op whose stage or
-/// microbatch is out of range.
+/// Orders \p f's ops by schedule \p k over \p stages stages (\p chunks
+/// a rank) and \p microbatches microbatches; an error names an op whose
+/// stage or microbatch is out of range.
 llvm::Error orderStages(Func &f, int64_t stages, int64_t microbatches,
-                        Schedule k);
+                        Schedule k, int64_t chunks = 1);
 
 } // namespace pax

@@ -213,6 +213,32 @@ TEST(PipelineTest, PassesStartInTheSchedulesOrder) {
   EXPECT_LT(t.forward[2], t.backward[1]);
 }
 
+TEST(PipelineTest, InterleavingShrinksTheBubble) {
+  // 8 equal layers on 4 ranks, 8 microbatches: 1F1B's stages of two
+  // layers against interleaved chunks of one (two per rank).
+  auto layers = equalLayers(8, 1.0, 0, 0);
+  auto ofob = planStages(layers, 4, 8, Schedule::OneFOneB, 0);
+  auto inter = planStages(layers, 4, 8, Schedule::Interleaved, 0, 2);
+  ASSERT_TRUE(ofob && inter);
+  ASSERT_EQ(inter->stages.size(), 8u);
+  EXPECT_EQ(inter->ranks(), 4);
+  EXPECT_EQ(inter->chunks, 2);
+  // (M + S - 1) beats of 2 s against M beats of 2 s and S - 1 of 1 s.
+  EXPECT_DOUBLE_EQ(ofob->simulatedSeconds, (8 + 3) * 2.0);
+  EXPECT_DOUBLE_EQ(inter->stepSeconds, 8 * 2.0 + 3 * 1.0);
+  EXPECT_LT(inter->simulatedSeconds, ofob->simulatedSeconds);
+  EXPECT_LT(inter->bubble, ofob->bubble);
+  // Microbatches must be a multiple of the ranks; chunks go with
+  // interleaving only.
+  auto odd = planStages(layers, 4, 6, Schedule::Interleaved, 0, 2);
+  ASSERT_FALSE(bool(odd));
+  EXPECT_NE(llvm::toString(odd.takeError()).find("a multiple of the stages"),
+            std::string::npos);
+  auto one = planStages(layers, 4, 8, Schedule::Interleaved, 0, 1);
+  ASSERT_FALSE(bool(one));
+  llvm::consumeError(one.takeError());
+}
+
 TEST(PipelineTest, SimulatedSchedulesByHand) {
   // Two stages, two microbatches, forward 1, backward 2: GPipe runs
   // F0 F1 | B0 B1 on each stage, 1F1B F0 F1 B0 B1 on stage 0 (one
@@ -278,7 +304,7 @@ TEST(PipelineTest, ImpossibleShapesAreErrors) {
   EXPECT_EQ(uneven->stages[2].last, 4);
   EXPECT_EQ(parseSchedule("1f1b"), Schedule::OneFOneB);
   EXPECT_EQ(parseSchedule("gpipe"), Schedule::GPipe);
-  EXPECT_FALSE(parseSchedule("interleaved").has_value());
+  EXPECT_FALSE(parseSchedule("zigzag").has_value());
 }
 
 } // namespace

@@ -40,7 +40,7 @@ int64_t stageOf(const Func &f, llvm::StringRef name) {
 TEST(StagesTest, OpsWithoutAStageTakeTheirProducersOrReaders) {
   auto m = test::parse(kStep);
   ASSERT_TRUE(m);
-  placeStages(m->main, 4);
+  placeStages(m->main, 4, 2);
   // The latest stage it reads, else the first that reads it.
   EXPECT_EQ(stageOf(m->main, "slice"), 1);
   EXPECT_EQ(stageOf(m->main, "sum"), 1);
@@ -94,6 +94,26 @@ TEST(StagesTest, OneFOneBAndGPipeOrderEachStagesPasses) {
       (op.intAttr("stage", -1) ? f10 : f00) = i;
   }
   EXPECT_LT(f00, f10);
+}
+
+TEST(StagesTest, InterleavedRanksRunTheirChunksInMegatronsOrder) {
+  // 2 ranks of 2 chunks: stages 0 and 2 on rank 0, 4 microbatches.
+  Module m = passOps(4, 4);
+  ASSERT_FALSE(bool(orderStages(m.main, 4, 4, Schedule::Interleaved, 2)));
+  std::string rank0;
+  for (const auto &op : m.main.ops)
+    if (op->intAttr("stage", -1) % 2 == 0)
+      rank0 += (rank0.empty() ? "" : " ") +
+               std::to_string(op->intAttr("stage", -1)) + ":" +
+               op->name().str();
+  // Warm-up (2 - 0 - 1) * 2 + (2 - 1) * 2 = 4 forwards: microbatches 0
+  // and 1 through chunk 0, then chunk 1; then one forward, one backward
+  // (chunk 1's backwards first).
+  EXPECT_EQ(rank0, "0:F0 0:F1 2:F0 2:F1 0:F2 2:B0 0:F3 2:B1 2:F2 0:B0 2:F3 "
+                   "0:B1 2:B2 2:B3 0:B2 0:B3");
+  placeStages(m.main, 3, 2);
+  for (const auto &op : m.main.ops)
+    EXPECT_EQ(op->intAttr("offset", -1), op->intAttr("stage", -1) % 2 * 3);
 }
 
 TEST(StagesTest, AStageOrMicrobatchOutOfRangeIsAnError) {

@@ -20,8 +20,11 @@ static cl::opt<std::string> scheduleFlag(
     "schedule",
     cl::desc("With --pipeline: the microbatch schedule, 1f1b (each stage "
              "keeps at most its distance to the end in flight), gpipe (every "
-             "microbatch's forward first) or auto (both)"),
-    cl::value_desc("auto|1f1b|gpipe"), cl::init("auto"),
+             "microbatch's forward first), interleaved (Megatron's 1F1B over "
+             "two chunks of layers per stage: a shorter fill and drain, twice "
+             "the sends; microbatches a multiple of the stages) or auto (each "
+             "that applies)"),
+    cl::value_desc("auto|1f1b|gpipe|interleaved"), cl::init("auto"),
     cl::cat(searchCategory));
 
 namespace pax::paxc {
@@ -41,7 +44,8 @@ llvm::Expected<PipelineOptions> pipelineOptionsFromFlags(int64_t microbatches) {
     p.schedule = parseSchedule(scheduleFlag);
     if (!p.schedule)
       return llvm::createStringError("--schedule=" + scheduleFlag +
-                                     ": expected auto, 1f1b or gpipe");
+                                     ": expected auto, 1f1b, gpipe or "
+                                     "interleaved");
   }
   p.microbatches = microbatches;
   return p;
@@ -58,14 +62,15 @@ llvm::Expected<PipelineChoice> chosenPipeline(const PipelineSearchResult &r) {
 }
 
 llvm::Error placePipeline(Module &m, const PipelineChoice &c) {
-  placeStages(m.main, c.stageDevices);
+  placeStages(m.main, c.stageDevices, c.plan.ranks());
   return orderStages(m.main, int64_t(c.plan.stages.size()), c.plan.microbatches,
-                     c.plan.schedule);
+                     c.plan.schedule, c.plan.chunks);
 }
 
 plan::Pipeline pipelineRecord(const PipelineChoice &c) {
   plan::Pipeline p;
-  p.set_stages(uint32_t(c.plan.stages.size()));
+  p.set_stages(uint32_t(c.plan.ranks()));
+  p.set_chunks(uint32_t(c.plan.chunks));
   p.set_stage_devices(uint32_t(c.stageDevices));
   p.set_microbatches(c.plan.microbatches);
   p.set_schedule(scheduleName(c.plan.schedule).str());

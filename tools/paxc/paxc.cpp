@@ -926,7 +926,7 @@ takePipeline(Module &m, const StrategyReport &first) {
     llvm::errs() << llvm::formatv(
         "paxc: --pipeline: {0} stages of {1} device(s), {2} microbatches, "
         "{3}\n",
-        pipelined->plan.stages.size(), pipelined->stageDevices,
+        pipelined->plan.ranks(), pipelined->stageDevices,
         pipelined->plan.microbatches, scheduleName(pipelined->plan.schedule));
   return takeForwardChoices(m, pipelined->intra);
 }
@@ -1063,7 +1063,7 @@ static llvm::Expected<PlanOptions> partitionForPlan(Module &m, bool partitioned,
       if (int64_t at = offsetOf(s.offsets, i))
         m.main.ops[i]->attrs["offset"] = at;
     }
-    int64_t stages = pipelined ? int64_t(pipelined->plan.stages.size()) : 1;
+    int64_t stages = pipelined ? pipelined->plan.ranks() : 1;
     if (auto err = insertCollectives(m, theCluster->gpus * stages,
                                      theCluster->gpusPerNode))
       return err;

@@ -3,7 +3,8 @@
 Reads a plan's text (paxc --emit=plan-text) and prints, per device, its
 passes in the order their first computes run: F<k> for microbatch k's
 forward, B<k> for its backward (a recomputed forward op counts as
-backward). Computes without a microbatch (a gradient's sum, an update) and
+backward), "S:F<k>" on a device that runs several stages (interleaved
+chunks). Computes without a microbatch (a gradient's sum, an update) and
 those every device computes (from constants) are left out.
 
     pipeline_passes.py PLAN.txt
@@ -27,13 +28,16 @@ def programs(text):
 
 
 def passes(computes):
+    ops = [a for a in computes if "microbatch" in a and "everywhere" not in a]
+    # A device running several stages (interleaved chunks) names them.
+    several = len({a.get("stage") for a in ops}) > 1
     out = []
-    for a in computes:
-        if "microbatch" not in a or "everywhere" in a:
-            continue
+    for a in ops:
         k = int(a["microbatch"] or 0)
         forward = "forward" in a and "recomputed" not in a
         p = ("F" if forward else "B") + str(k)
+        if several:
+            p = str(int(a.get("stage") or 0)) + ":" + p
         if p not in out:
             out.append(p)
     return out
