@@ -5,6 +5,8 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <condition_variable>
+#include <deque>
+#include <tuple>
 #include <map>
 #include <mutex>
 
@@ -98,6 +100,8 @@ public:
     // The input is complete before the others read it.
     if (auto err = dev.synchronize())
       return err;
+    if (x.kind() == plan::Collective::SEND_RECV && dev.hostAccessible())
+      return pointToPoint(device, g, c.exchange(), x, in, out, dev);
     std::unique_lock<std::mutex> lock(m);
     s.inputs[rank] = &in;
     s.devices[rank] = &dev;
@@ -120,6 +124,42 @@ public:
     }
     if (!s.barrier.wait(m, cv, aborted, lock))
       return abortedError();
+    return llvm::Error::success();
+  }
+
+  /// A point-to-point transfer (SEND_RECV) through mailboxes: a sender
+  /// leaves a copy of its input for each device whose output it overlaps
+  /// and goes on (a pipeline stage runs its next microbatch); a receiver
+  /// waits for the copies it needs, in the order they were sent.
+  llvm::Error pointToPoint(uint32_t device, const plan::Group &g,
+                           uint32_t exchange, const plan::Exchange &x,
+                           const Tensor &in, Tensor &out, Device &dev) {
+    size_t r = out.shape.size();
+    const plan::Box &myIn = x.in(int(device)), &myOut = x.out(int(device));
+    std::unique_lock<std::mutex> lock(m);
+    for (uint32_t peer : g.devices())
+      if (!myIn.empty() && overlapElements(myIn, x.out(int(peer)), r) > 0)
+        mail[{exchange, device, peer}].push_back(in);
+    cv.notify_all();
+    if (auto err = dev.zero(out))
+      return err;
+    if (myOut.empty())
+      return llvm::Error::success();
+    std::vector<int64_t> outLo = boxLo(myOut, r);
+    for (uint32_t peer : g.devices()) {
+      const plan::Box &b = x.in(int(peer));
+      if (b.empty() || overlapElements(b, myOut, r) == 0)
+        continue;
+      auto &box = mail[{exchange, peer, device}];
+      cv.wait(lock, [&] { return !box.empty() || aborted; });
+      if (aborted)
+        return abortedError();
+      Tensor sent = std::move(box.front());
+      box.pop_front();
+      if (auto err = dev.copyOverlap(sent, boxLo(b, r), out, outLo,
+                                     x.reduce()))
+        return err;
+    }
     return llvm::Error::success();
   }
 
@@ -176,6 +216,8 @@ private:
   bool aborted = false;
   std::string reason;
   std::map<uint32_t, std::unique_ptr<GroupState>> groups;
+  /// Point-to-point copies by (exchange, sender, receiver), oldest first.
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::deque<Tensor>> mail;
 };
 } // namespace
 

@@ -34,8 +34,11 @@ public:
   ~MpiCommunicator() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized)
-      MPI_Comm_free(&comm);
+    if (finalized)
+      return;
+    // Sends still in flight complete before their buffers go.
+    MPI_Waitall(int(pending.size()), pending.data(), MPI_STATUSES_IGNORE);
+    MPI_Comm_free(&comm);
   }
 
   llvm::Error exchange(const plan::Plan &plan, uint32_t device,
@@ -53,9 +56,30 @@ private:
   static llvm::Error checkPeerBoxes(const plan::Exchange &x,
                                     const plan::Group &g, size_t r);
 
+  /// Frees the buffers of the point-to-point sends that completed.
+  llvm::Error reapSends();
+
   MPI_Comm comm;
   int rank, tagBound;
+  /// A point-to-point transfer's sends (SEND_RECV) do not wait for their
+  /// receivers (a pipeline stage goes on with its next microbatch): their
+  /// requests and buffers, until they complete.
+  std::vector<MPI_Request> pending;
+  std::vector<std::vector<uint8_t>> pendingBuffers;
 };
+
+llvm::Error MpiCommunicator::reapSends() {
+  if (pending.empty())
+    return llvm::Error::success();
+  int all = 0;
+  PAX_MPI_TRY(MPI_Testall(int(pending.size()), pending.data(), &all,
+                          MPI_STATUSES_IGNORE));
+  if (all) {
+    pending.clear();
+    pendingBuffers.clear();
+  }
+  return llvm::Error::success();
+}
 
 llvm::Error MpiCommunicator::checkPeerBoxes(const plan::Exchange &x,
                                             const plan::Group &g, size_t r) {
@@ -112,7 +136,10 @@ llvm::Error MpiCommunicator::exchangeHost(const plan::Plan &plan,
   int64_t elementBytes = dtypeBytes(out.dtype);
   size_t n = size_t(g.devices_size());
   std::vector<std::vector<uint8_t>> received(n), sent(n);
-  std::vector<MPI_Request> requests;
+  std::vector<MPI_Request> requests, sends;
+  if (auto err = reapSends())
+    return err;
+  bool pointToPoint = x.kind() == plan::Collective::SEND_RECV;
   for (size_t k = 0; k < n; ++k) {
     int peer = int(g.devices(int(k)));
     if (peer == rank)
@@ -129,12 +156,18 @@ llvm::Error MpiCommunicator::exchangeHost(const plan::Plan &plan,
       sent[k] =
           packOverlap(in, boxLo(myIn, r), boxLo(peerOut, r), boxSize(peerOut));
       if (auto err = postBytes(true, sent[k].data(), int64_t(sent[k].size()),
-                               peer, tag, comm, requests))
+                               peer, tag, comm, pointToPoint ? sends : requests))
         return err;
     }
   }
   PAX_MPI_TRY(
       MPI_Waitall(int(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+  // A point-to-point transfer's sends complete later (reapSends).
+  pending.insert(pending.end(), sends.begin(), sends.end());
+  if (!sends.empty())
+    for (std::vector<uint8_t> &b : sent)
+      if (!b.empty())
+        pendingBuffers.push_back(std::move(b));
   // Assemble in group order, as ThreadCommunicator does.
   std::fill(out.data.begin(), out.data.end(), 0);
   if (myOut.empty())
