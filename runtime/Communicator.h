@@ -37,6 +37,15 @@ public:
   /// A device failed: every device waiting in (or later entering) a
   /// collective returns an error instead of waiting for it.
   virtual void abort(const std::string &why) = 0;
+
+  /// Whether a point-to-point transfer's (SEND_RECV's) senders go on
+  /// without waiting for its receivers (the transport keeps what they
+  /// sent) on \p dev: a device may then send as soon as what it sends is
+  /// computed.
+  virtual bool buffersPointToPoint(const Device &dev) const {
+    (void)dev;
+    return false;
+  }
 };
 
 /// The devices of a plan as threads of one process.

@@ -116,7 +116,16 @@ private:
   llvm::Error ready(int64_t i, const Uses &u);
   /// Frees what instruction \p i used last.
   void release(int64_t i, const Uses &u);
-  llvm::Error step(int64_t i);
+  /// Runs instruction \p i; with \p free, frees what dies with it.
+  llvm::Error step(int64_t i, bool free = true);
+  /// Where the transport does not wait for a transfer's receivers
+  /// (Communicator::buffersPointToPoint): each point-to-point send this
+  /// device only sends in runs right after the instruction that writes
+  /// what it sends, not where its receiver needs it (a pipeline stage's
+  /// activation leaves as soon as it is computed).
+  void findEarlySends();
+  /// The early sends of the instructions [\p i, \p next).
+  llvm::Error stepEarlySends(int64_t i, int64_t next);
   /// Runs generated kernel \p k in place of the computes it covers.
   llvm::Error stepKernel(const plan::GeneratedKernel &k);
   /// Runs product \p e.product and its epilogue as the device's one
@@ -192,6 +201,10 @@ private:
   std::vector<plan::LibraryEpilogue> epilogueList;
   std::vector<const plan::LibraryEpilogue *> epilogueAt;
   std::vector<llvm::SmallVector<int64_t, 8>> chains;
+  /// Per instruction, the sends that run right after it (findEarlySends),
+  /// and whether an instruction is such a send.
+  std::vector<llvm::SmallVector<int64_t, 2>> sendsAfter;
+  std::vector<bool> sentEarly;
   /// Where a staged chain whose first result cannot hold its last computes.
   std::vector<uint8_t> scratchBytes;
   Tensor scratch;
@@ -516,7 +529,7 @@ void DeviceRun::release(int64_t i, const Uses &u) {
     }
 }
 
-llvm::Error DeviceRun::step(int64_t i) {
+llvm::Error DeviceRun::step(int64_t i, bool free) {
   const plan::Instruction &inst = prog.instructions(int(i));
   Uses u = usesOf(inst);
   double traceStart = options.trace ? traceClock() : 0;
@@ -532,7 +545,45 @@ llvm::Error DeviceRun::step(int64_t i) {
   if (options.trace)
     if (auto err = trace(inst, traceStart))
       return err;
-  release(i, u);
+  if (free)
+    release(i, u);
+  return llvm::Error::success();
+}
+
+void DeviceRun::findEarlySends() {
+  sendsAfter.assign(size_t(n), {});
+  sentEarly.assign(size_t(n), false);
+  if (!comm || !comm->buffersPointToPoint(device))
+    return;
+  std::vector<int64_t> writer(nb, -1);
+  for (int64_t i = 0; i < n; ++i) {
+    const plan::Instruction &inst = prog.instructions(int(i));
+    Uses u = usesOf(inst);
+    // (A malformed collective runs where it is, to fail there.)
+    const plan::Collective *c =
+        inst.has_collective() ? &inst.collective() : nullptr;
+    if (c && c->exchange() < uint32_t(plan.exchanges_size())) {
+      const plan::Exchange &x = plan.exchanges(int(c->exchange()));
+      int64_t p = c->input() < nb ? writer[c->input()] : -1;
+      if (x.kind() == plan::Collective::SEND_RECV && id < plan.devices() &&
+          x.in_size() == int(plan.devices()) &&
+          x.out_size() == int(plan.devices()) && x.out(int(id)).empty() &&
+          !x.in(int(id)).empty() && p >= 0 && p + 1 < i) {
+        sendsAfter[size_t(p)].push_back(i);
+        sentEarly[size_t(i)] = true;
+      }
+    }
+    for (uint32_t b : u.writes)
+      if (b < nb)
+        writer[b] = i;
+  }
+}
+
+llvm::Error DeviceRun::stepEarlySends(int64_t i, int64_t next) {
+  for (int64_t q = i; q < next && q < n; ++q)
+    for (int64_t j : sendsAfter[size_t(q)])
+      if (auto err = step(j, /*free=*/false))
+        return err;
   return llvm::Error::success();
 }
 
@@ -896,25 +947,36 @@ llvm::Error DeviceRun::run() {
   if (auto err = findKernels())
     return err;
   findChains();
+  findEarlySends();
   if (auto err = bindInputs())
     return err;
   if (options.trace)
     traceClock(); // the epoch, before the first instruction
   for (int64_t i = 0; i < n;) {
-    if (const plan::LibraryEpilogue *e =
-            epilogueAt.empty() ? nullptr : epilogueAt[size_t(i)]) {
+    int64_t next;
+    if (sentEarly[size_t(i)]) {
+      // Sent early: what dies with it is freed here.
+      release(i, usesOf(prog.instructions(int(i))));
+      next = i + 1;
+    } else if (const plan::LibraryEpilogue *e =
+                   epilogueAt.empty() ? nullptr : epilogueAt[size_t(i)]) {
       if (auto err = stepEpilogue(*e))
         return err;
-      i = int64_t(e->kernel->first() + e->kernel->count());
-      continue;
+      next = int64_t(e->kernel->first() + e->kernel->count());
+    } else {
+      const plan::GeneratedKernel *k = kernelAt[size_t(i)];
+      const auto &chain = chains[size_t(i)];
+      if (auto err = k               ? stepKernel(*k)
+                     : chain.empty() ? step(i)
+                                     : stepChain(chain))
+        return err;
+      next = k ? i + int64_t(k->count())
+             : chain.empty() ? i + 1
+                             : chain.back() + 1;
     }
-    const plan::GeneratedKernel *k = kernelAt[size_t(i)];
-    const auto &chain = chains[size_t(i)];
-    if (auto err = k               ? stepKernel(*k)
-                   : chain.empty() ? step(i)
-                                   : stepChain(chain))
+    if (auto err = stepEarlySends(i, next))
       return err;
-    i = k ? i + int64_t(k->count()) : chain.empty() ? i + 1 : chain.back() + 1;
+    i = next;
   }
   if (auto err = keepBlocks())
     return err;

@@ -163,6 +163,11 @@ public:
     return llvm::Error::success();
   }
 
+  // Through mailboxes where the devices are the host's (pointToPoint).
+  bool buffersPointToPoint(const Device &dev) const override {
+    return dev.hostAccessible();
+  }
+
   void abort(const std::string &why) override {
     std::lock_guard<std::mutex> lock(m);
     if (!aborted)

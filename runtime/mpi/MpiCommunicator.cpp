@@ -45,6 +45,8 @@ public:
                        const plan::Collective &c, const Tensor &in,
                        Tensor &out, Device &dev) override;
 
+  bool buffersPointToPoint(const Device &) const override { return true; }
+
   void abort(const std::string &why) override { abortMpiWorld(why); }
 
 private:
