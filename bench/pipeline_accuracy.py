@@ -2,8 +2,8 @@
 """How well paxc predicts pipelined training steps, against measured runs.
 
 On this machine's MPI ranks (one device each) with the measured links and
-per-block costs (as bench/sim_accuracy.py: `paxrun --measure-links`, the
-training step's cost probe): a GPT-2 training step compiled without stages
+per-block costs (as bench/sim_accuracy.py: `paxrun --measure-links`; the
+training step's cost probe at each microbatch count, merged): a GPT-2 training step compiled without stages
 (the searched strategy, with 1 and with M microbatches) and with
 pipeline stages (every stage count that divides the ranks, microbatch
 counts and both schedules); each plan's simulated step (paxc's `ms
@@ -42,6 +42,29 @@ def gpt2(work, a):
     return path
 
 
+def profile(machine, path, counts):
+    """paxc's options for the model with its blocks measured at every
+    microbatch count (a plan in M microbatches runs blocks of 1/M of the
+    batch): one cost probe per count, the databases merged."""
+    merged = None
+    for m in counts:
+        flags = LOSS + ([f"--microbatches={m}"] if m > 1 else [])
+        base = machine.profile(f"gpt2-m{m}", path, flags)
+        db = json.load(open(base[-1].split("=", 1)[1]))
+        if merged is None:
+            merged, seen = db, {e["key"] for e in db["ops"]}
+            continue
+        for e in db["ops"]:
+            if e["key"] not in seen:
+                seen.add(e["key"])
+                merged["ops"].append(e)
+    out = os.path.join(machine.work, "gpt2.merged-costs.json")
+    with open(out, "w") as f:
+        json.dump(merged, f)
+    return [machine.paxc, path, f"--gpus={machine.ranks}",
+            f"--cluster={machine.cluster}"] + LOSS + [f"--cost-db={out}"]
+
+
 def variants(ranks):
     """(label, paxc flags) of every plan measured."""
     out = [("flat", []), ("flat-m4", ["--microbatches=4"])]
@@ -49,7 +72,7 @@ def variants(ranks):
         if ranks % s:
             continue
         for m in (2, 4, 8):
-            for k in ("gpipe", "1f1b"):
+            for k in ("gpipe", "1f1b", "interleaved"):
                 out.append((f"pipe{s}-m{m}-{k}",
                             [f"--pipeline={s}", f"--microbatches={m}",
                              f"--schedule={k}"]))
@@ -72,7 +95,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         machine = sa.Machine(a.bin, a.ranks, a.threads, work)
         path = gpt2(work, a)
-        base = machine.profile("gpt2", path, LOSS)
+        base = profile(machine, path, [1, 2, 4, 8])
         rows, seen = [], {}
         for label, flags in variants(a.ranks):
             plan = os.path.join(work, label + ".paxplan")

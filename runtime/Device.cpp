@@ -970,7 +970,7 @@ llvm::Error DeviceRun::run() {
                      : chain.empty() ? step(i)
                                      : stepChain(chain))
         return err;
-      next = k ? i + int64_t(k->count())
+      next = k               ? i + int64_t(k->count())
              : chain.empty() ? i + 1
                              : chain.back() + 1;
     }

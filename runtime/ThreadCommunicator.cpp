@@ -6,9 +6,9 @@
 
 #include <condition_variable>
 #include <deque>
-#include <tuple>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 namespace pax::runtime {
 
@@ -85,8 +85,8 @@ public:
   }
 
   llvm::Error exchange(const plan::Plan &plan, uint32_t device,
-                       const plan::Collective &c, const Tensor &in,
-                       Tensor &out, Device &dev) override {
+                       const plan::Collective &c, const Tensor &in, Tensor &out,
+                       Device &dev) override {
     if (auto err = checkCollective(plan, device, c, in, out))
       return err;
     const plan::Group &g = plan.groups(int(c.group()));
@@ -156,8 +156,7 @@ public:
         return abortedError();
       Tensor sent = std::move(box.front());
       box.pop_front();
-      if (auto err = dev.copyOverlap(sent, boxLo(b, r), out, outLo,
-                                     x.reduce()))
+      if (auto err = dev.copyOverlap(sent, boxLo(b, r), out, outLo, x.reduce()))
         return err;
     }
     return llvm::Error::success();

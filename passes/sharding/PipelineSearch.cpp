@@ -101,11 +101,10 @@ void StageCount::tryCut(const SearchSpace &space, const Strategy &intra,
                         const LeverOptions &levers, int64_t microbatches) {
   // An inference prices the whole batch (no levers) and layerCosts takes
   // a microbatch's share.
-  CostModel model =
-      p.mode == CostMode::Infer
-          ? CostModel(sub, CostMode::Infer)
-          : leveredModel(space, CostModel(sub, CostMode::Train), levers,
-                         microbatches);
+  CostModel model = p.mode == CostMode::Infer
+                        ? CostModel(sub, CostMode::Infer)
+                        : leveredModel(space, CostModel(sub, CostMode::Train),
+                                       levers, microbatches);
   std::vector<OpChoice> choices = intra.choices;
   const Func &f = m.main;
   if (levers.recompute == RecomputePolicy::All)
@@ -336,6 +335,23 @@ llvm::Expected<PipelineSearchResult> searchPipeline(const Module &m,
   return r;
 }
 
+/// One line per stage of \p c: layers, ops, devices, time, peak.
+static void printStages(const PipelineChoice &c, llvm::raw_ostream &os) {
+  const PipelinePlan &p = c.plan;
+  const std::vector<LayerSpan> &layers = c.layers;
+  for (size_t s = 0; s < p.stages.size(); ++s) {
+    const PipelineStage &st = p.stages[s];
+    os << llvm::formatv(
+        "  stage {0}: layers {1}-{2} of {3} (ops {4}-{5}), devices {6}-{7}, "
+        "{8} per microbatch, peak {9:F2} GiB ({10} in flight)\n",
+        s, st.first, st.last - 1, layers.size(), layers[size_t(st.first)].first,
+        layers[size_t(st.last - 1)].last - 1,
+        int64_t(s) % p.ranks() * c.stageDevices,
+        (int64_t(s) % p.ranks() + 1) * c.stageDevices - 1,
+        formatSeconds(st.seconds), st.peakBytes / 1073741824.0, st.inFlight);
+  }
+}
+
 void printPipeline(const PipelineSearchResult &r, double flat,
                    llvm::raw_ostream &os) {
   if (!r.best) {
@@ -360,19 +376,7 @@ void printPipeline(const PipelineSearchResult &r, double flat,
                         "exhaustive; each schedule simulated on the stages' "
                         "additive prices)\n",
                         r.searchSeconds);
-    const std::vector<LayerSpan> &layers = r.best->layers;
-    for (size_t s = 0; s < p.stages.size(); ++s) {
-      const PipelineStage &st = p.stages[s];
-      os << llvm::formatv(
-          "  stage {0}: layers {1}-{2} of {3} (ops {4}-{5}), devices {6}-{7}, "
-          "{8} per microbatch, peak {9:F2} GiB ({10} in flight)\n",
-          s, st.first, st.last - 1, layers.size(),
-          layers[size_t(st.first)].first, layers[size_t(st.last - 1)].last - 1,
-          int64_t(s) % p.ranks() * r.best->stageDevices,
-          (int64_t(s) % p.ranks() + 1) * r.best->stageDevices - 1,
-          formatSeconds(st.seconds),
-          st.peakBytes / 1073741824.0, st.inFlight);
-    }
+    printStages(*r.best, os);
   }
   for (const std::string &line : r.tried)
     os << "  tried " << line << "\n";

@@ -42,8 +42,8 @@ public:
   }
 
   llvm::Error exchange(const plan::Plan &plan, uint32_t device,
-                       const plan::Collective &c, const Tensor &in,
-                       Tensor &out, Device &dev) override;
+                       const plan::Collective &c, const Tensor &in, Tensor &out,
+                       Device &dev) override;
 
   bool buffersPointToPoint(const Device &) const override { return true; }
 
@@ -58,6 +58,11 @@ private:
   static llvm::Error checkPeerBoxes(const plan::Exchange &x,
                                     const plan::Group &g, size_t r);
 
+  /// Fills \p out from this rank's input and what it \p received, per
+  /// member of \p g.
+  void assemble(const plan::Group &g, const plan::Exchange &x, const Tensor &in,
+                const std::vector<std::vector<uint8_t>> &received,
+                Tensor &out) const;
   /// Frees the buffers of the point-to-point sends that completed.
   llvm::Error reapSends();
 
@@ -157,8 +162,9 @@ llvm::Error MpiCommunicator::exchangeHost(const plan::Plan &plan,
     if (overlapElements(myIn, peerOut, r) > 0) {
       sent[k] =
           packOverlap(in, boxLo(myIn, r), boxLo(peerOut, r), boxSize(peerOut));
-      if (auto err = postBytes(true, sent[k].data(), int64_t(sent[k].size()),
-                               peer, tag, comm, pointToPoint ? sends : requests))
+      if (auto err =
+              postBytes(true, sent[k].data(), int64_t(sent[k].size()), peer,
+                        tag, comm, pointToPoint ? sends : requests))
         return err;
     }
   }
@@ -170,12 +176,21 @@ llvm::Error MpiCommunicator::exchangeHost(const plan::Plan &plan,
     for (std::vector<uint8_t> &b : sent)
       if (!b.empty())
         pendingBuffers.push_back(std::move(b));
-  // Assemble in group order, as ThreadCommunicator does.
+  assemble(g, x, in, received, out);
+  return llvm::Error::success();
+}
+
+void MpiCommunicator::assemble(
+    const plan::Group &g, const plan::Exchange &x, const Tensor &in,
+    const std::vector<std::vector<uint8_t>> &received, Tensor &out) const {
+  size_t r = tensorRank(x);
+  const plan::Box &myIn = x.in(rank), &myOut = x.out(rank);
+  // In group order, as ThreadCommunicator does.
   std::fill(out.data.begin(), out.data.end(), 0);
   if (myOut.empty())
-    return llvm::Error::success();
+    return;
   std::vector<int64_t> outLo = boxLo(myOut, r);
-  for (size_t k = 0; k < n; ++k) {
+  for (size_t k = 0; k < size_t(g.devices_size()); ++k) {
     int peer = int(g.devices(int(k)));
     const plan::Box &peerIn = x.in(peer);
     if (peer == rank) {
@@ -186,7 +201,6 @@ llvm::Error MpiCommunicator::exchangeHost(const plan::Plan &plan,
                     x.reduce());
     }
   }
-  return llvm::Error::success();
 }
 } // namespace
 
@@ -196,9 +210,9 @@ makeMpiCommunicator(const plan::Plan &plan) {
   PAX_MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   PAX_MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &size));
   if (uint32_t(size) != plan.devices())
-    return llvm::createStringError(
-        "the plan was compiled for " + planDevicesText(plan) +
-        ", but MPI runs " + llvm::Twine(size) + " ranks");
+    return llvm::createStringError("the plan was compiled for " +
+                                   planDevicesText(plan) + ", but MPI runs " +
+                                   llvm::Twine(size) + " ranks");
   // MPI guarantees tags up to at least 32767; libraries allow more.
   int *bound = nullptr, found = 0;
   PAX_MPI_TRY(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &bound, &found));
