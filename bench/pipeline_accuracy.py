@@ -19,7 +19,6 @@ pairs of plans whose order the simulator keeps.
                                      [--json FILE]
 """
 import argparse
-import hashlib
 import json
 import os
 import subprocess
@@ -96,18 +95,12 @@ def main():
         machine = sa.Machine(a.bin, a.ranks, a.threads, work)
         path = gpt2(work, a)
         base = profile(machine, path, [1, 2, 4, 8])
-        rows, seen = [], {}
+        plans = []
         for label, flags in variants(a.ranks):
             plan = os.path.join(work, label + ".paxplan")
-            sim = sa.compile_plan(base + flags + ["-o", plan])
-            digest = hashlib.sha256(open(plan, "rb").read()).hexdigest()
-            if digest in seen:
-                seen[digest]["also"].append(label)
-                continue
-            row = {"strategy": label, "also": [], "simulated_s": sim,
-                   "plan": plan, "runs_s": []}
-            seen[digest] = row
-            rows.append(row)
+            plans.append((label, plan,
+                          sa.compile_plan(base + flags + ["-o", plan])))
+        rows = sa.distinct_rows(plans)
         machine.measure(rows, a.rounds, a.repeat)
         for row in rows:
             del row["plan"]

@@ -165,16 +165,7 @@ def main():
                 except RuntimeError:
                     continue  # not a plan this model can run
                 plans.append((label, plan, sim))
-            rows, seen = [], {}
-            for label, plan, sim in plans:
-                digest = hashlib.sha256(open(plan, "rb").read()).hexdigest()
-                if digest in seen:
-                    seen[digest]["also"].append(label)
-                    continue
-                row = {"strategy": label, "also": [], "simulated_s": sim,
-                       "plan": plan, "runs_s": []}
-                seen[digest] = row
-                rows.append(row)
+            rows = distinct_rows(plans)
             machine.measure(rows, a.rounds, a.repeat)
             for row in rows:
                 del row["plan"]
@@ -184,6 +175,22 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)
+
+
+def distinct_rows(plans):
+    """A row per distinct plan of \p plans ((label, plan path, simulated
+    seconds)); a plan equal to an earlier one adds its label there."""
+    rows, seen = [], {}
+    for label, plan, sim in plans:
+        digest = hashlib.sha256(open(plan, "rb").read()).hexdigest()
+        if digest in seen:
+            seen[digest]["also"].append(label)
+            continue
+        row = {"strategy": label, "also": [], "simulated_s": sim,
+               "plan": plan, "runs_s": []}
+        seen[digest] = row
+        rows.append(row)
+    return rows
 
 
 def compile_plan(cmd):
