@@ -1,6 +1,8 @@
 //===- Exchange.cpp - Moves between boxes of global tensors ---------------===//
 #include "runtime/Exchange.h"
 
+#include "llvm/ADT/STLExtras.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -11,6 +13,28 @@ std::vector<int64_t> boxLo(const plan::Box &b, size_t rank) {
   for (size_t i = 0; i < rank && i < size_t(b.lo_size()); ++i)
     lo[i] = b.lo(int(i));
   return lo;
+}
+
+size_t tensorRank(const plan::Exchange &x) {
+  for (const plan::Box &b : llvm::concat<const plan::Box>(x.in(), x.out()))
+    if (!b.empty())
+      return size_t(b.lo_size());
+  return 0;
+}
+
+llvm::Error checkPeerBoxes(const plan::Exchange &x, const plan::Group &g,
+                           size_t r) {
+  auto fits = [&](const plan::Box &b) {
+    return b.empty() ||
+           (size_t(b.lo_size()) == r && size_t(b.size_size()) == r);
+  };
+  for (uint32_t d : g.devices())
+    if (int(d) >= x.in_size() || int(d) >= x.out_size() ||
+        !fits(x.in(int(d))) || !fits(x.out(int(d))))
+      return llvm::createStringError("a box of device " + llvm::Twine(d) +
+                                     " in exchange '" + x.what() +
+                                     "' does not have rank " + llvm::Twine(r));
+  return llvm::Error::success();
 }
 
 int64_t overlapElements(const plan::Box &a, const plan::Box &b, size_t rank) {

@@ -17,6 +17,16 @@
 
 namespace pax::runtime {
 
+/// The rank of the tensor an exchange moves: that of its first non-empty
+/// box (a device that holds or receives nothing may have a buffer of
+/// another rank).
+size_t tensorRank(const plan::Exchange &x);
+
+/// Every box of \p g's members in \p x has rank \p r (or is empty): what a
+/// transport that reads its peers' boxes checks first.
+llvm::Error checkPeerBoxes(const plan::Exchange &x, const plan::Group &g,
+                           size_t r);
+
 /// Where a box starts (all zeros for a rank-0 or whole tensor).
 std::vector<int64_t> boxLo(const plan::Box &b, size_t rank);
 

@@ -134,7 +134,9 @@ public:
   llvm::Error pointToPoint(uint32_t device, const plan::Group &g,
                            uint32_t exchange, const plan::Exchange &x,
                            const Tensor &in, Tensor &out, Device &dev) {
-    size_t r = out.shape.size();
+    size_t r = tensorRank(x);
+    if (auto err = checkPeerBoxes(x, g, r))
+      return err;
     const plan::Box &myIn = x.in(int(device)), &myOut = x.out(int(device));
     std::unique_lock<std::mutex> lock(m);
     for (uint32_t peer : g.devices())

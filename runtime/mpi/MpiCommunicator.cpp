@@ -17,15 +17,6 @@ std::vector<int64_t> boxSize(const plan::Box &b) {
   return std::vector<int64_t>(b.size().begin(), b.size().end());
 }
 
-/// The rank of the tensor an exchange moves: that of its first non-empty
-/// box (a device that holds or receives nothing may have a buffer of
-/// another rank).
-size_t tensorRank(const plan::Exchange &x) {
-  for (const plan::Box &b : llvm::concat<const plan::Box>(x.in(), x.out()))
-    if (!b.empty())
-      return size_t(b.lo_size());
-  return 0;
-}
 
 class MpiCommunicator : public Communicator {
 public:
@@ -54,9 +45,6 @@ private:
   llvm::Error exchangeHost(const plan::Plan &plan, uint32_t device,
                            const plan::Collective &c, const Tensor &in,
                            Tensor &out);
-  /// Every member's boxes must have the tensor's rank \p r.
-  static llvm::Error checkPeerBoxes(const plan::Exchange &x,
-                                    const plan::Group &g, size_t r);
 
   /// Fills \p out from this rank's input and what it \p received, per
   /// member of \p g.
@@ -88,19 +76,6 @@ llvm::Error MpiCommunicator::reapSends() {
   return llvm::Error::success();
 }
 
-llvm::Error MpiCommunicator::checkPeerBoxes(const plan::Exchange &x,
-                                            const plan::Group &g, size_t r) {
-  auto fits = [&](const plan::Box &b) {
-    return b.empty() ||
-           (size_t(b.lo_size()) == r && size_t(b.size_size()) == r);
-  };
-  for (uint32_t d : g.devices())
-    if (!fits(x.in(int(d))) || !fits(x.out(int(d))))
-      return llvm::createStringError("a box of device " + llvm::Twine(d) +
-                                     " in exchange '" + x.what() +
-                                     "' does not have rank " + llvm::Twine(r));
-  return llvm::Error::success();
-}
 
 // A member sends each other member the overlap of its input with that
 // member's output box, and receives from each the overlap of that
