@@ -93,7 +93,8 @@ std::vector<Config> enumerateConfigs(const Op &op,
   std::function<void(size_t, int64_t, unsigned)> walk =
       [&](size_t d, int64_t product, unsigned split) {
         if (d == op.iters.size()) {
-          if (!options.exact || product == options.devices || product == 1)
+          if ((!options.exact || product == options.devices || product == 1) &&
+              (!options.dividing || options.devices % product == 0))
             out.push_back(c);
           return;
         }

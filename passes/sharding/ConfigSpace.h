@@ -22,6 +22,10 @@ struct ConfigOptions {
   int64_t devices = 1;       ///< the cluster's device count
   bool powersOfTwo = false;  ///< only split factors that are powers of two
   bool exact = false;        ///< only configurations using every device
+  /// Only configurations whose device count divides the devices (an op
+  /// placed at a multiple of its device count: a pipeline stage's ops on
+  /// the stage's devices).
+  bool dividing = false;
   int64_t maxPerDim = 0;     ///< cap on any one factor (0: none)
   unsigned maxSplitDims = 0; ///< most dims split at once (0: any number)
   /// Only splits a plan can run (see executableSplit).

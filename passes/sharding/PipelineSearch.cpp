@@ -294,6 +294,8 @@ llvm::Expected<PipelineSearchResult> searchPipeline(const Module &m,
     auto began = std::chrono::steady_clock::now();
     ConfigOptions co = o.configs;
     co.devices = int64_t(cluster.gpus) / s;
+    // A stage's ops are placed at its first device: counts that divide.
+    co.dividing = true;
     SearchSpace space(m, co);
     auto meg = p.mode == CostMode::Train
                    ? MegatronStages(m, cluster, o, p, layers, s, space).best()

@@ -391,6 +391,8 @@ static ConfigOptions configOptionsFromFlags(const Cluster &cluster,
   o.maxPerDim = maxSplit;
   o.executable = forPlan;
   o.keepGiven = keepGiven;
+  // A pipelined plan places each op at its stage's first device.
+  o.dividing = pipelined.has_value();
   // Past 16 devices the full space grows faster than it pays: two split
   // dims per op keep the search in seconds at 1024 GPUs (docs/PERFORMANCE.md).
   o.maxSplitDims = maxDims.getNumOccurrences() ? unsigned(maxDims)
