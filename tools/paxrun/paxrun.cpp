@@ -784,6 +784,81 @@ static StepRunner stepRunner(const plan::Plan &plan,
   };
 }
 
+/// --comm-stats: each collective's predicted bytes against the most any
+/// device moved, and the totals; 1 where any differs.
+static int printCommStats(const plan::Plan &plan,
+                          llvm::ArrayRef<runtime::DeviceStats> stats) {
+  int status = 0;
+  int64_t predicted = 0, performed = 0;
+  for (int x = 0; x < plan.exchanges_size(); ++x) {
+    const plan::Exchange &e = plan.exchanges(x);
+    int64_t most = 0;
+    for (const runtime::DeviceStats &s : stats)
+      if (auto it = s.exchangeBytes.find(uint32_t(x));
+          it != s.exchangeBytes.end())
+        most = std::max(most, it->second);
+    predicted += e.predicted_bytes();
+    performed += most;
+    bool same = most == e.predicted_bytes();
+    if (!same)
+      status = 1;
+    llvm::outs() << llvm::formatv(
+        "comm: {0,-16} {1,12} B predicted {2,12} B performed  {3}{4}\n",
+        plan::Collective::Kind_Name(e.kind()), e.predicted_bytes(), most,
+        e.what(), same ? "" : "  MISMATCH");
+  }
+  llvm::outs() << llvm::formatv(
+      "comm: total {0} B predicted, {1} B performed (per device, the most "
+      "of any device per collective)\n",
+      predicted, performed);
+  return status;
+}
+
+/// `paxrun: ran N instructions ...`: the instructions, the peak buffers
+/// and arena per device, and the cost model's peak against the measured.
+static void printRunSummary(const plan::Plan &plan,
+                            llvm::ArrayRef<runtime::DeviceStats> stats) {
+  int64_t instructions = 0, peak = 0, arena = 0;
+  for (const runtime::DeviceStats &s : stats) {
+    instructions += s.instructions;
+    peak = std::max(peak, s.peakBytes);
+    arena = std::max(arena, s.arenaBytes);
+  }
+  int64_t predictedPeak = 0;
+  for (const plan::DeviceProgram &p : plan.programs())
+    predictedPeak = std::max(predictedPeak, p.predicted_peak_bytes());
+  llvm::outs() << llvm::formatv(
+      "paxrun: ran {0} instructions on {1} device(s); peak buffers {2:F2} "
+      "MiB per device, in an arena of {3:F2} MiB (the plan's)",
+      instructions, plan.devices(), double(peak) / (1 << 20),
+      double(arena) / (1 << 20));
+  if (predictedPeak > 0)
+    llvm::outs() << llvm::formatv(
+        "; the cost model's peak {0:F2} MiB ({1:F3}x the measured)",
+        double(predictedPeak) / (1 << 20),
+        double(predictedPeak) / double(std::max<int64_t>(peak, 1)));
+  llvm::outs() << "\n";
+}
+
+/// --verify: the unpartitioned program on the CPU backend (whatever
+/// --backend ran the plan) against \p outputs; non-zero where they differ.
+static int verifyAgainstReference(const plan::Plan &plan,
+                                  runtime::DataFeed &feed,
+                                  const std::vector<runtime::Tensor> &outputs) {
+  std::vector<runtime::Tensor> reference;
+  std::vector<runtime::DeviceStats> refStats;
+  runtime::DeviceSet cpu;
+  cpu.devices.push_back(runtime::makeCpuDevice());
+  if (auto err = runtime::runThreads(
+          plan, {&plan.reference()}, cpu,
+          [&](size_t) -> runtime::DataFeed & { return feed; }, reference,
+          refStats))
+    return fail("the reference run failed: " + llvm::toString(std::move(err)));
+  if (!compare(plan, outputs, reference))
+    return fail("the partitioned run differs from the reference");
+  return 0;
+}
+
 /// A pipelined plan's stages, microbatches and schedule, on stderr.
 static void sayPipeline(const plan::Plan &plan) {
   if (const plan::Pipeline &p = plan.pipeline(); p.stages())
@@ -1105,71 +1180,14 @@ int main(int argc, char **argv) {
                              : runTimed(*plan, progs, feed, outputs, stats))
     return fail(llvm::toString(std::move(err)));
 #endif
-  int64_t instructions = 0, peak = 0, arena = 0;
-  for (const runtime::DeviceStats &s : stats) {
-    instructions += s.instructions;
-    peak = std::max(peak, s.peakBytes);
-    arena = std::max(arena, s.arenaBytes);
-  }
-  int64_t predictedPeak = 0;
-  for (const plan::DeviceProgram &p : plan->programs())
-    predictedPeak = std::max(predictedPeak, p.predicted_peak_bytes());
-  llvm::outs() << llvm::formatv(
-      "paxrun: ran {0} instructions on {1} device(s); peak buffers {2:F2} "
-      "MiB per device, in an arena of {3:F2} MiB (the plan's)",
-      instructions, plan->devices(), double(peak) / (1 << 20),
-      double(arena) / (1 << 20));
-  if (predictedPeak > 0)
-    llvm::outs() << llvm::formatv(
-        "; the cost model's peak {0:F2} MiB ({1:F3}x the measured)",
-        double(predictedPeak) / (1 << 20),
-        double(predictedPeak) / double(std::max<int64_t>(peak, 1)));
-  llvm::outs() << "\n";
+  printRunSummary(*plan, stats);
   sayPipeline(*plan);
-  int status = 0;
-  if (commStats) {
-    int64_t predicted = 0, performed = 0;
-    for (int x = 0; x < plan->exchanges_size(); ++x) {
-      const plan::Exchange &e = plan->exchanges(x);
-      int64_t most = 0;
-      for (const runtime::DeviceStats &s : stats)
-        if (auto it = s.exchangeBytes.find(uint32_t(x));
-            it != s.exchangeBytes.end())
-          most = std::max(most, it->second);
-      predicted += e.predicted_bytes();
-      performed += most;
-      bool same = most == e.predicted_bytes();
-      if (!same)
-        status = 1;
-      llvm::outs() << llvm::formatv(
-          "comm: {0,-16} {1,12} B predicted {2,12} B performed  {3}{4}\n",
-          plan::Collective::Kind_Name(e.kind()), e.predicted_bytes(), most,
-          e.what(), same ? "" : "  MISMATCH");
-    }
-    llvm::outs() << llvm::formatv(
-        "comm: total {0} B predicted, {1} B performed (per device, the most "
-        "of any device per collective)\n",
-        predicted, performed);
-  }
+  int status = commStats ? printCommStats(*plan, stats) : 0;
   if (!outputsDir.empty())
     if (auto err = writeOutputs(*plan, outputs))
       return fail(llvm::toString(std::move(err)));
-  if (verify) {
-    std::vector<runtime::Tensor> reference;
-    std::vector<runtime::DeviceStats> refStats;
-    const plan::DeviceProgram *ref = &plan->reference();
-    // The reference is the unpartitioned program on the CPU backend,
-    // whatever --backend ran the plan.
-    runtime::DeviceSet cpu;
-    cpu.devices.push_back(runtime::makeCpuDevice());
-    if (auto err = runtime::runThreads(
-            *plan, {ref}, cpu,
-            [&](size_t) -> runtime::DataFeed & { return feed; }, reference,
-            refStats))
-      return fail("the reference run failed: " +
-                  llvm::toString(std::move(err)));
-    if (!compare(*plan, outputs, reference))
-      return fail("the partitioned run differs from the reference");
-  }
+  if (verify)
+    if (int failed = verifyAgainstReference(*plan, feed, outputs))
+      return failed;
   return status;
 }
