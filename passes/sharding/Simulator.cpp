@@ -95,7 +95,11 @@ void Simulator::build(unsigned i) {
   c.name = (op.name() + " " + configStr(op, configs[i])).str();
   if (at)
     c.name += " at " + std::to_string(at);
-  c.resources = compute(at, n);
+  // An op computed from constants runs on every device, each on its own
+  // (it waits for no other device's work, as a plan runs it); without
+  // overlap everything runs on the one resource.
+  if (!constants.count(&op) || !options.overlap)
+    c.resources = compute(at, n);
   c.seconds = cost.compute;
   c.deps = inputs;
   unsigned computed = add(std::move(c)), last = computed;

@@ -1,5 +1,6 @@
 //===- SolveTest.cpp - Searching strategies of real op graphs -------------===//
 #include "passes/sharding/Solve.h"
+#include "IrText.h"
 #include "ir/Printer.h"
 #include "passes/sharding/Simulator.h"
 
@@ -216,6 +217,43 @@ TEST(SimulatorTest, WithoutOverlapItIsTheAdditiveCost) {
           << "seed " << seed;
     }
   }
+}
+
+// An op computed from constants runs on every device by itself: ops placed
+// on other devices do not wait for it to start (a pipeline's stages, or
+// branches placed apart, overlap around it).
+TEST(SimulatorTest, OpsOfConstantsDoNotHoldTheDevicesTogether) {
+  auto m = test::parse(R"(module @apart {
+  param @W0 : tensor<256x256xf32> = fill(0.1)
+  param @W1 : tensor<256x256xf32> = fill(0.1)
+  const @K : tensor<256x256xf32> = fill(0.5)
+  func @main(%x: tensor<256x256xf32>, %y: tensor<256x256xf32>) -> (a: tensor<256x256xf32>, b: tensor<256x256xf32>) {
+    %0 = compute "matmul" iter [m: 256 par, n: 256 par, k: 256 red]
+        ins(%x[m, k], @W0[k, n]) outs([m, n] : tensor<256x256xf32>) {name = "left"}
+    %1 = compute "relu" iter [a: 256 par, b: 256 par]
+        ins(@K[a, b]) outs([a, b] : tensor<256x256xf32>) {name = "constant"}
+    %2 = compute "matmul" iter [m: 256 par, n: 256 par, k: 256 red]
+        ins(%y[m, k], @W1[k, n]) outs([m, n] : tensor<256x256xf32>) {name = "right"}
+    %3 = compute "add" iter [a: 256 par, b: 256 par]
+        ins(%2[a, b], %1[a, b]) outs([a, b] : tensor<256x256xf32>) {name = "join"}
+    return %0, %3
+  }
+})");
+  ASSERT_TRUE(m);
+  auto cluster = makeCluster("pase", 2u, std::nullopt);
+  ASSERT_TRUE(bool(cluster));
+  CostModel model(*cluster, CostMode::Infer);
+  std::vector<Config> configs;
+  for (const auto &op : m->main.ops)
+    configs.push_back(Config(op->iters.size(), 1));
+  std::vector<int64_t> at = {0, 0, 1, 1};
+  Simulator sim(*m, model);
+  double step = sim.simulate(configs, at);
+  double left = model.opCost(*m->main.ops[0], configs[0], {}).compute;
+  double right = model.opCost(*m->main.ops[2], configs[2], {}).compute;
+  // "right" starts with "left", not after it.
+  EXPECT_LT(step, left + right);
+  EXPECT_GE(step, std::max(left, right));
 }
 
 // Delta simulation after any sequence of single-op changes gives the full
