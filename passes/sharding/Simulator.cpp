@@ -34,59 +34,87 @@ static std::vector<int32_t> range(int32_t first, int64_t n) {
   return r;
 }
 
-void Simulator::build(unsigned i) {
+std::vector<int32_t> Simulator::computeOn(int64_t first, int64_t n) const {
+  return options.overlap ? range(int32_t(first), n) : std::vector<int32_t>{0};
+}
+
+std::vector<int32_t> Simulator::linksOf(int64_t first, int64_t n) const {
+  return options.overlap ? range(devices + int32_t(first), n)
+                         : std::vector<int32_t>{0};
+}
+
+unsigned Simulator::add(unsigned i, SimTask t) {
+  secs[i].push_back(std::move(t));
+  return unsigned(secs[i].size() - 1);
+}
+
+std::pair<unsigned, unsigned>
+Simulator::moves(unsigned i, const Use &use,
+                 std::pair<unsigned, unsigned> ready) {
   const Func &f = m.main;
-  const Op &op = *f.ops[i];
-  std::vector<SimTask> &sec = secs[i];
-  sec.clear();
-  auto compute = [&](int64_t first, int64_t n) {
-    return options.overlap ? range(int32_t(first), n) : std::vector<int32_t>{0};
-  };
-  auto links = [&](int64_t first, int64_t n) {
-    return options.overlap ? range(devices + int32_t(first), n)
-                           : std::vector<int32_t>{0};
-  };
-  auto add = [&](SimTask t) {
-    sec.push_back(std::move(t));
-    return unsigned(sec.size() - 1);
-  };
-  // The moves of an edge, forward then the gradient's way back, each after
-  // the one before, the first after \p ready; returns the last.
-  auto moves = [&](const Use &use, std::pair<unsigned, unsigned> ready) {
-    const Op &p = *f.ops[use.producer], &q = *f.ops[use.consumer];
-    if (constants.count(&p))
-      return ready;
-    const Config &pc = configs[use.producer], &qc = configs[use.consumer];
-    int64_t po = offsets[use.producer], qo = offsets[use.consumer];
-    auto [forward, backward] =
-        model.edgePlans(placedAt(resultLayout(p, pc, use.result), po),
-                        placedAt(operandLayout(q, qc, use.operand), qo),
-                        *p.results[use.result].value);
-    // The links of both ops' devices.
-    int64_t first = std::min(po, qo),
-            n = std::max(po + configDevices(pc), qo + configDevices(qc)) -
-                first;
-    for (const auto *plan : {&forward, &backward})
-      for (const ReshardStep &s : *plan) {
-        SimTask t;
-        t.kind = SimTask::Kind::Communicate;
-        t.name = (reshardStepName(s.kind) + " " + p.name() + " -> " + q.name())
-                     .str();
-        t.resources = links(first, n);
-        t.seconds = model.planSeconds(
-            s, model.repeats(p.results[use.result].value.get()));
-        t.deps = {ready};
-        ready = {i, add(std::move(t))};
-      }
+  const Op &p = *f.ops[use.producer], &q = *f.ops[use.consumer];
+  if (constants.count(&p))
     return ready;
-  };
+  const Config &pc = configs[use.producer], &qc = configs[use.consumer];
+  int64_t po = offsets[use.producer], qo = offsets[use.consumer];
+  auto [forward, backward] =
+      model.edgePlans(placedAt(resultLayout(p, pc, use.result), po),
+                      placedAt(operandLayout(q, qc, use.operand), qo),
+                      *p.results[use.result].value);
+  // The links of both ops' devices.
+  int64_t first = std::min(po, qo),
+          n = std::max(po + configDevices(pc), qo + configDevices(qc)) - first;
+  for (const auto *plan : {&forward, &backward})
+    for (const ReshardStep &s : *plan) {
+      SimTask t;
+      t.kind = SimTask::Kind::Communicate;
+      t.name =
+          (reshardStepName(s.kind) + " " + p.name() + " -> " + q.name()).str();
+      t.resources = linksOf(first, n);
+      t.seconds = model.planSeconds(
+          s, model.repeats(p.results[use.result].value.get()));
+      t.deps = {ready};
+      ready = {i, add(i, std::move(t))};
+    }
+  return ready;
+}
+
+unsigned Simulator::communicate(unsigned i, std::string name,
+                                std::vector<int32_t> resources, double seconds,
+                                unsigned after) {
+  SimTask t;
+  t.kind = SimTask::Kind::Communicate;
+  t.name = std::move(name);
+  t.resources = std::move(resources);
+  t.seconds = seconds;
+  t.deps = {{i, after}};
+  return add(i, std::move(t));
+}
+
+void Simulator::reduceReturns(unsigned i, int64_t at, int64_t n) {
+  const Op &op = *m.main.ops[i];
+  if (constants.count(&op))
+    return;
+  for (unsigned r = 0; r < op.results.size(); ++r) {
+    if (!returned.count(op.results[r].value.get()))
+      continue;
+    ReshardStep s = model.returnStep(op, configs[i], r);
+    communicate(
+        i, (reshardStepName(s.kind) + " " + op.name() + " (returned)").str(),
+        linksOf(at, n), model.stepSeconds(s), outputTask[i]);
+  }
+}
+
+void Simulator::build(unsigned i) {
+  const Op &op = *m.main.ops[i];
+  secs[i].clear();
   // The edges in from earlier ops. The producer's output is whatever task
   // of its section it is when the schedule runs (a delta run may rebuild
   // that section).
   std::vector<std::pair<unsigned, unsigned>> inputs;
   for (unsigned u : usesInto[i])
     if (uses[u].producer < i)
-      inputs.push_back(moves(uses[u], {uses[u].producer, kOutput}));
+      inputs.push_back(moves(i, uses[u], {uses[u].producer, kOutput}));
   OpCost cost = model.opCost(op, configs[i],
                              i < choices.size() ? choices[i] : OpChoice{});
   int64_t n = constants.count(&op) ? devices : configDevices(configs[i]);
@@ -99,53 +127,28 @@ void Simulator::build(unsigned i) {
   // (it waits for no other device's work, as a plan runs it); without
   // overlap everything runs on the one resource.
   if (!constants.count(&op) || !options.overlap)
-    c.resources = compute(at, n);
+    c.resources = computeOn(at, n);
   c.seconds = cost.compute;
   c.deps = inputs;
-  unsigned computed = add(std::move(c)), last = computed;
+  unsigned computed = add(i, std::move(c)), last = computed;
   // Reductions inside the op (normalization statistics): its result waits
   // for them.
   double inside = cost.communication - cost.gradientSync;
-  if (inside > 0) {
-    SimTask t;
-    t.kind = SimTask::Kind::Communicate;
-    t.name = (op.name() + " (inside)").str();
-    t.resources = links(at, n);
-    t.seconds = inside;
-    t.deps = {{i, computed}};
-    last = add(std::move(t));
-  }
+  if (inside > 0)
+    last = communicate(i, (op.name() + " (inside)").str(), linksOf(at, n),
+                       inside, computed);
   outputTask[i] = last;
   // The gradient synchronization of its replicated weights: nothing waits
   // for it, so it overlaps what follows.
-  if (cost.gradientSync > 0) {
-    SimTask t;
-    t.kind = SimTask::Kind::Communicate;
-    t.name = (op.name() + " (gradient sync)").str();
-    t.resources = links(at, n);
-    t.seconds = cost.gradientSync;
-    t.deps = {{i, computed}};
-    add(std::move(t));
-  }
+  if (cost.gradientSync > 0)
+    communicate(i, (op.name() + " (gradient sync)").str(), linksOf(at, n),
+                cost.gradientSync, computed);
   // Its results read by earlier ops in the next step (a training step's
   // updates): moved after it; nothing in this step waits for them.
   for (unsigned u : usesFrom[i])
     if (uses[u].consumer <= i)
-      moves(uses[u], {i, last});
-  if (!constants.count(&op))
-    for (unsigned r = 0; r < op.results.size(); ++r) {
-      if (!returned.count(op.results[r].value.get()))
-        continue;
-      ReshardStep s = model.returnStep(op, configs[i], r);
-      SimTask t;
-      t.kind = SimTask::Kind::Communicate;
-      t.name =
-          (reshardStepName(s.kind) + " " + op.name() + " (returned)").str();
-      t.resources = links(at, n);
-      t.seconds = model.stepSeconds(s);
-      t.deps = {{i, outputTask[i]}};
-      add(std::move(t));
-    }
+      moves(i, uses[u], {i, last});
+  reduceReturns(i, at, n);
 }
 
 void Simulator::schedule(unsigned from) {

@@ -87,8 +87,26 @@ public:
   llvm::json::Array traceEvents() const;
 
 private:
+  /// Op \p op's section of tasks.
   void build(unsigned op);
   void schedule(unsigned from);
+  /// The compute engines, and the links, of devices [first, first + n)
+  /// (without overlap, the one resource).
+  std::vector<int32_t> computeOn(int64_t first, int64_t n) const;
+  std::vector<int32_t> linksOf(int64_t first, int64_t n) const;
+  /// Appends \p t to section \p i; its index.
+  unsigned add(unsigned i, SimTask t);
+  /// The moves of \p use into section \p i, forward then the gradient's
+  /// way back, each after the one before, the first after \p ready;
+  /// returns the last.
+  std::pair<unsigned, unsigned> moves(unsigned i, const Use &use,
+                                      std::pair<unsigned, unsigned> ready);
+  /// A communication task of section \p i after its task \p after.
+  unsigned communicate(unsigned i, std::string name,
+                       std::vector<int32_t> resources, double seconds,
+                       unsigned after);
+  /// The reductions of op \p i's returned results' partial sums.
+  void reduceReturns(unsigned i, int64_t at, int64_t n);
 
   const Module &m;
   const CostModel &model;
