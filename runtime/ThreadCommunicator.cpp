@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <tuple>
 
@@ -139,9 +140,14 @@ public:
       return err;
     const plan::Box &myIn = x.in(int(device)), &myOut = x.out(int(device));
     std::unique_lock<std::mutex> lock(m);
+    // One copy of the input, shared by every receiver it overlaps.
+    std::shared_ptr<const Tensor> copy;
     for (uint32_t peer : g.devices())
-      if (!myIn.empty() && overlapElements(myIn, x.out(int(peer)), r) > 0)
-        mail[{exchange, device, peer}].push_back(in);
+      if (!myIn.empty() && overlapElements(myIn, x.out(int(peer)), r) > 0) {
+        if (!copy)
+          copy = std::make_shared<const Tensor>(in);
+        mail[{exchange, device, peer}].push_back(copy);
+      }
     cv.notify_all();
     if (auto err = dev.zero(out))
       return err;
@@ -156,9 +162,10 @@ public:
       cv.wait(lock, [&] { return !box.empty() || aborted; });
       if (aborted)
         return abortedError();
-      Tensor sent = std::move(box.front());
+      std::shared_ptr<const Tensor> sent = std::move(box.front());
       box.pop_front();
-      if (auto err = dev.copyOverlap(sent, boxLo(b, r), out, outLo, x.reduce()))
+      if (auto err =
+              dev.copyOverlap(*sent, boxLo(b, r), out, outLo, x.reduce()))
         return err;
     }
     return llvm::Error::success();
@@ -223,7 +230,9 @@ private:
   std::string reason;
   std::map<uint32_t, std::unique_ptr<GroupState>> groups;
   /// Point-to-point copies by (exchange, sender, receiver), oldest first.
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::deque<Tensor>> mail;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>,
+           std::deque<std::shared_ptr<const Tensor>>>
+      mail;
 };
 } // namespace
 
