@@ -277,6 +277,15 @@ void printModule(const Module &m, llvm::raw_ostream &os) {
   os << "\n  }\n}\n";
 }
 
+bool isPlacementAttr(llvm::StringRef key) {
+  return llvm::is_contained(
+      std::initializer_list<llvm::StringRef>{
+          "name", "onnx_node", "config", "everywhere", "kernel", "offset",
+          "stage", "microbatch", "forward", "recomputed", "parameter",
+          "gradient_of"},
+      key);
+}
+
 std::string opBlockSignature(const Op &op, llvm::ArrayRef<int64_t> local) {
   assert(local.size() == op.iters.size() && "one extent per iteration dim");
   std::string s;
@@ -296,8 +305,7 @@ std::string opBlockSignature(const Op &op, llvm::ArrayRef<int64_t> local) {
   os << ")";
   AttrMap attrs;
   for (const auto &[key, value] : op.attrs)
-    if (key != "name" && key != "config" && key != "everywhere" &&
-        key != "kernel")
+    if (!isPlacementAttr(key))
       attrs.insert({key, value});
   printAttrs(attrs, os);
   return s;

@@ -26,12 +26,19 @@ std::string formatString(llvm::StringRef s);
 /// The text of an attribute value.
 std::string formatAttr(const AttrValue &v);
 
+/// Whether attribute \p key says where or when an op runs, or where it
+/// came from, rather than what it computes: its source names, configuration,
+/// device offset, pipeline stage, microbatch, pass, recomputation, the
+/// parameter an update writes or a gradient is of, a kernel fusion's name.
+bool isPlacementAttr(llvm::StringRef key);
+
 /// What one device computes of \p op when its iteration dims have the local
 /// extents \p local: the kind, the dims (kind and local extent), every
 /// access map with its tensor's type, and the attributes that change the
-/// computation (not the source name, the configuration or where it runs).
-/// Equal signatures compute the same block the same way, whichever layer or
-/// configuration they come from: measured costs are keyed by it.
+/// computation (not the placement attributes: isPlacementAttr).
+/// Equal signatures compute the same block the same way, whichever layer,
+/// microbatch, stage or configuration they come from: measured costs are
+/// keyed by it.
 std::string opBlockSignature(const Op &op, llvm::ArrayRef<int64_t> local);
 
 /// A short key of opBlockSignature: 16 hex digits of its 64-bit hash.

@@ -348,12 +348,19 @@ TEST(CostDbTest, KeysNameWhatABlockComputes) {
         EXPECT_EQ(key.size(), 16u);
         auto [it, fresh] = byKey.try_emplace(key, local);
         EXPECT_EQ(it->second, local) << "two local shapes share key " << key;
-        AttrValue saved = op->attrs["name"];
+        // Neither its source, its configuration nor where and when it
+        // runs (a pipeline stage's microbatch) changes the block.
+        auto saved = op->attrs;
         op->attrs["name"] = std::string("another layer");
         op->attrs["config"] = std::vector<int64_t>(c.begin(), c.end());
+        for (const char *placed :
+             {"offset", "stage", "microbatch", "forward", "recomputed",
+              "gradient_of", "onnx_node"})
+          op->attrs[placed] = int64_t(3);
         EXPECT_EQ(opBlockKey(*op, local), key);
-        op->attrs["name"] = saved;
-        op->attrs.erase("config");
+        op->attrs["epsilon"] = 0.5f; // what it computes does
+        EXPECT_NE(opBlockKey(*op, local), key);
+        op->attrs = saved;
       }
     }
   }
