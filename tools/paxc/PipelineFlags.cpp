@@ -33,13 +33,22 @@ bool pipelineOff() { return pipelineFlag == "off"; }
 
 bool pipelineAuto() { return pipelineFlag == "auto"; }
 
-llvm::Expected<PipelineOptions> pipelineOptionsFromFlags(int64_t microbatches) {
-  PipelineOptions p;
-  if (pipelineFlag != "auto" &&
-      (llvm::StringRef(pipelineFlag).getAsInteger(10, p.stages) ||
-       p.stages < 1))
+llvm::Expected<std::optional<int64_t>> pipelineStages() {
+  int64_t stages = 0;
+  if (pipelineOff() || pipelineAuto())
+    return std::nullopt;
+  if (llvm::StringRef(pipelineFlag).getAsInteger(10, stages) || stages < 1)
     return llvm::createStringError("--pipeline=" + pipelineFlag +
                                    ": expected off, auto or a stage count");
+  return stages;
+}
+
+llvm::Expected<PipelineOptions> pipelineOptionsFromFlags(int64_t microbatches) {
+  PipelineOptions p;
+  auto stages = pipelineStages();
+  if (!stages)
+    return stages.takeError();
+  p.stages = stages->value_or(0);
   if (scheduleFlag != "auto") {
     p.schedule = parseSchedule(scheduleFlag);
     if (!p.schedule)

@@ -25,6 +25,10 @@ bool pipelineOff();
 /// where stages simulate faster).
 bool pipelineAuto();
 
+/// --pipeline=N's stage count; nullopt for off and auto, an error for
+/// anything else.
+llvm::Expected<std::optional<int64_t>> pipelineStages();
+
 /// --pipeline and --schedule with \p microbatches (0: every count the
 /// batch allows), or an error naming the flag.
 llvm::Expected<PipelineOptions> pipelineOptionsFromFlags(int64_t microbatches);

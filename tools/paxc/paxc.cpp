@@ -332,6 +332,26 @@ static std::optional<PipelineChoice> pipelined;
 /// priced (the step's own search is of the step as built).
 static std::optional<PipelineSearchResult> forwardPipelines;
 
+/// --emit=cost-probe's devices: with --pipeline=S, one stage's submesh of
+/// \p cluster (a pipelined plan's blocks are those of the step built for
+/// its stage's devices), else all of it.
+static llvm::Expected<Cluster> probedStage(const Cluster &cluster) {
+  auto stages = paxc::pipelineStages();
+  if (!stages)
+    return stages.takeError();
+  if (paxc::pipelineAuto())
+    return llvm::createStringError(
+        "--emit=cost-probe probes one stage's blocks: give --pipeline the "
+        "stage count, not auto");
+  if (!*stages)
+    return cluster;
+  if (**stages > int64_t(cluster.gpus) || cluster.gpus % **stages)
+    return llvm::createStringError(llvm::formatv(
+        "--pipeline={0}: the stages must divide the {1} devices", **stages,
+        cluster.gpus));
+  return subCluster(cluster, int64_t(cluster.gpus) / **stages);
+}
+
 /// The cluster of --cluster, --gpus, --gpus-per-node and --cost-db.
 static llvm::Expected<Cluster> clusterFromFlags() {
   auto cluster = makeCluster(
@@ -349,6 +369,8 @@ static llvm::Expected<Cluster> clusterFromFlags() {
   }
   if (pipelined)
     return subCluster(*cluster, pipelined->stageDevices);
+  if (emit == Emit::CostProbe)
+    return probedStage(*cluster);
   return cluster;
 }
 
@@ -1209,7 +1231,7 @@ static Target targetFromFlags() {
 /// --pipeline where stages are searched: a report, a strategy or a plan
 /// of the forward program's search.
 static llvm::Error checkPipelineTarget(const Target &t) {
-  if (paxc::pipelineOff())
+  if (paxc::pipelineOff() || emit == Emit::CostProbe)
     return llvm::Error::success();
   if (!t.planning && !t.sharding)
     return llvm::createStringError(
