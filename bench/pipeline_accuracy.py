@@ -3,16 +3,17 @@
 
 On this machine's MPI ranks (one device each) with the measured links and
 per-block costs (as bench/sim_accuracy.py: `paxrun --measure-links`; the
-training step's cost probe at each microbatch count, merged): a GPT-2 training step compiled without stages
-(the searched strategy, with 1 and with M microbatches) and with
-pipeline stages (every stage count that divides the ranks, microbatch
-counts and both schedules); each plan's simulated step (paxc's `ms
-simulated`: the simulator's for a plan without stages, simulatePipeline's
-on the stages' prices for one with) against its measured step (`mpirun
--np R paxrun PLAN --random-inputs --repeat=K --time` in rounds over every
-plan, the median of the slowest rank's program over the runs after each
-round's first). Prints the table, the largest and mean error, and the
-pairs of plans whose order the simulator keeps.
+training step's cost probes at each microbatch count, and with
+--pipeline=S at each stage count, merged): a GPT-2 training step compiled
+without stages (the searched strategy, with 1 and with M microbatches)
+and with pipeline stages (every stage count that divides the ranks,
+microbatch counts and schedules); each plan's simulated step (paxc's `ms
+simulated`: the simulator's timeline of the plan's step, each device's
+ops in the plan's order) against its measured step (`mpirun -np R paxrun
+PLAN --random-inputs --repeat=K --time` in rounds over every plan, the
+median of the slowest rank's program over the runs after each round's
+first). Prints the table, the largest and mean error, and the pairs of
+plans whose order the simulator keeps.
 
   python3 bench/pipeline_accuracy.py [--ranks 2] [--threads 1] [--rounds 3]
                                      [--repeat 4] [--layers 4] [--hidden 128]
@@ -41,18 +42,30 @@ def gpt2(work, a):
     return path
 
 
-def profile(machine, path, counts):
-    """paxc's options for the model with its blocks measured at every
-    microbatch count (a plan in M microbatches runs blocks of 1/M of the
-    batch): one cost probe per count, the databases merged."""
-    merged = None
+def probes(ranks, counts):
+    """(name, flags) of every cost probe the plans need: the step at each
+    microbatch count, on every rank and, pipelined, on one stage's ranks
+    (a stage's program: its replicas and configurations)."""
+    out = []
     for m in counts:
-        flags = LOSS + ([f"--microbatches={m}"] if m > 1 else [])
-        base = machine.profile(f"gpt2-m{m}", path, flags)
+        mb = [f"--microbatches={m}"] if m > 1 else []
+        out.append((f"m{m}", mb))
+        for s in range(2, ranks + 1):
+            if ranks % s == 0 and m > 1:
+                out.append((f"s{s}-m{m}", mb + [f"--pipeline={s}"]))
+    return out
+
+
+def profile(machine, path, counts):
+    """paxc's options for the model with its blocks measured in every
+    probe (a plan in M microbatches runs blocks of 1/M of the batch; a
+    pipelined one its stage's), the databases merged."""
+    merged, seen = None, set()
+    for name, flags in probes(machine.ranks, counts):
+        base = machine.profile(f"gpt2-{name}", path, LOSS + flags)
         db = json.load(open(base[-1].split("=", 1)[1]))
         if merged is None:
-            merged, seen = db, {e["key"] for e in db["ops"]}
-            continue
+            merged = dict(db, ops=[])
         for e in db["ops"]:
             if e["key"] not in seen:
                 seen.add(e["key"])

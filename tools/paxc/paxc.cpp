@@ -328,6 +328,9 @@ static bool choosingMicrobatches = false;
 /// A pipelined training plan's stages, once chosen: the flags' cluster is
 /// then one stage's submesh.
 static std::optional<PipelineChoice> pipelined;
+/// A pipelined plan's cluster, every stage's devices (theCluster is then
+/// one stage's).
+static std::optional<Cluster> wholeCluster;
 /// A training step's report: the pipelines its forward program's search
 /// priced (the step's own search is of the step as built).
 static std::optional<PipelineSearchResult> forwardPipelines;
@@ -945,6 +948,7 @@ takePipeline(Module &m, const StrategyReport &first) {
   }
   markStages(m.main, choice->layers, choice->plan.stages);
   pipelined = std::move(*choice);
+  wholeCluster = *theCluster;
   theCluster = subCluster(*theCluster, pipelined->stageDevices);
   if (!quiet)
     llvm::errs() << llvm::formatv(
@@ -1053,14 +1057,32 @@ static llvm::Expected<ImportOptions> importOptionsFromFlags() {
   return options;
 }
 
+/// The step of \p m, placed and ordered in stages, simulated on every
+/// stage's devices: each op once as it runs (in \p configs, from its offset
+/// attribute), each device's ops in program order, the transfers between
+/// stages on their links.
+static double simulatePlacedStep(const Module &m, const Cluster &cluster,
+                                 llvm::ArrayRef<Config> configs) {
+  std::vector<int64_t> offsets;
+  for (const auto &op : m.main.ops)
+    offsets.push_back(op->intAttr("offset", 0));
+  CostModel model(cluster, CostMode::Infer);
+  SimOptions so;
+  so.delta = false;
+  return Simulator(m, model, so).simulate(configs, offsets);
+}
+
 /// What the pipeline search predicts of a pipelined plan's step: the
-/// slowest stage's peak, the schedule's step.
-static void pipelinedPrediction(const PipelineChoice &c, PlanOptions &po) {
+/// slowest stage's peak, the schedule's step; the plan's own step \p m
+/// simulated.
+static void pipelinedPrediction(const Module &m, const PipelineChoice &c,
+                                llvm::ArrayRef<Config> configs,
+                                PlanOptions &po) {
   po.predictedBytes = 0;
   for (const PipelineStage &st : c.plan.stages)
     po.predictedBytes = std::max(po.predictedBytes, st.peakBytes);
   po.predictedStepSeconds = c.plan.stepSeconds;
-  po.simulatedStepSeconds = c.plan.simulatedSeconds;
+  po.simulatedStepSeconds = simulatePlacedStep(m, *wholeCluster, configs);
   po.pipeline = paxc::pipelineRecord(c);
 }
 
@@ -1087,15 +1109,15 @@ static llvm::Expected<PlanOptions> partitionForPlan(Module &m, bool partitioned,
       if (int64_t at = offsetOf(s.offsets, i))
         m.main.ops[i]->attrs["offset"] = at;
     }
-    int64_t stages = pipelined ? pipelined->plan.ranks() : 1;
-    if (auto err = insertCollectives(m, theCluster->gpus * stages,
-                                     theCluster->gpusPerNode))
-      return err;
     po.predictedBytes = s.cost.memoryBytes;
     po.predictedStepSeconds = s.cost.seconds;
     po.simulatedStepSeconds = s.cost.simulatedSeconds;
     if (pipelined)
-      pipelinedPrediction(*pipelined, po);
+      pipelinedPrediction(m, *pipelined, s.configs, po);
+    int64_t stages = pipelined ? pipelined->plan.ranks() : 1;
+    if (auto err = insertCollectives(m, theCluster->gpus * stages,
+                                     theCluster->gpusPerNode))
+      return err;
   }
   if (fuseKernelsFlag)
     fuseKernels(m);
