@@ -28,6 +28,11 @@ llvm::StringRef scheduleName(Schedule s) {
   return "?";
 }
 
+std::string scheduleText(llvm::StringRef schedule, int64_t chunks) {
+  return chunks > 1 ? llvm::formatv("{0} of {1} chunks", schedule, chunks).str()
+                    : schedule.str();
+}
+
 std::optional<Schedule> parseSchedule(llvm::StringRef name) {
   if (name == "gpipe")
     return Schedule::GPipe;

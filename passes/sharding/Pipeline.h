@@ -52,6 +52,9 @@ namespace pax {
 enum class Schedule : uint8_t { GPipe, OneFOneB, Interleaved };
 
 llvm::StringRef scheduleName(Schedule s);
+/// "1f1b", "interleaved of 3 chunks": a schedule's name and its chunks
+/// per rank where more than one.
+std::string scheduleText(llvm::StringRef schedule, int64_t chunks);
 std::optional<Schedule> parseSchedule(llvm::StringRef name);
 
 /// One layer on one device of its stage's submesh, per microbatch.

@@ -92,6 +92,12 @@ public:
 private:
   void tryCut(const SearchSpace &space, const Strategy &intra,
               const LeverOptions &levers, int64_t microbatches);
+  /// The chunks per rank to try under \p k (1 but interleaved).
+  std::vector<int64_t> chunkCounts(Schedule k) const;
+  /// The cut of \p costs on schedule \p k, kept where it is the fastest.
+  void tryPlan(llvm::ArrayRef<LayerCost> costs, Schedule k, int64_t chunks,
+               const Strategy &intra, llvm::ArrayRef<OpChoice> choices,
+               int64_t microbatches);
 
   std::optional<PipelineChoice> found;
   std::string lastError;
@@ -116,28 +122,47 @@ void StageCount::tryCut(const SearchSpace &space, const Strategy &intra,
   for (Schedule k :
        {Schedule::OneFOneB, Schedule::GPipe, Schedule::Interleaved}) {
     if (p.schedule ? *p.schedule != k
-                   : k == Schedule::Interleaved &&
-                         (microbatches % stages ||
-                          2 * stages > int64_t(layers.size())))
+                   : k == Schedule::Interleaved && microbatches % stages)
       continue;
-    // Interleaved: two chunks per rank (Megatron's virtual pipeline of 2).
-    int64_t chunks = k == Schedule::Interleaved ? 2 : 1;
-    auto plan =
-        planStages(costs, stages, microbatches, k, o.memoryLimit, chunks);
-    if (!plan) {
-      std::string why = llvm::toString(plan.takeError());
-      if (lastError.empty())
-        lastError = why;
-      continue;
-    }
-    if (found && found->plan.simulatedSeconds <= plan->simulatedSeconds)
-      continue;
-    found = PipelineChoice{std::move(*plan), devices,
-                           std::vector<LayerSpan>(layers.begin(), layers.end()),
-                           intra};
-    found->intra.choices = choices;
-    found->intra.microbatches = microbatches;
+    for (int64_t chunks : chunkCounts(k))
+      tryPlan(costs, k, chunks, intra, choices, microbatches);
   }
+}
+
+std::vector<int64_t> StageCount::chunkCounts(Schedule k) const {
+  if (k != Schedule::Interleaved)
+    return {1};
+  if (p.chunks) // (too many for the layers: planStages says so)
+    return {p.chunks};
+  // Megatron's virtual pipeline: 2 or more chunks of layers per rank.
+  std::vector<int64_t> out;
+  for (int64_t v = 2; v <= PipelineOptions::kMostChunks &&
+                      v * stages <= int64_t(layers.size());
+       ++v)
+    out.push_back(v);
+  if (out.empty()) // planStages says why none fits
+    out.push_back(2);
+  return out;
+}
+
+void StageCount::tryPlan(llvm::ArrayRef<LayerCost> costs, Schedule k,
+                         int64_t chunks, const Strategy &intra,
+                         llvm::ArrayRef<OpChoice> choices,
+                         int64_t microbatches) {
+  auto plan = planStages(costs, stages, microbatches, k, o.memoryLimit, chunks);
+  if (!plan) {
+    std::string why = llvm::toString(plan.takeError());
+    if (lastError.empty())
+      lastError = why;
+    return;
+  }
+  if (found && found->plan.simulatedSeconds <= plan->simulatedSeconds)
+    return;
+  found = PipelineChoice{std::move(*plan), devices,
+                         std::vector<LayerSpan>(layers.begin(), layers.end()),
+                         intra};
+  found->intra.choices.assign(choices.begin(), choices.end());
+  found->intra.microbatches = microbatches;
 }
 
 llvm::Expected<PipelineChoice> StageCount::best() {
@@ -315,7 +340,8 @@ llvm::Expected<PipelineSearchResult> searchPipeline(const Module &m,
     r.tried.push_back(llvm::formatv(
         "{0} stages of {1} devices ({2:F1} s): {3}, {4} microbatches, {5}", s,
         best->stageDevices, took, formatSeconds(best->plan.simulatedSeconds),
-        best->plan.microbatches, scheduleName(best->plan.schedule)));
+        best->plan.microbatches,
+        scheduleText(scheduleName(best->plan.schedule), best->plan.chunks)));
     if (!r.best || best->plan.simulatedSeconds < r.best->plan.simulatedSeconds)
       r.best = std::move(*best);
   }
@@ -364,12 +390,11 @@ void printPipeline(const PipelineSearchResult &r, double flat,
     const PipelinePlan &p = r.best->plan;
     os << llvm::formatv(
         "pipeline:            {0} stages x {1} devices, {2} microbatches, "
-        "{3}{7}: step {4} simulated ({5} by the formula, bubble {6:F1}%)",
+        "{3}: step {4} simulated ({5} by the formula, bubble {6:F1}%)",
         p.ranks(), r.best->stageDevices, p.microbatches,
-        scheduleName(p.schedule), formatSeconds(p.simulatedSeconds),
-        formatSeconds(p.stepSeconds), 100 * p.bubble,
-        p.chunks > 1 ? llvm::formatv(" of {0} chunks", p.chunks).str()
-                     : std::string());
+        scheduleText(scheduleName(p.schedule), p.chunks),
+        formatSeconds(p.simulatedSeconds), formatSeconds(p.stepSeconds),
+        100 * p.bubble);
     if (flat > 0)
       os << llvm::formatv(", {0:F2}x the step without stages ({1})",
                           flat / p.simulatedSeconds, formatSeconds(flat));

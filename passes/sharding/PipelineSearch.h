@@ -33,7 +33,11 @@ namespace pax {
 struct PipelineOptions {
   int64_t stages = 0;               ///< 0: every count that divides the cluster
   int64_t microbatches = 0;         ///< 0: every count the batch allows
-  std::optional<Schedule> schedule; ///< none: both
+  std::optional<Schedule> schedule; ///< none: each
+  /// Interleaved: the chunks (stages) per rank; 0: every count from 2 up
+  /// to kMostChunks that the layers allow.
+  int64_t chunks = 0;
+  static constexpr int64_t kMostChunks = 8;
   /// Train: a training step's stages (forward and backward per
   /// microbatch); Infer: an inference's (forward only, no recomputation,
   /// no Megatron grid).

@@ -21,15 +21,48 @@ static cl::opt<std::string> scheduleFlag(
     cl::desc("With --pipeline: the microbatch schedule, 1f1b (each stage "
              "keeps at most its distance to the end in flight), gpipe (every "
              "microbatch's forward first), interleaved (Megatron's 1F1B over "
-             "two chunks of layers per stage: a shorter fill and drain, twice "
-             "the sends; microbatches a multiple of the stages) or auto (each "
-             "that applies)"),
+             "--chunks chunks of layers per stage: a shorter fill and drain, "
+             "more sends; microbatches a multiple of the stages) or auto "
+             "(each that applies)"),
     cl::value_desc("auto|1f1b|gpipe|interleaved"), cl::init("auto"),
     cl::cat(searchCategory));
 
+static cl::opt<std::string> chunksFlag(
+    "chunks",
+    cl::desc("With --pipeline and the interleaved schedule: the chunks of "
+             "layers each stage's devices run (Megatron's virtual pipeline "
+             "size): V (at least 2) or auto (each from 2 to 8 that the "
+             "layers allow)"),
+    cl::value_desc("auto|V"), cl::init("auto"), cl::cat(searchCategory));
+
 namespace pax::paxc {
 
+/// --chunks into \p p (after --schedule).
+static llvm::Error chunksFromFlags(PipelineOptions &p) {
+  if (chunksFlag == "auto")
+    return llvm::Error::success();
+  if (llvm::StringRef(chunksFlag).getAsInteger(10, p.chunks) || p.chunks < 2)
+    return llvm::createStringError("--chunks=" + chunksFlag +
+                                   ": expected auto or a count of at least 2");
+  if (p.schedule && *p.schedule != Schedule::Interleaved)
+    return llvm::createStringError(
+        "--chunks=" + chunksFlag + ": chunks are the interleaved schedule's, "
+        "not --schedule=" + scheduleFlag);
+  return llvm::Error::success();
+}
+
 bool pipelineOff() { return pipelineFlag == "off"; }
+
+llvm::Error checkPipelineFlagsUsed() {
+  if (!pipelineOff())
+    return llvm::Error::success();
+  for (const cl::Option *o : {static_cast<const cl::Option *>(&scheduleFlag),
+                              static_cast<const cl::Option *>(&chunksFlag)})
+    if (o->getNumOccurrences())
+      return llvm::createStringError("--" + o->ArgStr +
+                                     " applies to a pipeline: give --pipeline");
+  return llvm::Error::success();
+}
 
 bool pipelineAuto() { return pipelineFlag == "auto"; }
 
@@ -56,6 +89,8 @@ llvm::Expected<PipelineOptions> pipelineOptionsFromFlags(int64_t microbatches) {
                                      ": expected auto, 1f1b, gpipe or "
                                      "interleaved");
   }
+  if (auto err = chunksFromFlags(p))
+    return err;
   p.microbatches = microbatches;
   return p;
 }

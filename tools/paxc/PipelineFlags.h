@@ -21,6 +21,9 @@ extern llvm::cl::OptionCategory searchCategory;
 /// --pipeline=off (the default).
 bool pipelineOff();
 
+/// An error where --schedule or --chunks is given without --pipeline.
+llvm::Error checkPipelineFlagsUsed();
+
 /// --pipeline=auto: the stage count searched (the plan pipelines only
 /// where stages simulate faster).
 bool pipelineAuto();

@@ -702,7 +702,8 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   }
   // The forward program's search prices the pipelines too (a pipelined
   // plan's second phase is one stage's).
-  if (report && !paxc::pipelineOff() && !trainingStep && !pipelined)
+  if (report && !paxc::pipelineOff() && !trainingStep && !pipelined &&
+      !forwardPipelines)
     if (auto err = searchStages(m, o, limit, *report))
       return err;
   if (report && trainingStep && forwardPipelines)
@@ -920,7 +921,8 @@ static llvm::Expected<ForwardChoices> searchForward(Module &m, bool planning) {
   auto first = searchForwardProgram(m, planning);
   if (!first)
     return first.takeError();
-  forwardPipelines = first->pipeline;
+  if (first->pipeline)
+    forwardPipelines = first->pipeline;
   return takeForwardChoices(m, first->strategy);
 }
 
@@ -955,7 +957,9 @@ takePipeline(Module &m, const StrategyReport &first) {
         "paxc: --pipeline: {0} stages of {1} device(s), {2} microbatches, "
         "{3}\n",
         pipelined->plan.ranks(), pipelined->stageDevices,
-        pipelined->plan.microbatches, scheduleName(pipelined->plan.schedule));
+        pipelined->plan.microbatches,
+        scheduleText(scheduleName(pipelined->plan.schedule),
+                     pipelined->plan.chunks));
   return takeForwardChoices(m, pipelined->intra);
 }
 
@@ -1253,6 +1257,8 @@ static Target targetFromFlags() {
 /// --pipeline where stages are searched: a report, a strategy or a plan
 /// of the forward program's search.
 static llvm::Error checkPipelineTarget(const Target &t) {
+  if (auto err = paxc::checkPipelineFlagsUsed())
+    return err;
   if (paxc::pipelineOff() || emit == Emit::CostProbe)
     return llvm::Error::success();
   if (!t.planning && !t.sharding)
@@ -1265,6 +1271,40 @@ static llvm::Error checkPipelineTarget(const Target &t) {
         "searched, on more than one device (--gpus, --cluster) and without "
         "--strategy");
   return llvm::Error::success();
+}
+
+/// A training step's first phase, and its split into \p perStep
+/// microbatches (0: the search's count): the forward program's search
+/// (its configurations set on the ops), or its pipeline search whose
+/// choice a pipelined plan takes. A report's pipelines are of the forward
+/// program before the split.
+static llvm::Expected<ForwardChoices> firstPhase(Module &m, const Target &t,
+                                                 int64_t perStep) {
+  ForwardChoices chosen;
+  bool stages = trainingStep && t.twoPhase && !paxc::pipelineOff();
+  if (stages && t.planning) {
+    auto first = choosePipeline(m);
+    if (!first)
+      return first.takeError();
+    chosen = std::move(*first);
+    if (pipelined)
+      perStep = pipelined->plan.microbatches;
+  } else if (stages) {
+    auto first = searchForwardProgram(m, /*planning=*/false);
+    if (!first)
+      return first.takeError();
+    forwardPipelines = first->pipeline;
+  }
+  if (trainingStep)
+    if (auto err = splitStep(m, perStep, t.twoPhase, t.planning))
+      return err;
+  if (pipelined) {
+    markForward(m.main);
+    return chosen;
+  }
+  if (t.twoPhase)
+    return searchForward(m, t.planning);
+  return chosen;
 }
 
 /// A training step's microbatches, forward choices, backward ops and ZeRO
@@ -1281,30 +1321,10 @@ static llvm::Error buildStep(Module &m, const Target &t,
         "--recompute=auto takes the search's choice per op, and a training "
         "plan is searched only on more than one device (--gpus, --cluster) "
         "without --strategy; use none or all");
-  ForwardChoices chosen;
-  bool pipelining =
-      trainingStep && t.planning && t.twoPhase && !paxc::pipelineOff();
-  if (pipelining) {
-    auto first = choosePipeline(m);
-    if (!first)
-      return first.takeError();
-    chosen = std::move(*first);
-    if (pipelined)
-      perStep = pipelined->plan.microbatches;
-    else
-      pipelining = false;
-  }
-  if (trainingStep)
-    if (auto err = splitStep(m, perStep, t.twoPhase, t.planning))
-      return err;
-  if (pipelining)
-    markForward(m.main);
-  else if (t.twoPhase) {
-    auto first = searchForward(m, t.planning);
-    if (!first)
-      return first.takeError();
-    chosen = std::move(*first);
-  }
+  auto chosen = firstPhase(m, t, perStep);
+  if (!chosen)
+    return chosen.takeError();
+  bool pipelining = pipelined.has_value();
   // Partitioned, a lookup's gradient and the updates may run whole on
   // every device (replica dims of the plan's device count).
   int64_t replicas = 1;
@@ -1314,13 +1334,13 @@ static llvm::Error buildStep(Module &m, const Target &t,
       return c.takeError();
     replicas = (*c)->gpus;
   }
-  if (auto err = buildBackward(m, replicas, recomputing, chosen.recompute))
+  if (auto err = buildBackward(m, replicas, recomputing, chosen->recompute))
     return err;
   if (trainingStep && replicas > 1)
     if (auto err = applyZero(m, replicas, [&](const Global &g) {
           auto fixed = parseZeroStage(zeroStage);
           return fixed && *fixed >= 0 ? unsigned(*fixed)
-                                      : chosen.zero.lookup(&g);
+                                      : chosen->zero.lookup(&g);
         }))
       return err;
   return pipelining ? paxc::placePipeline(m, *pipelined)

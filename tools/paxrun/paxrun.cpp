@@ -864,8 +864,10 @@ static void sayPipeline(const plan::Plan &plan) {
   if (const plan::Pipeline &p = plan.pipeline(); p.stages())
     llvm::errs() << llvm::formatv(
         "paxrun: pipeline: {0} stages of {1} device(s), {2} microbatches per "
-        "step, {3}\n",
-        p.stages(), p.stage_devices(), p.microbatches(), p.schedule());
+        "step, {3}{4}\n",
+        p.stages(), p.stage_devices(), p.microbatches(), p.schedule(),
+        p.chunks() > 1 ? llvm::formatv(" of {0} chunks", p.chunks()).str()
+                       : std::string());
 }
 
 /// paxrun --train: the session's steps, its weight-load counts and, with
