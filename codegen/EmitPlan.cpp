@@ -8,6 +8,7 @@
 #include "ir/Reach.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <algorithm>
 #include <map>
@@ -180,6 +181,9 @@ private:
   bool steps = m.isTrainingStep(); ///< a training step's program
   std::vector<plan::DeviceProgram> *progs = nullptr;
   std::vector<llvm::DenseMap<const Value *, Held>> held;
+  /// A probe's blocks of ops computed from constants: their results are
+  /// held, and read as they are.
+  llvm::DenseSet<const Op *> probeConstants;
   std::vector<
       std::map<std::pair<const Value *, std::vector<int64_t>>, uint32_t>>
       leaves;
@@ -356,10 +360,13 @@ Emitter::operandBuffer(const Op &op, const Operand &o, int64_t d,
   bool constant = o.value->kind == Value::Kind::Global &&
                   !o.value->global->isParameter &&
                   o.value->global->source != DataSource::Input;
-  if (probe && !constant)
+  bool computedFromConstants = o.value->kind == Value::Kind::Result &&
+                               probeConstants.contains(o.value->def);
+  if (probe && !constant && !computedFromConstants)
     // Activations, weights and inputs: floats an unremarkable value (no
     // fast path of pow or exp takes it), integers zero (a valid index into
-    // any table). Constants (exponents, scales, masks) are the model's own.
+    // any table). Constants (exponents, scales, masks) are the model's own,
+    // and so are the values computed from them.
     return std::pair{
         fillBuffer(d, o.value, box, isFloat(o.value->type.elem) ? 0.731 : 0),
         box};
@@ -440,7 +447,7 @@ llvm::Error Emitter::emitBlock(const Op &op, const Placement &pl, int64_t d,
     if (auto err = rebase(op, b, outBoxes[k], op.results[k].value->type,
                           *c.mutable_outputs(int(k))))
       return err;
-    if (!probe)
+    if (!probe || probeConstants.contains(&op))
       held[d][op.results[k].value.get()] = {outs[k], outBoxes[k]};
   }
   *(*progs)[d].add_instructions()->mutable_compute() = std::move(c);
@@ -900,6 +907,10 @@ llvm::Error Emitter::probe(llvm::ArrayRef<ProbeBlock> blocks,
   held.resize(1);
   leaves.clear();
   leaves.resize(1);
+  probeConstants.clear();
+  for (const ProbeBlock &b : blocks)
+    if (b.constant)
+      probeConstants.insert(b.op);
   for (const ProbeBlock &b : blocks) {
     if (b.config.size() != b.op->iters.size())
       return llvm::createStringError(

@@ -41,11 +41,16 @@ llvm::Expected<plan::Plan> emitPlan(const Module &m, const PlanOptions &o);
 struct ProbeBlock {
   const Op *op = nullptr;
   llvm::SmallVector<int64_t, 6> config;
+  /// An op computed from constants (whole): its results are the model's
+  /// values, which the blocks after it read (an exponent computed as 2 - 1
+  /// is 1, whose fast path the plan takes too).
+  bool constant = false;
 };
 
 /// A cost probe: a one-device plan (`probe` set, no reference) that
 /// computes each of \p blocks once, in order, each compute carrying its
-/// block's cost_key. Constants are read from \p source (the ONNX model);
+/// block's cost_key. Constants are read from \p source (the ONNX model),
+/// values computed from them are the constant blocks' results;
 /// activations, weights and inputs are fills (0.731 for floats, 0 for
 /// integers). `paxrun --write-cost-db` times it on the machine that will
 /// run the plans.

@@ -349,9 +349,9 @@ static llvm::Expected<Cluster> probedStage(const Cluster &cluster) {
   if (!*stages)
     return cluster;
   if (**stages > int64_t(cluster.gpus) || cluster.gpus % **stages)
-    return llvm::createStringError(llvm::formatv(
-        "--pipeline={0}: the stages must divide the {1} devices", **stages,
-        cluster.gpus));
+    return llvm::createStringError(
+        llvm::formatv("--pipeline={0}: the stages must divide the {1} devices",
+                      **stages, cluster.gpus));
   return subCluster(cluster, int64_t(cluster.gpus) / **stages);
 }
 
@@ -726,14 +726,16 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
   llvm::StringSet<> seen;
   size_t configs = 0;
   for (const auto &op : m.main.ops) {
+    // An op computed from constants runs whole, each time: the blocks
+    // after it read its values.
+    bool constant = everywhere.contains(op.get());
     std::vector<Config> space =
-        everywhere.contains(op.get())
-            ? std::vector<Config>{Config(op->iters.size(), 1)}
-            : enumerateConfigs(*op, co);
+        constant ? std::vector<Config>{Config(op->iters.size(), 1)}
+                 : enumerateConfigs(*op, co);
     configs += space.size();
     for (Config &c : space)
-      if (seen.insert(opBlockKey(*op, localExtents(*op, c))).second)
-        blocks.push_back({op.get(), std::move(c)});
+      if (seen.insert(opBlockKey(*op, localExtents(*op, c))).second || constant)
+        blocks.push_back({op.get(), std::move(c), constant});
   }
   llvm::SmallString<256> source(inputPath);
   llvm::sys::fs::make_absolute(source);
@@ -745,7 +747,7 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
     llvm::errs() << llvm::formatv(
         "paxc: wrote {0}: {1} distinct op blocks of {2} ops in {3} "
         "configurations on up to {4} devices\n",
-        outputPath, blocks.size(), m.main.ops.size(), configs, cluster->gpus);
+        outputPath, seen.size(), m.main.ops.size(), configs, cluster->gpus);
   return llvm::Error::success();
 }
 
