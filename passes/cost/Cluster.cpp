@@ -309,7 +309,8 @@ llvm::Expected<Cluster> pax::parseClusterJson(llvm::StringRef text,
   if (auto err =
           r.checkKnown({"name", "gpus", "gpus_per_node", "peak_tflops",
                         "memory_gib", "intra_node", "inter_node", "reduce_gbps",
-                        "memory_gbps", "peak_tflops_16bit"}))
+                        "memory_gbps", "peak_tflops_16bit",
+                        "overlap_collectives"}))
     return err;
   Cluster c;
   auto name = r.string("name");
@@ -350,6 +351,13 @@ llvm::Expected<Cluster> pax::parseClusterJson(llvm::StringRef text,
     if (!v)
       return v.takeError();
     *field = *v * unit;
+  }
+  if (const llvm::json::Value *overlap = obj->get("overlap_collectives")) {
+    std::optional<bool> b = overlap->getAsBoolean();
+    if (!b)
+      return llvm::createStringError(
+          origin + ": \"overlap_collectives\" must be true or false");
+    c.overlapCollectives = *b;
   }
   return c;
 }
@@ -407,6 +415,8 @@ llvm::json::Value pax::clusterToJson(const Cluster &c) {
     o["memory_gbps"] = c.memoryBandwidth / kGB;
   if (c.halfFlops > 0)
     o["peak_tflops_16bit"] = c.halfFlops / kTera;
+  if (c.overlapCollectives)
+    o["overlap_collectives"] = true;
   return o;
 }
 

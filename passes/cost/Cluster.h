@@ -50,6 +50,12 @@ struct Cluster {
   /// FLOP/s: the rate of products whose operands are 16-bit (paxc
   /// --precision=bf16|fp16); 0: peakFlops.
   double halfFlops = 0;
+  /// Whether the runtime overlaps collectives with compute (a separate
+  /// communication stream). paxrun does not: each device runs its
+  /// instructions in order, a collective where it stands (a point-to-point
+  /// send leaves its sender free). The simulator models either
+  /// (Simulator.h); JSON `overlap_collectives`, false unless given.
+  bool overlapCollectives = false;
 
   /// Number of nodes; a cluster smaller than one node is one (partial) node.
   unsigned nodes() const;

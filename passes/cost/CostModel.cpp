@@ -13,7 +13,11 @@ static constexpr double kBackwardFactor = 2.0;
 
 double CostModel::collective(ReshardStep::Kind kind, int64_t groupSize,
                              int64_t groupPerNode, double bytes) const {
-  if (groupSize <= 1 || bytes <= 0)
+  // (A point-to-point move reaches one device too: placed apart, from
+  // another's.)
+  bool pointToPoint =
+      kind == ReshardStep::Kind::SendRecv || kind == ReshardStep::Kind::Halo;
+  if ((groupSize <= 1 && !pointToPoint) || bytes <= 0)
     return 0;
   Group g{unsigned(groupSize), unsigned(std::max<int64_t>(groupPerNode, 1))};
   switch (kind) {

@@ -78,9 +78,10 @@ struct Pass {
 std::vector<Pass> passOrder(Schedule k, int64_t r, int64_t ranks,
                             int64_t chunks, int64_t m) {
   int64_t total = m * chunks;
-  int64_t warm = k == Schedule::GPipe      ? total
-                 : k == Schedule::OneFOneB ? std::min(ranks - r - 1, m)
-                                           : interleavedWarmUp(r, ranks, chunks, m);
+  int64_t warm = k == Schedule::GPipe ? total
+                 : k == Schedule::OneFOneB
+                     ? std::min(ranks - r - 1, m)
+                     : interleavedWarmUp(r, ranks, chunks, m);
   auto pass = [&](bool backward, int64_t i) {
     if (k != Schedule::Interleaved)
       return Pass{backward, i, r};
@@ -427,9 +428,8 @@ llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
   CutTable t = cutTable(p, L, S, m, k, stageLimit, chunks);
   auto none = [&] {
     return llvm::createStringError(
-        "no cut of " + std::to_string(L) + " layers into " +
-        std::to_string(S) + " stages fits " +
-        llvm::formatv("{0:F2}", limit / 1073741824.0).str() +
+        "no cut of " + std::to_string(L) + " layers into " + std::to_string(S) +
+        " stages fits " + llvm::formatv("{0:F2}", limit / 1073741824.0).str() +
         " GiB per device with " + std::to_string(m) + " microbatches under " +
         scheduleName(k).str());
   };

@@ -43,6 +43,17 @@ std::vector<int32_t> Simulator::linksOf(int64_t first, int64_t n) const {
                          : std::vector<int32_t>{0};
 }
 
+std::vector<int32_t> Simulator::collectiveOn(int64_t first, int64_t n,
+                                             ReshardStep::Kind kind) const {
+  std::vector<int32_t> r = linksOf(first, n);
+  if (options.overlap && !model.getCluster().overlapCollectives &&
+      kind != ReshardStep::Kind::SendRecv) {
+    std::vector<int32_t> engines = computeOn(first, n);
+    r.insert(r.begin(), engines.begin(), engines.end());
+  }
+  return r;
+}
+
 unsigned Simulator::add(unsigned i, SimTask t) {
   secs[i].push_back(std::move(t));
   return unsigned(secs[i].size() - 1);
@@ -70,7 +81,7 @@ Simulator::moves(unsigned i, const Use &use,
       t.kind = SimTask::Kind::Communicate;
       t.name =
           (reshardStepName(s.kind) + " " + p.name() + " -> " + q.name()).str();
-      t.resources = linksOf(first, n);
+      t.resources = collectiveOn(first, n, s.kind);
       t.seconds = model.planSeconds(
           s, model.repeats(p.results[use.result].value.get()));
       t.deps = {ready};
@@ -99,9 +110,11 @@ void Simulator::reduceReturns(unsigned i, int64_t at, int64_t n) {
     if (!returned.count(op.results[r].value.get()))
       continue;
     ReshardStep s = model.returnStep(op, configs[i], r);
+    if (s.bytes == 0) // no partial sums: nothing runs
+      continue;
     communicate(
         i, (reshardStepName(s.kind) + " " + op.name() + " (returned)").str(),
-        linksOf(at, n), model.stepSeconds(s), outputTask[i]);
+        collectiveOn(at, n, s.kind), model.stepSeconds(s), outputTask[i]);
   }
 }
 
@@ -135,13 +148,16 @@ void Simulator::build(unsigned i) {
   // for them.
   double inside = cost.communication - cost.gradientSync;
   if (inside > 0)
-    last = communicate(i, (op.name() + " (inside)").str(), linksOf(at, n),
+    last = communicate(i, (op.name() + " (inside)").str(),
+                       collectiveOn(at, n, ReshardStep::Kind::AllReduce),
                        inside, computed);
   outputTask[i] = last;
   // The gradient synchronization of its replicated weights: nothing waits
-  // for it, so it overlaps what follows.
+  // for it, so it overlaps what follows on other devices (blocking, its
+  // own devices' compute waits for it).
   if (cost.gradientSync > 0)
-    communicate(i, (op.name() + " (gradient sync)").str(), linksOf(at, n),
+    communicate(i, (op.name() + " (gradient sync)").str(),
+                collectiveOn(at, n, ReshardStep::Kind::AllReduce),
                 cost.gradientSync, computed);
   // Its results read by earlier ops in the next step (a training step's
   // updates): moved after it; nothing in this step waits for them.

@@ -12,6 +12,15 @@
 // run at once; without, every task runs on one resource, so the simulated
 // step is the additive cost model's sum.
 //
+// How collectives share a device with its compute is the cluster's
+// (Cluster::overlapCollectives). As paxrun runs a plan, each device executes
+// its instructions in order (a thread, a CUDA stream): a collective holds
+// its devices' compute engines as well as their links, while a
+// point-to-point send holds only the links (its sender leaves the data with
+// the transport and goes on; its receiver waits for it where it reads it).
+// Where the runtime overlaps them (FlexFlow's assumption), a collective
+// holds only the links.
+//
 // Scheduling is list scheduling in task order: a task starts when its
 // inputs are ready and each of its resources has finished the tasks before
 // it (FIFO per resource). The timeline is a function of the task list, so
@@ -94,6 +103,10 @@ private:
   /// (without overlap, the one resource).
   std::vector<int32_t> computeOn(int64_t first, int64_t n) const;
   std::vector<int32_t> linksOf(int64_t first, int64_t n) const;
+  /// What a collective of kind \p kind over devices [first, first + n)
+  /// holds: their links and, blocking, their compute engines.
+  std::vector<int32_t> collectiveOn(int64_t first, int64_t n,
+                                    ReshardStep::Kind kind) const;
   /// Appends \p t to section \p i; its index.
   unsigned add(unsigned i, SimTask t);
   /// The moves of \p use into section \p i, forward then the gradient's

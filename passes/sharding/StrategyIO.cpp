@@ -707,7 +707,9 @@ static void printSteps(const Module &m, const StrategyReport &r,
      << formatSeconds(c.computeSeconds) << ", communication "
      << formatSeconds(c.commSeconds) << ")\n";
   os << "simulated step time: " << formatSeconds(c.simulatedSeconds)
-     << " (compute and communication overlapped)\n";
+     << (r.cluster->overlapCollectives
+             ? " (compute and communication overlapped)\n"
+             : " (each device's work in order, devices at once)\n");
   if (double floor = workFloor(m, r))
     os << llvm::formatv("work floor:          {0} (the step's arithmetic over "
                         "all {1} GPUs at their peak; this step is {2:F2}x of "

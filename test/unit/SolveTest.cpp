@@ -256,6 +256,75 @@ TEST(SimulatorTest, OpsOfConstantsDoNotHoldTheDevicesTogether) {
   EXPECT_GE(step, std::max(left, right));
 }
 
+namespace {
+/// Seconds of \p sim's tasks of kind \p kind.
+double taskSeconds(const Simulator &sim, SimTask::Kind kind) {
+  double t = 0;
+  for (const auto &sec : sim.sections())
+    for (const SimTask &task : sec)
+      t += task.kind == kind ? task.seconds : 0;
+  return t;
+}
+
+/// "first" on the devices \p firstAt gives "later", which an op on device
+/// 0 ("between", independent of both) separates in program order.
+std::unique_ptr<Module> betweenModule() {
+  return test::parse(R"(module @between {
+  param @W0 : tensor<256x256xf32> = fill(0.1)
+  param @W1 : tensor<256x256xf32> = fill(0.1)
+  func @main(%x: tensor<256x256xf32>, %y: tensor<256x256xf32>) -> (a: tensor<256x256xf32>, b: tensor<256x256xf32>) {
+    %0 = compute "matmul" iter [m: 256 par, n: 256 par, k: 256 red]
+        ins(%x[m, k], @W0[k, n]) outs([m, n] : tensor<256x256xf32>) {name = "first"}
+    %1 = compute "matmul" iter [m: 256 par, n: 256 par, k: 256 red]
+        ins(%y[m, k], @W1[k, n]) outs([m, n] : tensor<256x256xf32>) {name = "between"}
+    %2 = compute "relu" iter [a: 256 par, b: 256 par]
+        ins(%0[a, b]) outs([a, b] : tensor<256x256xf32>) {name = "later"}
+    return %1, %2
+  }
+})");
+}
+} // namespace
+
+// As paxrun runs a plan, a device executes its instructions in order: a
+// collective holds its devices until it ends (the op placed between its
+// producer and consumer runs before it or after it, not during it), while a
+// point-to-point send leaves its sender free. On a cluster whose runtime
+// overlaps collectives, the op runs during it.
+TEST(SimulatorTest, CollectivesHoldTheirDevicesSendsDoNot) {
+  auto m = betweenModule();
+  ASSERT_TRUE(m);
+  auto cluster = makeCluster("dgx1-p100", 2u, std::nullopt);
+  ASSERT_TRUE(bool(cluster));
+  CostModel model(*cluster, CostMode::Infer);
+  double first = 0, between = 0, later = 0;
+  // "first" split over its reduction (partial sums on both devices),
+  // "later" by rows: a reduce-scatter between them.
+  std::vector<Config> configs = {{1, 1, 2}, {1, 1, 1}, {2, 1}};
+  first = model.opCost(*m->main.ops[0], configs[0]).compute;
+  between = model.opCost(*m->main.ops[1], configs[1]).compute;
+  later = model.opCost(*m->main.ops[2], configs[2]).compute;
+  Cluster overlapping = *cluster;
+  overlapping.overlapCollectives = true;
+  CostModel overlapModel(overlapping, CostMode::Infer);
+  Simulator blocking(*m, model), free(*m, overlapModel);
+  double held = blocking.simulate(configs);
+  double comm = taskSeconds(blocking, SimTask::Kind::Communicate);
+  ASSERT_GT(comm, 0);
+  EXPECT_NEAR(held, first + between + comm + later, 1e-12 * held);
+  EXPECT_NEAR(free.simulate(configs),
+              first + std::max(between, comm) + later, 1e-12 * held);
+  // Unsplit, "later" on device 1: the send leaves device 0 to "between".
+  configs = {{1, 1, 1}, {1, 1, 1}, {1, 1}};
+  std::vector<int64_t> at = {0, 0, 1};
+  double sent = blocking.simulate(configs, at);
+  comm = taskSeconds(blocking, SimTask::Kind::Communicate);
+  ASSERT_GT(comm, 0);
+  first = model.opCost(*m->main.ops[0], configs[0]).compute;
+  between = model.opCost(*m->main.ops[1], configs[1]).compute;
+  later = model.opCost(*m->main.ops[2], configs[2]).compute;
+  EXPECT_NEAR(sent, first + std::max(between, comm + later), 1e-12 * sent);
+}
+
 // Delta simulation after any sequence of single-op changes gives the full
 // simulation's timeline, task for task, to the bit.
 TEST(SimulatorTest, DeltaSimulationIsTheFullOne) {
@@ -353,9 +422,8 @@ TEST(CostDbTest, KeysNameWhatABlockComputes) {
         auto saved = op->attrs;
         op->attrs["name"] = std::string("another layer");
         op->attrs["config"] = std::vector<int64_t>(c.begin(), c.end());
-        for (const char *placed :
-             {"offset", "stage", "microbatch", "forward", "recomputed",
-              "gradient_of", "onnx_node"})
+        for (const char *placed : {"offset", "stage", "microbatch", "forward",
+                                   "recomputed", "gradient_of", "onnx_node"})
           op->attrs[placed] = int64_t(3);
         EXPECT_EQ(opBlockKey(*op, local), key);
         op->attrs["epsilon"] = 0.5f; // what it computes does

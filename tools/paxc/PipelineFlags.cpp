@@ -45,9 +45,10 @@ static llvm::Error chunksFromFlags(PipelineOptions &p) {
     return llvm::createStringError("--chunks=" + chunksFlag +
                                    ": expected auto or a count of at least 2");
   if (p.schedule && *p.schedule != Schedule::Interleaved)
-    return llvm::createStringError(
-        "--chunks=" + chunksFlag + ": chunks are the interleaved schedule's, "
-        "not --schedule=" + scheduleFlag);
+    return llvm::createStringError("--chunks=" + chunksFlag +
+                                   ": chunks are the interleaved schedule's, "
+                                   "not --schedule=" +
+                                   scheduleFlag);
   return llvm::Error::success();
 }
 
