@@ -294,6 +294,31 @@ llvm::Error pax::validateCluster(const Cluster &c) {
   return validate(c, "cluster '" + c.name + "'");
 }
 
+/// The cluster JSON's optional fields of \p obj into \p c.
+static llvm::Error readOptionalFields(FieldReader &r,
+                                      const llvm::json::Object &obj,
+                                      llvm::StringRef origin, Cluster &c) {
+  for (auto [key, unit, field] :
+       {std::tuple{"reduce_gbps", kGB, &c.reduceBandwidth},
+        std::tuple{"memory_gbps", kGB, &c.memoryBandwidth},
+        std::tuple{"peak_tflops_16bit", kTera, &c.halfFlops}}) {
+    if (!obj.get(key))
+      continue;
+    auto v = r.number(key);
+    if (!v)
+      return v.takeError();
+    *field = *v * unit;
+  }
+  if (const llvm::json::Value *overlap = obj.get("overlap_collectives")) {
+    std::optional<bool> b = overlap->getAsBoolean();
+    if (!b)
+      return llvm::createStringError(
+          origin + ": \"overlap_collectives\" must be true or false");
+    c.overlapCollectives = *b;
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<Cluster> pax::parseClusterJson(llvm::StringRef text,
                                               llvm::StringRef origin) {
   auto value = parseJson(text);
@@ -306,11 +331,10 @@ llvm::Expected<Cluster> pax::parseClusterJson(llvm::StringRef text,
                                    ": expected a JSON object describing a "
                                    "cluster");
   FieldReader r(*obj, origin, "");
-  if (auto err =
-          r.checkKnown({"name", "gpus", "gpus_per_node", "peak_tflops",
-                        "memory_gib", "intra_node", "inter_node", "reduce_gbps",
-                        "memory_gbps", "peak_tflops_16bit",
-                        "overlap_collectives"}))
+  if (auto err = r.checkKnown({"name", "gpus", "gpus_per_node", "peak_tflops",
+                               "memory_gib", "intra_node", "inter_node",
+                               "reduce_gbps", "memory_gbps",
+                               "peak_tflops_16bit", "overlap_collectives"}))
     return err;
   Cluster c;
   auto name = r.string("name");
@@ -341,24 +365,8 @@ llvm::Expected<Cluster> pax::parseClusterJson(llvm::StringRef text,
   if (!inter)
     return inter.takeError();
   c.interNode = *inter;
-  for (auto [key, unit, field] :
-       {std::tuple{"reduce_gbps", kGB, &c.reduceBandwidth},
-        std::tuple{"memory_gbps", kGB, &c.memoryBandwidth},
-        std::tuple{"peak_tflops_16bit", kTera, &c.halfFlops}}) {
-    if (!obj->get(key))
-      continue;
-    auto v = r.number(key);
-    if (!v)
-      return v.takeError();
-    *field = *v * unit;
-  }
-  if (const llvm::json::Value *overlap = obj->get("overlap_collectives")) {
-    std::optional<bool> b = overlap->getAsBoolean();
-    if (!b)
-      return llvm::createStringError(
-          origin + ": \"overlap_collectives\" must be true or false");
-    c.overlapCollectives = *b;
-  }
+  if (auto err = readOptionalFields(r, *obj, origin, c))
+    return err;
   return c;
 }
 
