@@ -453,19 +453,30 @@ llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
 }
 
 llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
-                                        int64_t stages, int64_t m, Schedule k) {
+                                        int64_t stages, int64_t m, Schedule k,
+                                        int64_t chunks) {
   int L = int(layers.size());
-  if (stages < 1 || stages > L || m < 1 || k == Schedule::Interleaved)
-    return badShape(stages, 1, layers.size(), m, k);
+  int S = int(stages * chunks);
+  if (stages < 1 || S > L || m < 1 ||
+      (chunks > 1) != (k == Schedule::Interleaved) ||
+      (chunks > 1 && m % stages))
+    return badShape(stages, chunks, layers.size(), m, k);
   Prefix p(layers);
-  int per = L / int(stages), extra = L % int(stages);
+  int per = L / S, extra = L % S;
   std::vector<PipelineStage> cut;
-  for (int s = 0, a = 0; s < int(stages); ++s) {
+  for (int s = 0, a = 0; s < S; ++s) {
     int b = a + per + (s < extra ? 1 : 0);
-    cut.push_back(p.stage(a, b, s, stages, m, k));
+    cut.push_back(p.stage(a, b, s, S, m, k, chunks));
     a = b;
   }
-  return finish(std::move(cut), p, m, k);
+  return finish(std::move(cut), p, m, k, chunks);
+}
+
+bool ranksFit(const PipelinePlan &plan, double limit) {
+  for (size_t r = 0; r < size_t(plan.ranks()); ++r)
+    if (limit > 0 && rankPeak(plan.stages, r, size_t(plan.ranks())) > limit)
+      return false;
+  return true;
 }
 
 namespace {

@@ -150,11 +150,17 @@ llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
                                         int64_t stages, int64_t m, Schedule k,
                                         double limit, int64_t chunks = 1);
 
-/// Megatron-LM's cut: \p stages stages of an equal number of layers (the
-/// first stages one more where \p stages does not divide the count), for
-/// comparison; its peaks are not checked against a limit.
+/// Megatron-LM's cut: \p stages stages (interleaved, \p stages x \p
+/// chunks) of an equal number of layers (the first stages one more where
+/// they do not divide the count), for comparison; its peaks are not
+/// checked against a limit (ranksFit).
 llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
-                                        int64_t stages, int64_t m, Schedule k);
+                                        int64_t stages, int64_t m, Schedule k,
+                                        int64_t chunks = 1);
+
+/// Whether every rank of \p plan (its chunks together) peaks within
+/// \p limit bytes (0: none).
+bool ranksFit(const PipelinePlan &plan, double limit);
 
 struct Func;
 class Op;

@@ -60,6 +60,25 @@ struct Everywhere {
   llvm::DenseSet<const Op *> constants;
 };
 
+/// The chunks per rank to try under schedule \p k (1 but interleaved:
+/// \p p's, or every count from 2 whose \p stages x chunks stages the
+/// \p layers allow).
+std::vector<int64_t> chunkCounts(const PipelineOptions &p, Schedule k,
+                                 int64_t stages, size_t layers) {
+  if (k != Schedule::Interleaved)
+    return {1};
+  if (p.chunks) // (too many for the layers: planStages says so)
+    return {p.chunks};
+  // Megatron's virtual pipeline: 2 or more chunks of layers per rank.
+  std::vector<int64_t> out;
+  for (int64_t v = 2;
+       v <= PipelineOptions::kMostChunks && v * stages <= int64_t(layers); ++v)
+    out.push_back(v);
+  if (out.empty()) // planStages says why none fits
+    out.push_back(2);
+  return out;
+}
+
 /// What pricing the pipelines of one stage count needs: the module, the
 /// options, its layers, the stage count and each stage's submesh.
 struct StageSetting {
@@ -92,8 +111,6 @@ public:
 private:
   void tryCut(const SearchSpace &space, const Strategy &intra,
               const LeverOptions &levers, int64_t microbatches);
-  /// The chunks per rank to try under \p k (1 but interleaved).
-  std::vector<int64_t> chunkCounts(Schedule k) const;
   /// The cut of \p costs on schedule \p k, kept where it is the fastest.
   void tryPlan(llvm::ArrayRef<LayerCost> costs, Schedule k, int64_t chunks,
                const Strategy &intra, llvm::ArrayRef<OpChoice> choices,
@@ -124,26 +141,11 @@ void StageCount::tryCut(const SearchSpace &space, const Strategy &intra,
     if (p.schedule ? *p.schedule != k
                    : k == Schedule::Interleaved && microbatches % stages)
       continue;
-    for (int64_t chunks : chunkCounts(k))
+    for (int64_t chunks : chunkCounts(p, k, stages, layers.size()))
       tryPlan(costs, k, chunks, intra, choices, microbatches);
   }
 }
 
-std::vector<int64_t> StageCount::chunkCounts(Schedule k) const {
-  if (k != Schedule::Interleaved)
-    return {1};
-  if (p.chunks) // (too many for the layers: planStages says so)
-    return {p.chunks};
-  // Megatron's virtual pipeline: 2 or more chunks of layers per rank.
-  std::vector<int64_t> out;
-  for (int64_t v = 2; v <= PipelineOptions::kMostChunks &&
-                      v * stages <= int64_t(layers.size());
-       ++v)
-    out.push_back(v);
-  if (out.empty()) // planStages says why none fits
-    out.push_back(2);
-  return out;
-}
 
 void StageCount::tryPlan(llvm::ArrayRef<LayerCost> costs, Schedule k,
                          int64_t chunks, const Strategy &intra,
@@ -227,29 +229,30 @@ void MegatronStages::price(const SearchSpace &space, int64_t t,
   std::vector<LayerCost> costs =
       layerCosts(f, layers, priceEachOp(space, model, configs, choices),
                  microbatches, devices, sub);
-  for (Schedule k : {Schedule::OneFOneB, Schedule::GPipe}) {
+  for (Schedule k :
+       {Schedule::OneFOneB, Schedule::GPipe, Schedule::Interleaved}) {
     if (p.schedule && *p.schedule != k)
       continue;
-    auto plan = evenStages(costs, stages, microbatches, k);
-    if (!plan) {
-      llvm::consumeError(plan.takeError());
-      continue;
+    for (int64_t chunks : chunkCounts(p, k, stages, layers.size())) {
+      auto plan = evenStages(costs, stages, microbatches, k, chunks);
+      if (!plan) {
+        llvm::consumeError(plan.takeError());
+        continue;
+      }
+      if (!ranksFit(*plan, o.memoryLimit) ||
+          (found &&
+           found->choice.plan.simulatedSeconds <= plan->simulatedSeconds))
+        continue;
+      Strategy intra;
+      intra.configs.assign(configs.begin(), configs.end());
+      intra.choices = choices;
+      intra.microbatches = microbatches;
+      found = MegatronPipeline{
+          PipelineChoice{std::move(*plan), devices,
+                         std::vector<LayerSpan>(layers.begin(), layers.end()),
+                         std::move(intra)},
+          t};
     }
-    bool fits = llvm::all_of(plan->stages, [&](const PipelineStage &st) {
-      return o.memoryLimit <= 0 || st.peakBytes <= o.memoryLimit;
-    });
-    if (!fits || (found && found->choice.plan.simulatedSeconds <=
-                               plan->simulatedSeconds))
-      continue;
-    Strategy intra;
-    intra.configs.assign(configs.begin(), configs.end());
-    intra.choices = choices;
-    intra.microbatches = microbatches;
-    found = MegatronPipeline{
-        PipelineChoice{std::move(*plan), devices,
-                       std::vector<LayerSpan>(layers.begin(), layers.end()),
-                       std::move(intra)},
-        t};
   }
 }
 
@@ -416,8 +419,9 @@ void printPipeline(const PipelineSearchResult &r, double flat,
   os << llvm::formatv(
       "  megatron with stages: {0} stages x {1} devices (tensor degree {2}), "
       "{3} microbatches, {4}, {5}, layers cut evenly: step {6} simulated",
-      meg.plan.stages.size(), meg.stageDevices, r.megatron->tensor,
-      meg.plan.microbatches, scheduleName(meg.plan.schedule),
+      meg.plan.ranks(), meg.stageDevices, r.megatron->tensor,
+      meg.plan.microbatches,
+      scheduleText(scheduleName(meg.plan.schedule), meg.plan.chunks),
       describeLevers(meg.intra.microbatches, meg.intra.choices),
       formatSeconds(meg.plan.simulatedSeconds));
   if (r.fromMegatron && r.megatronOnly)
@@ -439,11 +443,12 @@ llvm::json::Value pipelineJson(const PipelineSearchResult &r) {
   out["tried"] = std::move(tried);
   if (r.megatron)
     out["megatron"] = llvm::json::Object{
-        {"stages", int64_t(r.megatron->choice.plan.stages.size())},
+        {"stages", r.megatron->choice.plan.ranks()},
         {"stage_devices", r.megatron->choice.stageDevices},
         {"tensor", r.megatron->tensor},
         {"microbatches", r.megatron->choice.plan.microbatches},
         {"schedule", scheduleName(r.megatron->choice.plan.schedule)},
+        {"chunks", r.megatron->choice.plan.chunks},
         {"levers", describeLevers(r.megatron->choice.intra.microbatches,
                                   r.megatron->choice.intra.choices)},
         {"simulated_s", r.megatron->choice.plan.simulatedSeconds}};

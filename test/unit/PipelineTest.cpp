@@ -239,6 +239,36 @@ TEST(PipelineTest, InterleavingShrinksTheBubble) {
   llvm::consumeError(one.takeError());
 }
 
+TEST(PipelineTest, MegatronsEvenCutInterleaves) {
+  // 12 equal layers on 2 ranks of 3 chunks: six stages of two layers,
+  // rank r running stages r, r + 2 and r + 4, as the exact cut of equal
+  // layers does; each rank's chunks together within a limit or not.
+  auto layers = equalLayers(12, 1.0, 1.0, 0);
+  auto even = evenStages(layers, 2, 4, Schedule::Interleaved, 3);
+  auto best = planStages(layers, 2, 4, Schedule::Interleaved, 0, 3);
+  ASSERT_TRUE(even && best);
+  ASSERT_EQ(even->stages.size(), 6u);
+  EXPECT_EQ(even->ranks(), 2);
+  EXPECT_EQ(even->chunks, 3);
+  for (const PipelineStage &st : even->stages)
+    EXPECT_EQ(st.last - st.first, 2);
+  EXPECT_DOUBLE_EQ(even->simulatedSeconds, best->simulatedSeconds);
+  double rank0 = 0;
+  for (size_t s = 0; s < even->stages.size(); s += 2)
+    rank0 += even->stages[s].peakBytes;
+  EXPECT_TRUE(ranksFit(*even, rank0));
+  EXPECT_FALSE(ranksFit(*even, rank0 - 1));
+  EXPECT_TRUE(ranksFit(*even, 0));
+  // Stages x chunks over the layers, or microbatches the ranks do not
+  // divide, are errors as for planStages.
+  auto many = evenStages(layers, 2, 4, Schedule::Interleaved, 7);
+  ASSERT_FALSE(bool(many));
+  llvm::consumeError(many.takeError());
+  auto odd = evenStages(layers, 2, 3, Schedule::Interleaved, 3);
+  ASSERT_FALSE(bool(odd));
+  llvm::consumeError(odd.takeError());
+}
+
 TEST(PipelineTest, SimulatedSchedulesByHand) {
   // Two stages, two microbatches, forward 1, backward 2: GPipe runs
   // F0 F1 | B0 B1 on each stage, 1F1B F0 F1 B0 B1 on stage 0 (one
