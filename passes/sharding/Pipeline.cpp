@@ -12,7 +12,9 @@
 #include <string>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <random>
 
 namespace pax {
 
@@ -470,6 +472,81 @@ llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
     a = b;
   }
   return finish(std::move(cut), p, m, k, chunks);
+}
+
+namespace {
+
+/// refineCut's chain: the plan of each cut (the first layer of every
+/// stage but the first), where it fits.
+struct CutChain {
+  const Prefix &p;
+  const PipelinePlan &from;
+  double limit;
+  int layers;
+
+  std::optional<PipelinePlan> planOf(llvm::ArrayRef<int> cuts) const {
+    int S = int(from.stages.size());
+    std::vector<PipelineStage> stages;
+    for (int s = 0, a = 0; s < S; ++s) {
+      int b = s + 1 < S ? cuts[size_t(s)] : layers;
+      stages.push_back(
+          p.stage(a, b, s, S, from.microbatches, from.schedule, from.chunks));
+      if (limit > 0 &&
+          stages.back().peakBytes > limit / double(from.chunks))
+        return std::nullopt;
+      a = b;
+    }
+    PipelinePlan q = finish(std::move(stages), p, from.microbatches,
+                            from.schedule, from.chunks);
+    if (!ranksFit(q, limit))
+      return std::nullopt;
+    return q;
+  }
+
+  /// \p cuts with cut \p i moved by \p d layers, if every stage keeps one.
+  std::optional<std::vector<int>> moved(std::vector<int> cuts, size_t i,
+                                        int d) const {
+    cuts[i] += d;
+    int lo = i ? cuts[i - 1] : 0;
+    int hi = i + 1 < cuts.size() ? cuts[i + 1] : layers;
+    if (cuts[i] <= lo || cuts[i] >= hi)
+      return std::nullopt;
+    return cuts;
+  }
+};
+
+} // namespace
+
+PipelinePlan refineCut(llvm::ArrayRef<LayerCost> layers,
+                       const PipelinePlan &plan, double limit, unsigned steps,
+                       uint64_t seed) {
+  Prefix p(layers);
+  CutChain chain{p, plan, limit, int(layers.size())};
+  std::vector<int> cuts;
+  for (size_t s = 1; s < plan.stages.size(); ++s)
+    cuts.push_back(plan.stages[s].first);
+  PipelinePlan best = plan, current = plan;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> coin(0, 1);
+  for (unsigned step = 0; step < steps && !cuts.empty(); ++step) {
+    auto next = chain.moved(cuts, rng() % cuts.size(), rng() % 2 ? 1 : -1);
+    std::optional<PipelinePlan> q = next ? chain.planOf(*next) : std::nullopt;
+    if (!q)
+      continue;
+    // FlexFlow's acceptance: a fraction f slower with probability
+    // exp(-50 f).
+    double f = (q->simulatedSeconds - current.simulatedSeconds) /
+               current.simulatedSeconds;
+    if (f > 0 && coin(rng) >= std::exp(-50 * f))
+      continue;
+    current = std::move(*q);
+    cuts = std::move(*next);
+    if (current.simulatedSeconds < best.simulatedSeconds * (1 - 1e-12))
+      best = current;
+  }
+  if (best.simulatedSeconds < plan.simulatedSeconds * (1 - 1e-12))
+    best.refinedFrom = plan.simulatedSeconds;
+  return best;
 }
 
 bool ranksFit(const PipelinePlan &plan, double limit) {

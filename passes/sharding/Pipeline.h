@@ -100,6 +100,9 @@ struct PipelinePlan {
   double stepSeconds = 0, simulatedSeconds = 0;
   /// The share of the step a stage idles: fill and drain.
   double bubble = 0;
+  /// The simulated step of the exact cut that refineCut's chain moved,
+  /// where it found a faster one (0: the cut is the exact one).
+  double refinedFrom = 0;
 };
 
 /// The step of \p stages run by schedule \p k over \p m microbatches,
@@ -157,6 +160,18 @@ llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
 llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
                                         int64_t stages, int64_t m, Schedule k,
                                         int64_t chunks = 1);
+
+/// FlexFlow's MCMC over \p plan's stage boundaries (its layer costs
+/// \p layers): \p steps proposals, each moving one boundary by one layer
+/// (every stage keeping a layer, every stage and rank within \p limit),
+/// taken by simulatePipeline's step (a fraction f slower with probability
+/// exp(-50 f)); the fastest simulated cut seen, \p plan where none is
+/// faster. planStages' cut is exact for the slowest stage; the schedule's
+/// run can still gain from another (a stage slow forward before one slow
+/// backward).
+PipelinePlan refineCut(llvm::ArrayRef<LayerCost> layers,
+                       const PipelinePlan &plan, double limit, unsigned steps,
+                       uint64_t seed = 1);
 
 /// Whether every rank of \p plan (its chunks together) peaks within
 /// \p limit bytes (0: none).

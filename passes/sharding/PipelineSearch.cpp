@@ -117,7 +117,11 @@ private:
                int64_t microbatches);
 
   std::optional<PipelineChoice> found;
+  /// The layer costs found's cut was made of.
+  std::vector<LayerCost> foundCosts;
   std::string lastError;
+  /// refineCut's proposals per stage.
+  static constexpr unsigned kRefineStepsPerStage = 20;
 };
 
 void StageCount::tryCut(const SearchSpace &space, const Strategy &intra,
@@ -163,6 +167,7 @@ void StageCount::tryPlan(llvm::ArrayRef<LayerCost> costs, Schedule k,
   found = PipelineChoice{std::move(*plan), devices,
                          std::vector<LayerSpan>(layers.begin(), layers.end()),
                          intra};
+  foundCosts.assign(costs.begin(), costs.end());
   found->intra.choices.assign(choices.begin(), choices.end());
   found->intra.microbatches = microbatches;
 }
@@ -196,6 +201,10 @@ llvm::Expected<PipelineChoice> StageCount::best() {
   if (!found)
     return llvm::createStringError(lastError.empty() ? "no microbatch count"
                                                      : lastError);
+  // The exact cut of the slowest stage, refined on the schedule's run.
+  found->plan =
+      refineCut(foundCosts, found->plan, o.memoryLimit,
+                unsigned(kRefineStepsPerStage * found->plan.stages.size()));
   return *found;
 }
 
@@ -401,6 +410,10 @@ void printPipeline(const PipelineSearchResult &r, double flat,
     if (flat > 0)
       os << llvm::formatv(", {0:F2}x the step without stages ({1})",
                           flat / p.simulatedSeconds, formatSeconds(flat));
+    if (p.refinedFrom > 0)
+      os << llvm::formatv("; MCMC moved the exact cut's boundaries ({0} "
+                          "simulated)",
+                          formatSeconds(p.refinedFrom));
     os << llvm::formatv("; searched in {0:F1} s (stage counts x "
                         "microbatches x schedules x recomputation, "
                         "exhaustive; each schedule simulated on the stages' "
@@ -478,6 +491,8 @@ llvm::json::Value pipelineJson(const PipelineSearchResult &r) {
   out["step_s"] = c.plan.stepSeconds;
   out["simulated_s"] = c.plan.simulatedSeconds;
   out["bubble"] = c.plan.bubble;
+  if (c.plan.refinedFrom > 0)
+    out["refined_from_s"] = c.plan.refinedFrom;
   out["levers"] = describeLevers(c.intra.microbatches, c.intra.choices);
   return out;
 }
