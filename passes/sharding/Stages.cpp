@@ -3,6 +3,7 @@
 
 #include "ir/Module.h"
 #include "ir/Order.h"
+#include "passes/sharding/Simulator.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -90,6 +91,17 @@ llvm::Error orderStages(Func &f, int64_t stages, int64_t microbatches,
   }
   orderByKey(f, key);
   return llvm::Error::success();
+}
+
+double simulatePlacedStep(const Module &m, const Cluster &cluster,
+                          llvm::ArrayRef<Config> configs) {
+  std::vector<int64_t> offsets;
+  for (const auto &op : m.main.ops)
+    offsets.push_back(op->intAttr("offset", 0));
+  CostModel model(cluster, CostMode::Infer);
+  SimOptions so;
+  so.delta = false;
+  return Simulator(m, model, so).simulate(configs, offsets);
 }
 
 } // namespace pax

@@ -29,13 +29,16 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "passes/sharding/ConfigSpace.h"
 #include "passes/sharding/Pipeline.h"
 
 #include "llvm/Support/Error.h"
 
 namespace pax {
 
+struct Cluster;
 struct Func;
+struct Module;
 
 /// Sets `stage` on the ops of \p f in \p layers that \p stages cut.
 void markStages(Func &f, llvm::ArrayRef<LayerSpan> layers,
@@ -54,5 +57,12 @@ void placeStages(Func &f, int64_t stageDevices, int64_t ranks);
 /// stage or microbatch is out of range.
 llvm::Error orderStages(Func &f, int64_t stages, int64_t microbatches,
                         Schedule k, int64_t chunks = 1);
+
+/// The step of \p m, placed and ordered in stages, simulated on every
+/// stage's devices of \p cluster: each op once as it runs (in \p configs,
+/// from its `offset`), each device's ops in program order, the transfers
+/// between stages on their links.
+double simulatePlacedStep(const Module &m, const Cluster &cluster,
+                          llvm::ArrayRef<Config> configs);
 
 } // namespace pax

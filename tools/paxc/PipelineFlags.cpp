@@ -3,6 +3,8 @@
 
 #include "passes/sharding/Stages.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 namespace cl = llvm::cl;
 using pax::paxc::searchCategory;
 
@@ -75,6 +77,23 @@ llvm::Expected<std::optional<int64_t>> pipelineStages() {
     return llvm::createStringError("--pipeline=" + pipelineFlag +
                                    ": expected off, auto or a stage count");
   return stages;
+}
+
+llvm::Expected<Cluster> probedStage(const Cluster &cluster) {
+  auto stages = pipelineStages();
+  if (!stages)
+    return stages.takeError();
+  if (pipelineAuto())
+    return llvm::createStringError(
+        "--emit=cost-probe probes one stage's blocks: give --pipeline the "
+        "stage count, not auto");
+  if (!*stages)
+    return cluster;
+  if (**stages > int64_t(cluster.gpus) || cluster.gpus % **stages)
+    return llvm::createStringError(
+        llvm::formatv("--pipeline={0}: the stages must divide the {1} devices",
+                      **stages, cluster.gpus));
+  return subCluster(cluster, int64_t(cluster.gpus) / **stages);
 }
 
 llvm::Expected<PipelineOptions> pipelineOptionsFromFlags(int64_t microbatches) {

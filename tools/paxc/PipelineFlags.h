@@ -32,6 +32,12 @@ bool pipelineAuto();
 /// anything else.
 llvm::Expected<std::optional<int64_t>> pipelineStages();
 
+/// --emit=cost-probe's devices: with --pipeline=S, one stage's submesh of
+/// \p cluster (a pipelined plan's blocks are those of the step built for
+/// its stage's devices), else all of it; an error for auto or a count that
+/// does not divide the devices.
+llvm::Expected<Cluster> probedStage(const Cluster &cluster);
+
 /// --pipeline and --schedule with \p microbatches (0: every count the
 /// batch allows), or an error naming the flag.
 llvm::Expected<PipelineOptions> pipelineOptionsFromFlags(int64_t microbatches);

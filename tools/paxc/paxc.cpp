@@ -26,6 +26,7 @@
 #include "runtime/GenerateKernels.h"
 #include "tools/common/Printable.h"
 #include "tools/common/Runnable.h"
+#include "tools/paxc/CostProbe.h"
 #include "tools/paxc/ImportFlags.h"
 #include "tools/paxc/OnnxShardedOutput.h"
 #include "tools/paxc/PipelineFlags.h"
@@ -335,26 +336,6 @@ static std::optional<Cluster> wholeCluster;
 /// priced (the step's own search is of the step as built).
 static std::optional<PipelineSearchResult> forwardPipelines;
 
-/// --emit=cost-probe's devices: with --pipeline=S, one stage's submesh of
-/// \p cluster (a pipelined plan's blocks are those of the step built for
-/// its stage's devices), else all of it.
-static llvm::Expected<Cluster> probedStage(const Cluster &cluster) {
-  auto stages = paxc::pipelineStages();
-  if (!stages)
-    return stages.takeError();
-  if (paxc::pipelineAuto())
-    return llvm::createStringError(
-        "--emit=cost-probe probes one stage's blocks: give --pipeline the "
-        "stage count, not auto");
-  if (!*stages)
-    return cluster;
-  if (**stages > int64_t(cluster.gpus) || cluster.gpus % **stages)
-    return llvm::createStringError(
-        llvm::formatv("--pipeline={0}: the stages must divide the {1} devices",
-                      **stages, cluster.gpus));
-  return subCluster(cluster, int64_t(cluster.gpus) / **stages);
-}
-
 /// The cluster of --cluster, --gpus, --gpus-per-node and --cost-db.
 static llvm::Expected<Cluster> clusterFromFlags() {
   auto cluster = makeCluster(
@@ -373,7 +354,7 @@ static llvm::Expected<Cluster> clusterFromFlags() {
   if (pipelined)
     return subCluster(*cluster, pipelined->stageDevices);
   if (emit == Emit::CostProbe)
-    return probedStage(*cluster);
+    return paxc::probedStage(*cluster);
   return cluster;
 }
 
@@ -721,25 +702,10 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
     return cluster.takeError();
   ConfigOptions co = configOptionsFromFlags(*cluster, /*forPlan=*/true,
                                             /*keepGiven=*/false);
-  llvm::DenseSet<const Op *> everywhere = constantOps(m);
-  std::vector<ProbeBlock> blocks;
-  llvm::StringSet<> seen;
-  size_t configs = 0;
-  for (const auto &op : m.main.ops) {
-    // An op computed from constants runs whole, each time: the blocks
-    // after it read its values.
-    bool constant = everywhere.contains(op.get());
-    std::vector<Config> space =
-        constant ? std::vector<Config>{Config(op->iters.size(), 1)}
-                 : enumerateConfigs(*op, co);
-    configs += space.size();
-    for (Config &c : space)
-      if (seen.insert(opBlockKey(*op, localExtents(*op, c))).second || constant)
-        blocks.push_back({op.get(), std::move(c), constant});
-  }
+  paxc::ProbeSet probe = paxc::probeBlocks(m, co);
   llvm::SmallString<256> source(inputPath);
   llvm::sys::fs::make_absolute(source);
-  auto p = emitProbePlan(m, blocks, source);
+  auto p = emitProbePlan(m, probe.blocks, source);
   if (!p)
     return p.takeError();
   os << encodePlan(*p);
@@ -747,7 +713,8 @@ static llvm::Error writeCostProbe(const Module &m, llvm::raw_ostream &os) {
     llvm::errs() << llvm::formatv(
         "paxc: wrote {0}: {1} distinct op blocks of {2} ops in {3} "
         "configurations on up to {4} devices\n",
-        outputPath, seen.size(), m.main.ops.size(), configs, cluster->gpus);
+        outputPath, probe.distinct, m.main.ops.size(), probe.configs,
+        cluster->gpus);
   return llvm::Error::success();
 }
 
@@ -1061,21 +1028,6 @@ static llvm::Expected<ImportOptions> importOptionsFromFlags() {
   options.trainingMode.updateRunningStats =
       lossKind.getNumOccurrences() && (mode == "train" || gradients);
   return options;
-}
-
-/// The step of \p m, placed and ordered in stages, simulated on every
-/// stage's devices: each op once as it runs (in \p configs, from its offset
-/// attribute), each device's ops in program order, the transfers between
-/// stages on their links.
-static double simulatePlacedStep(const Module &m, const Cluster &cluster,
-                                 llvm::ArrayRef<Config> configs) {
-  std::vector<int64_t> offsets;
-  for (const auto &op : m.main.ops)
-    offsets.push_back(op->intAttr("offset", 0));
-  CostModel model(cluster, CostMode::Infer);
-  SimOptions so;
-  so.delta = false;
-  return Simulator(m, model, so).simulate(configs, offsets);
 }
 
 /// What the pipeline search predicts of a pipelined plan's step: the
