@@ -33,7 +33,6 @@
 #include "tools/paxc/Rewrites.h"
 #include "tools/paxc/StepFlags.h"
 
-#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
