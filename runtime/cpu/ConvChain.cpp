@@ -140,6 +140,8 @@ llvm::Expected<bool> runConvChain(llvm::ArrayRef<ChainLink> links,
   if (!s || !(s->yLast || p->ins[0]->dtype != plan::F32) ||
       !epilogue(links, *s, *outs[0], epi) || !apart(conv, epi, *outs[0]))
     return false;
+  std::optional<Tensor> copy; // (a residual added in place)
+  copyIfInPlace(epi.residual, *outs[0], copy);
   return runConvDnnl(*p, *s, &cache, epi, links.back().compute);
 }
 

@@ -34,4 +34,13 @@ bool denseF32(const Tensor &t, int64_t numel) {
          int64_t(t.data.size()) == t.bytes();
 }
 
+void copyIfInPlace(const Tensor *&addend, const Tensor &out,
+                   std::optional<Tensor> &copy) {
+  if (!addend || !addend->sharesBytes(out))
+    return;
+  copy = Tensor{addend->dtype, addend->shape,
+                Bytes(addend->data.begin(), addend->data.end())};
+  addend = &*copy;
+}
+
 } // namespace pax::runtime::cpu

@@ -49,6 +49,13 @@ bool denseF32(const Tensor &t, int64_t numel);
 /// addend, read as the result is written).
 bool denseLike(const Tensor &t, const Tensor &like);
 
+/// Where \p addend (a residual added by a fused kernel's binary post-op)
+/// lies where the kernel writes \p out: copies it into \p copy and points
+/// \p addend there (oneDNN's kernels may read a binary post-op's source
+/// after writing their result over it: AVX2's do).
+void copyIfInPlace(const Tensor *&addend, const Tensor &out,
+                   std::optional<Tensor> &copy);
+
 } // namespace pax::runtime::cpu
 
 #endif // PAX_RUNTIME_CPU_EPILOGUE_H

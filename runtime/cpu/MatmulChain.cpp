@@ -94,6 +94,8 @@ llvm::Expected<bool> runMatmulChain(llvm::ArrayRef<ChainLink> links,
   MatmulEpilogue epi;
   if (!d || !epilogue(links, *outs[0], epi) || !apart(product, epi, *outs[0]))
     return false;
+  std::optional<Tensor> copy; // (a residual added in place)
+  copyIfInPlace(epi.addend, *outs[0], copy);
   const plan::Compute &c = *product.compute;
   bool gemm = c.kind() == "gemm";
   return runMatmulDnnl(*p, *d, gemm ? float(attrReal(c, "alpha", 1.0)) : 1.0f,
