@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <tuple>
 
 namespace pax {
 
@@ -283,10 +284,9 @@ double pipelineStep(llvm::ArrayRef<PipelineStage> stages, int64_t m,
 
 namespace {
 
-/// Prefix sums of the layers' costs: a stage's totals in O(1).
-class Prefix {
-public:
-  explicit Prefix(llvm::ArrayRef<LayerCost> layers) : layers(layers) {
+/// Prefix sums of one variant's layer costs: a stage's totals in O(1).
+struct Sums {
+  explicit Sums(llvm::ArrayRef<LayerCost> layers) : layers(layers) {
     seconds.assign(layers.size() + 1, 0);
     forwards = statics = activations = syncs = seconds;
     for (size_t l = 0; l < layers.size(); ++l) {
@@ -297,9 +297,8 @@ public:
       syncs[l + 1] = syncs[l] + layers[l].syncSeconds;
     }
   }
-  /// Layers [a, b) as stage \p s of \p stages (\p chunks per rank).
-  PipelineStage stage(int a, int b, int64_t s, int64_t stages, int64_t m,
-                      Schedule k, int64_t chunks = 1) const {
+  /// Layers [a, b) as a stage keeping \p inFlight microbatches.
+  PipelineStage stage(int a, int b, int64_t inFlight) const {
     PipelineStage st;
     st.first = a;
     st.last = b;
@@ -308,24 +307,69 @@ public:
     st.seconds = seconds[size_t(b)] - seconds[size_t(a)] + st.sendSeconds;
     st.forwardSeconds = forwards[size_t(b)] - forwards[size_t(a)];
     st.syncSeconds = syncs[size_t(b)] - syncs[size_t(a)];
-    st.inFlight = inFlight(k, s, stages, m, chunks);
+    st.inFlight = inFlight;
     st.peakBytes =
         statics[size_t(b)] - statics[size_t(a)] +
-        double(st.inFlight) * (activations[size_t(b)] - activations[size_t(a)]);
+        double(inFlight) * (activations[size_t(b)] - activations[size_t(a)]);
     return st;
   }
-  double sync(int a, int b) const {
-    return syncs[size_t(b)] - syncs[size_t(a)];
-  }
 
-private:
   llvm::ArrayRef<LayerCost> layers;
   std::vector<double> seconds, forwards, statics, activations, syncs;
 };
 
+/// Every variant's sums: a stage's totals in O(variants), each stage the
+/// fastest variant whose peak is within the stage limit.
+class Prefix {
+public:
+  Prefix(const LayerVariants &layers, double stageLimit)
+      : count(layers.layers()), limit(stageLimit) {
+    for (const std::vector<LayerCost> &v : layers.variants)
+      sums.emplace_back(v);
+  }
+  /// Layers [a, b) as stage \p s of \p stages (\p chunks per rank): the
+  /// fastest variant that fits (ties: the least sync, then peak), else
+  /// the one of least peak (which the caller finds does not fit).
+  PipelineStage stage(int a, int b, int64_t s, int64_t stages, int64_t m,
+                      Schedule k, int64_t chunks = 1) const {
+    int64_t kept = inFlight(k, s, stages, m, chunks);
+    std::optional<PipelineStage> best;
+    for (size_t v = 0; v < sums.size(); ++v) {
+      PipelineStage st = sums[v].stage(a, b, kept);
+      st.variant = int(v);
+      if (!best || better(st, *best))
+        best = st;
+    }
+    return *best;
+  }
+  size_t layers() const { return count; }
+
+private:
+  bool fits(const PipelineStage &st) const {
+    return limit <= 0 || st.peakBytes <= limit;
+  }
+  bool better(const PipelineStage &a, const PipelineStage &b) const {
+    if (fits(a) != fits(b))
+      return fits(a);
+    if (!fits(a))
+      return a.peakBytes < b.peakBytes;
+    return std::tie(a.seconds, a.syncSeconds, a.peakBytes) <
+           std::tie(b.seconds, b.syncSeconds, b.peakBytes);
+  }
+
+  std::vector<Sums> sums;
+  size_t count;
+  double limit;
+};
+
+/// One variant of \p layers.
+LayerVariants single(llvm::ArrayRef<LayerCost> layers) {
+  return LayerVariants{{std::vector<LayerCost>(layers.begin(), layers.end())}};
+}
+
 /// The plan of \p stages (\p chunks per rank), its step and bubble.
-PipelinePlan finish(std::vector<PipelineStage> stages, const Prefix &p,
-                    int64_t m, Schedule k, int64_t chunks = 1) {
+PipelinePlan finish(std::vector<PipelineStage> stages, int64_t m, Schedule k,
+                    int64_t chunks = 1) {
   PipelinePlan plan;
   plan.microbatches = m;
   plan.schedule = k;
@@ -333,7 +377,7 @@ PipelinePlan finish(std::vector<PipelineStage> stages, const Prefix &p,
   size_t ranks = stages.size() / size_t(chunks);
   double sync = 0; // the first rank's
   for (size_t s = 0; s < stages.size(); s += ranks)
-    sync += p.sync(stages[s].first, stages[s].last);
+    sync += stages[s].syncSeconds;
   plan.stepSeconds = pipelineStep(stages, m, sync, chunks);
   plan.simulatedSeconds = simulatePipeline(stages, m, k, chunks);
   double work = 0;
@@ -418,15 +462,21 @@ static double rankPeak(llvm::ArrayRef<PipelineStage> cut, size_t r,
 llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
                                         int64_t stages, int64_t m, Schedule k,
                                         double limit, int64_t chunks) {
-  int L = int(layers.size());
+  return planStages(single(layers), stages, m, k, limit, chunks);
+}
+
+llvm::Expected<PipelinePlan> planStages(const LayerVariants &layers,
+                                        int64_t stages, int64_t m, Schedule k,
+                                        double limit, int64_t chunks) {
+  int L = int(layers.layers());
   int S = int(stages * chunks);
   if (stages < 1 || S > L || m < 1 ||
       (chunks > 1) != (k == Schedule::Interleaved) ||
       (chunks > 1 && m % stages))
-    return badShape(stages, chunks, layers.size(), m, k);
-  Prefix p(layers);
+    return badShape(stages, chunks, size_t(L), m, k);
   // An interleaved rank holds its chunks together: each within its share.
   double stageLimit = limit / double(chunks);
+  Prefix p(layers, stageLimit);
   CutTable t = cutTable(p, L, S, m, k, stageLimit, chunks);
   auto none = [&] {
     return llvm::createStringError(
@@ -451,7 +501,7 @@ llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
   for (size_t r = 0; r < size_t(stages); ++r)
     if (limit > 0 && rankPeak(cut, r, size_t(stages)) > limit)
       return none();
-  return finish(std::move(cut), p, m, k, chunks);
+  return finish(std::move(cut), m, k, chunks);
 }
 
 llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
@@ -463,7 +513,8 @@ llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
       (chunks > 1) != (k == Schedule::Interleaved) ||
       (chunks > 1 && m % stages))
     return badShape(stages, chunks, layers.size(), m, k);
-  Prefix p(layers);
+  LayerVariants one = single(layers);
+  Prefix p(one, 0);
   int per = L / S, extra = L % S;
   std::vector<PipelineStage> cut;
   for (int s = 0, a = 0; s < S; ++s) {
@@ -471,7 +522,7 @@ llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
     cut.push_back(p.stage(a, b, s, S, m, k, chunks));
     a = b;
   }
-  return finish(std::move(cut), p, m, k, chunks);
+  return finish(std::move(cut), m, k, chunks);
 }
 
 namespace {
@@ -491,13 +542,12 @@ struct CutChain {
       int b = s + 1 < S ? cuts[size_t(s)] : layers;
       stages.push_back(
           p.stage(a, b, s, S, from.microbatches, from.schedule, from.chunks));
-      if (limit > 0 &&
-          stages.back().peakBytes > limit / double(from.chunks))
+      if (limit > 0 && stages.back().peakBytes > limit / double(from.chunks))
         return std::nullopt;
       a = b;
     }
-    PipelinePlan q = finish(std::move(stages), p, from.microbatches,
-                            from.schedule, from.chunks);
+    PipelinePlan q = finish(std::move(stages), from.microbatches, from.schedule,
+                            from.chunks);
     if (!ranksFit(q, limit))
       return std::nullopt;
     return q;
@@ -520,8 +570,13 @@ struct CutChain {
 PipelinePlan refineCut(llvm::ArrayRef<LayerCost> layers,
                        const PipelinePlan &plan, double limit, unsigned steps,
                        uint64_t seed) {
-  Prefix p(layers);
-  CutChain chain{p, plan, limit, int(layers.size())};
+  return refineCut(single(layers), plan, limit, steps, seed);
+}
+
+PipelinePlan refineCut(const LayerVariants &layers, const PipelinePlan &plan,
+                       double limit, unsigned steps, uint64_t seed) {
+  Prefix p(layers, limit / double(plan.chunks));
+  CutChain chain{p, plan, limit, int(layers.layers())};
   std::vector<int> cuts;
   for (size_t s = 1; s < plan.stages.size(); ++s)
     cuts.push_back(plan.stages[s].first);

@@ -31,7 +31,8 @@
 // solves that exactly, by a DP over (stages, layers) (O(S L^2)), then
 // among the cuts as fast picks the most even (least sum of the stages'
 // squared work, sends left out: a second DP capped at the first's
-// optimum).
+// optimum). Given the layers priced under several intra-op strategies
+// (LayerVariants), each stage takes the fastest that fits its own peak.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -75,6 +76,16 @@ struct LayerCost {
   double syncSeconds = 0;
 };
 
+/// The layers priced under several intra-op strategies (variants[v][l]:
+/// layer l under strategy v; every variant the same layers): a stage takes
+/// the variant whose time is least among those its peak fits under, so
+/// each stage has its own strategy (a first stage that keeps many
+/// microbatches in flight recomputes, a last one need not).
+struct LayerVariants {
+  std::vector<std::vector<LayerCost>> variants;
+  size_t layers() const { return variants.empty() ? 0 : variants[0].size(); }
+};
+
 /// One stage: layers [first, last) on their submesh.
 struct PipelineStage {
   int first = 0, last = 0;
@@ -84,6 +95,7 @@ struct PipelineStage {
   double syncSeconds = 0;    ///< its gradients' sync, once per step
   double peakBytes = 0;      ///< static bytes and the activations in flight
   int64_t inFlight = 0;      ///< microbatches whose activations it keeps
+  int variant = 0;           ///< the LayerVariants' strategy it takes
 };
 
 struct PipelinePlan {
@@ -152,6 +164,12 @@ double pipelineStep(llvm::ArrayRef<PipelineStage> stages, int64_t m,
 llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
                                         int64_t stages, int64_t m, Schedule k,
                                         double limit, int64_t chunks = 1);
+/// The same over \p layers' variants: each stage of each cut takes its
+/// fastest variant that fits (exact for the slowest stage, as each stage's
+/// choice is its own).
+llvm::Expected<PipelinePlan> planStages(const LayerVariants &layers,
+                                        int64_t stages, int64_t m, Schedule k,
+                                        double limit, int64_t chunks = 1);
 
 /// Megatron-LM's cut: \p stages stages (interleaved, \p stages x \p
 /// chunks) of an equal number of layers (the first stages one more where
@@ -172,6 +190,9 @@ llvm::Expected<PipelinePlan> evenStages(llvm::ArrayRef<LayerCost> layers,
 PipelinePlan refineCut(llvm::ArrayRef<LayerCost> layers,
                        const PipelinePlan &plan, double limit, unsigned steps,
                        uint64_t seed = 1);
+/// The same over \p layers' variants (each stage its fastest that fits).
+PipelinePlan refineCut(const LayerVariants &layers, const PipelinePlan &plan,
+                       double limit, unsigned steps, uint64_t seed = 1);
 
 /// Whether every rank of \p plan (its chunks together) peaks within
 /// \p limit bytes (0: none).

@@ -280,8 +280,8 @@ PipelineStage stageOf(llvm::ArrayRef<LayerCost> layers, int a, int b) {
     st.seconds += layers[size_t(l)].seconds;
     st.forwardSeconds += layers[size_t(l)].forwardSeconds;
   }
-  st.sendSeconds = b < int(layers.size()) ? layers[size_t(b - 1)].sendSeconds
-                                          : 0.0;
+  st.sendSeconds =
+      b < int(layers.size()) ? layers[size_t(b - 1)].sendSeconds : 0.0;
   st.seconds += st.sendSeconds;
   return st;
 }
@@ -379,6 +379,41 @@ TEST(PipelineTest, SimulationIsAtLeastWhatEveryScheduleNeeds) {
       EXPECT_LT(sim, 1e9) << "trial " << trial; // no deadlock
     }
   }
+}
+
+TEST(PipelineTest, EachStageTakesTheFastestVariantThatFitsIt) {
+  // Four layers priced under two strategies: keeping activations (1 s,
+  // 4 bytes a microbatch) or recomputing them (1.3 s, 1 byte); 1 byte of
+  // weights each. Under 1F1B with 2 stages the first keeps 2 microbatches
+  // in flight, the second 1; 12 bytes fit the first's two layers only
+  // recomputed (2 + 2 x 2), the second's as they are (2 + 8).
+  LayerVariants both{{equalLayers(4, 1.0, 1, 4), equalLayers(4, 1.3, 1, 1)}};
+  auto plan = planStages(both, 2, 8, Schedule::OneFOneB, 12);
+  ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
+  ASSERT_EQ(plan->stages.size(), 2u);
+  EXPECT_EQ(plan->stages[0].last, 2);
+  EXPECT_EQ(plan->stages[0].variant, 1);
+  EXPECT_EQ(plan->stages[1].variant, 0);
+  EXPECT_DOUBLE_EQ(plan->stages[0].peakBytes, 6);
+  EXPECT_DOUBLE_EQ(plan->stages[1].peakBytes, 10);
+  // Keeping everything fits no cut; recomputing everything fits but every
+  // stage pays for it.
+  EXPECT_FALSE(
+      bool(planStages(both.variants[0], 2, 8, Schedule::OneFOneB, 12)));
+  auto recomputed = planStages(both.variants[1], 2, 8, Schedule::OneFOneB, 12);
+  ASSERT_TRUE(bool(recomputed));
+  EXPECT_LT(plan->stepSeconds, recomputed->stepSeconds);
+  EXPECT_LT(plan->simulatedSeconds, recomputed->simulatedSeconds);
+  // Without a limit every stage keeps its activations; MCMC over the cut
+  // keeps each stage's choice within the limit.
+  auto free = planStages(both, 2, 8, Schedule::OneFOneB, 0);
+  ASSERT_TRUE(bool(free));
+  for (const PipelineStage &st : free->stages)
+    EXPECT_EQ(st.variant, 0);
+  PipelinePlan moved = refineCut(both, *plan, 12, 100);
+  for (const PipelineStage &st : moved.stages)
+    EXPECT_LE(st.peakBytes, 12);
+  EXPECT_LE(moved.simulatedSeconds, plan->simulatedSeconds);
 }
 
 TEST(PipelineTest, ImpossibleShapesAreErrors) {
