@@ -100,61 +100,140 @@ struct StageSetting {
   const SearchSpace &space;
 };
 
-/// The pipelines of one stage count: its submesh, the intra-op strategy
-/// there, each microbatch count, schedule and lever setting cut.
+/// One intra-op strategy a stage may take: the configurations a search
+/// chose, with levers at one microbatch count.
+struct Variant {
+  const Strategy *intra;
+  std::vector<OpChoice> choices;
+  std::string name;
+};
+
+/// The pipelines of one stage count: its submesh, the intra-op strategies
+/// there (each solved for the whole model within a memory budget, with its
+/// fitted levers or every op recomputed), each microbatch count, schedule
+/// and cut; each stage takes the fastest strategy that fits it.
 class StageCount : StageSetting {
 public:
   using StageSetting::StageSetting;
   /// The fastest pipeline of this count, or an error saying why none.
   llvm::Expected<PipelineChoice> best();
+  /// Also a leaner strategy for the stages that keep many microbatches
+  /// in flight (budgets()).
+  StageCount &withLeanerStrategy() {
+    lean = true;
+    return *this;
+  }
 
 private:
-  void tryCut(const SearchSpace &space, const Strategy &intra,
+  /// The whole model's strategies on the submesh, one per memory budget
+  /// (a multiple of the limit: budgets()) where one fits.
+  llvm::Expected<std::vector<std::pair<int64_t, Strategy>>>
+  intraStrategies(const ShardingOptions &so);
+  std::vector<int64_t> budgets() const;
+  void tryCut(llvm::ArrayRef<std::pair<int64_t, Strategy>> intras,
               const LeverOptions &levers, int64_t microbatches);
   /// The cut of \p costs on schedule \p k, kept where it is the fastest.
-  void tryPlan(llvm::ArrayRef<LayerCost> costs, Schedule k, int64_t chunks,
-               const Strategy &intra, llvm::ArrayRef<OpChoice> choices,
-               int64_t microbatches);
+  void tryPlan(const LayerVariants &costs, llvm::ArrayRef<Variant> variants,
+               Schedule k, int64_t chunks, int64_t microbatches);
+  /// found's strategy: each stage's ops take its variant's.
+  void composeStrategy();
 
   std::optional<PipelineChoice> found;
-  /// The layer costs found's cut was made of.
-  std::vector<LayerCost> foundCosts;
+  /// The layer costs and variants found's cut was made of.
+  LayerVariants foundCosts;
+  std::vector<Variant> foundVariants;
   std::string lastError;
+  bool lean = false;
   /// refineCut's proposals per stage.
   static constexpr unsigned kRefineStepsPerStage = 20;
 };
 
-void StageCount::tryCut(const SearchSpace &space, const Strategy &intra,
+std::vector<int64_t> StageCount::budgets() const {
+  // S limits: the whole model's weights and one microbatch's activations
+  // of every layer (what 1F1B's first stage keeps); half of it, for the
+  // stages that keep many microbatches in flight.
+  std::vector<int64_t> out{stages};
+  if (lean && o.memoryLimit > 0 && p.mode == CostMode::Train && stages > 1)
+    out.push_back((stages + 1) / 2);
+  return out;
+}
+
+llvm::Expected<std::vector<std::pair<int64_t, Strategy>>>
+StageCount::intraStrategies(const ShardingOptions &so) {
+  std::vector<std::pair<int64_t, Strategy>> out;
+  for (int64_t b : budgets()) {
+    ShardingOptions within = so;
+    within.memoryLimit = o.memoryLimit * double(b);
+    auto intra = solveSharding(space, CostModel(sub, p.mode), within);
+    if (!intra) {
+      if (out.empty())
+        return intra.takeError();
+      llvm::consumeError(intra.takeError()); // a tighter budget: none fits
+      continue;
+    }
+    if (!out.empty() && intra->configs == out.front().second.configs &&
+        intra->choices == out.front().second.choices)
+      continue; // the same strategy
+    out.emplace_back(b, std::move(*intra));
+  }
+  return out;
+}
+
+/// The cost model of a step of \p microbatches microbatches with
+/// \p levers on \p sub (an inference: the whole batch, no levers, which
+/// layerCosts shares out).
+static CostModel stepModel(const SearchSpace &space, const Cluster &sub,
+                           CostMode mode, const LeverOptions &levers,
+                           int64_t microbatches) {
+  if (mode == CostMode::Infer)
+    return CostModel(sub, CostMode::Infer);
+  return leveredModel(space, CostModel(sub, CostMode::Train), levers,
+                      microbatches);
+}
+
+void StageCount::tryCut(llvm::ArrayRef<std::pair<int64_t, Strategy>> intras,
                         const LeverOptions &levers, int64_t microbatches) {
-  // An inference prices the whole batch (no levers) and layerCosts takes
-  // a microbatch's share.
-  CostModel model = p.mode == CostMode::Infer
-                        ? CostModel(sub, CostMode::Infer)
-                        : leveredModel(space, CostModel(sub, CostMode::Train),
-                                       levers, microbatches);
-  std::vector<OpChoice> choices = intra.choices;
+  CostModel model = stepModel(space, sub, p.mode, levers, microbatches);
+  LeverOptions all = levers;
+  all.recompute = RecomputePolicy::All;
+  CostModel recomputing = stepModel(space, sub, p.mode, all, microbatches);
   const Func &f = m.main;
-  if (levers.recompute == RecomputePolicy::All)
+  LayerVariants costs;
+  std::vector<Variant> variants;
+  auto add = [&](const CostModel &priced, Variant v) {
+    costs.variants.push_back(layerCosts(
+        f, layers, priceEachOp(space, priced, v.intra->configs, v.choices),
+        microbatches, devices, sub));
+    variants.push_back(std::move(v));
+  };
+  for (const auto &[budget, intra] : intras) {
+    std::string within =
+        o.memoryLimit > 0
+            ? llvm::formatv("solved within {0}x the memory limit", budget).str()
+            : std::string("solved without a memory limit");
+    add(model, {&intra, intra.choices, within});
+    // (Recomputation where the levers allow it: a plan recomputes only
+    // under --recompute=auto or all.)
+    if (p.mode != CostMode::Train || levers.recompute == RecomputePolicy::None)
+      continue;
+    std::vector<OpChoice> every = intra.choices;
     for (size_t i = 0; i < f.ops.size(); ++i)
-      choices[i] = model.choose(*f.ops[i], intra.configs[i], 0);
-  std::vector<LayerCost> costs =
-      layerCosts(f, layers, priceEachOp(space, model, intra.configs, choices),
-                 microbatches, devices, sub);
+      every[i] = recomputing.choose(*f.ops[i], intra.configs[i], 0);
+    add(recomputing, {&intra, std::move(every), within + ", all recomputed"});
+  }
   for (Schedule k :
        {Schedule::OneFOneB, Schedule::GPipe, Schedule::Interleaved}) {
     if (p.schedule ? *p.schedule != k
                    : k == Schedule::Interleaved && microbatches % stages)
       continue;
     for (int64_t chunks : chunkCounts(p, k, stages, layers.size()))
-      tryPlan(costs, k, chunks, intra, choices, microbatches);
+      tryPlan(costs, variants, k, chunks, microbatches);
   }
 }
 
-
-void StageCount::tryPlan(llvm::ArrayRef<LayerCost> costs, Schedule k,
-                         int64_t chunks, const Strategy &intra,
-                         llvm::ArrayRef<OpChoice> choices,
-                         int64_t microbatches) {
+void StageCount::tryPlan(const LayerVariants &costs,
+                         llvm::ArrayRef<Variant> variants, Schedule k,
+                         int64_t chunks, int64_t microbatches) {
   auto plan = planStages(costs, stages, microbatches, k, o.memoryLimit, chunks);
   if (!plan) {
     std::string why = llvm::toString(plan.takeError());
@@ -164,22 +243,41 @@ void StageCount::tryPlan(llvm::ArrayRef<LayerCost> costs, Schedule k,
   }
   if (found && found->plan.simulatedSeconds <= plan->simulatedSeconds)
     return;
-  found = PipelineChoice{std::move(*plan), devices,
+  found = PipelineChoice{std::move(*plan),
+                         devices,
                          std::vector<LayerSpan>(layers.begin(), layers.end()),
-                         intra};
-  foundCosts.assign(costs.begin(), costs.end());
-  found->intra.choices.assign(choices.begin(), choices.end());
+                         *variants.front().intra,
+                         {}};
   found->intra.microbatches = microbatches;
+  foundCosts = costs;
+  foundVariants.assign(variants.begin(), variants.end());
+}
+
+void StageCount::composeStrategy() {
+  Strategy &intra = found->intra;
+  intra.choices = foundVariants.front().choices;
+  found->stageStrategies.clear();
+  for (const PipelineStage &st : found->plan.stages) {
+    const Variant &v = foundVariants[size_t(st.variant)];
+    size_t a = layers[size_t(st.first)].first;
+    size_t b = layers[size_t(st.last - 1)].last;
+    std::copy(v.intra->configs.begin() + a, v.intra->configs.begin() + b,
+              intra.configs.begin() + a);
+    std::string text = v.name;
+    if (!v.choices.empty()) { // (an inference has no levers)
+      std::copy(v.choices.begin() + a, v.choices.begin() + b,
+                intra.choices.begin() + a);
+      text +=
+          "; " + describeLevers(intra.microbatches,
+                                llvm::ArrayRef(intra.choices).slice(a, b - a));
+    }
+    found->stageStrategies.push_back(std::move(text));
+  }
 }
 
 llvm::Expected<PipelineChoice> StageCount::best() {
   ShardingOptions so = o;
   so.configs.devices = devices;
-  // The whole model on the submesh holds S stages' weights and, at one
-  // microbatch each, as many layers' activations as 1F1B's first stage
-  // keeps: its levers are chosen to fit S limits (the cut then checks each
-  // stage's own peak).
-  so.memoryLimit = o.memoryLimit * double(stages);
   so.progress = nullptr;
   so.refineSteps = 0;
   auto counts = microbatchCounts(space, p.microbatches);
@@ -188,16 +286,11 @@ llvm::Expected<PipelineChoice> StageCount::best() {
   so.levers.microbatches = p.microbatches; // 0: the fit search chooses
   if (p.mode == CostMode::Infer)
     so.levers = LeverOptions();
-  auto intra = solveSharding(space, CostModel(sub, p.mode), so);
-  if (!intra)
-    return intra.takeError();
-  LeverOptions all = so.levers;
-  all.recompute = RecomputePolicy::All;
-  for (int64_t mb : *counts) {
-    tryCut(space, *intra, so.levers, mb);
-    if (p.mode == CostMode::Train)
-      tryCut(space, *intra, all, mb);
-  }
+  auto intras = intraStrategies(so);
+  if (!intras)
+    return intras.takeError();
+  for (int64_t mb : *counts)
+    tryCut(*intras, so.levers, mb);
   if (!found)
     return llvm::createStringError(lastError.empty() ? "no microbatch count"
                                                      : lastError);
@@ -205,6 +298,7 @@ llvm::Expected<PipelineChoice> StageCount::best() {
   found->plan =
       refineCut(foundCosts, found->plan, o.memoryLimit,
                 unsigned(kRefineStepsPerStage * found->plan.stages.size()));
+  composeStrategy();
   return *found;
 }
 
@@ -257,9 +351,11 @@ void MegatronStages::price(const SearchSpace &space, int64_t t,
       intra.choices = choices;
       intra.microbatches = microbatches;
       found = MegatronPipeline{
-          PipelineChoice{std::move(*plan), devices,
+          PipelineChoice{std::move(*plan),
+                         devices,
                          std::vector<LayerSpan>(layers.begin(), layers.end()),
-                         std::move(intra)},
+                         std::move(intra),
+                         {}},
           t};
     }
   }
@@ -284,7 +380,10 @@ std::optional<MegatronPipeline> MegatronStages::best() {
     for (RecomputePolicy r : {RecomputePolicy::None, RecomputePolicy::All})
       for (int z : {0, 1})
         for (int64_t mb : *counts) {
-          if (!samplesDivide(space.data(), *configs, mb))
+          // (Recomputation where the levers allow it, as the search's.)
+          if ((r == RecomputePolicy::All &&
+               o.levers.recompute == RecomputePolicy::None) ||
+              !samplesDivide(space.data(), *configs, mb))
             continue;
           LeverOptions l = o.levers;
           l.recompute = r;
@@ -315,6 +414,67 @@ stageCounts(const Cluster &cluster, const PipelineOptions &p, size_t layers) {
   return out;
 }
 
+/// One stage count's part of searchPipeline: its space, Megatron's grid
+/// and the search's pipelines.
+class CountSearch {
+public:
+  CountSearch(const Module &m, const Cluster &cluster, const ShardingOptions &o,
+              const PipelineOptions &p, llvm::ArrayRef<LayerSpan> layers,
+              PipelineSearchResult &r)
+      : m(m), cluster(cluster), o(o), p(p), layers(layers), r(r) {}
+  /// Prices \p s stages (with \p lean, a leaner strategy too; Megatron's
+  /// grid without).
+  void run(int64_t s, bool lean);
+  /// Whether a leaner strategy is worth a second try: a training step
+  /// under a memory limit.
+  bool leanApplies() const {
+    return o.memoryLimit > 0 && p.mode == CostMode::Train;
+  }
+
+private:
+  const Module &m;
+  const Cluster &cluster;
+  const ShardingOptions &o;
+  const PipelineOptions &p;
+  llvm::ArrayRef<LayerSpan> layers;
+  PipelineSearchResult &r;
+};
+
+void CountSearch::run(int64_t s, bool lean) {
+  auto began = std::chrono::steady_clock::now();
+  ConfigOptions co = o.configs;
+  co.devices = int64_t(cluster.gpus) / s;
+  // A stage's ops are placed at its first device: counts that divide.
+  co.dividing = true;
+  SearchSpace space(m, co);
+  auto meg = p.mode == CostMode::Train && !lean
+                 ? MegatronStages(m, cluster, o, p, layers, s, space).best()
+                 : std::nullopt;
+  if (meg && (!r.megatron || meg->choice.plan.simulatedSeconds <
+                                 r.megatron->choice.plan.simulatedSeconds))
+    r.megatron = std::move(*meg);
+  StageCount count(m, cluster, o, p, layers, s, space);
+  if (lean)
+    count.withLeanerStrategy();
+  auto best = count.best();
+  double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
+          .count();
+  std::string what = lean ? " with a leaner strategy too" : "";
+  if (!best) {
+    r.tried.push_back(llvm::formatv("{0} stages{1} ({2:F1} s): {3}", s, what,
+                                    took, llvm::toString(best.takeError())));
+    return;
+  }
+  r.tried.push_back(llvm::formatv(
+      "{0} stages of {1} devices{2} ({3:F1} s): {4}, {5} microbatches, {6}", s,
+      best->stageDevices, what, took,
+      formatSeconds(best->plan.simulatedSeconds), best->plan.microbatches,
+      scheduleText(scheduleName(best->plan.schedule), best->plan.chunks)));
+  if (!r.best || best->plan.simulatedSeconds < r.best->plan.simulatedSeconds)
+    r.best = std::move(*best);
+}
+
 } // namespace
 
 llvm::Expected<PipelineSearchResult> searchPipeline(const Module &m,
@@ -327,36 +487,17 @@ llvm::Expected<PipelineSearchResult> searchPipeline(const Module &m,
   if (!counts)
     return counts.takeError();
   PipelineSearchResult r;
-  for (int64_t s : *counts) {
-    auto began = std::chrono::steady_clock::now();
-    ConfigOptions co = o.configs;
-    co.devices = int64_t(cluster.gpus) / s;
-    // A stage's ops are placed at its first device: counts that divide.
-    co.dividing = true;
-    SearchSpace space(m, co);
-    auto meg = p.mode == CostMode::Train
-                   ? MegatronStages(m, cluster, o, p, layers, s, space).best()
-                   : std::nullopt;
-    if (meg && (!r.megatron || meg->choice.plan.simulatedSeconds <
-                                   r.megatron->choice.plan.simulatedSeconds))
-      r.megatron = std::move(*meg);
-    auto best = StageCount(m, cluster, o, p, layers, s, space).best();
-    double took =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
-            .count();
-    if (!best) {
-      r.tried.push_back(llvm::formatv("{0} stages ({1:F1} s): {2}", s, took,
-                                      llvm::toString(best.takeError())));
-      continue;
-    }
-    r.tried.push_back(llvm::formatv(
-        "{0} stages of {1} devices ({2:F1} s): {3}, {4} microbatches, {5}", s,
-        best->stageDevices, took, formatSeconds(best->plan.simulatedSeconds),
-        best->plan.microbatches,
-        scheduleText(scheduleName(best->plan.schedule), best->plan.chunks)));
-    if (!r.best || best->plan.simulatedSeconds < r.best->plan.simulatedSeconds)
-      r.best = std::move(*best);
-  }
+  CountSearch search(m, cluster, o, p, layers, r);
+  for (int64_t s : *counts)
+    search.run(s, /*lean=*/false);
+  // Each stage may take a leaner strategy of its own where the one solved
+  // within S limits leaves the first stages short of memory: tried on the
+  // fastest stage count (on every count where none fits).
+  if (search.leanApplies() && !r.best)
+    for (int64_t s : *counts)
+      search.run(s, /*lean=*/true);
+  else if (search.leanApplies())
+    search.run(r.best->plan.ranks(), /*lean=*/true);
   // Megatron's point is a pipeline too: the faster of the two is returned
   // (with --solver=megatron, Megatron's).
   bool megatronOnly = o.solver == SolverKind::Megatron;
@@ -383,12 +524,14 @@ static void printStages(const PipelineChoice &c, llvm::raw_ostream &os) {
     const PipelineStage &st = p.stages[s];
     os << llvm::formatv(
         "  stage {0}: layers {1}-{2} of {3} (ops {4}-{5}), devices {6}-{7}, "
-        "{8} per microbatch, peak {9:F2} GiB ({10} in flight)\n",
+        "{8} per microbatch, peak {9:F2} GiB ({10} in flight){11}\n",
         s, st.first, st.last - 1, layers.size(), layers[size_t(st.first)].first,
         layers[size_t(st.last - 1)].last - 1,
         int64_t(s) % p.ranks() * c.stageDevices,
         (int64_t(s) % p.ranks() + 1) * c.stageDevices - 1,
-        formatSeconds(st.seconds), st.peakBytes / 1073741824.0, st.inFlight);
+        formatSeconds(st.seconds), st.peakBytes / 1073741824.0, st.inFlight,
+        s < c.stageStrategies.size() ? "; " + c.stageStrategies[s]
+                                     : std::string());
   }
 }
 
@@ -415,9 +558,11 @@ void printPipeline(const PipelineSearchResult &r, double flat,
                           "simulated)",
                           formatSeconds(p.refinedFrom));
     os << llvm::formatv("; searched in {0:F1} s (stage counts x "
-                        "microbatches x schedules x recomputation, "
-                        "exhaustive; each schedule simulated on the stages' "
-                        "additive prices)\n",
+                        "microbatches x schedules x each stage's strategy "
+                        "and recomputation, exhaustive but for the leaner "
+                        "strategies, tried on the fastest stage count; each "
+                        "schedule simulated on the stages' additive "
+                        "prices)\n",
                         r.searchSeconds);
     printStages(*r.best, os);
   }
@@ -471,7 +616,7 @@ llvm::json::Value pipelineJson(const PipelineSearchResult &r) {
   llvm::json::Array stages;
   for (size_t s = 0; s < c.plan.stages.size(); ++s) {
     const PipelineStage &st = c.plan.stages[s];
-    stages.push_back(llvm::json::Object{
+    llvm::json::Object stage{
         {"layers", llvm::json::Array{st.first, st.last}},
         {"ops", llvm::json::Array{int64_t(c.layers[size_t(st.first)].first),
                                   int64_t(c.layers[size_t(st.last - 1)].last)}},
@@ -480,7 +625,10 @@ llvm::json::Value pipelineJson(const PipelineSearchResult &r) {
                            (int64_t(s) % c.plan.ranks() + 1) * c.stageDevices}},
         {"seconds", st.seconds},
         {"peak_bytes", st.peakBytes},
-        {"in_flight", st.inFlight}});
+        {"in_flight", st.inFlight}};
+    if (s < c.stageStrategies.size())
+      stage["strategy"] = c.stageStrategies[s];
+    stages.push_back(std::move(stage));
   }
   out["stages"] = std::move(stages);
   out["chosen_from"] = r.fromMegatron ? "megatron" : "search";

@@ -4,14 +4,18 @@
 // module: its layers (findLayers), and for each stage count S that divides
 // the cluster (or the one --pipeline names) the submesh of N / S devices,
 // whose intra-op strategy the existing search chooses for the whole model
-// on N / S devices (every stage's layers take their part of it: identical
-// layers are solved once, together); the strategy is priced op by op
-// (priceEachOp) at every microbatch count the batch allows, with the
-// search's levers and with every op recomputed, and planStages cuts the
-// layers under the memory limit on each schedule. The fastest step wins.
-// Exhaustive over its space: stage counts x microbatches x schedules x the
-// two lever settings; the intra-op part is what --solver searches. Megatron
-// LM's grid with stages (its layer splits per tensor degree inside a node,
+// on N / S devices within S memory limits (every stage's layers take their
+// part of it: identical layers are solved once, together); it is priced op
+// by op (priceEachOp) at every microbatch count the batch allows, with its
+// fitted levers and (where the levers allow) with every op recomputed, and
+// planStages cuts the layers under the memory limit on each schedule, each
+// stage taking the fastest of these variants that fits it. The fastest
+// step wins; its stage count (every count, where none fits) is then tried
+// again with a leaner strategy too, solved within S / 2 limits, which the
+// stages that keep many microbatches in flight may take.
+// Exhaustive over its space (stage counts x microbatches x schedules x each
+// stage's variant) but for the leaner strategy; the intra-op part is what
+// --solver searches. Megatron LM's grid with stages (its layer splits per tensor degree inside a node,
 // recomputation none or all, ZeRO 0 or 1, the layers cut evenly) is priced
 // the same way, and returned where it simulates faster.
 //
@@ -51,8 +55,12 @@ struct PipelineChoice {
   /// The layers the stages cut (ops of @main in program order).
   std::vector<LayerSpan> layers;
   /// The intra-op strategy of every stage (configurations on stageDevices
-  /// devices, levers at plan.microbatches).
+  /// devices, levers at plan.microbatches): each stage's ops take the
+  /// strategy its variant names.
   Strategy intra;
+  /// Per stage: which strategy it takes (the memory budget it was solved
+  /// within, whether every op is recomputed) and its levers.
+  std::vector<std::string> stageStrategies;
 };
 
 /// Megatron-LM's pipeline (--solver=megatron's grid with stages): its

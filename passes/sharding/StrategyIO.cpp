@@ -383,6 +383,8 @@ llvm::json::Value strategyToJson(const Module &m, const StrategyReport &r) {
   out["baselines"] = baselinesJson(r);
   if (r.pipeline)
     out["pipeline"] = pipelineJson(*r.pipeline);
+  if (!r.unfit.empty())
+    out["without_stages_unfit"] = r.unfit;
   out["stats"] = statsJson(r);
   out["ops"] = opsJson(m, r.strategy);
   return out;
@@ -752,6 +754,10 @@ void printReport(const Module &m, const StrategyReport &r,
      << " per device per step\n";
   printBaselines(r, os);
   printSearch(r, os);
+  if (!r.unfit.empty())
+    os << "without stages:      " << r.unfit
+       << " (the strategy above is searched without the limit, for "
+          "comparison)\n";
   if (r.pipeline)
     printPipeline(*r.pipeline, c.simulatedSeconds, os);
   if (r.given)

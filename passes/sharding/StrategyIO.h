@@ -54,6 +54,10 @@ struct StrategyReport {
   bool trainingProgram = false;
   /// Training under --pipeline: the stages searched (PipelineSearch.h).
   std::optional<PipelineSearchResult> pipeline;
+  /// Under --pipeline with a memory limit that no strategy without stages
+  /// fits: why (the strategy is then the search without the limit, for
+  /// comparison only); empty where one fits.
+  std::string unfit;
 };
 
 /// The training levers a strategy JSON gives: its microbatch count (0:

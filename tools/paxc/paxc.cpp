@@ -636,6 +636,53 @@ static void writeTrace(const Simulator &sim, const StrategyReport &r,
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(trace))) << "\n";
 }
 
+/// Under --pipeline: why no strategy without stages fits the limit, once
+/// a search found none (StrategyReport::unfit).
+static std::string unfitWithoutStages;
+
+/// Under --pipeline, where no strategy without stages fits the limit
+/// (\p unfit): \p search's report without the limit, marked as not
+/// fitting; \p unfit where that fails too.
+template <typename Search>
+static llvm::Expected<StrategyReport>
+searchUnlimited(const ShardingOptions &o, llvm::Error unfit, Search search) {
+  ShardingOptions unlimited = o;
+  unlimited.memoryLimit = 0;
+  auto report = search(unlimited);
+  if (!report) {
+    llvm::consumeError(report.takeError());
+    return unfit;
+  }
+  unfitWithoutStages = llvm::toString(std::move(unfit));
+  return report;
+}
+
+/// buildReport with the flags' cluster and mode: the search (or \p
+/// fixed's pricing) of \p m with \p o. Under --pipeline, where no strategy
+/// without stages fits \p limit, that one searched without it (its report
+/// says why: StrategyReport::unfit), as stages may fit.
+static llvm::Expected<StrategyReport>
+searchReport(const Module &m, const ShardingOptions &o,
+             const std::optional<std::vector<Config>> &fixed,
+             llvm::ArrayRef<int64_t> offsets, const GivenLevers &given,
+             double limit) {
+  bool pricingTraining = mode == "train" && !trainingStep;
+  auto search = [&](const ShardingOptions &with) {
+    return buildReport(m, *theCluster,
+                       pricingTraining ? CostMode::Train : CostMode::Infer,
+                       with, fixed, offsets, &given);
+  };
+  auto report = search(o);
+  bool searchingStages = !paxc::pipelineOff() && !pipelined && !fixed;
+  if (!report && searchingStages && o.memoryLimit > 0)
+    report = searchUnlimited(o, report.takeError(), search);
+  if (report && searchingStages && !unfitWithoutStages.empty()) {
+    report->unfit = unfitWithoutStages;
+    report->memoryLimit = limit;
+  }
+  return report;
+}
+
 /// The report of the flags' search (or of --strategy's strategy) for \p m.
 static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
                                                  bool keepGiven = false) {
@@ -654,7 +701,6 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   o.progress = [&line](double fraction) { line.draw(fraction); };
   std::vector<int64_t> offsets;
   GivenLevers given;
-  bool pricingTraining = mode == "train" && !trainingStep;
   auto fixed = readStrategyFlag(m, o, offsets, given);
   if (!fixed)
     return fixed.takeError();
@@ -666,14 +712,12 @@ static llvm::Expected<StrategyReport> shardModel(const Module &m, bool forPlan,
   double limit = o.memoryLimit;
   if (keepGiven)
     o.memoryLimit = 0;
-  auto report = buildReport(m, *theCluster,
-                            pricingTraining ? CostMode::Train : CostMode::Infer,
-                            o, *fixed, offsets, &given);
+  auto report = searchReport(m, o, *fixed, offsets, given, limit);
   if (line.shown)
     llvm::errs() << "\n";
   // (A pipelined plan's stages were fit by the pipeline search: the
   // program on one stage's devices counts every stage's weights.)
-  if (report && keepGiven && !pipelined)
+  if (report && keepGiven && !pipelined && report->unfit.empty())
     if (auto err = checkStepPeak(*report, limit))
       return err;
   if (report) {
@@ -853,6 +897,22 @@ static llvm::Error splitStep(Module &m, int64_t perStep, bool searched,
   return llvm::Error::success();
 }
 
+/// splitStep, the ops of \p recompute (chosen before the split) replaced
+/// by their microbatch copies.
+static llvm::Error splitRecomputing(Module &m, int64_t perStep, bool searched,
+                                    bool planning,
+                                    llvm::DenseSet<const Op *> &recompute) {
+  constexpr const char *kMark = "recompute_chosen";
+  for (const Op *op : recompute)
+    const_cast<Op *>(op)->attrs[kMark] = int64_t(1);
+  auto err = splitStep(m, perStep, searched, planning);
+  recompute.clear();
+  for (auto &op : m.main.ops)
+    if (op->attrs.erase(kMark))
+      recompute.insert(op.get());
+  return err;
+}
+
 /// What the forward program's search of a training step chose, beyond
 /// each forward op's configuration (set as its `config`).
 struct ForwardChoices {
@@ -903,11 +963,22 @@ static llvm::Expected<ForwardChoices> searchForward(Module &m, bool planning) {
 static llvm::Expected<ForwardChoices>
 takePipeline(Module &m, const StrategyReport &first) {
   auto choice = paxc::chosenPipeline(*first.pipeline);
+  if (!choice && !first.unfit.empty()) // neither fits
+    return llvm::createStringError(first.unfit + "; " +
+                                   llvm::toString(choice.takeError()));
+  if (!choice && paxc::pipelineAuto()) {
+    std::string why = llvm::toString(choice.takeError());
+    if (!quiet)
+      llvm::errs() << "paxc: " << llvm::StringRef(why).split('\n').first
+                   << ": the plan has no stages\n";
+    return takeForwardChoices(m, first.strategy);
+  }
   if (!choice)
     return choice.takeError();
   // --pipeline=auto: stages only where they simulate faster.
   double flat = first.strategy.cost.simulatedSeconds;
-  if (paxc::pipelineAuto() && flat <= choice->plan.simulatedSeconds) {
+  if (paxc::pipelineAuto() && first.unfit.empty() &&
+      flat <= choice->plan.simulatedSeconds) {
     if (!quiet)
       llvm::errs() << "paxc: --pipeline=auto: the step without stages ("
                    << formatSeconds(flat) << ") simulates faster than the "
@@ -1249,7 +1320,8 @@ static llvm::Expected<ForwardChoices> firstPhase(Module &m, const Target &t,
     forwardPipelines = first->pipeline;
   }
   if (trainingStep)
-    if (auto err = splitStep(m, perStep, t.twoPhase, t.planning))
+    if (auto err = splitRecomputing(m, perStep, t.twoPhase, t.planning,
+                                    chosen.recompute))
       return err;
   if (pipelined) {
     markForward(m.main);

@@ -8,6 +8,10 @@ chunks). Computes without a microbatch (a gradient's sum, an update) and
 those every device computes (from constants) are left out.
 
     pipeline_passes.py PLAN.txt
+    pipeline_passes.py PLAN.txt --recomputed
+
+With --recomputed: each device's count of recomputed computes, and whether
+the first device recomputes more than the last.
 """
 import re
 import sys
@@ -43,8 +47,20 @@ def passes(computes):
     return out
 
 
+def recomputed(text):
+    counts = {}
+    for device, computes in programs(text):
+        counts[device] = sum("recomputed" in a for a in computes)
+        print("device %d: %d recomputed" % (device, counts[device]))
+    first, last = min(counts), max(counts)
+    if counts[first] > counts[last]:
+        print("device %d recomputes more than device %d" % (first, last))
+
+
 def main():
     text = open(sys.argv[1]).read()
+    if "--recomputed" in sys.argv[2:]:
+        return recomputed(text)
     for device, computes in programs(text):
         print("device %d: %s" % (device, " ".join(passes(computes))))
 
