@@ -327,9 +327,11 @@ public:
     for (const std::vector<LayerCost> &v : layers.variants)
       sums.emplace_back(v);
   }
-  /// Layers [a, b) as stage \p s of \p stages (\p chunks per rank): the
-  /// fastest variant that fits (ties: the least sync, then peak), else
-  /// the one of least peak (which the caller finds does not fit).
+  /// Layers [a, b) as stage \p s of \p stages (\p chunks per rank) of a
+  /// step of \p m microbatches: the fastest variant that fits (its time
+  /// per microbatch with its sync shared over them; ties: the least
+  /// peak), else the one of least peak (which the caller finds does not
+  /// fit).
   PipelineStage stage(int a, int b, int64_t s, int64_t stages, int64_t m,
                       Schedule k, int64_t chunks = 1) const {
     int64_t kept = inFlight(k, s, stages, m, chunks);
@@ -337,7 +339,7 @@ public:
     for (size_t v = 0; v < sums.size(); ++v) {
       PipelineStage st = sums[v].stage(a, b, kept);
       st.variant = int(v);
-      if (!best || better(st, *best))
+      if (!best || better(st, *best, m))
         best = st;
     }
     return *best;
@@ -348,13 +350,14 @@ private:
   bool fits(const PipelineStage &st) const {
     return limit <= 0 || st.peakBytes <= limit;
   }
-  bool better(const PipelineStage &a, const PipelineStage &b) const {
+  bool better(const PipelineStage &a, const PipelineStage &b, int64_t m) const {
     if (fits(a) != fits(b))
       return fits(a);
     if (!fits(a))
       return a.peakBytes < b.peakBytes;
-    return std::tie(a.seconds, a.syncSeconds, a.peakBytes) <
-           std::tie(b.seconds, b.syncSeconds, b.peakBytes);
+    double ta = a.seconds + a.syncSeconds / double(m),
+           tb = b.seconds + b.syncSeconds / double(m);
+    return std::tie(ta, a.peakBytes) < std::tie(tb, b.peakBytes);
   }
 
   std::vector<Sums> sums;

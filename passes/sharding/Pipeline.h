@@ -78,9 +78,10 @@ struct LayerCost {
 
 /// The layers priced under several intra-op strategies (variants[v][l]:
 /// layer l under strategy v; every variant the same layers): a stage takes
-/// the variant whose time is least among those its peak fits under, so
-/// each stage has its own strategy (a first stage that keeps many
-/// microbatches in flight recomputes, a last one need not).
+/// the variant whose time is least (per microbatch, its once-a-step sync
+/// shared over the microbatches) among those its peak fits under, so each
+/// stage has its own strategy (a first stage that keeps many microbatches
+/// in flight recomputes, a last one need not).
 struct LayerVariants {
   std::vector<std::vector<LayerCost>> variants;
   size_t layers() const { return variants.empty() ? 0 : variants[0].size(); }
@@ -165,8 +166,8 @@ llvm::Expected<PipelinePlan> planStages(llvm::ArrayRef<LayerCost> layers,
                                         int64_t stages, int64_t m, Schedule k,
                                         double limit, int64_t chunks = 1);
 /// The same over \p layers' variants: each stage of each cut takes its
-/// fastest variant that fits (exact for the slowest stage, as each stage's
-/// choice is its own).
+/// fastest variant that fits (LayerVariants; exact for the slowest stage
+/// given that choice, which is each stage's own).
 llvm::Expected<PipelinePlan> planStages(const LayerVariants &layers,
                                         int64_t stages, int64_t m, Schedule k,
                                         double limit, int64_t chunks = 1);

@@ -5,6 +5,7 @@
 
 #include "ir/Module.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
@@ -106,6 +107,7 @@ struct Variant {
   const Strategy *intra;
   std::vector<OpChoice> choices;
   std::string name;
+  bool recomputesAll = false;
 };
 
 /// The pipelines of one stage count: its submesh, the intra-op strategies
@@ -118,22 +120,30 @@ public:
   /// The fastest pipeline of this count, or an error saying why none.
   llvm::Expected<PipelineChoice> best();
   /// Also a leaner strategy for the stages that keep many microbatches
-  /// in flight (budgets()).
-  StageCount &withLeanerStrategy() {
+  /// in flight (budgets()); \p solved, where given, is the strategy
+  /// within S limits, solved before, and \p around the microbatch count
+  /// its pipeline took (only counts within a factor of two are tried).
+  StageCount &withLeanerStrategy(const Strategy *solved, int64_t around) {
     lean = true;
+    given = solved;
+    near = around;
     return *this;
+  }
+  /// After best(): the strategy solved within S limits, where one was.
+  const Strategy *solvedWithinStages() const {
+    return intras.empty() ? nullptr : &intras.front().second;
   }
 
 private:
-  /// The whole model's strategies on the submesh, one per memory budget
-  /// (a multiple of the limit: budgets()) where one fits.
-  llvm::Expected<std::vector<std::pair<int64_t, Strategy>>>
-  intraStrategies(const ShardingOptions &so);
+  /// The whole model's strategies on the submesh into intras, one per
+  /// memory budget (a multiple of the limit: budgets()) where one fits.
+  llvm::Error intraStrategies(const ShardingOptions &so);
   std::vector<int64_t> budgets() const;
   void tryCut(llvm::ArrayRef<std::pair<int64_t, Strategy>> intras,
               const LeverOptions &levers, int64_t microbatches);
-  /// The cut of \p costs on schedule \p k, kept where it is the fastest.
-  void tryPlan(const LayerVariants &costs, llvm::ArrayRef<Variant> variants,
+  /// The cut of \p costs on schedule \p k, kept where it is the fastest;
+  /// whether it was, with stages that take different variants.
+  bool tryPlan(const LayerVariants &costs, llvm::ArrayRef<Variant> variants,
                Schedule k, int64_t chunks, int64_t microbatches);
   /// found's strategy: each stage's ops take its variant's.
   void composeStrategy();
@@ -144,6 +154,10 @@ private:
   std::vector<Variant> foundVariants;
   std::string lastError;
   bool lean = false;
+  const Strategy *given = nullptr;
+  int64_t near = 0;
+  /// The strategies solved, by budget.
+  std::vector<std::pair<int64_t, Strategy>> intras;
   /// refineCut's proposals per stage.
   static constexpr unsigned kRefineStepsPerStage = 20;
 };
@@ -158,25 +172,27 @@ std::vector<int64_t> StageCount::budgets() const {
   return out;
 }
 
-llvm::Expected<std::vector<std::pair<int64_t, Strategy>>>
-StageCount::intraStrategies(const ShardingOptions &so) {
-  std::vector<std::pair<int64_t, Strategy>> out;
+llvm::Error StageCount::intraStrategies(const ShardingOptions &so) {
   for (int64_t b : budgets()) {
+    if (b == stages && given) {
+      intras.emplace_back(b, *given);
+      continue;
+    }
     ShardingOptions within = so;
     within.memoryLimit = o.memoryLimit * double(b);
     auto intra = solveSharding(space, CostModel(sub, p.mode), within);
     if (!intra) {
-      if (out.empty())
+      if (intras.empty())
         return intra.takeError();
       llvm::consumeError(intra.takeError()); // a tighter budget: none fits
       continue;
     }
-    if (!out.empty() && intra->configs == out.front().second.configs &&
-        intra->choices == out.front().second.choices)
+    if (!intras.empty() && intra->configs == intras.front().second.configs &&
+        intra->choices == intras.front().second.choices)
       continue; // the same strategy
-    out.emplace_back(b, std::move(*intra));
+    intras.emplace_back(b, std::move(*intra));
   }
-  return out;
+  return llvm::Error::success();
 }
 
 /// The cost model of a step of \p microbatches microbatches with
@@ -219,19 +235,28 @@ void StageCount::tryCut(llvm::ArrayRef<std::pair<int64_t, Strategy>> intras,
     std::vector<OpChoice> every = intra.choices;
     for (size_t i = 0; i < f.ops.size(); ++i)
       every[i] = recomputing.choose(*f.ops[i], intra.configs[i], 0);
-    add(recomputing, {&intra, std::move(every), within + ", all recomputed"});
+    add(recomputing,
+        {&intra, std::move(every), within + ", all recomputed", true});
   }
   for (Schedule k :
        {Schedule::OneFOneB, Schedule::GPipe, Schedule::Interleaved}) {
     if (p.schedule ? *p.schedule != k
                    : k == Schedule::Interleaved && microbatches % stages)
       continue;
-    for (int64_t chunks : chunkCounts(p, k, stages, layers.size()))
-      tryPlan(costs, variants, k, chunks, microbatches);
+    for (int64_t chunks : chunkCounts(p, k, stages, layers.size())) {
+      // Where the fastest cut so far mixes the stages' choices, each
+      // variant on every stage too: the choice is each stage's own, and
+      // the schedule's run may favour one strategy for all.
+      if (!tryPlan(costs, variants, k, chunks, microbatches))
+        continue;
+      for (size_t v = 0; v < variants.size(); ++v)
+        tryPlan(LayerVariants{{costs.variants[v]}},
+                llvm::ArrayRef(variants).slice(v, 1), k, chunks, microbatches);
+    }
   }
 }
 
-void StageCount::tryPlan(const LayerVariants &costs,
+bool StageCount::tryPlan(const LayerVariants &costs,
                          llvm::ArrayRef<Variant> variants, Schedule k,
                          int64_t chunks, int64_t microbatches) {
   auto plan = planStages(costs, stages, microbatches, k, o.memoryLimit, chunks);
@@ -239,18 +264,23 @@ void StageCount::tryPlan(const LayerVariants &costs,
     std::string why = llvm::toString(plan.takeError());
     if (lastError.empty())
       lastError = why;
-    return;
+    return false;
   }
+  bool mixes = llvm::any_of(plan->stages, [&](const PipelineStage &st) {
+    return st.variant != plan->stages.front().variant;
+  });
   if (found && found->plan.simulatedSeconds <= plan->simulatedSeconds)
-    return;
+    return false;
   found = PipelineChoice{std::move(*plan),
                          devices,
                          std::vector<LayerSpan>(layers.begin(), layers.end()),
                          *variants.front().intra,
-                         {}};
+                         {},
+                         false};
   found->intra.microbatches = microbatches;
   foundCosts = costs;
   foundVariants.assign(variants.begin(), variants.end());
+  return mixes;
 }
 
 void StageCount::composeStrategy() {
@@ -259,6 +289,7 @@ void StageCount::composeStrategy() {
   found->stageStrategies.clear();
   for (const PipelineStage &st : found->plan.stages) {
     const Variant &v = foundVariants[size_t(st.variant)];
+    found->recomputesAll |= v.recomputesAll;
     size_t a = layers[size_t(st.first)].first;
     size_t b = layers[size_t(st.last - 1)].last;
     std::copy(v.intra->configs.begin() + a, v.intra->configs.begin() + b,
@@ -286,11 +317,16 @@ llvm::Expected<PipelineChoice> StageCount::best() {
   so.levers.microbatches = p.microbatches; // 0: the fit search chooses
   if (p.mode == CostMode::Infer)
     so.levers = LeverOptions();
-  auto intras = intraStrategies(so);
-  if (!intras)
-    return intras.takeError();
+  if (auto err = intraStrategies(so))
+    return err;
+  if (lean && intras.size() < 2)
+    return llvm::createStringError(llvm::formatv(
+        "no leaner strategy (within {0} limits none fits, or the one "
+        "within {1})",
+        (stages + 1) / 2, stages));
   for (int64_t mb : *counts)
-    tryCut(*intras, so.levers, mb);
+    if (!near || (2 * mb >= near && mb <= 2 * near))
+      tryCut(intras, so.levers, mb);
   if (!found)
     return llvm::createStringError(lastError.empty() ? "no microbatch count"
                                                      : lastError);
@@ -355,7 +391,8 @@ void MegatronStages::price(const SearchSpace &space, int64_t t,
                          devices,
                          std::vector<LayerSpan>(layers.begin(), layers.end()),
                          std::move(intra),
-                         {}},
+                         {},
+                         false},
           t};
     }
   }
@@ -438,6 +475,11 @@ private:
   const PipelineOptions &p;
   llvm::ArrayRef<LayerSpan> layers;
   PipelineSearchResult &r;
+  /// The fastest count's space and strategy within S limits so far, which
+  /// its second try reuses.
+  std::unique_ptr<SearchSpace> fastestSpace;
+  std::optional<Strategy> fastestSolved;
+  int64_t fastest = 0;
 };
 
 void CountSearch::run(int64_t s, bool lean) {
@@ -446,16 +488,19 @@ void CountSearch::run(int64_t s, bool lean) {
   co.devices = int64_t(cluster.gpus) / s;
   // A stage's ops are placed at its first device: counts that divide.
   co.dividing = true;
-  SearchSpace space(m, co);
+  bool reuse = lean && fastest == s && fastestSpace;
+  std::unique_ptr<SearchSpace> space =
+      reuse ? std::move(fastestSpace) : std::make_unique<SearchSpace>(m, co);
   auto meg = p.mode == CostMode::Train && !lean
-                 ? MegatronStages(m, cluster, o, p, layers, s, space).best()
+                 ? MegatronStages(m, cluster, o, p, layers, s, *space).best()
                  : std::nullopt;
   if (meg && (!r.megatron || meg->choice.plan.simulatedSeconds <
                                  r.megatron->choice.plan.simulatedSeconds))
     r.megatron = std::move(*meg);
-  StageCount count(m, cluster, o, p, layers, s, space);
+  StageCount count(m, cluster, o, p, layers, s, *space);
   if (lean)
-    count.withLeanerStrategy();
+    count.withLeanerStrategy(reuse && fastestSolved ? &*fastestSolved : nullptr,
+                             reuse ? r.best->plan.microbatches : 0);
   auto best = count.best();
   double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - began)
@@ -471,8 +516,15 @@ void CountSearch::run(int64_t s, bool lean) {
       best->stageDevices, what, took,
       formatSeconds(best->plan.simulatedSeconds), best->plan.microbatches,
       scheduleText(scheduleName(best->plan.schedule), best->plan.chunks)));
-  if (!r.best || best->plan.simulatedSeconds < r.best->plan.simulatedSeconds)
-    r.best = std::move(*best);
+  if (r.best && best->plan.simulatedSeconds >= r.best->plan.simulatedSeconds)
+    return;
+  r.best = std::move(*best);
+  if (lean)
+    return;
+  fastest = s;
+  fastestSpace = std::move(space);
+  if (const Strategy *solved = count.solvedWithinStages())
+    fastestSolved = *solved;
 }
 
 } // namespace
@@ -491,12 +543,13 @@ llvm::Expected<PipelineSearchResult> searchPipeline(const Module &m,
   for (int64_t s : *counts)
     search.run(s, /*lean=*/false);
   // Each stage may take a leaner strategy of its own where the one solved
-  // within S limits leaves the first stages short of memory: tried on the
-  // fastest stage count (on every count where none fits).
+  // within S limits leaves stages short of memory (they fit only with
+  // every op recomputed): tried on the fastest stage count, or on every
+  // count where none fits.
   if (search.leanApplies() && !r.best)
     for (int64_t s : *counts)
       search.run(s, /*lean=*/true);
-  else if (search.leanApplies())
+  else if (search.leanApplies() && r.best->recomputesAll)
     search.run(r.best->plan.ranks(), /*lean=*/true);
   // Megatron's point is a pipeline too: the faster of the two is returned
   // (with --solver=megatron, Megatron's).

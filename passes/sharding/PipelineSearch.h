@@ -10,14 +10,16 @@
 // fitted levers and (where the levers allow) with every op recomputed, and
 // planStages cuts the layers under the memory limit on each schedule, each
 // stage taking the fastest of these variants that fits it. The fastest
-// step wins; its stage count (every count, where none fits) is then tried
-// again with a leaner strategy too, solved within S / 2 limits, which the
-// stages that keep many microbatches in flight may take.
+// step wins; where a stage of it fits only with every op recomputed, its
+// stage count (every count, where none fits) is tried again with a leaner
+// strategy too, solved within S / 2 limits, which the stages that keep
+// many microbatches in flight may take.
 // Exhaustive over its space (stage counts x microbatches x schedules x each
 // stage's variant) but for the leaner strategy; the intra-op part is what
-// --solver searches. Megatron LM's grid with stages (its layer splits per tensor degree inside a node,
-// recomputation none or all, ZeRO 0 or 1, the layers cut evenly) is priced
-// the same way, and returned where it simulates faster.
+// --solver searches. Megatron LM's grid with stages (its layer splits per
+// tensor degree inside a node, recomputation none or all, ZeRO 0 or 1, the
+// layers cut evenly) is priced the same way, and returned where it simulates
+// faster.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -61,6 +63,8 @@ struct PipelineChoice {
   /// Per stage: which strategy it takes (the memory budget it was solved
   /// within, whether every op is recomputed) and its levers.
   std::vector<std::string> stageStrategies;
+  /// Some stage fits only with every op recomputed.
+  bool recomputesAll = false;
 };
 
 /// Megatron-LM's pipeline (--solver=megatron's grid with stages): its
