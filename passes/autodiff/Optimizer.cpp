@@ -306,8 +306,7 @@ void Builder::build(std::vector<std::pair<Global *, Value *>> &params) {
          u.op(OpKind::Add, {&rng->value, u.c(1, DType::I64)}, "rng_step")});
 }
 
-/// An error naming the first option out of range, or success.
-static llvm::Error checkOptions(const OptimizerOptions &o) {
+llvm::Error checkOptimizerOptions(const OptimizerOptions &o) {
   auto fail = [](const llvm::Twine &msg) {
     return llvm::createStringError("optimizer: " + msg);
   };
@@ -339,7 +338,7 @@ Global *addLossScale(Module &m, double initial) {
 }
 
 llvm::Error appendOptimizer(Module &m, const OptimizerOptions &o) {
-  if (auto err = checkOptions(o))
+  if (auto err = checkOptimizerOptions(o))
     return err;
   Func &f = m.main;
   // The parameters with a gradient, in result order.

@@ -72,4 +72,8 @@ std::optional<OptimizerOptions::Kind> parseOptimizerKind(llvm::StringRef name);
 /// has no gradients.
 llvm::Error appendOptimizer(Module &m, const OptimizerOptions &options);
 
+/// An error naming the first of \p options out of range (as a flag:
+/// "optimizer: --lr must be positive"), or success.
+llvm::Error checkOptimizerOptions(const OptimizerOptions &options);
+
 } // namespace pax

@@ -69,6 +69,17 @@ llvm::Error checkPipelineFlagsUsed() {
 
 bool pipelineAuto() { return pipelineFlag == "auto"; }
 
+llvm::Error checkPipelineFlagValues() {
+  if (auto stages = pipelineStages(); !stages)
+    return stages.takeError();
+  if (scheduleFlag != "auto" && !parseSchedule(scheduleFlag))
+    return llvm::createStringError("--schedule=" + scheduleFlag +
+                                   ": expected auto, 1f1b, gpipe or "
+                                   "interleaved");
+  PipelineOptions p;
+  return chunksFromFlags(p);
+}
+
 llvm::Expected<std::optional<int64_t>> pipelineStages() {
   int64_t stages = 0;
   if (pipelineOff() || pipelineAuto())

@@ -28,6 +28,10 @@ llvm::Error checkPipelineFlagsUsed();
 /// where stages simulate faster).
 bool pipelineAuto();
 
+/// --pipeline, --schedule and --chunks checked for malformed values,
+/// whatever the path takes.
+llvm::Error checkPipelineFlagValues();
+
 /// --pipeline=N's stage count; nullopt for off and auto, an error for
 /// anything else.
 llvm::Expected<std::optional<int64_t>> pipelineStages();

@@ -80,9 +80,9 @@ llvm::Expected<OptimizerOptions> optimizerFromFlags(int64_t replicas,
   return opt;
 }
 
-/// Whether a training step scales its loss (--loss-scale; auto: with
-/// --precision=fp16).
-llvm::Expected<bool> lossScaling(bool trainingStep) {
+/// --loss-scale and, where it scales, --loss-scale-init and
+/// --loss-scale-interval checked.
+static llvm::Error checkLossScaleValues() {
   if (lossScale != "auto" && lossScale != "dynamic" && lossScale != "none")
     return llvm::createStringError("--loss-scale=" + lossScale +
                                    ": expected auto, dynamic or none");
@@ -90,6 +90,14 @@ llvm::Expected<bool> lossScaling(bool trainingStep) {
     return llvm::createStringError("--loss-scale-init must be positive");
   if (lossScale != "none" && lossScaleInterval < 1)
     return llvm::createStringError("--loss-scale-interval must be at least 1");
+  return llvm::Error::success();
+}
+
+/// Whether a training step scales its loss (--loss-scale; auto: with
+/// --precision=fp16).
+llvm::Expected<bool> lossScaling(bool trainingStep) {
+  if (auto err = checkLossScaleValues())
+    return err;
   if (lossScale == "auto")
     return trainingStep && lowPrecision() == DType::F16;
   if (lossScale == "dynamic" && !trainingStep)
@@ -100,6 +108,20 @@ llvm::Expected<bool> lossScaling(bool trainingStep) {
 }
 
 double lossScaleInitial() { return lossScaleInit; }
+
+llvm::Error checkStepFlagValues() {
+  auto opt = optimizerFromFlags(1, nullptr);
+  if (!opt)
+    return opt.takeError();
+  if (auto err = checkOptimizerOptions(*opt))
+    return err;
+  if (auto err = checkLossScaleValues())
+    return err;
+  if (gradReduce != "low" && gradReduce != "fp32")
+    return llvm::createStringError("--grad-reduce=" + gradReduce +
+                                   ": expected low or fp32");
+  return llvm::Error::success();
+}
 
 /// --grad-reduce: whether the gradients are summed in fp32.
 llvm::Expected<bool> fp32Gradients() {

@@ -29,6 +29,10 @@ llvm::Expected<bool> lossScaling(bool trainingStep);
 /// --loss-scale-init.
 double lossScaleInitial();
 
+/// Every training step option's value checked, whatever the path takes
+/// (an error names the first malformed or out of range).
+llvm::Error checkStepFlagValues();
+
 /// --grad-reduce: whether the gradients are summed in fp32.
 llvm::Expected<bool> fp32Gradients();
 

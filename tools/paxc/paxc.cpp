@@ -433,14 +433,9 @@ static llvm::Expected<LeverOptions> leversFromFlags() {
   auto m = microbatchesFromFlag();
   if (!m)
     return m.takeError();
-  auto z = parseZeroStage(zeroStage);
-  if (!z)
-    return llvm::createStringError("--zero=" + zeroStage +
-                                   ": expected auto, 0, 1, 2 or 3");
-  auto r = parseRecompute(recompute);
-  if (!r)
-    return llvm::createStringError("--recompute=" + recompute +
-                                   ": expected none, auto or all");
+  // (checkFlagValues has refused malformed values.)
+  std::optional<int> z = parseZeroStage(zeroStage);
+  std::optional<RecomputePolicy> r = parseRecompute(recompute);
   if (trainingPlan()) {
     // --microbatches=auto: a first search of the unsplit forward program
     // chooses the count.
@@ -466,10 +461,7 @@ static llvm::Expected<LeverOptions> leversFromFlags() {
 /// --mem-reserve; else none.
 static llvm::Expected<double> memoryLimitFromFlags(const Cluster &c) {
   constexpr double kGiB = double(1 << 30);
-  if (memLimit < 0)
-    return llvm::createStringError("--mem-limit must not be negative");
-  if (memReserve.getNumOccurrences() && memReserve < 0)
-    return llvm::createStringError("--mem-reserve must not be negative");
+  // (checkFlagValues has refused negative values.)
   if (memReserve.getNumOccurrences() &&
       (memLimit > 0 || mode != "train" || trainingStep))
     return llvm::createStringError(
@@ -491,8 +483,7 @@ static llvm::Expected<double> memoryLimitFromFlags(const Cluster &c) {
 /// The search's options from the flags, for the solver \p kind.
 static llvm::Expected<ShardingOptions>
 shardingOptionsFromFlags(SolverKind kind, bool forPlan, bool keepGiven) {
-  if (searchBudget < 0)
-    return llvm::createStringError("--search-budget must not be negative");
+  // (checkFlagValues has refused malformed values.)
   ShardingOptions o;
   o.configs = configOptionsFromFlags(*theCluster, forPlan, keepGiven);
   auto levers = leversFromFlags();
@@ -503,9 +494,6 @@ shardingOptionsFromFlags(SolverKind kind, bool forPlan, bool keepGiven) {
   // (how gradients are aggregated, where updates run) with the cost model,
   // whatever solver chose the forward configurations.
   o.solver = keepGiven && isBaseline(kind) ? SolverKind::Dp : kind;
-  if (chooseBy != "simulation" && chooseBy != "cost")
-    return llvm::createStringError("--choose=" + chooseBy +
-                                   ": expected simulation or cost");
   o.chooseBySimulation = chooseBy == "simulation";
   o.maxStates = maxStates;
   o.exactSearch = exactSearch;
@@ -546,6 +534,65 @@ static llvm::Expected<SolverKind> solverFromFlags() {
         ": expected dp, dp-bfs, exhaustive, data-parallel, expert, megatron "
         "or mcmc");
   return *kind;
+}
+
+/// A count flag \p o given as 0 (or below): an error, else success.
+template <typename T>
+static llvm::Error positive(const cl::opt<T> &o, llvm::StringRef what) {
+  if (!o.getNumOccurrences() || o.getValue() > 0)
+    return llvm::Error::success();
+  return llvm::createStringError(
+      llvm::formatv("--{0}={1}: expected {2}", o.ArgStr, o.getValue(), what));
+}
+
+/// The search's and the model's options: malformed values and numbers out
+/// of range.
+static llvm::Error checkSearchFlagValues() {
+  if (auto kind = solverFromFlags(); !kind) // --mode, --solver
+    return kind.takeError();
+  if (auto err = positive(gpus, "at least 1 device"))
+    return err;
+  if (auto err = positive(gpusPerNode, "at least 1 device per node"))
+    return err;
+  if (auto err = positive(maxStates, "at least 1 state"))
+    return err;
+  if (auto err = positive(maxSplit, "a split factor of at least 1"))
+    return err;
+  if (memLimit < 0)
+    return llvm::createStringError("--mem-limit must not be negative");
+  if (memReserve.getNumOccurrences() && memReserve < 0)
+    return llvm::createStringError("--mem-reserve must not be negative");
+  if (searchBudget < 0)
+    return llvm::createStringError("--search-budget must not be negative");
+  if (chooseBy != "simulation" && chooseBy != "cost")
+    return llvm::createStringError("--choose=" + chooseBy +
+                                   ": expected simulation or cost");
+  if (auto m = microbatchesFromFlag(); !m)
+    return m.takeError();
+  if (!parseZeroStage(zeroStage))
+    return llvm::createStringError("--zero=" + zeroStage +
+                                   ": expected auto, 0, 1, 2 or 3");
+  if (!parseRecompute(recompute))
+    return llvm::createStringError("--recompute=" + recompute +
+                                   ": expected none, auto or all");
+  return llvm::Error::success();
+}
+
+/// Every option's value checked before any work, whatever path the flags
+/// take: a malformed or out-of-range value is an error even where the
+/// path would not read it (a one-device plan with --solver=zzz).
+static llvm::Error checkFlagValues() {
+  if (auto err = checkSearchFlagValues())
+    return err;
+  if (lossKind.getNumOccurrences() && !parseLossKind(lossKind))
+    return llvm::createStringError("--loss=" + lossKind +
+                                   ": expected cross-entropy, mse or output");
+  if (batchNormMode != "graph" && batchNormMode != "batch-stats")
+    return llvm::createStringError("--batchnorm=" + batchNormMode +
+                                   ": expected graph or batch-stats");
+  if (auto err = paxc::checkPipelineFlagValues())
+    return err;
+  return paxc::checkStepFlagValues();
 }
 
 /// A progress line on a terminal when a search runs for more than about
@@ -836,10 +883,9 @@ static llvm::Expected<RecomputePolicy> checkStepFlags() {
       (recompute.getNumOccurrences() || zeroStage.getNumOccurrences()))
     return error("--recompute and --zero price or run a training step "
                  "(--mode=train)");
-  std::optional<RecomputePolicy> policy = parseRecompute(recompute);
-  if (!policy)
-    return error("--recompute=" + recompute + ": expected none, auto or all");
-  return recompute.getNumOccurrences() ? *policy : RecomputePolicy::None;
+  // (checkFlagValues has refused a malformed --recompute.)
+  return recompute.getNumOccurrences() ? *parseRecompute(recompute)
+                                       : RecomputePolicy::None;
 }
 
 /// --microbatches=auto in a training plan: the count a search of the
@@ -1484,6 +1530,8 @@ int main(int argc, char **argv) {
   }
   if (inputPath.empty())
     return fail("no model given (paxc MODEL.onnx [options]; paxc --help)");
+  if (auto err = checkFlagValues())
+    return fail(llvm::toString(std::move(err)));
   auto imported = importModel();
   if (!imported)
     return fail(llvm::toString(imported.takeError()));

@@ -369,6 +369,51 @@ static runtime::Tensor randomTensor(const plan::TensorInfo &info,
   return t;
 }
 
+/// An error where the test-data folder \p dir holds more inputs
+/// (input_0, input_1, ... as .pb or .npy) than the \p reads the plan and
+/// its model take from it.
+static llvm::Error checkInputCount(const std::string &dir, size_t reads) {
+  size_t held = 0;
+  auto holds = [&](size_t k) {
+    std::string base = dir + "/input_" + std::to_string(k);
+    return llvm::sys::fs::exists(base + ".pb") ||
+           llvm::sys::fs::exists(base + ".npy");
+  };
+  while (holds(held))
+    ++held;
+  if (held <= reads)
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::formatv(
+      "'{0}' holds {1} inputs (input_0 to input_{2}), but the plan reads {3}",
+      dir, held, held - 1, reads));
+}
+
+/// \p plan's inputs into \p inputs: seeded random values with
+/// --random-inputs, else the test-data folder's (\p names: the model's
+/// graph inputs in its order), which must hold no more than it reads.
+static llvm::Error loadPlanInputs(const plan::Plan &plan,
+                                  const std::vector<std::string> &names,
+                                  std::mt19937 &rng,
+                                  std::vector<runtime::Tensor> &inputs) {
+  inputs.clear();
+  if (!randomInputs)
+    if (auto err = checkInputCount(
+            inputsDir, std::max(names.size(), size_t(plan.inputs_size()))))
+      return err;
+  for (int i = 0; i < plan.inputs_size(); ++i) {
+    const plan::TensorInfo &info = plan.inputs(i);
+    if (randomInputs) {
+      inputs.push_back(randomTensor(info, rng));
+      continue;
+    }
+    auto t = readInput(dataIndex(names, info.name(), unsigned(i)), info);
+    if (!t)
+      return t.takeError();
+    inputs.push_back(std::move(*t));
+  }
+  return llvm::Error::success();
+}
+
 /// Runs \p programs of \p plan as threads on this process's devices, as
 /// \p run says (fuseKernels applied); fills \p outputs (whole tensors;
 /// none unless \p gather). With \p resident (a training session: one per
@@ -1080,21 +1125,7 @@ int main(int argc, char **argv) {
   std::vector<runtime::Tensor> inputs;
   std::mt19937 rng(seed);
   std::vector<std::string> names = dataInputs(model);
-  auto loadInputs = [&]() -> llvm::Error {
-    inputs.clear();
-    for (int i = 0; i < plan->inputs_size(); ++i) {
-      const plan::TensorInfo &info = plan->inputs(i);
-      if (randomInputs) {
-        inputs.push_back(randomTensor(info, rng));
-        continue;
-      }
-      auto t = readInput(dataIndex(names, info.name(), unsigned(i)), info);
-      if (!t)
-        return t.takeError();
-      inputs.push_back(std::move(*t));
-    }
-    return llvm::Error::success();
-  };
+  auto loadInputs = [&]() { return loadPlanInputs(*plan, names, rng, inputs); };
   if (train) {
     if (dataDir.empty() || !inputsDir.empty() || randomInputs)
       return fail("--train reads its data from --data DIR (not --inputs or "
