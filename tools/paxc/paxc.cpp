@@ -1522,7 +1522,11 @@ int main(int argc, char **argv) {
       argc, argv,
       "paxc: an auto-parallelizing compiler for deep-learning models\n\n"
       "Reads an ONNX model (binary, or protobuf text for .onnxtxt files) into\n"
-      "the iteration-space IR and prints its summary or its IR.\n");
+      "the iteration-space IR, searches how every layer is split over the\n"
+      "devices (--gpus, --cluster; pipeline stages with --pipeline), and\n"
+      "writes its summary, IR, report or strategy (--emit) or a plan for\n"
+      "paxrun (-o FILE.paxplan); --mode=train with --loss compiles a\n"
+      "training step.\n");
 
   if (listClusters) {
     llvm::outs() << describeClusters();
