@@ -915,6 +915,124 @@ static void sayPipeline(const plan::Plan &plan) {
                        : std::string());
 }
 
+/// The plan of the command line, read and checked as a file (a cost probe
+/// only with --write-cost-db, and that only with one); a plan of paxc
+/// --precision=tf32 allows TF32.
+static llvm::Expected<plan::Plan> readRunPlan() {
+  auto plan = readPlanFile(planPath);
+  if (!plan)
+    return plan.takeError();
+  if (plan->allow_tf32())
+    allowTf32 = true;
+  if (plan->probe() && costDbOut.empty())
+    return llvm::createStringError(planPath + ": a cost probe: time it with "
+                                              "--write-cost-db=FILE");
+  if (!plan->probe() && !costDbOut.empty())
+    return llvm::createStringError(
+        "--write-cost-db times a cost probe (paxc MODEL --emit=cost-probe "
+        "--gpus=N -o probe.paxplan), not a plan to run");
+  return plan;
+}
+
+/// --devices, where given, must be the plan's device count.
+static llvm::Error checkDevicesFlag(const plan::Plan &plan) {
+  if (!devicesOpt.getNumOccurrences() || devicesOpt == plan.devices())
+    return llvm::Error::success();
+  return llvm::createStringError(
+      "--devices=" + llvm::Twine(unsigned(devicesOpt)) +
+      ", but the plan was compiled for " + runtime::planDevicesText(plan) +
+      " (paxc --gpus=N compiles for N)");
+}
+
+/// What a run reads besides the model's initializers: the plan's inputs
+/// from the test-data folder (or seeded random values) and the weights the
+/// model takes as graph inputs, from the same folder or seeded by name (so
+/// every device agrees).
+class RunInputs {
+public:
+  RunInputs(const plan::Plan &plan, const onnx::ModelProto &model)
+      : plan(plan), names(dataInputs(model)), rng(seed), loaded(inputsDir) {}
+  llvm::Error load() { return loadPlanInputs(plan, names, rng, inputs); }
+  /// A training step's data folder \p dir, read where it changed.
+  llvm::Error loadFrom(const std::string &dir) {
+    if (dir == loaded)
+      return llvm::Error::success();
+    inputsDir = dir;
+    loaded = dir;
+    return load();
+  }
+  llvm::Expected<runtime::Tensor> weight(const plan::LoadWeight &load,
+                                         plan::DType dtype) const {
+    plan::TensorInfo info;
+    info.set_name(load.tensor());
+    info.set_dtype(dtype);
+    *info.mutable_shape() = load.global_shape();
+    if (randomInputs) {
+      std::mt19937 r(seed + unsigned(std::hash<std::string>()(load.tensor())));
+      return randomTensor(info, r);
+    }
+    auto it = llvm::find(names, load.tensor());
+    if (it == names.end())
+      return llvm::createStringError("weight '" + load.tensor() +
+                                     "' is neither an initializer nor a "
+                                     "graph input of the model");
+    return readInput(unsigned(it - names.begin()), info);
+  }
+
+  std::vector<runtime::Tensor> inputs;
+
+private:
+  const plan::Plan &plan;
+  std::vector<std::string> names;
+  std::mt19937 rng;
+  std::string loaded;
+};
+
+/// The run's flags that do not go together; with --train, its data
+/// folder (the first step's) becomes the inputs' folder.
+static llvm::Error checkRunFlags() {
+  auto error = [](const char *msg) { return llvm::createStringError(msg); };
+  if (!train && inputsDir.empty() == !randomInputs)
+    return error("give exactly one of --inputs DIR and --random-inputs");
+  if (!train &&
+      (dataDir.getNumOccurrences() || steps.getNumOccurrences() ||
+       savePath.getNumOccurrences() || checkpointDir.getNumOccurrences() ||
+       resumeDir.getNumOccurrences()))
+    return error("--data, --steps, --save, --checkpoint and --resume need "
+                 "--train");
+  if (!train)
+    return llvm::Error::success();
+  if (dataDir.empty() || !inputsDir.empty() || randomInputs)
+    return error("--train reads its data from --data DIR (not --inputs or "
+                 "--random-inputs)");
+  if (!tracePath.empty())
+    return error("--trace records a run of a plan (not --train)");
+  if (repeat.getNumOccurrences())
+    return error("--repeat runs a plan N times on fixed inputs; with --train "
+                 "the steps are --steps=N");
+  inputsDir = std::string(dataDir);
+  if (llvm::sys::fs::exists(dataDir + "/step_0"))
+    inputsDir = dataDir + "/step_0";
+  return llvm::Error::success();
+}
+
+/// After a run: its summary and the pipeline's, the comm stats, the
+/// outputs written, the check against the reference; the exit status.
+static int reportRun(const plan::Plan &plan, runtime::DataFeed &feed,
+                     const std::vector<runtime::Tensor> &outputs,
+                     const std::vector<runtime::DeviceStats> &stats) {
+  printRunSummary(plan, stats);
+  sayPipeline(plan);
+  int status = commStats ? printCommStats(plan, stats) : 0;
+  if (!outputsDir.empty())
+    if (auto err = writeOutputs(plan, outputs))
+      return fail(llvm::toString(std::move(err)));
+  if (verify)
+    if (int failed = verifyAgainstReference(plan, feed, outputs))
+      return failed;
+  return status;
+}
+
 /// paxrun --train: the session's steps, its weight-load counts and, with
 /// --outputs, the last step's outputs.
 static int
@@ -1060,18 +1178,9 @@ int main(int argc, char **argv) {
   if (launchedByMpi())
     return failWithoutMpi();
 #endif
-  auto plan = readPlanFile(planPath);
+  auto plan = readRunPlan();
   if (!plan)
     return fail(llvm::toString(plan.takeError()));
-  if (plan->allow_tf32()) // paxc --precision=tf32
-    allowTf32 = true;
-  if (plan->probe() != !costDbOut.empty())
-    return fail(plan->probe()
-                    ? planPath + ": a cost probe: time it with "
-                                 "--write-cost-db=FILE"
-                    : "--write-cost-db times a cost probe (paxc MODEL "
-                      "--emit=cost-probe --gpus=N -o probe.paxplan), not a "
-                      "plan to run");
   // Under mpirun every rank times a probe on its own device at once, as
   // the ranks of a plan compute at once; rank 0 writes.
   bool first = true;
@@ -1086,11 +1195,8 @@ int main(int argc, char **argv) {
     return fail(planPath + ": " + llvm::toString(std::move(err)));
   if (!compileKernelsFor.empty())
     return compileKernels(*plan);
-  if (devicesOpt.getNumOccurrences() && devicesOpt != plan->devices())
-    return fail("--devices=" + llvm::Twine(unsigned(devicesOpt)) +
-                ", but the plan was compiled for " +
-                runtime::planDevicesText(*plan) +
-                " (paxc --gpus=N compiles for N)");
+  if (auto err = checkDevicesFlag(*plan))
+    return fail(llvm::toString(std::move(err)));
 #ifdef PAX_HAVE_MPI
   if (world && world->size() != int(plan->devices()))
     return world->rank() == 0
@@ -1115,71 +1221,23 @@ int main(int argc, char **argv) {
     if (auto err = makeDevices(n, first))
       return fail(llvm::toString(std::move(err)));
   }
-  if (!train && inputsDir.empty() == !randomInputs)
-    return fail("give exactly one of --inputs DIR and --random-inputs");
-
+  if (auto err = checkRunFlags())
+    return fail(llvm::toString(std::move(err)));
   onnx::ModelProto model;
   if (!readSourceModel(*plan, model))
     return fail("cannot read the model '" + plan->source() +
                 "' the plan names");
-  std::vector<runtime::Tensor> inputs;
-  std::mt19937 rng(seed);
-  std::vector<std::string> names = dataInputs(model);
-  auto loadInputs = [&]() { return loadPlanInputs(*plan, names, rng, inputs); };
-  if (train) {
-    if (dataDir.empty() || !inputsDir.empty() || randomInputs)
-      return fail("--train reads its data from --data DIR (not --inputs or "
-                  "--random-inputs)");
-    inputsDir = std::string(dataDir);
-    if (llvm::sys::fs::exists(dataDir + "/step_0"))
-      inputsDir = dataDir + "/step_0";
-  } else if (dataDir.getNumOccurrences() || steps.getNumOccurrences() ||
-             savePath.getNumOccurrences() ||
-             checkpointDir.getNumOccurrences() ||
-             resumeDir.getNumOccurrences()) {
-    return fail("--data, --steps, --save, --checkpoint and --resume need "
-                "--train");
-  }
-  if (!tracePath.empty() && train)
-    return fail("--trace records a run of a plan (not --train)");
   auto feedbackPairs = decodeFeedback(*plan, train);
   if (!feedbackPairs)
     return fail(llvm::toString(feedbackPairs.takeError()));
-  if (train && repeat.getNumOccurrences())
-    return fail("--repeat runs a plan N times on fixed inputs; with --train "
-                "the steps are --steps=N");
-  if (auto err = loadInputs())
+  RunInputs data(*plan, model);
+  if (auto err = data.load())
     return fail(llvm::toString(std::move(err)));
-  // A training step's data folder; read again only when it changes.
-  std::string loaded = inputsDir;
-  auto loadInputsFrom = [&](const std::string &dir) -> llvm::Error {
-    if (dir == loaded)
-      return llvm::Error::success();
-    inputsDir = dir;
-    loaded = dir;
-    return loadInputs();
-  };
-  // Weights the model takes as graph inputs: from the same folder, or
-  // seeded random values (seeded by name, so every device agrees).
-  auto inputWeight = [&](const plan::LoadWeight &load,
-                         plan::DType dtype) -> llvm::Expected<runtime::Tensor> {
-    plan::TensorInfo info;
-    info.set_name(load.tensor());
-    info.set_dtype(dtype);
-    *info.mutable_shape() = load.global_shape();
-    if (randomInputs) {
-      std::mt19937 r(seed + unsigned(std::hash<std::string>()(load.tensor())));
-      return randomTensor(info, r);
-    }
-    auto it = llvm::find(names, load.tensor());
-    if (it == names.end())
-      return llvm::createStringError("weight '" + load.tensor() +
-                                     "' is neither an initializer nor a "
-                                     "graph input of the model");
-    return readInput(unsigned(it - names.begin()), info);
-  };
-  Feed feed(model, llvm::sys::path::parent_path(plan->source()).str(), inputs,
-            inputWeight);
+  Feed feed(model, llvm::sys::path::parent_path(plan->source()).str(),
+            data.inputs,
+            [&data](const plan::LoadWeight &load, plan::DType dtype) {
+              return data.weight(load, dtype);
+            });
 
   std::vector<const plan::DeviceProgram *> progs;
   for (const plan::DeviceProgram &p : plan->programs())
@@ -1192,7 +1250,9 @@ int main(int argc, char **argv) {
 #else
     runtime::MpiWorld *w = nullptr;
 #endif
-    return trainSession(*plan, progs, feed, model, w, loadInputsFrom);
+    return trainSession(
+        *plan, progs, feed, model, w,
+        [&data](const std::string &dir) { return data.loadFrom(dir); });
   }
 #ifdef PAX_HAVE_MPI
   if (world) {
@@ -1202,25 +1262,16 @@ int main(int argc, char **argv) {
     if (*code >= 0)
       return *code;
   } else if (auto err = decodeSteps
-                            ? runDecode(*plan, progs, feed, inputs, outputs,
-                                        stats, *feedbackPairs)
+                            ? runDecode(*plan, progs, feed, data.inputs,
+                                        outputs, stats, *feedbackPairs)
                             : runTimed(*plan, progs, feed, outputs, stats)) {
     return fail(llvm::toString(std::move(err)));
   }
 #else
-  if (auto err = decodeSteps ? runDecode(*plan, progs, feed, inputs, outputs,
-                                         stats, *feedbackPairs)
+  if (auto err = decodeSteps ? runDecode(*plan, progs, feed, data.inputs,
+                                         outputs, stats, *feedbackPairs)
                              : runTimed(*plan, progs, feed, outputs, stats))
     return fail(llvm::toString(std::move(err)));
 #endif
-  printRunSummary(*plan, stats);
-  sayPipeline(*plan);
-  int status = commStats ? printCommStats(*plan, stats) : 0;
-  if (!outputsDir.empty())
-    if (auto err = writeOutputs(*plan, outputs))
-      return fail(llvm::toString(std::move(err)));
-  if (verify)
-    if (int failed = verifyAgainstReference(*plan, feed, outputs))
-      return failed;
-  return status;
+  return reportRun(*plan, feed, outputs, stats);
 }
