@@ -170,6 +170,17 @@ private:
                 llvm::ArrayRef<int64_t> config) const;
   uint32_t fillBuffer(int64_t d, const Value *v, const Box &box, double value);
   llvm::Error emitCollective(const Op &op);
+  /// A collective's placement: its layout, groups and halo checked, the
+  /// devices of its groups, and each device's box before and after it.
+  struct CollectiveSpan {
+    const LayoutAttr *layout;
+    const GroupsAttr *groups;
+    int64_t lo, go, devs;
+    std::vector<Box> before, after;
+  };
+  llvm::Expected<CollectiveSpan> collectiveSpan(const Op &op);
+  llvm::Error emitLocalSlice(const Op &op, const CollectiveSpan &c);
+  void emitExchange(const Op &op, const CollectiveSpan &c);
   llvm::Error emitKept(const Op &op);
   uint32_t group(std::vector<uint32_t> devices);
   std::string valueName(const Value *v) const;
@@ -480,70 +491,97 @@ llvm::Error Emitter::emitCollective(const Op &op) {
     held[0][out] = std::move(h);
     return llvm::Error::success();
   }
+  auto span = collectiveSpan(op);
+  if (!span)
+    return span.takeError();
+  if (op.kind == OpKind::LocalSlice)
+    return emitLocalSlice(op, *span);
+  emitExchange(op, *span);
+  return llvm::Error::success();
+}
+
+llvm::Expected<Emitter::CollectiveSpan> Emitter::collectiveSpan(const Op &op) {
+  const Value *in = op.operands[0].value;
   const TensorType &t = in->type;
-  const auto *layout = attrOf<LayoutAttr>(op, "layout");
-  const auto *groups = attrOf<GroupsAttr>(op, "groups");
+  CollectiveSpan c{attrOf<LayoutAttr>(op, "layout"),
+                   attrOf<GroupsAttr>(op, "groups"),
+                   0,
+                   0,
+                   0,
+                   {},
+                   {}};
   std::vector<int64_t> halo = intsAttr(op, "halo");
   auto bad = [&](const llvm::Twine &msg) {
     return llvm::createStringError("collective '" + op.name() + "': " + msg);
   };
-  if (!layout || !groups || halo.size() != 2 * t.rank())
+  if (!c.layout || !c.groups || halo.size() != 2 * t.rank())
     return bad("needs a layout, groups and halo (2 ints per dim)");
-  if (std::string why = groups->check(); !why.empty())
+  if (std::string why = c.groups->check(); !why.empty())
     return bad(why);
   // The layout numbers devices from `offset`, the groups from
   // `group_offset` (ops placed apart).
-  int64_t lo = op.intAttr("offset", 0), go = op.intAttr("group_offset", 0);
-  int64_t devs = groups->devices();
-  if (go < 0 || lo < 0 || go + devs > n || lo + layout->devices() > n)
-    return bad("runs on " + llvm::Twine(devs) + " devices from device " +
-               llvm::Twine(go) + " (its layout from " + llvm::Twine(lo) +
+  c.lo = op.intAttr("offset", 0), c.go = op.intAttr("group_offset", 0);
+  c.devs = c.groups->devices();
+  if (c.go < 0 || c.lo < 0 || c.go + c.devs > n ||
+      c.lo + c.layout->devices() > n)
+    return bad("runs on " + llvm::Twine(c.devs) + " devices from device " +
+               llvm::Twine(c.go) + " (its layout from " + llvm::Twine(c.lo) +
                "), the plan has " + llvm::Twine(n));
   // Boxes before and after, per device.
-  std::vector<Box> before(n, Box::none(t.rank())), after = before;
-  for (int64_t d = go; d < go + devs; ++d) {
+  c.before.assign(size_t(n), Box::none(t.rank()));
+  c.after = c.before;
+  for (int64_t d = c.go; d < c.go + c.devs; ++d) {
     if (auto it = held[d].find(in); it != held[d].end())
-      before[d] = it->second.box;
-    if (d < lo)
+      c.before[d] = it->second.box;
+    if (d < c.lo)
       continue;
-    auto block = layout->block(t.shape, d - lo);
+    auto block = c.layout->block(t.shape, d - c.lo);
     if (!block)
       return bad(llvm::toString(block.takeError()) + " of " + t.str());
-    std::optional<Box> box;
     if (!block->held)
-      box = Box::none(t.rank());
-    else
-      box = Box{{block->lo.begin(), block->lo.end()},
-                {block->size.begin(), block->size.end()},
-                false};
-    if (!box->empty)
-      for (size_t i = 0; i < t.rank(); ++i) {
-        int64_t lo = std::max<int64_t>(0, box->lo[i] - halo[2 * i]);
-        int64_t hi =
-            std::min(t.shape[i], box->lo[i] + box->size[i] + halo[2 * i + 1]);
-        box->lo[i] = lo;
-        box->size[i] = hi - lo;
-      }
-    after[d] = *box;
-  }
-  plan::Collective::Kind kind = planKind(op.kind);
-  if (op.kind == OpKind::LocalSlice) {
-    for (int64_t d = 0; d < n; ++d) {
-      if (after[d].empty)
-        continue;
-      if (!before[d].contains(after[d]))
-        return bad("device " + llvm::Twine(d) +
-                   " slices a block it does not hold");
-      uint32_t o = newBuffer(d, out, after[d]);
-      plan::Slice &s = *(*progs)[d].add_instructions()->mutable_slice();
-      s.set_input(held[d][in].buffer);
-      s.set_output(o);
-      for (size_t i = 0; i < t.rank(); ++i)
-        s.add_offset(after[d].lo[i] - before[d].lo[i]);
-      held[d][out] = {o, after[d]};
+      continue;
+    Box box{{block->lo.begin(), block->lo.end()},
+            {block->size.begin(), block->size.end()},
+            false};
+    for (size_t i = 0; i < t.rank(); ++i) { // widened by the halo
+      int64_t lo = std::max<int64_t>(0, box.lo[i] - halo[2 * i]);
+      int64_t hi =
+          std::min(t.shape[i], box.lo[i] + box.size[i] + halo[2 * i + 1]);
+      box.lo[i] = lo;
+      box.size[i] = hi - lo;
     }
-    return llvm::Error::success();
+    c.after[d] = box;
   }
+  return c;
+}
+
+/// Each device's slice of the block it holds (a kept weight's blocks, a
+/// move that only narrows).
+llvm::Error Emitter::emitLocalSlice(const Op &op, const CollectiveSpan &c) {
+  const Value *in = op.operands[0].value, *out = op.results[0].value.get();
+  for (int64_t d = 0; d < n; ++d) {
+    if (c.after[d].empty)
+      continue;
+    if (!c.before[d].contains(c.after[d]))
+      return llvm::createStringError("collective '" + op.name() + "': device " +
+                                     llvm::Twine(d) +
+                                     " slices a block it does not hold");
+    uint32_t o = newBuffer(d, out, c.after[d]);
+    plan::Slice &s = *(*progs)[d].add_instructions()->mutable_slice();
+    s.set_input(held[d][in].buffer);
+    s.set_output(o);
+    for (size_t i = 0; i < in->type.rank(); ++i)
+      s.add_offset(c.after[d].lo[i] - c.before[d].lo[i]);
+    held[d][out] = {o, c.after[d]};
+  }
+  return llvm::Error::success();
+}
+
+/// The plan's exchange of \p op (the boxes before and after on every
+/// device) and the collective instruction of each device of its groups.
+void Emitter::emitExchange(const Op &op, const CollectiveSpan &c) {
+  const Value *in = op.operands[0].value, *out = op.results[0].value.get();
+  plan::Collective::Kind kind = planKind(op.kind);
   uint32_t exchange = uint32_t(p.exchanges_size());
   plan::Exchange &x = *p.add_exchanges();
   x.set_kind(kind);
@@ -552,36 +590,36 @@ llvm::Error Emitter::emitCollective(const Op &op) {
   x.set_predicted_bytes(op.intAttr("bytes", 0));
   x.set_what(op.name().str());
   for (int64_t d = 0; d < n; ++d) {
-    toProto(before[d], *x.add_in());
-    toProto(after[d], *x.add_out());
+    toProto(c.before[d], *x.add_in());
+    toProto(c.after[d], *x.add_out());
   }
   // A group: the devices that differ from each other only in the digits
   // the collective runs across.
-  std::vector<uint32_t> groupOf(static_cast<size_t>(devs), 0);
-  for (const std::vector<int64_t> &members : groups->groups()) {
+  std::vector<uint32_t> groupOf(static_cast<size_t>(c.devs), 0);
+  for (const std::vector<int64_t> &members : c.groups->groups()) {
     std::vector<uint32_t> ids;
     for (int64_t d : members)
-      ids.push_back(uint32_t(go + d));
+      ids.push_back(uint32_t(c.go + d));
     uint32_t g = group(ids);
     for (int64_t d : members)
       groupOf[size_t(d)] = g;
   }
-  for (int64_t d = go; d < go + devs; ++d) {
-    uint32_t g = groupOf[size_t(d - go)];
+  for (int64_t d = c.go; d < c.go + c.devs; ++d) {
     auto it = held[d].find(in);
-    uint32_t i = it != held[d].end() ? it->second.buffer
-                                     : newBuffer(d, in, Box::none(t.rank()));
-    uint32_t o = newBuffer(d, out, after[d]);
-    plan::Collective &c = *(*progs)[d].add_instructions()->mutable_collective();
-    c.set_kind(kind);
-    c.set_group(g);
-    c.set_exchange(exchange);
-    c.set_input(i);
-    c.set_output(o);
-    if (!after[d].empty)
-      held[d][out] = {o, after[d]};
+    uint32_t i = it != held[d].end()
+                     ? it->second.buffer
+                     : newBuffer(d, in, Box::none(in->type.rank()));
+    uint32_t o = newBuffer(d, out, c.after[d]);
+    plan::Collective &ci =
+        *(*progs)[d].add_instructions()->mutable_collective();
+    ci.set_kind(kind);
+    ci.set_group(groupOf[size_t(d - c.go)]);
+    ci.set_exchange(exchange);
+    ci.set_input(i);
+    ci.set_output(o);
+    if (!c.after[d].empty)
+      held[d][out] = {o, c.after[d]};
   }
-  return llvm::Error::success();
 }
 
 /// A slice of a global a training step updates: each device loads the block
