@@ -655,61 +655,61 @@ static bool readSourceModel(const plan::Plan &plan, onnx::ModelProto &model) {
                                              int((*buf)->getBufferSize())));
 }
 
-/// --measure-links: the devices of --devices as threads, or this MPI rank
-/// among the ranks of mpirun.
-static int measureLinksMain(int argc, char **argv) {
-  auto trace = [](const plan::Plan &p, std::vector<runtime::DeviceStats> &st)
-      -> llvm::Expected<std::vector<runtime::TraceEvent>> {
-    if (st.empty() || st[0].trace.empty())
-      return llvm::createStringError("the probe recorded no instructions");
-    return std::move(st[0].trace);
-  };
+/// A link probe's trace: its first device's instructions.
+static llvm::Expected<std::vector<runtime::TraceEvent>>
+probeTrace(std::vector<runtime::DeviceStats> &st) {
+  if (st.empty() || st[0].trace.empty())
+    return llvm::createStringError("the probe recorded no instructions");
+  return std::move(st[0].trace);
+}
+
 #ifdef PAX_HAVE_MPI
-  if (launchedByMpi()) {
-    auto started = runtime::MpiWorld::start(argc, argv);
-    if (!started)
-      return fail(llvm::toString(started.takeError()));
-    runtime::MpiWorld &world = **started;
-    if (auto err = makeDevices(1, localRank()))
-      return fail(llvm::toString(std::move(err)));
-    auto first = world.startTogether(true);
-    if (!first)
-      return fail(llvm::toString(first.takeError()));
-    if (*first != world.size())
-      return world.rank() == 0
-                 ? fail("rank " + llvm::Twine(*first) + " could not start")
-                 : 1;
-    TracedRun run = [&](const plan::Plan &p)
-        -> llvm::Expected<std::vector<runtime::TraceEvent>> {
-      auto comm = runtime::makeMpiCommunicator(p);
-      if (!comm)
-        runtime::abortMpiWorld(llvm::toString(comm.takeError()));
-      std::vector<runtime::DeviceStats> st(1);
-      runtime::RunOptions o;
-      o.fuseChains = fuseKernels;
-      o.trace = true;
-      if (auto err = runtime::runDevice(p, p.programs(world.rank()), fillFeed(),
-                                        comm->get(), *deviceSet.devices[0],
-                                        deviceSet.buffers[0], st[0], o))
-        runtime::abortMpiWorld(llvm::toString(std::move(err)));
-      return trace(p, st);
-    };
-    const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    if (!local)
-      local = std::getenv("MPI_LOCALNRANKS");
-    unsigned perNode =
-        local ? unsigned(std::strtoul(local, nullptr, 10)) : world.size();
-    if (auto err =
-            measureLinks(world.size(), perNode, run,
-                         world.rank() == 0 ? measureLinksOut : std::string()))
-      return world.rank() == 0 ? fail(llvm::toString(std::move(err))) : 1;
-    return 0;
-  }
-#else
-  if (launchedByMpi())
-    return failWithoutMpi();
-  (void)argc, (void)argv;
+/// --measure-links under mpirun: this rank's device among the ranks (the
+/// ranks a node holds from the launcher's environment).
+static int measureLinksRanked(int argc, char **argv) {
+  auto started = runtime::MpiWorld::start(argc, argv);
+  if (!started)
+    return fail(llvm::toString(started.takeError()));
+  runtime::MpiWorld &world = **started;
+  if (auto err = makeDevices(1, localRank()))
+    return fail(llvm::toString(std::move(err)));
+  auto first = world.startTogether(true);
+  if (!first)
+    return fail(llvm::toString(first.takeError()));
+  if (*first != world.size())
+    return world.rank() == 0
+               ? fail("rank " + llvm::Twine(*first) + " could not start")
+               : 1;
+  TracedRun run = [&](const plan::Plan &p)
+      -> llvm::Expected<std::vector<runtime::TraceEvent>> {
+    auto comm = runtime::makeMpiCommunicator(p);
+    if (!comm)
+      runtime::abortMpiWorld(llvm::toString(comm.takeError()));
+    std::vector<runtime::DeviceStats> st(1);
+    runtime::RunOptions o;
+    o.fuseChains = fuseKernels;
+    o.trace = true;
+    if (auto err = runtime::runDevice(p, p.programs(world.rank()), fillFeed(),
+                                      comm->get(), *deviceSet.devices[0],
+                                      deviceSet.buffers[0], st[0], o))
+      runtime::abortMpiWorld(llvm::toString(std::move(err)));
+    return probeTrace(st);
+  };
+  const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (!local)
+    local = std::getenv("MPI_LOCALNRANKS");
+  unsigned perNode =
+      local ? unsigned(std::strtoul(local, nullptr, 10)) : world.size();
+  if (auto err =
+          measureLinks(world.size(), perNode, run,
+                       world.rank() == 0 ? measureLinksOut : std::string()))
+    return world.rank() == 0 ? fail(llvm::toString(std::move(err))) : 1;
+  return 0;
+}
 #endif
+
+/// --measure-links on the devices of --devices as threads.
+static int measureLinksThreaded() {
   if (!devicesOpt.getNumOccurrences())
     return fail("--measure-links needs --devices=N (or mpirun -np N)");
   TracedRun run = [&](const plan::Plan &p)
@@ -729,11 +729,25 @@ static int measureLinksMain(int argc, char **argv) {
             [](size_t) -> runtime::DataFeed & { return fillFeed(); }, outputs,
             st, o))
       return err;
-    return trace(p, st);
+    return probeTrace(st);
   };
   if (auto err = measureLinks(devicesOpt, devicesOpt, run, measureLinksOut))
     return fail(llvm::toString(std::move(err)));
   return 0;
+}
+
+/// --measure-links: the devices of --devices as threads, or this MPI rank
+/// among the ranks of mpirun.
+static int measureLinksMain(int argc, char **argv) {
+#ifdef PAX_HAVE_MPI
+  if (launchedByMpi())
+    return measureLinksRanked(argc, argv);
+#else
+  if (launchedByMpi())
+    return failWithoutMpi();
+  (void)argc, (void)argv;
+#endif
+  return measureLinksThreaded();
 }
 
 /// The weight loads of a training session (carried, the devices' own, the
