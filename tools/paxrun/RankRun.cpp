@@ -139,6 +139,90 @@ gatherTraces(runtime::MpiWorld &world, const runtime::DeviceStats &mine) {
   return traces;
 }
 
+/// This rank's program of \p plan.
+static llvm::Expected<const plan::DeviceProgram *>
+rankProgram(const plan::Plan &plan, const runtime::MpiWorld &world) {
+  for (const plan::DeviceProgram &p : plan.programs())
+    if (p.device() == uint32_t(world.rank()))
+      return &p;
+  return llvm::createStringError("the plan has no program for device " +
+                                 llvm::Twine(world.rank()));
+}
+
+/// The ranks agree to start, once (a training run runs every step): false
+/// where some rank could not (rank 0 says which).
+static llvm::Expected<bool> startRanks(runtime::MpiWorld &world) {
+  if (world.hasStarted())
+    return true;
+  auto first = world.startTogether(true);
+  if (!first)
+    return first.takeError();
+  if (*first == world.size())
+    return true;
+  if (world.rank() == 0)
+    llvm::errs() << printable("paxrun: error: rank " + llvm::Twine(*first) +
+                              " could not start, so no rank ran\n");
+  return false;
+}
+
+/// The rank's communicator: GPUs exchange over NCCL (one communicator for
+/// the process, made by every rank at its first run), host memory over MPI
+/// (made into \p mpiComm).
+static runtime::Communicator *
+rankCommunicator(const plan::Plan &plan, runtime::MpiWorld &world,
+                 runtime::Device &device,
+                 std::unique_ptr<runtime::Communicator> &mpiComm) {
+#ifdef PAX_HAVE_NCCL
+  static std::unique_ptr<runtime::Communicator> nccl;
+  if (device.backend() == runtime::Backend::Cuda) {
+    if (!nccl) {
+      auto made = runtime::makeNcclCommunicator(plan, world, device);
+      if (!made)
+        runtime::abortMpiWorld(llvm::toString(made.takeError()));
+      nccl = std::move(*made);
+    }
+    return nccl.get();
+  }
+#else
+  (void)world, (void)device;
+#endif
+  auto made = runtime::makeMpiCommunicator(plan);
+  if (!made)
+    runtime::abortMpiWorld(llvm::toString(made.takeError()));
+  mpiComm = std::move(*made);
+  return mpiComm.get();
+}
+
+/// On rank 0: every rank's gathered results \p all unpacked into
+/// \p outputs (those left on the devices stay empty) and \p stats, with
+/// their \p traces.
+static llvm::Error
+unpackOnRoot(const plan::Plan &plan, std::vector<std::vector<uint8_t>> &all,
+             std::vector<std::vector<runtime::TraceEvent>> &traces,
+             std::vector<runtime::Tensor> &outputs,
+             std::vector<runtime::DeviceStats> &stats,
+             const runtime::RunOptions &options) {
+  outputs.clear();
+  for (int i = 0; i < plan.outputs_size(); ++i)
+    outputs.push_back(
+        options.gathers(uint32_t(i))
+            ? runtime::Tensor::zeros(plan.outputs(i).dtype(),
+                                     shapeOf(plan.outputs(i).shape()))
+            : runtime::Tensor());
+  stats.assign(plan.devices(), {});
+  for (const plan::DeviceProgram &p : plan.programs()) {
+    if (p.device() >= all.size())
+      return llvm::createStringError("the plan has a program for device " +
+                                     llvm::Twine(p.device()));
+    if (auto err = unpackRankResults(plan, p, all[p.device()], outputs,
+                                     stats[p.device()], options))
+      return err;
+    if (p.device() < traces.size())
+      stats[p.device()].trace = std::move(traces[p.device()]);
+  }
+  return llvm::Error::success();
+}
+
 /// Under MPI: runs this rank's program on the MPI transport and gathers
 /// every rank's output blocks and statistics on rank 0, which fills
 /// \p outputs and \p stats as runThreads does. False when some rank could
@@ -151,72 +235,36 @@ llvm::Expected<bool> runRank(const plan::Plan &plan, runtime::MpiWorld &world,
                              std::vector<runtime::DeviceStats> &stats,
                              ResidentFeed *resident,
                              const runtime::RunOptions &options) {
-  const plan::DeviceProgram *prog = nullptr;
-  for (const plan::DeviceProgram &p : plan.programs())
-    if (p.device() == uint32_t(world.rank()))
-      prog = &p;
+  auto prog = rankProgram(plan, world);
   if (!prog)
-    return llvm::createStringError("the plan has no program for device " +
-                                   llvm::Twine(world.rank()));
-  // Agreed once; a training run calls this every step.
-  if (!world.hasStarted()) {
-    auto first = world.startTogether(true);
-    if (!first)
-      return first.takeError();
-    if (*first != world.size()) {
-      if (world.rank() == 0)
-        llvm::errs() << printable("paxrun: error: rank " + llvm::Twine(*first) +
-                                  " could not start, so no rank ran\n");
-      return false;
-    }
-  }
+    return prog.takeError();
+  auto started = startRanks(world);
+  if (!started || !*started)
+    return started;
   if (deviceSet.devices.empty())
     return llvm::createStringError("no device for the rank's program");
-  // GPUs exchange over NCCL (one communicator for the process, made by
-  // every rank at its first run); host memory over MPI.
-  runtime::Communicator *comm = nullptr;
+  runtime::Device &device = *deviceSet.devices[0];
   std::unique_ptr<runtime::Communicator> mpiComm;
-#ifdef PAX_HAVE_NCCL
-  static std::unique_ptr<runtime::Communicator> nccl;
-  if (deviceSet.devices[0]->backend() == runtime::Backend::Cuda) {
-    if (!nccl) {
-      auto made =
-          runtime::makeNcclCommunicator(plan, world, *deviceSet.devices[0]);
-      if (!made)
-        runtime::abortMpiWorld(llvm::toString(made.takeError()));
-      nccl = std::move(*made);
-    }
-    comm = nccl.get();
-  }
-#endif
-  if (!comm) {
-    auto made = runtime::makeMpiCommunicator(plan);
-    if (!made)
-      runtime::abortMpiWorld(llvm::toString(made.takeError()));
-    mpiComm = std::move(*made);
-    comm = mpiComm.get();
-  }
+  runtime::Communicator *comm = rankCommunicator(plan, world, device, mpiComm);
   std::vector<runtime::Tensor> &buffers = deviceSet.buffers[0];
   runtime::DeviceStats mine;
   runtime::DataFeed &source =
       resident ? static_cast<runtime::DataFeed &>(*resident) : feed;
   auto start = std::chrono::steady_clock::now();
-  if (auto err =
-          runtime::runDevice(plan, *prog, source, comm, *deviceSet.devices[0],
-                             buffers, mine, options))
+  if (auto err = runtime::runDevice(plan, **prog, source, comm, device, buffers,
+                                    mine, options))
     comm->abort(llvm::toString(std::move(err)));
   mine.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   if (resident)
     resident->carriedLoads += mine.carriedLoads;
-  runtime::Device &device = *deviceSet.devices[0];
-  auto results = packRankResults(plan, *prog, device, buffers, mine, options);
+  auto results = packRankResults(plan, **prog, device, buffers, mine, options);
   if (!results)
     runtime::abortMpiWorld(llvm::toString(results.takeError()));
   // The rank keeps its updated blocks (moved: they are packed).
   if (resident)
-    if (auto err = keepUpdates(plan, *prog, device, buffers, *resident))
+    if (auto err = keepUpdates(plan, **prog, device, buffers, *resident))
       runtime::abortMpiWorld(llvm::toString(std::move(err)));
   auto all = world.gatherOnRoot(std::move(*results));
   if (!all)
@@ -231,25 +279,8 @@ llvm::Expected<bool> runRank(const plan::Plan &plan, runtime::MpiWorld &world,
   }
   if (world.rank() != 0)
     return true;
-  // The outputs left on the devices stay empty here.
-  outputs.clear();
-  for (int i = 0; i < plan.outputs_size(); ++i)
-    outputs.push_back(
-        options.gathers(uint32_t(i))
-            ? runtime::Tensor::zeros(plan.outputs(i).dtype(),
-                                     shapeOf(plan.outputs(i).shape()))
-            : runtime::Tensor());
-  stats.assign(plan.devices(), {});
-  for (const plan::DeviceProgram &p : plan.programs()) {
-    if (p.device() >= all->size())
-      return llvm::createStringError("the plan has a program for device " +
-                                     llvm::Twine(p.device()));
-    if (auto err = unpackRankResults(plan, p, (*all)[p.device()], outputs,
-                                     stats[p.device()], options))
-      return err;
-    if (p.device() < traces.size())
-      stats[p.device()].trace = std::move(traces[p.device()]);
-  }
+  if (auto err = unpackOnRoot(plan, *all, traces, outputs, stats, options))
+    return err;
   return true;
 }
 
