@@ -70,14 +70,9 @@ llvm::Error checkPipelineFlagsUsed() {
 bool pipelineAuto() { return pipelineFlag == "auto"; }
 
 llvm::Error checkPipelineFlagValues() {
-  if (auto stages = pipelineStages(); !stages)
-    return stages.takeError();
-  if (scheduleFlag != "auto" && !parseSchedule(scheduleFlag))
-    return llvm::createStringError("--schedule=" + scheduleFlag +
-                                   ": expected auto, 1f1b, gpipe or "
-                                   "interleaved");
-  PipelineOptions p;
-  return chunksFromFlags(p);
+  // (The options' parse, whose messages are the checks'.)
+  auto p = pipelineOptionsFromFlags(0);
+  return p ? llvm::Error::success() : p.takeError();
 }
 
 llvm::Expected<std::optional<int64_t>> pipelineStages() {
