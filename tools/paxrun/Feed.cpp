@@ -9,6 +9,9 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <google/protobuf/text_format.h>
 
 #include <cstring>
 #include <optional>
@@ -229,6 +232,17 @@ llvm::Error keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
                   std::move(block), b.owner());
   }
   return llvm::Error::success();
+}
+
+/// Reads the ONNX model \p plan names (binary, or text for names ending in
+/// "txt").
+bool readSourceModel(const plan::Plan &plan, onnx::ModelProto &model) {
+  auto buf = llvm::MemoryBuffer::getFile(plan.source(), false, false);
+  bool text = llvm::StringRef(plan.source()).ends_with("txt");
+  return buf && (text ? google::protobuf::TextFormat::ParseFromString(
+                            (*buf)->getBuffer().str(), &model)
+                      : model.ParseFromArray((*buf)->getBufferStart(),
+                                             int((*buf)->getBufferSize())));
 }
 
 } // namespace pax

@@ -31,6 +31,10 @@ shapeOf(const google::protobuf::RepeatedField<int64_t> &s) {
   return std::vector<int64_t>(s.begin(), s.end());
 }
 
+/// Reads the ONNX model \p plan names (binary, or text for names ending in
+/// "txt") into \p model; false where it cannot.
+bool readSourceModel(const plan::Plan &plan, onnx::ModelProto &model);
+
 /// Weights from the source model and the whole graph inputs, shared by
 /// every device of the process; each device copies out its box.
 class Feed : public runtime::DataFeed {
@@ -52,6 +56,11 @@ public:
   }
   const std::map<std::string, runtime::Tensor> &updated() const {
     return overrides;
+  }
+  /// Forgets every set() value (a checkpoint's values replace them).
+  void clearUpdates() {
+    std::lock_guard<std::mutex> lock(m);
+    overrides.clear();
   }
   /// From now on, the weights \p checkpoint holds load from it (unless
   /// set() gives them other values).

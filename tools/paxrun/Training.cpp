@@ -25,8 +25,8 @@ namespace pax {
 
 /// Writes the source model with its initializers replaced by \p feed's
 /// updated values (same names, shapes and types).
-static llvm::Error saveModel(const std::string &path,
-                             const onnx::ModelProto &source, const Feed &feed) {
+llvm::Error saveModel(const std::string &path, const onnx::ModelProto &source,
+                      const Feed &feed) {
   onnx::ModelProto model = source;
   for (onnx::TensorProto &init :
        *model.mutable_graph()->mutable_initializer()) {

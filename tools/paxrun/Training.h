@@ -49,6 +49,11 @@ struct TrainingOptions {
 /// with the updates.
 bool gatheredEveryStep(llvm::StringRef name);
 
+/// Writes \p source with its initializers replaced by \p feed's updated
+/// values (same names, shapes and types) to \p path.
+llvm::Error saveModel(const std::string &path, const onnx::ModelProto &source,
+                      const Feed &feed);
+
 /// Runs one step on this process's devices, filling the loss and, when
 /// asked (\p updates: a checkpoint is due, or the last step), the updates;
 /// otherwise the devices keep the updated blocks and nothing else of them

@@ -644,17 +644,6 @@ static bool compare(const plan::Plan &plan,
   return ok;
 }
 
-/// Reads the ONNX model \p plan names (binary, or text for names ending in
-/// "txt").
-static bool readSourceModel(const plan::Plan &plan, onnx::ModelProto &model) {
-  auto buf = llvm::MemoryBuffer::getFile(plan.source(), false, false);
-  bool text = llvm::StringRef(plan.source()).ends_with("txt");
-  return buf && (text ? google::protobuf::TextFormat::ParseFromString(
-                            (*buf)->getBuffer().str(), &model)
-                      : model.ParseFromArray((*buf)->getBufferStart(),
-                                             int((*buf)->getBufferSize())));
-}
-
 /// A link probe's trace: its first device's instructions.
 static llvm::Expected<std::vector<runtime::TraceEvent>>
 probeTrace(std::vector<runtime::DeviceStats> &st) {
@@ -1157,15 +1146,133 @@ static int compileKernels(const plan::Plan &plan) {
 #endif
 }
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
+/// This process's rank among the run's ranks is the first (or it runs
+/// every device).
+static bool firstRank(runtime::MpiWorld *world) {
+#ifdef PAX_HAVE_MPI
+  return !world || world->rank() == 0;
+#else
+  (void)world;
+  return true;
+#endif
+}
+
+/// The devices of \p plan, before any data is read (a backend that cannot
+/// run here says so first): every program's, or under MPI this rank's, its
+/// node-local rank's GPU. 0, or the process's exit status.
+static int prepareDevices(const plan::Plan &plan, runtime::MpiWorld *world) {
+  if (auto err = checkDevicesFlag(plan))
+    return fail(llvm::toString(std::move(err)));
+  size_t n = size_t(plan.programs_size());
+  unsigned first = 0;
+#ifdef PAX_HAVE_MPI
+  if (world && world->size() != int(plan.devices()))
+    return world->rank() == 0
+               ? fail("the plan was compiled for " +
+                      runtime::planDevicesText(plan) + ", but mpirun started " +
+                      llvm::Twine(world->size()) +
+                      (world->size() == 1 ? " rank" : " ranks") +
+                      " (run mpirun -np " + llvm::Twine(plan.devices()) + ")")
+               : 1;
+  if (world) {
+    n = 1;
+    first = localRank();
+  }
+#endif
+  if (auto err = makeDevices(n, first))
+    return fail(llvm::toString(std::move(err)));
+  return 0;
+}
+
+/// A run of \p plan that is not training: timed (--repeat), decoding
+/// (--decode-steps) or one rank's under MPI; then its report.
+static int runInference(const plan::Plan &plan, RunInputs &data, Feed &feed,
+                        llvm::ArrayRef<const plan::DeviceProgram *> progs,
+                        llvm::ArrayRef<FeedbackPair> feedback,
+                        runtime::MpiWorld *world) {
+  std::vector<runtime::Tensor> outputs;
+  std::vector<runtime::DeviceStats> stats;
+#ifdef PAX_HAVE_MPI
+  if (world) {
+    auto code = runRanksTimed(plan, *world, feed, outputs, stats);
+    if (!code)
+      return fail(llvm::toString(code.takeError()));
+    if (*code >= 0)
+      return *code;
+    return reportRun(plan, feed, outputs, stats);
+  }
+#else
+  (void)world;
+#endif
+  if (auto err = decodeSteps ? runDecode(plan, progs, feed, data.inputs,
+                                         outputs, stats, feedback)
+                             : runTimed(plan, progs, feed, outputs, stats))
+    return fail(llvm::toString(std::move(err)));
+  return reportRun(plan, feed, outputs, stats);
+}
+
+/// \p plan run or trained on its inputs: the model read, the inputs
+/// loaded, the weights fed from both.
+static int runWithInputs(const plan::Plan &plan, runtime::MpiWorld *world) {
+  onnx::ModelProto model;
+  if (!readSourceModel(plan, model))
+    return fail("cannot read the model '" + plan.source() + "' the plan names");
+  auto feedbackPairs = decodeFeedback(plan, train);
+  if (!feedbackPairs)
+    return fail(llvm::toString(feedbackPairs.takeError()));
+  RunInputs data(plan, model);
+  if (auto err = data.load())
+    return fail(llvm::toString(std::move(err)));
+  Feed feed(model, llvm::sys::path::parent_path(plan.source()).str(),
+            data.inputs,
+            [&data](const plan::LoadWeight &load, plan::DType dtype) {
+              return data.weight(load, dtype);
+            });
+  std::vector<const plan::DeviceProgram *> progs;
+  for (const plan::DeviceProgram &p : plan.programs())
+    progs.push_back(&p);
+  if (train)
+    return trainSession(
+        plan, progs, feed, model, world,
+        [&data](const std::string &dir) { return data.loadFrom(dir); });
+  return runInference(plan, data, feed, progs, *feedbackPairs, world);
+}
+
+/// The plan of the command line, read and checked whole before any device
+/// allocates or runs anything, then timed (a cost probe), compiled
+/// (--compile-kernels) or run.
+static int runPlanFile(runtime::MpiWorld *world) {
+  auto plan = readRunPlan();
+  if (!plan)
+    return fail(llvm::toString(plan.takeError()));
+  // Under mpirun every rank times a probe on its own device at once, as
+  // the ranks of a plan compute at once; rank 0 writes.
+  if (plan->probe())
+    return timeProbe(*plan, firstRank(world));
+  if (auto err = runtime::checkPlan(*plan))
+    return fail(planPath + ": " + llvm::toString(std::move(err)));
+  if (!compileKernelsFor.empty())
+    return compileKernels(*plan);
+  if (int status = prepareDevices(*plan, world))
+    return status;
+  if (auto err = checkRunFlags())
+    return fail(llvm::toString(std::move(err)));
+  return runWithInputs(*plan, world);
+}
+
+/// A run frees each buffer after its last use and the next run (training
+/// step) allocates it again: kept in the heap rather than handed back to
+/// the system, the pages are not faulted in anew every time.
+static void keepFreedPages() {
 #ifdef __GLIBC__
-  // A run frees each buffer after its last use and the next run (training
-  // step) allocates it again: kept in the heap rather than handed back to
-  // the system, the pages are not faulted in anew every time.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 #endif
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  keepFreedPages();
   cl::HideUnrelatedOptions({&runCategory, &measureCategory, &trainCategory});
   cl::ParseCommandLineOptions(argc, argv, "paxrun: runs a paxc plan\n");
   std::optional<tbb::global_control> threadLimit;
@@ -1188,104 +1295,10 @@ int main(int argc, char **argv) {
       return fail(llvm::toString(started.takeError()));
     world = std::move(*started);
   }
+  return runPlanFile(world.get());
 #else
   if (launchedByMpi())
     return failWithoutMpi();
+  return runPlanFile(nullptr);
 #endif
-  auto plan = readRunPlan();
-  if (!plan)
-    return fail(llvm::toString(plan.takeError()));
-  // Under mpirun every rank times a probe on its own device at once, as
-  // the ranks of a plan compute at once; rank 0 writes.
-  bool first = true;
-#ifdef PAX_HAVE_MPI
-  if (world)
-    first = world->rank() == 0;
-#endif
-  if (plan->probe())
-    return timeProbe(*plan, first);
-  // Checked whole before any device allocates or runs anything.
-  if (auto err = runtime::checkPlan(*plan))
-    return fail(planPath + ": " + llvm::toString(std::move(err)));
-  if (!compileKernelsFor.empty())
-    return compileKernels(*plan);
-  if (auto err = checkDevicesFlag(*plan))
-    return fail(llvm::toString(std::move(err)));
-#ifdef PAX_HAVE_MPI
-  if (world && world->size() != int(plan->devices()))
-    return world->rank() == 0
-               ? fail("the plan was compiled for " +
-                      runtime::planDevicesText(*plan) +
-                      ", but mpirun started " + llvm::Twine(world->size()) +
-                      (world->size() == 1 ? " rank" : " ranks") +
-                      " (run mpirun -np " + llvm::Twine(plan->devices()) + ")")
-               : 1;
-#endif
-  // The devices, before any data is read: a backend that cannot run here
-  // says so first. Under MPI each rank's device is its node-local rank's.
-  {
-    size_t n = size_t(plan->programs_size());
-    unsigned first = 0;
-#ifdef PAX_HAVE_MPI
-    if (world) {
-      n = 1;
-      first = localRank();
-    }
-#endif
-    if (auto err = makeDevices(n, first))
-      return fail(llvm::toString(std::move(err)));
-  }
-  if (auto err = checkRunFlags())
-    return fail(llvm::toString(std::move(err)));
-  onnx::ModelProto model;
-  if (!readSourceModel(*plan, model))
-    return fail("cannot read the model '" + plan->source() +
-                "' the plan names");
-  auto feedbackPairs = decodeFeedback(*plan, train);
-  if (!feedbackPairs)
-    return fail(llvm::toString(feedbackPairs.takeError()));
-  RunInputs data(*plan, model);
-  if (auto err = data.load())
-    return fail(llvm::toString(std::move(err)));
-  Feed feed(model, llvm::sys::path::parent_path(plan->source()).str(),
-            data.inputs,
-            [&data](const plan::LoadWeight &load, plan::DType dtype) {
-              return data.weight(load, dtype);
-            });
-
-  std::vector<const plan::DeviceProgram *> progs;
-  for (const plan::DeviceProgram &p : plan->programs())
-    progs.push_back(&p);
-  std::vector<runtime::Tensor> outputs;
-  std::vector<runtime::DeviceStats> stats;
-  if (train) {
-#ifdef PAX_HAVE_MPI
-    runtime::MpiWorld *w = world.get();
-#else
-    runtime::MpiWorld *w = nullptr;
-#endif
-    return trainSession(
-        *plan, progs, feed, model, w,
-        [&data](const std::string &dir) { return data.loadFrom(dir); });
-  }
-#ifdef PAX_HAVE_MPI
-  if (world) {
-    auto code = runRanksTimed(*plan, *world, feed, outputs, stats);
-    if (!code)
-      return fail(llvm::toString(code.takeError()));
-    if (*code >= 0)
-      return *code;
-  } else if (auto err = decodeSteps
-                            ? runDecode(*plan, progs, feed, data.inputs,
-                                        outputs, stats, *feedbackPairs)
-                            : runTimed(*plan, progs, feed, outputs, stats)) {
-    return fail(llvm::toString(std::move(err)));
-  }
-#else
-  if (auto err = decodeSteps ? runDecode(*plan, progs, feed, data.inputs,
-                                         outputs, stats, *feedbackPairs)
-                             : runTimed(*plan, progs, feed, outputs, stats))
-    return fail(llvm::toString(std::move(err)));
-#endif
-  return reportRun(*plan, feed, outputs, stats);
 }
