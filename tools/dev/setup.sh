@@ -24,14 +24,21 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if ! python3 -c "import onnx, onnxruntime, numpy" 2>/dev/null; then
-  echo "setup: installing onnx, onnxruntime, numpy"
-  python3 -m pip install -q onnx onnxruntime numpy 2>/dev/null ||
-    python3 -m pip install -q --break-system-packages onnx onnxruntime numpy
+# The tests' references, the Python module's binding library (pybind11,
+# found by CMake) and its test runner.
+python_packages=(onnx onnxruntime numpy pybind11 pytest)
+if ! python3 -c "import onnx, onnxruntime, numpy, pybind11, pytest" 2>/dev/null; then
+  echo "setup: installing ${python_packages[*]}"
+  python3 -m pip install -q "${python_packages[@]}" 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages "${python_packages[@]}"
 fi
 
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
+# A build configured before pybind11 was installed finds it now.
+if ! grep -q "paxc_python" "$build/build.ninja"; then
+  cmake "$build" >/dev/null
+fi
 ninja -C "$build" >/dev/null
-echo "setup: paxc is built in $build"
+echo "setup: paxc is built in $build (the Python module: PYTHONPATH=$build/python)"
