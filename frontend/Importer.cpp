@@ -94,68 +94,105 @@ static bool feedsLargerOperand(const onnx::NodeProto &n, int i,
   return false;
 }
 
-void Importer::classifyWeightInputs() {
-  const onnx::GraphProto &g = model.graph();
-  llvm::StringMap<std::vector<std::pair<const onnx::NodeProto *, int>>> uses;
+/// The nodes that read each tensor, with the index of the input that reads it.
+using TensorUses =
+    llvm::StringMap<std::vector<std::pair<const onnx::NodeProto *, int>>>;
+
+/// Collects the uses of every tensor the nodes of \p g read.
+static TensorUses collectUses(const onnx::GraphProto &g) {
+  TensorUses uses;
   for (const auto &n : g.node())
     for (int i = 0; i < n.input_size(); ++i)
       uses[n.input(i)].push_back({&n, i});
-  llvm::StringSet<> inits;
-  for (const auto &t : g.initializer())
-    inits.insert(t.name());
-  // Element counts, -1 when unknown or out of range (checked later, with a
-  // message, where the tensor is declared).
-  auto count = [](llvm::ArrayRef<int64_t> dims) -> int64_t {
-    int64_t n = 1;
-    for (int64_t d : dims) {
-      if (d < 0 || (d > 0 && n > kMaxExtent / d))
-        return -1;
-      n *= d;
-    }
-    return n;
-  };
+  return uses;
+}
+
+/// The element count of \p dims, -1 when unknown or out of range (checked
+/// later, with a message, where the tensor is declared).
+static int64_t declaredCount(llvm::ArrayRef<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (d > 0 && n > kMaxExtent / d))
+      return -1;
+    n *= d;
+  }
+  return n;
+}
+
+/// Collects the declared element counts of the graph inputs and
+/// initializers of \p g.
+static DeclaredSizes declaredSizes(const onnx::GraphProto &g) {
   DeclaredSizes declared;
   for (const auto &vi : g.input()) {
     llvm::SmallVector<int64_t, 4> dims;
     for (const auto &d : vi.type().tensor_type().shape().dim())
       dims.push_back(d.has_dim_value() ? d.dim_value() : -1);
-    declared[vi.name()] = count(dims);
+    declared[vi.name()] = declaredCount(dims);
   }
   for (const auto &t : g.initializer())
-    declared[t.name()] =
-        count(llvm::SmallVector<int64_t, 4>(t.dims().begin(), t.dims().end()));
+    declared[t.name()] = declaredCount(
+        llvm::SmallVector<int64_t, 4>(t.dims().begin(), t.dims().end()));
+  return declared;
+}
 
-  // Follows layout nodes from a tensor to the slots that consume it: true
-  // when it reaches a weight slot, or (with \p vectors, for a tensor of at
-  // most one dim) meets a larger operand of Add/Sub/Mul/Div as a bias or
-  // scale vector.
-  // Through layout ops too with \p throughLayout.
-  auto reachesWeightSlot = [&](const std::string &start, bool vectors,
-                               bool throughLayout) {
-    std::deque<std::string> work = {start};
-    for (int steps = 0; !work.empty() && steps < 64; ++steps) {
-      std::string name = work.front();
-      work.pop_front();
-      for (auto [n, i] : uses[name]) {
-        if (isWeightSlot(n->op_type(), unsigned(i)) && !isGatherOffAxis0(*n))
-          return true;
-        if (i == 0 && isLayoutOpType(n->op_type()) && n->output_size())
-          work.push_back(n->output(0));
-        else if ((name == start || throughLayout) && vectors &&
-                 isAffineOpType(n->op_type()) &&
-                 feedsLargerOperand(*n, i, declared))
-          return true; // a bias or scale vector fed to Add/Sub/Mul/Div
-      }
+/// Follows layout nodes from a tensor to the slots that consume it: true
+/// when it reaches a weight slot, or (with \p vectors, for a tensor of at
+/// most one dim) meets a larger operand of Add/Sub/Mul/Div as a bias or
+/// scale vector.
+/// Through layout ops too with \p throughLayout.
+static bool reachesWeightSlot(const std::string &start, bool vectors,
+                              bool throughLayout, TensorUses &uses,
+                              const DeclaredSizes &declared) {
+  std::deque<std::string> work = {start};
+  for (int steps = 0; !work.empty() && steps < 64; ++steps) {
+    std::string name = work.front();
+    work.pop_front();
+    for (auto [n, i] : uses[name]) {
+      if (isWeightSlot(n->op_type(), unsigned(i)) && !isGatherOffAxis0(*n))
+        return true;
+      if (i == 0 && isLayoutOpType(n->op_type()) && n->output_size())
+        work.push_back(n->output(0));
+      else if ((name == start || throughLayout) && vectors &&
+               isAffineOpType(n->op_type()) &&
+               feedsLargerOperand(*n, i, declared))
+        return true; // a bias or scale vector fed to Add/Sub/Mul/Div
     }
-    return false;
-  };
+  }
+  return false;
+}
+
+/// True when \p n is a ConstantOfShape or Constant node with one output.
+static bool isConstantWriter(const onnx::NodeProto &n) {
+  return (n.op_type() == "ConstantOfShape" || n.op_type() == "Constant") &&
+         n.output_size() == 1;
+}
+
+/// The ONNX element type a ConstantOfShape or Constant node writes: its
+/// `value` attribute's, else the op's default.
+static int32_t constantElemType(const onnx::NodeProto &n) {
+  int32_t type = n.op_type() == "ConstantOfShape" ? 1 : 0; // default f32
+  for (const auto &a : n.attribute())
+    if (a.name() == "value" && a.has_t())
+      type = a.t().data_type();
+  return type;
+}
+
+void Importer::classifyWeightInputs() {
+  const onnx::GraphProto &g = model.graph();
+  TensorUses uses = collectUses(g);
+  llvm::StringSet<> inits;
+  for (const auto &t : g.initializer())
+    inits.insert(t.name());
+  DeclaredSizes declared = declaredSizes(g);
+
   for (const auto &vi : g.input()) {
     if (inits.count(vi.name()))
       continue;
     const auto &tt = vi.type().tensor_type();
     auto dt = dtypeFromOnnx(tt.elem_type());
     if (dt && isFloat(*dt) &&
-        reachesWeightSlot(vi.name(), tt.shape().dim_size() <= 1, false))
+        reachesWeightSlot(vi.name(), tt.shape().dim_size() <= 1, false, uses,
+                          declared))
       weightInputs.insert(vi.name());
   }
   // A float tensor a node writes from constants (ConstantOfShape in ONNX's
@@ -163,17 +200,13 @@ void Importer::classifyWeightInputs() {
   // weight; so does a ConstantOfShape of a shape initializer (the light
   // models' convention) that is a bias or scale vector.
   for (const auto &n : g.node()) {
-    if ((n.op_type() != "ConstantOfShape" && n.op_type() != "Constant") ||
-        n.output_size() != 1)
+    if (!isConstantWriter(n))
       continue;
-    int32_t type = n.op_type() == "ConstantOfShape" ? 1 : 0; // default f32
-    for (const auto &a : n.attribute())
-      if (a.name() == "value" && a.has_t())
-        type = a.t().data_type();
-    auto dt = dtypeFromOnnx(type);
+    auto dt = dtypeFromOnnx(constantElemType(n));
     bool light = n.op_type() == "ConstantOfShape" && n.input_size() == 1 &&
                  inits.count(n.input(0));
-    if (dt && isFloat(*dt) && reachesWeightSlot(n.output(0), light, true))
+    if (dt && isFloat(*dt) &&
+        reachesWeightSlot(n.output(0), light, true, uses, declared))
       weightStandIns.insert(n.output(0));
   }
 }
@@ -404,50 +437,67 @@ static bool isStatistic(const Op &op, size_t k) {
   return op.kind == OpKind::BatchNorm && k >= 3;
 }
 
-void Importer::markParameters() {
-  const Func &f = module->main;
-  // The values a graph output depends on differentiably: float operands of
-  // ops whose float results it depends on, walked from the outputs back.
+/// True when a float result of \p op is in \p live.
+static bool feedsLive(const Op &op, const llvm::DenseSet<const Value *> &live) {
+  return llvm::any_of(op.results, [&](const Result &r) {
+    return isFloat(r.value->type.elem) && live.count(r.value.get());
+  });
+}
+
+/// The values a graph output depends on differentiably: float operands of
+/// ops whose float results it depends on, walked from the outputs back.
+static llvm::DenseSet<const Value *> differentiablyLive(const Func &f) {
   llvm::DenseSet<const Value *> live(f.returns.begin(), f.returns.end());
   for (auto it = f.ops.rbegin(); it != f.ops.rend(); ++it) {
     const Op &op = **it;
-    bool feeds = llvm::any_of(op.results, [&](const Result &r) {
-      return isFloat(r.value->type.elem) && live.count(r.value.get());
-    });
-    if (!feeds)
+    if (!feedsLive(op, live))
       continue;
     for (size_t k = 0; k < op.operands.size(); ++k)
       if (isFloat(op.operands[k].value->type.elem) && !isStatistic(op, k))
         live.insert(op.operands[k].value);
   }
-  // Forward: whether a value depends on the graph's data inputs (an
-  // activation); if not, the trainable leaves it derives from
-  // differentiably, and whether it is a table (mixed with floats paxc
-  // computed from constants or converted from integers: positions, masks).
-  // A leaf is a parameter where, not part of a table, it meets activations
-  // in an op an output depends on: a weight, not a rotary frequency.
-  struct Origin {
-    bool act = false, table = false;
-    llvm::SmallVector<const Global *, 2> leaves;
-  };
-  llvm::DenseMap<const Value *, Origin> origin;
-  for (const auto &a : f.args)
+  return live;
+}
+
+namespace {
+/// Where a value comes from: whether it is an activation or a table, and the
+/// trainable leaves it derives from differentiably.
+struct Origin {
+  bool act = false, table = false;
+  llvm::SmallVector<const Global *, 2> leaves;
+};
+} // namespace
+
+using OriginMap = llvm::DenseMap<const Value *, Origin>;
+using GlobalSet = llvm::DenseSet<const Global *>;
+
+/// The origins of the main function's arguments (activations) and of the
+/// globals of \p m: leaves from \p trainable, tables from \p computed.
+static OriginMap initialOrigins(const Module &m, const GlobalSet &trainable,
+                                const GlobalSet &computed) {
+  OriginMap origin;
+  for (const auto &a : m.main.args)
     origin[a.get()].act = true;
-  for (const auto &g : module->globals) {
+  for (const auto &g : m.globals) {
     Origin &o = origin[&g->value];
-    if (trainableGlobals.count(g.get()))
+    if (trainable.count(g.get()))
       o.leaves.push_back(g.get());
-    o.table = computedGlobals.count(g.get()) && isFloat(g->value.type.elem);
+    o.table = computed.count(g.get()) && isFloat(g->value.type.elem);
   }
-  // A leaf laid out along the batch (a dim of two or more elements that an
-  // op indexes by a sample dim) holds per-sample data an exporter computed:
-  // a mask, a class token expanded to the batch, an initial state.
+  return origin;
+}
+
+/// The leaves of \p trainable that \p f lays out along the batch.
+/// A leaf laid out along the batch (a dim of two or more elements that an
+/// op indexes by a sample dim) holds per-sample data an exporter computed:
+/// a mask, a class token expanded to the batch, an initial state.
+static GlobalSet perSampleLeaves(const Func &f, const GlobalSet &trainable) {
   auto roles = computeSoapRoles(f);
-  llvm::DenseSet<const Global *> perSample;
+  GlobalSet perSample;
   for (const auto &op : f.ops)
     for (const Operand &o : op->operands) {
       const Global *g = o.value->global;
-      if (!g || !trainableGlobals.count(g))
+      if (!g || !trainable.count(g))
         continue;
       for (size_t i = 0; i < o.map.size(); ++i) {
         int c = carrierDim(o.map[i]);
@@ -456,48 +506,74 @@ void Importer::markParameters() {
           perSample.insert(g);
       }
     }
-  llvm::DenseSet<const Global *> params;
-  auto take = [&](const Origin &o) {
-    if (o.act || o.table)
-      return;
-    for (const Global *g : o.leaves)
-      if (!perSample.count(g))
-        params.insert(g);
-  };
+  return perSample;
+}
+
+/// Adds the leaves of \p o to \p params, but none of an activation or a
+/// table, and none in \p perSample.
+static void takeLeaves(const Origin &o, const GlobalSet &perSample,
+                       GlobalSet &params) {
+  if (o.act || o.table)
+    return;
+  for (const Global *g : o.leaves)
+    if (!perSample.count(g))
+      params.insert(g);
+}
+
+/// The origin of the results of \p op, from its operands' in \p origin;
+/// where they meet activations in an op an output depends on (\p feeds),
+/// takes the operands' leaves into \p params.
+static Origin forwardOrigin(const Op &op, OriginMap &origin, bool feeds,
+                            const GlobalSet &perSample, GlobalSet &params) {
+  Origin out;
+  for (const Operand &o : op.operands)
+    out.act |= origin[o.value].act;
+  for (size_t k = 0; k < op.operands.size(); ++k) {
+    const Value *v = op.operands[k].value;
+    const Origin &in = origin[v];
+    if (!isFloat(v->type.elem)) {
+      out.table |= !in.act && op.kind == OpKind::Cast; // integers to floats
+      continue;
+    }
+    if (isStatistic(op, k))
+      continue;
+    if (out.act) {
+      if (feeds)
+        takeLeaves(in, perSample, params); // where weights meet activations
+      continue;
+    }
+    out.table |= in.table;
+    for (const Global *g : in.leaves)
+      if (!llvm::is_contained(out.leaves, g))
+        out.leaves.push_back(g);
+  }
+  if (out.table)
+    out.leaves.clear();
+  return out;
+}
+
+void Importer::markParameters() {
+  const Func &f = module->main;
+  llvm::DenseSet<const Value *> live = differentiablyLive(f);
+  // Forward: whether a value depends on the graph's data inputs (an
+  // activation); if not, the trainable leaves it derives from
+  // differentiably, and whether it is a table (mixed with floats paxc
+  // computed from constants or converted from integers: positions, masks).
+  // A leaf is a parameter where, not part of a table, it meets activations
+  // in an op an output depends on: a weight, not a rotary frequency.
+  OriginMap origin = initialOrigins(*module, trainableGlobals, computedGlobals);
+  GlobalSet perSample = perSampleLeaves(f, trainableGlobals);
+  GlobalSet params;
   for (const auto &opPtr : f.ops) {
     const Op &op = *opPtr;
-    Origin out;
-    for (const Operand &o : op.operands)
-      out.act |= origin[o.value].act;
-    bool feeds = llvm::any_of(op.results, [&](const Result &r) {
-      return isFloat(r.value->type.elem) && live.count(r.value.get());
-    });
-    for (size_t k = 0; k < op.operands.size(); ++k) {
-      const Value *v = op.operands[k].value;
-      const Origin &in = origin[v];
-      if (!isFloat(v->type.elem)) {
-        out.table |= !in.act && op.kind == OpKind::Cast; // integers to floats
-        continue;
-      }
-      if (isStatistic(op, k))
-        continue;
-      if (out.act) {
-        if (feeds)
-          take(in); // where weights meet activations
-        continue;
-      }
-      out.table |= in.table;
-      for (const Global *g : in.leaves)
-        if (!llvm::is_contained(out.leaves, g))
-          out.leaves.push_back(g);
-    }
-    if (out.table)
-      out.leaves.clear();
+    Origin out =
+        forwardOrigin(op, origin, feedsLive(op, live), perSample, params);
     for (const Result &r : op.results)
       origin[r.value.get()] = out;
   }
+  // An output computed from weights alone.
   for (const Value *v : f.returns)
-    take(origin[v]); // an output computed from weights alone
+    takeLeaves(origin[v], perSample, params);
   for (const auto &g : module->globals)
     g->isParameter = params.count(g.get()) != 0;
 }

@@ -52,6 +52,23 @@ public:
 private:
   void skipSpace();
   bool lexQuoted(Token &t); // after the opening quote
+  /// Lexes `%name` or `@name`, plain or quoted; \p c is the sigil.
+  Token lexRef(size_t start, char c);
+  /// Lexes a `"string"` with its escapes decoded.
+  Token lexString(size_t start);
+  /// Lexes a number, with a leading '-' when \p neg: `-inf`, hex or decimal.
+  Token lexNumber(size_t start, bool neg);
+  /// Lexes a `0x` hexadecimal integer.
+  Token lexHex(size_t start);
+  /// Skips the digits, '.' and exponent of a decimal number; true if it has
+  /// a '.' or an exponent (a float).
+  bool skipDecimal();
+  /// Lexes a decimal integer or float.
+  Token lexDecimal(size_t start);
+  /// Lexes an identifier; `inf` and `nan` become floats.
+  Token lexIdent(size_t start);
+  /// Lexes `->` or a one-character punctuator, or reports character \p c.
+  Token lexPunct(size_t start, char c);
   Token make(Token::Kind k, size_t start) {
     Token t;
     t.kind = k;
@@ -122,98 +139,126 @@ Token Lexer::next() {
     return make(Token::Eof, start);
   char c = buf[pos];
 
-  if (c == '%' || c == '@') {
-    ++pos;
-    Token t;
-    if (pos < buf.size() && buf[pos] == '"') {
-      ++pos;
-      if (!lexQuoted(t))
-        return error(start, "unterminated quoted name");
-    } else {
-      size_t s = pos;
-      while (pos < buf.size() && isIdentChar(buf[pos]))
-        ++pos;
-      if (s == pos)
-        return error(start, std::string("expected a name after '") + c + "'");
-      t.str = buf.slice(s, pos).str();
-    }
-    Token r = make(c == '%' ? Token::LocalRef : Token::GlobalRef, start);
-    // `%"0"` (an argument called "0") is not the op result `%0`.
-    bool quotedNumber = c == '%' && buf[start + 1] == '"' && !t.str.empty() &&
-                        llvm::all_of(t.str, llvm::isDigit);
-    r.str = quotedNumber ? "\"" + t.str : std::move(t.str);
-    return r;
-  }
-  if (c == '"') {
-    ++pos;
-    Token t;
-    if (!lexQuoted(t))
-      return error(start, "unterminated string");
-    Token r = make(Token::String, start);
-    r.str = std::move(t.str);
-    return r;
-  }
+  if (c == '%' || c == '@')
+    return lexRef(start, c);
+  if (c == '"')
+    return lexString(start);
   bool neg =
       c == '-' && pos + 1 < buf.size() &&
       (llvm::isDigit(buf[pos + 1]) || buf.substr(pos + 1).starts_with("inf"));
-  if (llvm::isDigit(c) || neg) {
-    if (neg)
-      ++pos;
-    if (buf.substr(pos).starts_with("inf")) {
-      pos += 3;
-      Token t = make(Token::Float, start);
-      t.f = -INFINITY;
-      return t;
-    }
-    if (buf.substr(pos).starts_with("0x")) {
-      pos += 2;
-      size_t s = pos;
-      while (pos < buf.size() && llvm::isHexDigit(buf[pos]))
-        ++pos;
-      Token t = make(Token::Int, start);
-      uint64_t v = 0;
-      if (buf.slice(s, pos).getAsInteger(16, v))
-        return error(start, "bad hexadecimal number");
-      t.i = int64_t(v);
-      return t;
-    }
-    bool isFloat = false;
-    while (pos < buf.size()) {
-      char d = buf[pos];
-      if (llvm::isDigit(d)) {
-        ++pos;
-      } else if (d == '.' || d == 'e' || d == 'E') {
-        isFloat = true;
-        ++pos;
-        if ((d == 'e' || d == 'E') && pos < buf.size() &&
-            (buf[pos] == '-' || buf[pos] == '+'))
-          ++pos;
-      } else {
-        break;
-      }
-    }
-    Token t = make(isFloat ? Token::Float : Token::Int, start);
-    if (isFloat) {
-      std::string s = t.text.str();
-      char *end = nullptr;
-      t.f = std::strtod(s.c_str(), &end);
-      if (end != s.c_str() + s.size())
-        return error(start, "bad number '" + s + "'");
-    } else if (t.text.getAsInteger(10, t.i)) {
-      return error(start, "integer '" + t.text.str() + "' is out of range");
-    }
-    return t;
-  }
-  if (isIdentStart(c)) {
+  if (llvm::isDigit(c) || neg)
+    return lexNumber(start, neg);
+  if (isIdentStart(c))
+    return lexIdent(start);
+  return lexPunct(start, c);
+}
+
+Token Lexer::lexRef(size_t start, char c) {
+  ++pos;
+  Token t;
+  if (pos < buf.size() && buf[pos] == '"') {
+    ++pos;
+    if (!lexQuoted(t))
+      return error(start, "unterminated quoted name");
+  } else {
+    size_t s = pos;
     while (pos < buf.size() && isIdentChar(buf[pos]))
       ++pos;
-    Token t = make(Token::Ident, start);
-    if (t.text == "inf" || t.text == "nan") {
-      t.kind = Token::Float;
-      t.f = t.text == "inf" ? INFINITY : NAN;
-    }
+    if (s == pos)
+      return error(start, std::string("expected a name after '") + c + "'");
+    t.str = buf.slice(s, pos).str();
+  }
+  Token r = make(c == '%' ? Token::LocalRef : Token::GlobalRef, start);
+  // `%"0"` (an argument called "0") is not the op result `%0`.
+  bool quotedNumber = c == '%' && buf[start + 1] == '"' && !t.str.empty() &&
+                      llvm::all_of(t.str, llvm::isDigit);
+  r.str = quotedNumber ? "\"" + t.str : std::move(t.str);
+  return r;
+}
+
+Token Lexer::lexString(size_t start) {
+  ++pos;
+  Token t;
+  if (!lexQuoted(t))
+    return error(start, "unterminated string");
+  Token r = make(Token::String, start);
+  r.str = std::move(t.str);
+  return r;
+}
+
+Token Lexer::lexNumber(size_t start, bool neg) {
+  if (neg)
+    ++pos;
+  if (buf.substr(pos).starts_with("inf")) {
+    pos += 3;
+    Token t = make(Token::Float, start);
+    t.f = -INFINITY;
     return t;
   }
+  if (buf.substr(pos).starts_with("0x"))
+    return lexHex(start);
+  return lexDecimal(start);
+}
+
+Token Lexer::lexHex(size_t start) {
+  pos += 2;
+  size_t s = pos;
+  while (pos < buf.size() && llvm::isHexDigit(buf[pos]))
+    ++pos;
+  Token t = make(Token::Int, start);
+  uint64_t v = 0;
+  if (buf.slice(s, pos).getAsInteger(16, v))
+    return error(start, "bad hexadecimal number");
+  t.i = int64_t(v);
+  return t;
+}
+
+bool Lexer::skipDecimal() {
+  bool isFloat = false;
+  while (pos < buf.size()) {
+    char d = buf[pos];
+    if (llvm::isDigit(d)) {
+      ++pos;
+    } else if (d == '.' || d == 'e' || d == 'E') {
+      isFloat = true;
+      ++pos;
+      if ((d == 'e' || d == 'E') && pos < buf.size() &&
+          (buf[pos] == '-' || buf[pos] == '+'))
+        ++pos;
+    } else {
+      break;
+    }
+  }
+  return isFloat;
+}
+
+Token Lexer::lexDecimal(size_t start) {
+  bool isFloat = skipDecimal();
+  Token t = make(isFloat ? Token::Float : Token::Int, start);
+  if (isFloat) {
+    std::string s = t.text.str();
+    char *end = nullptr;
+    t.f = std::strtod(s.c_str(), &end);
+    if (end != s.c_str() + s.size())
+      return error(start, "bad number '" + s + "'");
+  } else if (t.text.getAsInteger(10, t.i)) {
+    return error(start, "integer '" + t.text.str() + "' is out of range");
+  }
+  return t;
+}
+
+Token Lexer::lexIdent(size_t start) {
+  while (pos < buf.size() && isIdentChar(buf[pos]))
+    ++pos;
+  Token t = make(Token::Ident, start);
+  if (t.text == "inf" || t.text == "nan") {
+    t.kind = Token::Float;
+    t.f = t.text == "inf" ? INFINITY : NAN;
+  }
+  return t;
+}
+
+Token Lexer::lexPunct(size_t start, char c) {
   if (c == '-' && pos + 1 < buf.size() && buf[pos + 1] == '>') {
     pos += 2;
     return make(Token::Punct, start);
@@ -277,6 +322,18 @@ private:
   /// `return v, ...`, checked against the declared result types.
   bool parseReturn(Func &f, llvm::ArrayRef<TensorType> resultTypes);
   bool parseOp(Func &f);
+  /// `%a, %b`, an op's result names, none defined before.
+  bool parseDefs(llvm::SmallVectorImpl<Token> &defs);
+  /// `= compute "KIND"`, the op's kind.
+  bool parseComputeKind(OpKind &kind);
+  /// `iter [d: N par, ...]`, the op's iteration space.
+  bool parseIters(Op &op);
+  /// `d: N par`, one iteration dim, not yet in \p op.
+  bool parseIterDim(const Op &op, IterDim &d);
+  /// `ins(%v map, ...)`, the op's operands and their access maps.
+  bool parseIns(Op &op);
+  /// `outs(map: type, ...)`, the op's results' access maps and types.
+  bool parseOuts(Op &op);
   /// `fused "NAME" { op... }`: the ops of one fused kernel.
   bool parseFused(Func &f);
   llvm::StringSet<> kernels; ///< the fused kernels' names so far
@@ -807,6 +864,26 @@ bool Parser::parseFused(Func &f) {
 bool Parser::parseOp(Func &f) {
   llvm::SMLoc loc = tok.loc();
   llvm::SmallVector<Token, 2> defs;
+  if (!parseDefs(defs))
+    return false;
+  OpKind kind{};
+  if (!parseComputeKind(kind))
+    return false;
+  Op *op = f.addOp(kind);
+  if (locations)
+    (*locations)[op] = loc;
+
+  if (!parseIters(*op) || !parseIns(*op) || !parseOuts(*op))
+    return false;
+  if (op->results.size() != defs.size())
+    return fail(loc, llvm::Twine(defs.size()) + " result names for " +
+                         llvm::Twine(op->results.size()) + " results");
+  for (size_t i = 0; i < defs.size(); ++i)
+    locals[defs[i].str] = op->results[i].value.get();
+  return parseAttrs(op->attrs);
+}
+
+bool Parser::parseDefs(llvm::SmallVectorImpl<Token> &defs) {
   while (tok.kind == Token::LocalRef) {
     if (locals.count(tok.str))
       return fail("redefinition of %" + tok.str);
@@ -817,77 +894,89 @@ bool Parser::parseOp(Func &f) {
   }
   if (defs.empty())
     return fail("expected an op or 'return'");
+  return true;
+}
+
+bool Parser::parseComputeKind(OpKind &kind) {
   if (!expect('=', "after result names") || !expectKeyword("compute"))
     return false;
   if (tok.kind != Token::String)
     return fail("expected the op kind as a string");
-  auto kind = parseOpKind(tok.str);
-  if (!kind)
+  auto k = parseOpKind(tok.str);
+  if (!k)
     return fail("unknown op kind '" + tok.str + "'");
   advance();
-  Op *op = f.addOp(*kind);
-  if (locations)
-    (*locations)[op] = loc;
+  kind = *k;
+  return true;
+}
 
+bool Parser::parseIters(Op &op) {
   if (!expectKeyword("iter") || !expect('[', "to start the iteration space"))
     return false;
   while (!tok.is(']')) {
     IterDim d;
-    llvm::SMLoc dl = tok.loc();
-    if (tok.kind != Token::Ident || tok.text == "_" || tok.text == "gather")
-      return fail("expected an iteration dim name");
-    d.name = tok.text.str();
-    advance();
-    if (op->findIter(d.name) >= 0)
-      return fail(dl, "duplicate iteration dim '" + d.name + "'");
-    if (!expect(':', "after the dim name") || !parseInt(d.extent, "an extent"))
+    if (!parseIterDim(op, d))
       return false;
-    if (d.extent <= 0 || d.extent > kMaxExtent)
-      return fail(dl, "extent of '" + d.name + "' must be in [1, 2^48]");
-    auto k = tok.kind == Token::Ident ? parseIterKind(tok.text) : std::nullopt;
-    if (!k)
-      return fail("expected 'par', 'red' or 'seq'");
-    d.kind = *k;
-    advance();
-    op->iters.push_back(d);
+    op.iters.push_back(d);
     if (!tok.is(']') && !expect(',', "between iteration dims"))
       return false;
   }
   advance();
+  return true;
+}
 
+bool Parser::parseIterDim(const Op &op, IterDim &d) {
+  llvm::SMLoc dl = tok.loc();
+  if (tok.kind != Token::Ident || tok.text == "_" || tok.text == "gather")
+    return fail("expected an iteration dim name");
+  d.name = tok.text.str();
+  advance();
+  if (op.findIter(d.name) >= 0)
+    return fail(dl, "duplicate iteration dim '" + d.name + "'");
+  if (!expect(':', "after the dim name") || !parseInt(d.extent, "an extent"))
+    return false;
+  if (d.extent <= 0 || d.extent > kMaxExtent)
+    return fail(dl, "extent of '" + d.name + "' must be in [1, 2^48]");
+  auto k = tok.kind == Token::Ident ? parseIterKind(tok.text) : std::nullopt;
+  if (!k)
+    return fail("expected 'par', 'red' or 'seq'");
+  d.kind = *k;
+  advance();
+  return true;
+}
+
+bool Parser::parseIns(Op &op) {
   if (!expectKeyword("ins") || !expect('(', "after 'ins'"))
     return false;
   while (!tok.is(')')) {
     Operand o;
     Token ref = tok;
     advance();
-    if (!resolve(ref, o.value) || !parseMap(*op, o.map))
+    if (!resolve(ref, o.value) || !parseMap(op, o.map))
       return false;
-    op->operands.push_back(std::move(o));
+    op.operands.push_back(std::move(o));
     if (!tok.is(')') && !expect(',', "between operands"))
       return false;
   }
   advance();
+  return true;
+}
 
+bool Parser::parseOuts(Op &op) {
   if (!expectKeyword("outs") || !expect('(', "after 'outs'"))
     return false;
   while (!tok.is(')')) {
     AccessMap map;
     TensorType type;
-    if (!parseMap(*op, map) || !expect(':', "before the result type") ||
+    if (!parseMap(op, map) || !expect(':', "before the result type") ||
         !parseType(type))
       return false;
-    op->addResult(type, std::move(map));
+    op.addResult(type, std::move(map));
     if (!tok.is(')') && !expect(',', "between results"))
       return false;
   }
   advance();
-  if (op->results.size() != defs.size())
-    return fail(loc, llvm::Twine(defs.size()) + " result names for " +
-                         llvm::Twine(op->results.size()) + " results");
-  for (size_t i = 0; i < defs.size(); ++i)
-    locals[defs[i].str] = op->results[i].value.get();
-  return parseAttrs(op->attrs);
+  return true;
 }
 
 bool Parser::parseArgs(Func &f) {

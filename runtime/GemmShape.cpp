@@ -60,21 +60,24 @@ bool storage(int64_t rows, int64_t cols, int64_t rowStep, int64_t colStep,
   return false;
 }
 
-} // namespace
+/// The error of a compute that is not a strided batched GEMM, saying why.
+llvm::Error notGemm(const Prepared &p, const llvm::Twine &why) {
+  return computeError(p.c, "not a strided batched GEMM: " + why);
+}
 
-llvm::Expected<GemmShape> matchGemm(const Prepared &p) {
-  auto fail = [&](const llvm::Twine &why) {
-    return computeError(p.c, "not a strided batched GEMM: " + why);
-  };
-  if (p.ins.size() < 2 || p.outs.size() != 1)
-    return fail("it needs inputs A and B and one output");
-  const AccessIndexer *maps[3] = {&p.inMaps[0], &p.inMaps[1], &p.outMaps[0]};
-  for (const AccessIndexer *m : maps)
-    if (!m->isLinear())
-      return fail("a map is not linear");
+/// The iteration dims of each role: M (A and C), N (B and C), K (A and B,
+/// summed over) and batch (C and at least one input).
+struct DimRoles {
+  std::vector<unsigned> m, n, k, batch;
+};
+
+/// Fills \p steps with each dim's steps in A, B and C (\p maps) and puts
+/// each dim of more than one point in its role in \p roles, or fails
+/// where a dim has none.
+llvm::Error assignRoles(const Prepared &p, const AccessIndexer *const maps[3],
+                        std::vector<std::array<int64_t, 3>> &steps,
+                        DimRoles &roles) {
   const IterationSpace &s = p.space;
-  std::vector<std::array<int64_t, 3>> steps(s.extents.size());
-  std::vector<unsigned> dimsM, dimsN, dimsK, dimsBatch;
   for (size_t d = 0; d < s.extents.size(); ++d) {
     for (int o = 0; o < 3; ++o)
       steps[d][o] = maps[o]->step(unsigned(d));
@@ -83,35 +86,27 @@ llvm::Expected<GemmShape> matchGemm(const Prepared &p) {
     bool a = steps[d][0] != 0, b = steps[d][1] != 0, c = steps[d][2] != 0;
     bool inner = llvm::is_contained(s.inner, unsigned(d));
     if (c && inner)
-      return fail("a reduced dim indexes the output");
+      return notGemm(p, "a reduced dim indexes the output");
     if (c && a && !b)
-      dimsM.push_back(unsigned(d));
+      roles.m.push_back(unsigned(d));
     else if (c && b && !a)
-      dimsN.push_back(unsigned(d));
+      roles.n.push_back(unsigned(d));
     else if (c)
-      dimsBatch.push_back(unsigned(d));
+      roles.batch.push_back(unsigned(d));
     else if (a && b && inner)
-      dimsK.push_back(unsigned(d));
+      roles.k.push_back(unsigned(d));
     else
-      return fail("dim '" + p.c.iters(int(d)).name() +
-                  "' is summed over but not by both inputs");
+      return notGemm(p, "dim '" + p.c.iters(int(d)).name() +
+                            "' is summed over but not by both inputs");
   }
-  // The rows and columns are each one run of dims (the others are walked
-  // as batches); the reduction must be one run.
-  Run m, n, k;
-  std::vector<unsigned> unmerged;
-  mergeRun(dimsM, s.extents, steps, 0, 2, m, dimsBatch);
-  mergeRun(dimsN, s.extents, steps, 1, 2, n, dimsBatch);
-  mergeRun(dimsK, s.extents, steps, 0, 1, k, unmerged);
-  if (!unmerged.empty())
-    return fail("the summed dims are not one run in both inputs");
-  GemmShape g;
-  int64_t base[3];
-  llvm::SmallVector<int64_t, 8> zero(s.extents.size(), 0);
-  for (int o = 0; o < 3; ++o)
-    base[o] = maps[o]->index(zero);
-  // The strided batch: the batch dim with the smallest output step; the
-  // others are loops.
+  return llvm::Error::success();
+}
+
+/// Sets \p g's sizes, transposes and leading dims from the runs \p m,
+/// \p n and \p k, and which inputs are BLAS's A and B: C = A B where the
+/// output is column-major, C^T = B^T A^T where it is row-major.
+llvm::Error layOutMatrices(const Prepared &p, const Run &m, const Run &n,
+                           const Run &k, GemmShape &g) {
   int bA = 0, bB = 1;
   auto rowMajor = [&] { return n.extent == 1 || n.step[2] == 1; };
   if (m.extent > 1 && m.step[2] == 1 && !(n.extent > 1 && n.step[2] == 1)) {
@@ -120,7 +115,7 @@ llvm::Expected<GemmShape> matchGemm(const Prepared &p) {
     g.ldc = n.extent == 1 ? m.extent : n.step[2];
     if (!storage(m.extent, k.extent, m.step[0], k.step[0], g.transA, g.lda) ||
         !storage(k.extent, n.extent, k.step[1], n.step[1], g.transB, g.ldb))
-      return fail("an input has no unit stride");
+      return notGemm(p, "an input has no unit stride");
   } else if (rowMajor()) {
     // C row-major: C^T = B^T A^T, BLAS's A is the compute's B.
     bA = 1, bB = 0;
@@ -128,28 +123,71 @@ llvm::Expected<GemmShape> matchGemm(const Prepared &p) {
     g.ldc = m.extent == 1 ? n.extent : m.step[2];
     if (!storage(n.extent, k.extent, n.step[1], k.step[1], g.transA, g.lda) ||
         !storage(k.extent, m.extent, k.step[0], m.step[0], g.transB, g.ldb))
-      return fail("an input has no unit stride");
+      return notGemm(p, "an input has no unit stride");
   } else {
-    return fail("the output has no unit stride");
+    return notGemm(p, "the output has no unit stride");
   }
   if (g.ldc < std::max<int64_t>(g.m, 1))
-    return fail("the output's rows overlap");
+    return notGemm(p, "the output's rows overlap");
   g.aInput = bA;
   g.bInput = bB;
-  g.offsetA = base[bA], g.offsetB = base[bB], g.offsetC = base[2];
-  if (!dimsBatch.empty()) {
-    auto last = std::min_element(
-        dimsBatch.begin(), dimsBatch.end(), [&](unsigned x, unsigned y) {
-          return std::abs(steps[x][2]) < std::abs(steps[y][2]);
-        });
-    unsigned d = *last;
-    g.batch = s.extents[d];
-    g.strideA = steps[d][bA], g.strideB = steps[d][bB], g.strideC = steps[d][2];
-    for (unsigned e : dimsBatch)
-      if (e != d)
-        g.loops.push_back(
-            {s.extents[e], steps[e][bA], steps[e][bB], steps[e][2]});
-  }
+  return llvm::Error::success();
+}
+
+/// Sets \p g's strided batch and loops from the batch dims \p dimsBatch
+/// (with \p extents and \p steps in the compute's A, B and C).
+void layOutBatches(const std::vector<unsigned> &dimsBatch,
+                   llvm::ArrayRef<int64_t> extents,
+                   const std::vector<std::array<int64_t, 3>> &steps,
+                   GemmShape &g) {
+  int bA = g.aInput, bB = g.bInput;
+  // The strided batch: the batch dim with the smallest output step; the
+  // others are loops.
+  auto last = std::min_element(
+      dimsBatch.begin(), dimsBatch.end(), [&](unsigned x, unsigned y) {
+        return std::abs(steps[x][2]) < std::abs(steps[y][2]);
+      });
+  unsigned d = *last;
+  g.batch = extents[d];
+  g.strideA = steps[d][bA], g.strideB = steps[d][bB], g.strideC = steps[d][2];
+  for (unsigned e : dimsBatch)
+    if (e != d)
+      g.loops.push_back({extents[e], steps[e][bA], steps[e][bB], steps[e][2]});
+}
+
+} // namespace
+
+llvm::Expected<GemmShape> matchGemm(const Prepared &p) {
+  if (p.ins.size() < 2 || p.outs.size() != 1)
+    return notGemm(p, "it needs inputs A and B and one output");
+  const AccessIndexer *maps[3] = {&p.inMaps[0], &p.inMaps[1], &p.outMaps[0]};
+  for (const AccessIndexer *m : maps)
+    if (!m->isLinear())
+      return notGemm(p, "a map is not linear");
+  const IterationSpace &s = p.space;
+  std::vector<std::array<int64_t, 3>> steps(s.extents.size());
+  DimRoles dims;
+  if (auto err = assignRoles(p, maps, steps, dims))
+    return err;
+  // The rows and columns are each one run of dims (the others are walked
+  // as batches); the reduction must be one run.
+  Run m, n, k;
+  std::vector<unsigned> unmerged;
+  mergeRun(dims.m, s.extents, steps, 0, 2, m, dims.batch);
+  mergeRun(dims.n, s.extents, steps, 1, 2, n, dims.batch);
+  mergeRun(dims.k, s.extents, steps, 0, 1, k, unmerged);
+  if (!unmerged.empty())
+    return notGemm(p, "the summed dims are not one run in both inputs");
+  GemmShape g;
+  int64_t base[3];
+  llvm::SmallVector<int64_t, 8> zero(s.extents.size(), 0);
+  for (int o = 0; o < 3; ++o)
+    base[o] = maps[o]->index(zero);
+  if (auto err = layOutMatrices(p, m, n, k, g))
+    return err;
+  g.offsetA = base[g.aInput], g.offsetB = base[g.bInput], g.offsetC = base[2];
+  if (!dims.batch.empty())
+    layOutBatches(dims.batch, s.extents, steps, g);
   return g;
 }
 

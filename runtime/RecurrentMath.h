@@ -129,8 +129,8 @@ struct Walk {
     int64_t t = time(step);
     for (int64_t k = 0; k < in; ++k) {
       point[S] = t, point[G] = 0, point[H] = 0, point[K] = k;
-      xt[k] = elements::readReal(l.x.data, l.x.type,
-                                 flat::index(l.x.map, point));
+      xt[k] =
+          elements::readReal(l.x.data, l.x.type, flat::index(l.x.map, point));
     }
     for (int64_t g = 0; g < gh; ++g) {
       double acc = 0;
@@ -224,6 +224,191 @@ PAX_HD inline int64_t gradScratch(const Layer &l) {
   return forwardScratch(l) + n * (4 * l.hs + gh) + 4 * l.hs + 2 * gh;
 }
 
+/// The gradient op's buffers in one row's scratch, after the forward
+/// walk's: per step, the previous h and state, the state after, the gates
+/// after their activations and a GRU's R_h h + Rb_h; then the backward
+/// pass's vectors.
+struct GradBuffers {
+  double *hPrev, *cPrev, *cNow, *act, *hn;
+  double *dh, *dc, *dx, *dhGate, *dPrev, *drh;
+
+  /// Lays the buffers of a row of \p len steps out in \p scratch
+  /// (gradScratch(l) doubles).
+  PAX_HD GradBuffers(const Layer &l, int64_t len, double *scratch) {
+    int64_t hs = l.hs, gh = l.gates * l.hs;
+    int64_t n = len > 1 ? len : 1;
+    hPrev = scratch + forwardScratch(l), cPrev = hPrev + n * hs;
+    cNow = cPrev + n * hs, act = cNow + n * hs, hn = act + n * gh;
+    dh = hn + n * hs, dc = dh + hs, dx = dc + hs, dhGate = dx + gh;
+    dPrev = dhGate + gh, drh = dPrev + hs;
+  }
+};
+
+/// Zeroes the gradient op's per-step results at the time steps past the
+/// row's length, where no step runs.
+PAX_HD inline void zeroUnrunSteps(Walk &w) {
+  const Layer &l = w.l;
+  int64_t hs = l.hs, gs = l.gates;
+  for (int64_t t = w.len; t < l.steps; ++t)
+    for (int64_t g = 0; g < gs; ++g)
+      for (int64_t j = 0; j < hs; ++j)
+        for (int o = 0; o < 3; ++o)
+          w.put(o, t, g, j, 0.0);
+}
+
+/// Runs the row's steps forward again, keeping per step the previous h and
+/// state, the gates after their activations, a GRU's R_h h + Rb_h and the
+/// state after.
+PAX_HD inline void replayForward(Walk &w, const GradBuffers &buf) {
+  int64_t hs = w.hs, gh = w.gh, len = w.len;
+  double *hPrev = buf.hPrev, *cPrev = buf.cPrev, *cNow = buf.cNow;
+  for (int64_t step = 0; step < len; ++step) {
+    for (int64_t j = 0; j < hs; ++j) {
+      hPrev[step * hs + j] = w.h[j];
+      cPrev[step * hs + j] = w.state[j];
+    }
+    w.step(step, buf.act + step * gh, buf.hn + step * hs);
+    for (int64_t j = 0; j < hs; ++j)
+      cNow[step * hs + j] = w.state[j];
+  }
+}
+
+/// Adds the gradients of Y_h and Y_c (zero where absent) to \p dh and
+/// \p dc.
+PAX_HD inline void addFinalGrads(Walk &w, double *dh, double *dc) {
+  const Layer &l = w.l;
+  int64_t hs = w.hs;
+  for (int64_t j = 0; j < hs; ++j) {
+    dh[j] += w.read(l.grad[1], 0, j);
+    dc[j] += w.read(l.grad[2], 0, j);
+  }
+}
+
+/// Adds R^T v over gate rows [g0, g1) to \p out: the gradient those rows
+/// hand back to the vector R multiplied.
+PAX_HD inline void addRTransposed(const Walk &w, int64_t g0, int64_t g1,
+                                  const double *v, double *out) {
+  int64_t hs = w.hs;
+  for (int64_t g = g0; g < g1; ++g)
+    for (int64_t k = 0; k < hs; ++k)
+      out[k] += w.r(g, k) * v[g];
+}
+
+/// Backpropagates LSTM step \p step: the gates' gradients into dx and
+/// dhGate, the previous state's into dc and the previous h's into dPrev.
+PAX_HD inline void lstmStepGrad(const Walk &w, const GradBuffers &buf,
+                                int64_t step) {
+  int64_t hs = w.hs, gh = w.gh;
+  const double *a = buf.act + step * gh;
+  const double *cPrev = buf.cPrev, *cNow = buf.cNow, *dh = buf.dh;
+  double *dc = buf.dc, *dx = buf.dx, *dhGate = buf.dhGate;
+  for (int64_t j = 0; j < hs; ++j) {
+    double ig = a[j], og = a[hs + j], fg = a[2 * hs + j], cg = a[3 * hs + j];
+    double tc = tanh(cNow[step * hs + j]);
+    double dct = dc[j] + dh[j] * og * (1 - tc * tc);
+    dx[0 * hs + j] = dct * cg * ig * (1 - ig);
+    dx[1 * hs + j] = dh[j] * tc * og * (1 - og);
+    dx[2 * hs + j] = dct * cPrev[step * hs + j] * fg * (1 - fg);
+    dx[3 * hs + j] = dct * ig * (1 - cg * cg);
+    dc[j] = dct * fg;
+  }
+  for (int64_t g = 0; g < gh; ++g)
+    dhGate[g] = dx[g];
+  addRTransposed(w, 0, gh, dhGate, buf.dPrev);
+}
+
+/// Backpropagates GRU step \p step: the gates' gradients into dx and
+/// dhGate and the previous h's into dPrev.
+PAX_HD inline void gruStepGrad(const Walk &w, const GradBuffers &buf,
+                               int64_t step) {
+  bool lbr = w.l.linearBeforeReset;
+  int64_t hs = w.hs;
+  const double *a = buf.act + step * w.gh;
+  const double *hp = buf.hPrev + step * hs, *hn = buf.hn, *dh = buf.dh;
+  double *dx = buf.dx, *dhGate = buf.dhGate, *dPrev = buf.dPrev;
+  double *drh = buf.drh;
+  for (int64_t j = 0; j < hs; ++j) {
+    double zz = a[j], nn = a[2 * hs + j];
+    double dn = dh[j] * (1 - zz) * (1 - nn * nn);
+    dx[j] = dh[j] * (hp[j] - nn) * zz * (1 - zz);
+    dx[2 * hs + j] = dn;
+    dhGate[j] = dx[j];
+    dhGate[2 * hs + j] = lbr ? dn * a[hs + j] : dn;
+    dPrev[j] = dh[j] * zz;
+  }
+  // The reset gate: through r h (or r (R_h h + Rb_h)).
+  if (!lbr) {
+    for (int64_t j = 0; j < hs; ++j)
+      drh[j] = 0;
+    addRTransposed(w, 2 * hs, 3 * hs, dhGate, drh);
+  }
+  for (int64_t j = 0; j < hs; ++j) {
+    double rr = a[hs + j];
+    double dr = lbr ? dx[2 * hs + j] * hn[step * hs + j] : drh[j] * hp[j];
+    dx[hs + j] = dr * rr * (1 - rr);
+    dhGate[hs + j] = dx[hs + j];
+    if (!lbr)
+      dPrev[j] += drh[j] * rr;
+  }
+  int64_t rows = lbr ? 3 * hs : 2 * hs;
+  addRTransposed(w, 0, rows, dhGate, dPrev);
+}
+
+/// Writes step \p step's gate gradients (x side and h side) and the vectors
+/// R multiplied at time \p t.
+PAX_HD inline void putStepGrads(Walk &w, const GradBuffers &buf, int64_t step,
+                                int64_t t) {
+  bool lstm = w.l.lstm, lbr = w.l.linearBeforeReset;
+  int64_t hs = w.hs, gs = w.l.gates;
+  const double *a = buf.act + step * w.gh;
+  const double *hp = buf.hPrev + step * hs;
+  const double *dx = buf.dx, *dhGate = buf.dhGate;
+  for (int64_t g = 0; g < gs; ++g)
+    for (int64_t j = 0; j < hs; ++j) {
+      w.put(0, t, g, j, dx[g * hs + j]);
+      w.put(1, t, g, j, dhGate[g * hs + j]);
+      double v = !lstm && !lbr && g == 2 ? a[hs + j] * hp[j] : hp[j];
+      w.put(2, t, g, j, v);
+    }
+}
+
+/// Runs processing step \p step backward: adds the step's result gradients
+/// to dh (and, on the last step, the final state's), backpropagates the
+/// cell, writes the step's results and leaves the previous h's gradient in
+/// dh.
+PAX_HD inline void backwardStep(Walk &w, const GradBuffers &buf, int64_t step) {
+  const Layer &l = w.l;
+  int64_t hs = w.hs, t = w.time(step);
+  double *dh = buf.dh, *dPrev = buf.dPrev;
+  if (l.grad[0].data)
+    for (int64_t j = 0; j < hs; ++j)
+      dh[j] += w.read(l.grad[0], t, j);
+  if (step == w.len - 1)
+    addFinalGrads(w, dh, buf.dc);
+  for (int64_t j = 0; j < hs; ++j)
+    dPrev[j] = 0;
+  if (l.lstm)
+    lstmStepGrad(w, buf, step);
+  else
+    gruStepGrad(w, buf, step);
+  // The step's gate gradients and the vectors R multiplied.
+  putStepGrads(w, buf, step, t);
+  for (int64_t j = 0; j < hs; ++j)
+    dh[j] = dPrev[j];
+}
+
+/// Writes dH0 and an LSTM's dC0 from what the backward pass leaves in dh
+/// and dc.
+PAX_HD inline void putStateGrads(Walk &w, const GradBuffers &buf) {
+  int64_t hs = w.hs;
+  bool lstm = w.l.lstm;
+  for (int64_t j = 0; j < hs; ++j) {
+    w.put(3, 0, 0, j, buf.dh[j]);
+    if (lstm)
+      w.put(4, 0, 0, j, buf.dc[j]);
+  }
+}
+
 /// Runs row (\p d, \p b) of the gradient op: the forward pass again,
 /// keeping per step the previous state, the gates after their activations
 /// and a GRU's R_h h + Rb_h, then backward through time. Writes per time
@@ -233,115 +418,19 @@ PAX_HD inline int64_t gradScratch(const Layer &l) {
 PAX_HD inline void gradRow(const Layer &l, int64_t d, int64_t b,
                            double *scratch) {
   Walk w(l, d, b, scratch);
-  bool lstm = l.lstm, lbr = l.linearBeforeReset;
-  int64_t hs = l.hs, gs = l.gates, gh = gs * hs, len = w.len;
   // Zero where no step runs.
-  for (int64_t t = len; t < l.steps; ++t)
-    for (int64_t g = 0; g < gs; ++g)
-      for (int64_t j = 0; j < hs; ++j)
-        for (int o = 0; o < 3; ++o)
-          w.put(o, t, g, j, 0.0);
-  int64_t n = len > 1 ? len : 1;
-  double *hPrev = scratch + forwardScratch(l), *cPrev = hPrev + n * hs;
-  double *cNow = cPrev + n * hs, *act = cNow + n * hs, *hn = act + n * gh;
-  double *dh = hn + n * hs, *dc = dh + hs, *dx = dc + hs, *dhGate = dx + gh;
-  double *dPrev = dhGate + gh, *drh = dPrev + hs;
-  for (int64_t step = 0; step < len; ++step) {
-    for (int64_t j = 0; j < hs; ++j) {
-      hPrev[step * hs + j] = w.h[j];
-      cPrev[step * hs + j] = w.state[j];
-    }
-    w.step(step, act + step * gh, hn + step * hs);
-    for (int64_t j = 0; j < hs; ++j)
-      cNow[step * hs + j] = w.state[j];
-  }
+  zeroUnrunSteps(w);
+  GradBuffers buf(l, w.len, scratch);
+  replayForward(w, buf);
   // Backward through time: dh and dc carry the gradient of the state each
   // step hands to the next.
-  for (int64_t j = 0; j < hs; ++j)
-    dh[j] = 0, dc[j] = 0;
-  auto addFinal = [&] {
-    for (int64_t j = 0; j < hs; ++j) {
-      dh[j] += w.read(l.grad[1], 0, j);
-      dc[j] += w.read(l.grad[2], 0, j);
-    }
-  };
-  if (len == 0)
-    addFinal();
-  for (int64_t step = len - 1; step >= 0; --step) {
-    int64_t t = w.time(step);
-    const double *a = act + step * gh;
-    const double *hp = hPrev + step * hs;
-    if (l.grad[0].data)
-      for (int64_t j = 0; j < hs; ++j)
-        dh[j] += w.read(l.grad[0], t, j);
-    if (step == len - 1)
-      addFinal();
-    for (int64_t j = 0; j < hs; ++j)
-      dPrev[j] = 0;
-    if (lstm) {
-      for (int64_t j = 0; j < hs; ++j) {
-        double ig = a[j], og = a[hs + j], fg = a[2 * hs + j],
-               cg = a[3 * hs + j];
-        double tc = tanh(cNow[step * hs + j]);
-        double dct = dc[j] + dh[j] * og * (1 - tc * tc);
-        dx[0 * hs + j] = dct * cg * ig * (1 - ig);
-        dx[1 * hs + j] = dh[j] * tc * og * (1 - og);
-        dx[2 * hs + j] = dct * cPrev[step * hs + j] * fg * (1 - fg);
-        dx[3 * hs + j] = dct * ig * (1 - cg * cg);
-        dc[j] = dct * fg;
-      }
-      for (int64_t g = 0; g < gh; ++g)
-        dhGate[g] = dx[g];
-      for (int64_t g = 0; g < gh; ++g)
-        for (int64_t k = 0; k < hs; ++k)
-          dPrev[k] += w.r(g, k) * dhGate[g];
-    } else {
-      for (int64_t j = 0; j < hs; ++j) {
-        double zz = a[j], nn = a[2 * hs + j];
-        double dn = dh[j] * (1 - zz) * (1 - nn * nn);
-        dx[j] = dh[j] * (hp[j] - nn) * zz * (1 - zz);
-        dx[2 * hs + j] = dn;
-        dhGate[j] = dx[j];
-        dhGate[2 * hs + j] = lbr ? dn * a[hs + j] : dn;
-        dPrev[j] = dh[j] * zz;
-      }
-      // The reset gate: through r h (or r (R_h h + Rb_h)).
-      if (!lbr) {
-        for (int64_t j = 0; j < hs; ++j)
-          drh[j] = 0;
-        for (int64_t g = 2 * hs; g < 3 * hs; ++g)
-          for (int64_t k = 0; k < hs; ++k)
-            drh[k] += w.r(g, k) * dhGate[g];
-      }
-      for (int64_t j = 0; j < hs; ++j) {
-        double rr = a[hs + j];
-        double dr = lbr ? dx[2 * hs + j] * hn[step * hs + j] : drh[j] * hp[j];
-        dx[hs + j] = dr * rr * (1 - rr);
-        dhGate[hs + j] = dx[hs + j];
-        if (!lbr)
-          dPrev[j] += drh[j] * rr;
-      }
-      int64_t rows = lbr ? 3 * hs : 2 * hs;
-      for (int64_t g = 0; g < rows; ++g)
-        for (int64_t k = 0; k < hs; ++k)
-          dPrev[k] += w.r(g, k) * dhGate[g];
-    }
-    // The step's gate gradients and the vectors R multiplied.
-    for (int64_t g = 0; g < gs; ++g)
-      for (int64_t j = 0; j < hs; ++j) {
-        w.put(0, t, g, j, dx[g * hs + j]);
-        w.put(1, t, g, j, dhGate[g * hs + j]);
-        double v = !lstm && !lbr && g == 2 ? a[hs + j] * hp[j] : hp[j];
-        w.put(2, t, g, j, v);
-      }
-    for (int64_t j = 0; j < hs; ++j)
-      dh[j] = dPrev[j];
-  }
-  for (int64_t j = 0; j < hs; ++j) {
-    w.put(3, 0, 0, j, dh[j]);
-    if (lstm)
-      w.put(4, 0, 0, j, dc[j]);
-  }
+  for (int64_t j = 0; j < l.hs; ++j)
+    buf.dh[j] = 0, buf.dc[j] = 0;
+  if (w.len == 0)
+    addFinalGrads(w, buf.dh, buf.dc);
+  for (int64_t step = w.len - 1; step >= 0; --step)
+    backwardStep(w, buf, step);
+  putStateGrads(w, buf);
 }
 
 } // namespace pax::runtime::recurrent

@@ -259,88 +259,132 @@ llvm::Error importConv(NodeContext &ctx) {
   return ctx.finish(std::move(op));
 }
 
-/// Einsum of one or two operands: a letter is an iteration dim, `par` when
-/// the result keeps it, `red` when it is summed. Two operands make a
-/// contraction (the matmul kernel walks any maps), one a reduce_sum (or a
-/// transpose when nothing is summed). `...` stands for the same leading
-/// dims in every term, broadcast as numpy does. A letter repeated within
-/// one term (a diagonal) is not supported.
-llvm::Error importEinsum(NodeContext &ctx) {
+namespace {
+
+/// The equation of an Einsum node, its spaces dropped.
+std::string einsumEquation(NodeContext &ctx) {
   std::string eq;
   for (char c : ctx.attrString("equation", ""))
     if (c != ' ')
       eq += c;
-  unsigned n = ctx.numInputs();
-  if (n < 1 || n > 2)
-    return ctx.error("einsum of " + llvm::Twine(n) +
-                     " operands is not supported (one or two)");
-  size_t arrow = eq.find("->");
-  std::string lhs = eq.substr(0, arrow);
+  return eq;
+}
+
+/// Replaces the `...` of term \p t, if any, by \p count dims named '0'..
+/// from the right.
+std::string expandEllipsis(std::string t, unsigned count) {
+  size_t at = t.find("...");
+  if (at == std::string::npos)
+    return t;
+  std::string dims;
+  for (unsigned k = count; k-- > 0;)
+    dims += char('0' + k);
+  return t.substr(0, at) + dims + t.substr(at + 3);
+}
+
+/// One Einsum node as its equation reads: the operands' terms, the
+/// result's, the iteration dims (one letter each) and their extents.
+struct Einsum {
+  NodeContext &ctx;
+  std::string eq;
+  unsigned n;
   llvm::SmallVector<std::string, 2> terms;
+  std::string out;
+  std::string letters;
+  llvm::SmallVector<int64_t, 8> extent;
+
+  explicit Einsum(NodeContext &ctx)
+      : ctx(ctx), eq(einsumEquation(ctx)), n(ctx.numInputs()) {}
+
+  llvm::Error splitTerms(size_t arrow);
+  llvm::Expected<unsigned> ellipsisDims() const;
+  void expandTerms();
+  void implicitOutput(unsigned ellipsis);
+  void collectLetters();
+  llvm::Error computeExtents();
+  llvm::Error checkResult() const;
+  void addIters(Op &op) const;
+  void addOperands(Op &op) const;
+  llvm::Error build();
+};
+
+/// Splits the left of the arrow at \p arrow into one term per operand; an
+/// error when the counts differ.
+llvm::Error Einsum::splitTerms(size_t arrow) {
+  std::string lhs = eq.substr(0, arrow);
   for (llvm::StringRef t : llvm::split(lhs, ','))
     terms.push_back(t.str());
   if (terms.size() != n)
-    return ctx.error("equation '" + eq + "' has " +
-                     llvm::Twine(terms.size()) + " terms for " +
-                     llvm::Twine(n) + " operands");
-  // Expand `...` to as many dims as the operand has beyond its letters;
-  // they are named by the characters '0'.. from the right.
+    return ctx.error("equation '" + eq + "' has " + llvm::Twine(terms.size()) +
+                     " terms for " + llvm::Twine(n) + " operands");
+  return llvm::Error::success();
+}
+
+/// The most dims a `...` stands for in any term; an error when a term does
+/// not fit its operand's rank.
+llvm::Expected<unsigned> Einsum::ellipsisDims() const {
   unsigned ellipsis = 0;
   for (unsigned i = 0; i < n; ++i) {
     size_t at = terms[i].find("...");
-    unsigned letters = terms[i].size() - (at == std::string::npos ? 0 : 3);
-    if (letters > ctx.rank(i) || (at == std::string::npos && letters != ctx.rank(i)))
+    unsigned named = terms[i].size() - (at == std::string::npos ? 0 : 3);
+    if (named > ctx.rank(i) ||
+        (at == std::string::npos && named != ctx.rank(i)))
       return ctx.error("term '" + terms[i] + "' does not fit operand " +
                        llvm::Twine(i) + " of rank " + llvm::Twine(ctx.rank(i)));
     if (at != std::string::npos)
-      ellipsis = std::max(ellipsis, ctx.rank(i) - letters);
+      ellipsis = std::max(ellipsis, ctx.rank(i) - named);
   }
-  auto expand = [&](std::string t, unsigned count) {
-    size_t at = t.find("...");
-    if (at == std::string::npos)
-      return t;
-    std::string dims;
-    for (unsigned k = count; k-- > 0;)
-      dims += char('0' + k);
-    return t.substr(0, at) + dims + t.substr(at + 3);
-  };
+  return ellipsis;
+}
+
+/// Expands the `...` of each term to the dims its operand has beyond its
+/// letters.
+void Einsum::expandTerms() {
   for (unsigned i = 0; i < n; ++i) {
     size_t at = terms[i].find("...");
-    unsigned own = at == std::string::npos ? 0 : ctx.rank(i) - (terms[i].size() - 3);
-    terms[i] = expand(terms[i], own);
+    unsigned own =
+        at == std::string::npos ? 0 : ctx.rank(i) - (terms[i].size() - 3);
+    terms[i] = expandEllipsis(terms[i], own);
   }
-  std::string out;
-  if (arrow != std::string::npos) {
-    out = expand(eq.substr(arrow + 2), ellipsis);
-  } else {
-    // Implicit output: the ellipsis dims, then the letters used once, sorted.
-    for (unsigned k = ellipsis; k-- > 0;)
-      out += char('0' + k);
-    std::string once;
-    for (char c = 'A'; c <= 'z'; ++c) {
-      if (!std::isalpha(static_cast<unsigned char>(c)))
-        continue;
-      int uses = 0;
-      for (const std::string &t : terms)
-        uses += std::count(t.begin(), t.end(), c);
-      if (uses == 1)
-        once += c;
-    }
-    out += once;
+}
+
+/// Sets the result's term when the equation has no arrow.
+void Einsum::implicitOutput(unsigned ellipsis) {
+  // Implicit output: the ellipsis dims, then the letters used once, sorted.
+  for (unsigned k = ellipsis; k-- > 0;)
+    out += char('0' + k);
+  std::string once;
+  for (char c = 'A'; c <= 'z'; ++c) {
+    if (!std::isalpha(static_cast<unsigned char>(c)))
+      continue;
+    int uses = 0;
+    for (const std::string &t : terms)
+      uses += std::count(t.begin(), t.end(), c);
+    if (uses == 1)
+      once += c;
   }
+  out += once;
+}
+
+/// Lists the iteration dims and gives each an extent of 1.
+void Einsum::collectLetters() {
   // Iteration dims: the result's letters, then the summed ones.
-  std::string letters = out;
+  letters = out;
   for (const std::string &t : terms)
     for (char c : t)
       if (letters.find(c) == std::string::npos)
         letters += c;
-  llvm::SmallVector<int64_t, 8> extent(letters.size(), 1);
+  extent.assign(letters.size(), 1);
+}
+
+/// Sets each iteration dim's extent from the operands (1 broadcasts); an
+/// error on a repeated letter in a term or on extents that differ.
+llvm::Error Einsum::computeExtents() {
   for (unsigned i = 0; i < n; ++i) {
     const std::string &t = terms[i];
     for (size_t j = 0; j < t.size(); ++j) {
       if (t.find(t[j]) != j)
-        return ctx.error("equation '" + eq + "' repeats '" +
-                         llvm::Twine(t[j]) +
+        return ctx.error("equation '" + eq + "' repeats '" + llvm::Twine(t[j]) +
                          "' within one term (a diagonal), which is not "
                          "supported");
       int64_t e = ctx.shape(i)[j];
@@ -353,6 +397,11 @@ llvm::Error importEinsum(NodeContext &ctx) {
         have = e;
     }
   }
+  return llvm::Error::success();
+}
+
+/// An error when a dim of the result is repeated or in no operand.
+llvm::Error Einsum::checkResult() const {
   for (size_t j = 0; j < out.size(); ++j)
     if (out.find(out[j]) != j ||
         llvm::none_of(terms, [&](const std::string &t) {
@@ -361,16 +410,25 @@ llvm::Error importEinsum(NodeContext &ctx) {
       return ctx.error("the result's dim '" + llvm::Twine(out[j]) +
                        "' of equation '" + eq +
                        "' is repeated or in no operand");
-  bool reduces = letters.size() > out.size();
-  auto op = ctx.newOp(n == 2 ? OpKind::MatMul : OpKind::ReduceSum);
+  return llvm::Error::success();
+}
+
+/// Gives \p op one iteration dim per letter: `par` for the result's,
+/// `red` for the summed ones; ellipsis dims are named e0, e1, ...
+void Einsum::addIters(Op &op) const {
   for (size_t j = 0; j < letters.size(); ++j) {
     std::string name = std::isdigit(static_cast<unsigned char>(letters[j]))
                            ? std::string("e") + letters[j]
                            : std::string(1, letters[j]);
-    op->iters.push_back({name, extent[j],
-                         j < out.size() ? IterKind::Parallel
-                                        : IterKind::Reduction});
+    op.iters.push_back(
+        {name, extent[j],
+         j < out.size() ? IterKind::Parallel : IterKind::Reduction});
   }
+}
+
+/// Gives \p op its operands, each read through its term's letters (a
+/// broadcast where the operand has 1 and the dim more).
+void Einsum::addOperands(Op &op) const {
   for (unsigned i = 0; i < n; ++i) {
     AccessMap map;
     for (size_t j = 0; j < terms[i].size(); ++j) {
@@ -379,8 +437,17 @@ llvm::Error importEinsum(NodeContext &ctx) {
                         ? AccessExpr::broadcast()
                         : AccessExpr::dim(d));
     }
-    op->operands.push_back({ctx.value(i), map});
+    op.operands.push_back({ctx.value(i), map});
   }
+}
+
+/// Builds the op: a matmul of two operands, a reduce_sum (or a transpose
+/// when nothing is summed) of one.
+llvm::Error Einsum::build() {
+  bool reduces = letters.size() > out.size();
+  auto op = ctx.newOp(n == 2 ? OpKind::MatMul : OpKind::ReduceSum);
+  addIters(*op);
+  addOperands(*op);
   if (n == 2 && ctx.type(0).elem != ctx.type(1).elem)
     return ctx.error("input types " + dtypeName(ctx.type(0).elem) + " and " +
                      dtypeName(ctx.type(1).elem) + " differ");
@@ -391,6 +458,40 @@ llvm::Error importEinsum(NodeContext &ctx) {
     op->kind = OpKind::Transpose;
   op->attrs["equation"] = eq;
   return ctx.finish(std::move(op));
+}
+
+} // namespace
+
+/// Einsum of one or two operands: a letter is an iteration dim, `par` when
+/// the result keeps it, `red` when it is summed. Two operands make a
+/// contraction (the matmul kernel walks any maps), one a reduce_sum (or a
+/// transpose when nothing is summed). `...` stands for the same leading
+/// dims in every term, broadcast as numpy does. A letter repeated within
+/// one term (a diagonal) is not supported.
+llvm::Error importEinsum(NodeContext &ctx) {
+  Einsum e(ctx);
+  if (e.n < 1 || e.n > 2)
+    return ctx.error("einsum of " + llvm::Twine(e.n) +
+                     " operands is not supported (one or two)");
+  size_t arrow = e.eq.find("->");
+  if (llvm::Error err = e.splitTerms(arrow))
+    return err;
+  // Expand `...` to as many dims as the operand has beyond its letters;
+  // they are named by the characters '0'.. from the right.
+  llvm::Expected<unsigned> ellipsis = e.ellipsisDims();
+  if (!ellipsis)
+    return ellipsis.takeError();
+  e.expandTerms();
+  if (arrow != std::string::npos)
+    e.out = expandEllipsis(e.eq.substr(arrow + 2), *ellipsis);
+  else
+    e.implicitOutput(*ellipsis);
+  e.collectLetters();
+  if (llvm::Error err = e.computeExtents())
+    return err;
+  if (llvm::Error err = e.checkResult())
+    return err;
+  return e.build();
 }
 
 } // namespace pax

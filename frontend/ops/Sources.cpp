@@ -234,94 +234,170 @@ llvm::Error importCumSum(NodeContext &ctx) {
   return ctx.finish(std::move(op));
 }
 
+namespace {
+
+/// Imports one LSTM or GRU layer (see importRecurrent): its sizes, checked,
+/// then its op.
+struct RecurrentImporter {
+  /// The op's iterators: direction, step, batch, gate, hidden unit and k.
+  enum { D, S, B, G, H, K };
+
+  NodeContext &ctx;
+  OpKind kind;
+  int64_t gates;
+  bool batchFirst = false;
+  /// Steps, batch, input size, hidden size and directions.
+  int64_t s = 0, b = 0, in = 0, h = 0, dirs = 0;
+
+  RecurrentImporter(NodeContext &ctx, OpKind kind, int64_t gates)
+      : ctx(ctx), kind(kind), gates(gates) {}
+
+  /// Reads the layer's sizes from X, W, R and the attributes, and checks
+  /// that they agree.
+  llvm::Error readSizes() {
+    llvm::ArrayRef<int64_t> x = ctx.shape(0), w = ctx.shape(1),
+                            r = ctx.shape(2);
+    h = ctx.attrInt("hidden_size", 0);
+    if (x.size() != 3 || w.size() != 3 || r.size() != 3)
+      return ctx.error("X, W and R must have rank 3");
+    batchFirst = ctx.attrInt("layout", 0) != 0;
+    s = batchFirst ? x[1] : x[0];
+    b = batchFirst ? x[0] : x[1];
+    in = x[2];
+    dirs = w[0];
+    std::string direction = ctx.attrString("direction", "forward");
+    if ((direction == "bidirectional") != (dirs == 2) || dirs < 1 || dirs > 2)
+      return ctx.error("direction '" + direction + "' does not match W's " +
+                       llvm::Twine(dirs) + " directions");
+    if (h <= 0)
+      h = r.back();
+    if (h > kMaxExtent)
+      return ctx.error("hidden_size " + llvm::Twine(h) +
+                       " is larger than 2^48");
+    return checkWeights(w, r);
+  }
+
+  /// An error unless W and R have the shapes of the layer's sizes.
+  llvm::Error checkWeights(llvm::ArrayRef<int64_t> w,
+                           llvm::ArrayRef<int64_t> r) const {
+    if (w[1] != gates * h || w[2] != in || r[0] != dirs || r[1] != gates * h ||
+        r[2] != h)
+      return ctx.error("W " + shapeStr(w) + " and R " + shapeStr(r) +
+                       " do not match input size " + llvm::Twine(in) +
+                       " and hidden size " + llvm::Twine(h));
+    return llvm::Error::success();
+  }
+
+  /// Sets \p op's iterators and its operands X, W and R.
+  void addMainOperands(Op &op) {
+    op.iters = {
+        {"dir", dirs, IterKind::Parallel}, {"s", s, IterKind::Sequential},
+        {"b", b, IterKind::Parallel},      {"g", gates, IterKind::Parallel},
+        {"h", h, IterKind::Parallel},      {"k", in + h, IterKind::Reduction}};
+    auto dim = AccessExpr::dim;
+    AccessMap xm = batchFirst ? AccessMap{dim(B), dim(S), dim(K)}
+                              : AccessMap{dim(S), dim(B), dim(K)};
+    op.operands.push_back({ctx.value(0), xm});
+    op.operands.push_back(
+        {ctx.value(1), {dim(D), AccessExpr::group({G, H}), dim(K)}});
+    op.operands.push_back(
+        {ctx.value(2),
+         {dim(D), AccessExpr::group({G, H}), AccessExpr::shifted(K, 1, -in)}});
+  }
+
+  /// How a state (initial_h, initial_c, Y_h, Y_c) is indexed.
+  AccessMap stateAccess() const {
+    auto dim = AccessExpr::dim;
+    return batchFirst ? AccessMap{dim(B), dim(D), dim(H)}
+                      : AccessMap{dim(D), dim(B), dim(H)};
+  }
+
+  /// The shape of a state (initial_h, initial_c, Y_h, Y_c).
+  llvm::SmallVector<int64_t, 4> stateDims() const {
+    return batchFirst ? llvm::SmallVector<int64_t, 4>{b, dirs, h}
+                      : llvm::SmallVector<int64_t, 4>{dirs, b, h};
+  }
+
+  /// An error unless input \p i has the shape \p want.
+  llvm::Error expect(unsigned i, llvm::ArrayRef<int64_t> want) {
+    if (ctx.shape(i) != want)
+      return ctx.error("input " + llvm::Twine(i) + " has shape " +
+                       shapeStr(ctx.shape(i)) + ", expected " + shapeStr(want));
+    return llvm::Error::success();
+  }
+
+  /// Adds the optional inputs present to \p op's operands, after checking
+  /// their shapes, and records which they are.
+  llvm::Error addOptionalOperands(Op &op) {
+    auto dim = AccessExpr::dim;
+    AccessMap state = stateAccess();
+    llvm::SmallVector<int64_t, 4> stateShape = stateDims();
+    struct Extra {
+      unsigned input;
+      llvm::SmallVector<int64_t, 4> shape;
+      AccessMap map;
+    };
+    // B, sequence_lens, initial_h, and for an LSTM initial_c and P.
+    llvm::SmallVector<Extra, 5> extras = {
+        {3, {dirs, 2 * gates * h}, {dim(D), AccessExpr::full()}},
+        {4, {b}, {dim(B)}},
+        {5, stateShape, state}};
+    if (kind == OpKind::Lstm) {
+      extras.push_back({6, stateShape, state});
+      extras.push_back({7, {dirs, 3 * h}, {dim(D), AccessExpr::full()}});
+    }
+    int64_t present = 0;
+    for (const Extra &e : extras) {
+      if (!ctx.hasInput(e.input))
+        continue;
+      if (auto err = expect(e.input, e.shape))
+        return err;
+      op.operands.push_back({ctx.value(e.input), e.map});
+      present |= int64_t(1) << e.input;
+    }
+    // Which optional inputs the operands hold, in order (3: B ...).
+    op.attrs["inputs"] = present;
+    return llvm::Error::success();
+  }
+
+  /// Adds \p op's results: Y, then a state for each further output.
+  void addResults(Op &op) {
+    auto dim = AccessExpr::dim;
+    AccessMap ym = batchFirst ? AccessMap{dim(B), dim(S), dim(D), dim(H)}
+                              : AccessMap{dim(S), dim(D), dim(B), dim(H)};
+    llvm::SmallVector<int64_t, 4> yshape =
+        batchFirst ? llvm::SmallVector<int64_t, 4>{b, s, dirs, h}
+                   : llvm::SmallVector<int64_t, 4>{s, dirs, b, h};
+    AccessMap state = stateAccess();
+    llvm::SmallVector<int64_t, 4> stateShape = stateDims();
+    op.addResult(TensorType{ctx.type(0).elem, yshape}, ym);
+    for (unsigned i = 1; i < ctx.numOutputs(); ++i)
+      op.addResult(TensorType{ctx.type(0).elem, stateShape}, state);
+  }
+
+  /// Imports the layer.
+  llvm::Error run() {
+    if (auto err = readSizes())
+      return err;
+    auto op = ctx.newOp(kind);
+    addMainOperands(*op);
+    if (auto err = addOptionalOperands(*op))
+      return err;
+    addResults(*op);
+    copyAttributes(ctx, *op);
+    op->attrs["hidden_size"] = h;
+    return ctx.finish(std::move(op));
+  }
+};
+
+} // namespace
+
 /// One LSTM or GRU layer as one op. Gates (LSTM: i, o, f, c; GRU: z, r, h)
 /// are computed over k = [x_t, h_{t-1}] (I + H values): W reads k in
 /// [0, I), R reads k in [I, I + H).
 static llvm::Error importRecurrent(NodeContext &ctx, OpKind kind,
                                    int64_t gates) {
-  bool lstm = kind == OpKind::Lstm;
-  llvm::ArrayRef<int64_t> x = ctx.shape(0), w = ctx.shape(1), r = ctx.shape(2);
-  int64_t h = ctx.attrInt("hidden_size", 0);
-  if (x.size() != 3 || w.size() != 3 || r.size() != 3)
-    return ctx.error("X, W and R must have rank 3");
-  bool batchFirst = ctx.attrInt("layout", 0) != 0;
-  int64_t s = batchFirst ? x[1] : x[0], b = batchFirst ? x[0] : x[1], in = x[2];
-  int64_t dirs = w[0];
-  std::string direction = ctx.attrString("direction", "forward");
-  if ((direction == "bidirectional") != (dirs == 2) || dirs < 1 || dirs > 2)
-    return ctx.error("direction '" + direction + "' does not match W's " +
-                     llvm::Twine(dirs) + " directions");
-  if (h <= 0)
-    h = r.back();
-  if (h > kMaxExtent)
-    return ctx.error("hidden_size " + llvm::Twine(h) + " is larger than 2^48");
-  if (w[1] != gates * h || w[2] != in || r[0] != dirs || r[1] != gates * h ||
-      r[2] != h)
-    return ctx.error("W " + shapeStr(w) + " and R " + shapeStr(r) +
-                     " do not match input size " + llvm::Twine(in) +
-                     " and hidden size " + llvm::Twine(h));
-  auto op = ctx.newOp(kind);
-  op->iters = {
-      {"dir", dirs, IterKind::Parallel}, {"s", s, IterKind::Sequential},
-      {"b", b, IterKind::Parallel},      {"g", gates, IterKind::Parallel},
-      {"h", h, IterKind::Parallel},      {"k", in + h, IterKind::Reduction}};
-  enum { D, S, B, G, H, K };
-  auto dim = AccessExpr::dim;
-  AccessMap xm = batchFirst ? AccessMap{dim(B), dim(S), dim(K)}
-                            : AccessMap{dim(S), dim(B), dim(K)};
-  op->operands.push_back({ctx.value(0), xm});
-  op->operands.push_back(
-      {ctx.value(1), {dim(D), AccessExpr::group({G, H}), dim(K)}});
-  op->operands.push_back(
-      {ctx.value(2),
-       {dim(D), AccessExpr::group({G, H}), AccessExpr::shifted(K, 1, -in)}});
-  auto expect = [&](unsigned i, llvm::ArrayRef<int64_t> want) -> llvm::Error {
-    if (ctx.shape(i) != want)
-      return ctx.error("input " + llvm::Twine(i) + " has shape " +
-                       shapeStr(ctx.shape(i)) + ", expected " + shapeStr(want));
-    return llvm::Error::success();
-  };
-  AccessMap state = batchFirst ? AccessMap{dim(B), dim(D), dim(H)}
-                               : AccessMap{dim(D), dim(B), dim(H)};
-  llvm::SmallVector<int64_t, 4> stateShape =
-      batchFirst ? llvm::SmallVector<int64_t, 4>{b, dirs, h}
-                 : llvm::SmallVector<int64_t, 4>{dirs, b, h};
-  struct Extra {
-    unsigned input;
-    llvm::SmallVector<int64_t, 4> shape;
-    AccessMap map;
-  };
-  // B, sequence_lens, initial_h, and for an LSTM initial_c and P.
-  llvm::SmallVector<Extra, 5> extras = {
-      {3, {dirs, 2 * gates * h}, {dim(D), AccessExpr::full()}},
-      {4, {b}, {dim(B)}},
-      {5, stateShape, state}};
-  if (lstm) {
-    extras.push_back({6, stateShape, state});
-    extras.push_back({7, {dirs, 3 * h}, {dim(D), AccessExpr::full()}});
-  }
-  int64_t present = 0;
-  for (const Extra &e : extras) {
-    if (!ctx.hasInput(e.input))
-      continue;
-    if (auto err = expect(e.input, e.shape))
-      return err;
-    op->operands.push_back({ctx.value(e.input), e.map});
-    present |= int64_t(1) << e.input;
-  }
-  // Which optional inputs the operands hold, in order (3: B ...).
-  op->attrs["inputs"] = present;
-  AccessMap ym = batchFirst ? AccessMap{dim(B), dim(S), dim(D), dim(H)}
-                            : AccessMap{dim(S), dim(D), dim(B), dim(H)};
-  llvm::SmallVector<int64_t, 4> yshape =
-      batchFirst ? llvm::SmallVector<int64_t, 4>{b, s, dirs, h}
-                 : llvm::SmallVector<int64_t, 4>{s, dirs, b, h};
-  op->addResult(TensorType{ctx.type(0).elem, yshape}, ym);
-  for (unsigned i = 1; i < ctx.numOutputs(); ++i)
-    op->addResult(TensorType{ctx.type(0).elem, stateShape}, state);
-  copyAttributes(ctx, *op);
-  op->attrs["hidden_size"] = h;
-  return ctx.finish(std::move(op));
+  return RecurrentImporter(ctx, kind, gates).run();
 }
 
 llvm::Error importLstm(NodeContext &ctx) {

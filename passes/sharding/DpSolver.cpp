@@ -911,6 +911,161 @@ static void improveLocally(const CostGraph &graph, const LocalCosts &local,
   }
 }
 
+/// The vertex to condition on: of those with two or more neighbours, the
+/// one in the most (and largest) dependent sets, the first on ties. None
+/// when no vertex has two neighbours.
+static std::optional<unsigned> pickHub(const CostGraph &graph,
+                                       llvm::ArrayRef<Step> steps,
+                                       llvm::ArrayRef<uint64_t> sizes) {
+  Adjacency adj = buildAdjacency(graph);
+  std::vector<uint64_t> weight =
+      tableWeights(graph.size(), steps, sizes, /*own=*/true);
+  std::optional<unsigned> found;
+  for (unsigned v = 0; v < graph.size(); ++v)
+    if (adj[v].size() >= 2 && (!found || weight[v] > weight[*found]))
+      found = v;
+  return found;
+}
+
+namespace {
+/// The hub conditioned on: its incident edges, and the ids of the other
+/// vertices in the graph without it.
+struct Hub {
+  Hub(const CostGraph &graph, unsigned vertex) : graph(graph), vertex(vertex) {
+    for (const CostGraph::Edge &e : graph.edges)
+      if (e.u == vertex || e.v == vertex)
+        incident.push_back(&e);
+  }
+
+  /// Adds the hub's costs at configuration \p c on edge \p e (calling
+  /// \p add), indexed by the other endpoint's configuration.
+  template <typename Add>
+  void row(const CostGraph::Edge &e, unsigned c, Add &&add) const {
+    unsigned nv = graph.numConfigs[e.v];
+    if (e.u == vertex)
+      for (unsigned x = 0; x < nv; ++x)
+        add(x, clampCost(e.cost[size_t(c) * nv + x]));
+    else
+      for (unsigned x = 0; x < graph.numConfigs[e.u]; ++x)
+        add(x, clampCost(e.cost[size_t(x) * nv + c]));
+  }
+
+  /// \p v's id in the graph without the hub: ids above it move down by one.
+  unsigned id(unsigned v) const { return v < vertex ? v : v - 1; }
+
+  const CostGraph &graph;
+  unsigned vertex;
+  std::vector<const CostGraph::Edge *> incident;
+};
+
+/// The best solution over the hub's classes, the hub's configuration in
+/// it, and the DP work summed over the classes.
+struct ClassBest {
+  std::optional<Solution> best;
+  unsigned config = 0;
+  DpStats summed;
+};
+} // namespace
+
+/// The classes of the hub's configurations: its vertex cost and its row
+/// (or column) of every incident edge. Returns each class's first
+/// configuration, in configuration order.
+static std::vector<unsigned> hubClasses(const Hub &hub) {
+  const CostGraph &graph = hub.graph;
+  unsigned nh = graph.numConfigs[hub.vertex];
+  std::map<std::vector<int64_t>, unsigned> classOf;
+  std::vector<unsigned> representatives;
+  for (unsigned c = 0; c < nh; ++c) {
+    std::vector<int64_t> key{clampCost(graph.vertexCost[hub.vertex][c])};
+    for (const CostGraph::Edge *e : hub.incident)
+      hub.row(*e, c, [&](unsigned, int64_t cost) { key.push_back(cost); });
+    if (classOf.try_emplace(std::move(key), c).second)
+      representatives.push_back(c);
+  }
+  return representatives;
+}
+
+/// The graph without the hub; vertex ids above it move down by one.
+static CostGraph withoutHub(const Hub &hub) {
+  const CostGraph &graph = hub.graph;
+  CostGraph rest;
+  for (unsigned v = 0; v < graph.size(); ++v)
+    if (v != hub.vertex) {
+      rest.numConfigs.push_back(graph.numConfigs[v]);
+      rest.vertexCost.push_back(graph.vertexCost[v]);
+    }
+  for (const CostGraph::Edge &e : graph.edges)
+    if (e.u != hub.vertex && e.v != hub.vertex)
+      rest.edges.push_back({hub.id(e.u), hub.id(e.v), e.cost});
+  return rest;
+}
+
+/// \p rest with the hub fixed at configuration \p c: its edges folded into
+/// its neighbours' vertex costs.
+static CostGraph foldHub(const Hub &hub, const CostGraph &rest, unsigned c) {
+  CostGraph g = rest;
+  for (const CostGraph::Edge *e : hub.incident) {
+    std::vector<int64_t> &costs =
+        g.vertexCost[hub.id(e->u == hub.vertex ? e->v : e->u)];
+    hub.row(*e, c, [&](unsigned x, int64_t cost) {
+      costs[x] = addCost(clampCost(costs[x]), cost);
+    });
+  }
+  return g;
+}
+
+/// Adds one class's DP work \p s to \p summed (the peak table bytes: the
+/// largest of any class).
+static void addClassWork(DpStats &summed, const DpStats &s) {
+  summed.states += s.states;
+  summed.builtStates += s.builtStates;
+  summed.combinationsEvaluated += s.combinationsEvaluated;
+  summed.peakTableBytes = std::max(summed.peakTableBytes, s.peakTableBytes);
+}
+
+/// Solves \p rest once per class in \p representatives, with the hub's
+/// costs at that configuration added, and keeps the cheapest (the first
+/// on ties).
+static ClassBest solveClasses(const Hub &hub, const CostGraph &rest,
+                              llvm::ArrayRef<Step> restSteps,
+                              llvm::ArrayRef<uint64_t> restSizes,
+                              llvm::ArrayRef<unsigned> representatives,
+                              const DpOptions &options) {
+  ClassBest out;
+  for (unsigned c : representatives) {
+    CostGraph g = foldHub(hub, rest, c);
+    Solution s = exactDp(g, restSteps, restSizes, options);
+    s.cost = addCost(s.cost, clampCost(hub.graph.vertexCost[hub.vertex][c]));
+    addClassWork(out.summed, s.stats);
+    if (!out.best || s.cost < out.best->cost) {
+      out.best = std::move(s);
+      out.config = c;
+    }
+  }
+  return out;
+}
+
+/// The whole graph's solution from the best class's: the work summed over
+/// the \p numClasses classes, and the hub back in the strategy.
+static Solution withHub(const Hub &hub, ClassBest &classes,
+                        unsigned numClasses) {
+  const CostGraph &graph = hub.graph;
+  Solution out = std::move(*classes.best);
+  out.stats.states = classes.summed.states;
+  out.stats.builtStates = classes.summed.builtStates;
+  out.stats.combinationsEvaluated = classes.summed.combinationsEvaluated;
+  out.stats.peakTableBytes = classes.summed.peakTableBytes;
+  std::vector<unsigned> strategy(graph.size());
+  for (unsigned v = 0; v < graph.size(); ++v)
+    strategy[v] = v == hub.vertex ? classes.config : out.strategy[hub.id(v)];
+  out.strategy = std::move(strategy);
+  assert(out.cost == evaluate(graph, out.strategy));
+  out.stats.exact = true;
+  out.stats.lowerBound = out.cost;
+  out.stats.conditionedClasses = numClasses;
+  return out;
+}
+
 /// Exact conditioning on a hub: the vertex in the most (and largest)
 /// dependent sets is taken out, and the rest solved once per class of its
 /// configurations (configurations with the same vertex cost and the same
@@ -922,54 +1077,12 @@ static std::optional<Solution> solveConditioned(const CostGraph &graph,
                                                 llvm::ArrayRef<Step> steps,
                                                 llvm::ArrayRef<uint64_t> sizes,
                                                 const DpOptions &options) {
-  Adjacency adj = buildAdjacency(graph);
-  std::vector<uint64_t> weight =
-      tableWeights(graph.size(), steps, sizes, /*own=*/true);
-  std::optional<unsigned> found;
-  for (unsigned v = 0; v < graph.size(); ++v)
-    if (adj[v].size() >= 2 && (!found || weight[v] > weight[*found]))
-      found = v;
+  std::optional<unsigned> found = pickHub(graph, steps, sizes);
   if (!found)
     return std::nullopt;
-  unsigned hub = *found;
-  // The classes of the hub's configurations: its vertex cost and its row
-  // (or column) of every incident edge.
-  unsigned nh = graph.numConfigs[hub];
-  std::vector<const CostGraph::Edge *> incident;
-  for (const CostGraph::Edge &e : graph.edges)
-    if (e.u == hub || e.v == hub)
-      incident.push_back(&e);
-  // Adds the hub's costs at configuration c on edge e to \p costs, indexed
-  // by the other endpoint's configuration.
-  auto hubRow = [&](const CostGraph::Edge &e, unsigned c, auto &&add) {
-    unsigned nv = graph.numConfigs[e.v];
-    if (e.u == hub)
-      for (unsigned x = 0; x < nv; ++x)
-        add(x, clampCost(e.cost[size_t(c) * nv + x]));
-    else
-      for (unsigned x = 0; x < graph.numConfigs[e.u]; ++x)
-        add(x, clampCost(e.cost[size_t(x) * nv + c]));
-  };
-  std::map<std::vector<int64_t>, unsigned> classOf;
-  std::vector<unsigned> representatives;
-  for (unsigned c = 0; c < nh; ++c) {
-    std::vector<int64_t> key{clampCost(graph.vertexCost[hub][c])};
-    for (const CostGraph::Edge *e : incident)
-      hubRow(*e, c, [&](unsigned, int64_t cost) { key.push_back(cost); });
-    if (classOf.try_emplace(std::move(key), c).second)
-      representatives.push_back(c);
-  }
-  // The graph without the hub; vertex ids above it move down by one.
-  auto id = [hub](unsigned v) { return v < hub ? v : v - 1; };
-  CostGraph rest;
-  for (unsigned v = 0; v < graph.size(); ++v)
-    if (v != hub) {
-      rest.numConfigs.push_back(graph.numConfigs[v]);
-      rest.vertexCost.push_back(graph.vertexCost[v]);
-    }
-  for (const CostGraph::Edge &e : graph.edges)
-    if (e.u != hub && e.v != hub)
-      rest.edges.push_back({id(e.u), id(e.v), e.cost});
+  Hub hub(graph, *found);
+  std::vector<unsigned> representatives = hubClasses(hub);
+  CostGraph rest = withoutHub(hub);
   std::vector<Step> restSteps =
       analyzeOrder(buildAdjacency(rest), vertexOrder(rest, options.order));
   uint64_t restTotal, work;
@@ -978,43 +1091,120 @@ static std::optional<Solution> solveConditioned(const CostGraph &graph,
                              &work) ||
       work > options.maxStates)
     return std::nullopt;
-  std::optional<Solution> best;
-  unsigned bestConfig = 0;
-  DpStats summed; // over the classes
-  for (unsigned c : representatives) {
-    CostGraph g = rest;
-    for (const CostGraph::Edge *e : incident) {
-      std::vector<int64_t> &costs = g.vertexCost[id(e->u == hub ? e->v : e->u)];
-      hubRow(*e, c, [&](unsigned x, int64_t cost) {
-        costs[x] = addCost(clampCost(costs[x]), cost);
-      });
-    }
-    Solution s = exactDp(g, restSteps, restSizes, options);
-    s.cost = addCost(s.cost, clampCost(graph.vertexCost[hub][c]));
-    summed.states += s.stats.states;
-    summed.builtStates += s.stats.builtStates;
-    summed.combinationsEvaluated += s.stats.combinationsEvaluated;
-    summed.peakTableBytes =
-        std::max(summed.peakTableBytes, s.stats.peakTableBytes);
-    if (!best || s.cost < best->cost) {
-      best = std::move(s);
-      bestConfig = c;
-    }
+  ClassBest best =
+      solveClasses(hub, rest, restSteps, restSizes, representatives, options);
+  return withHub(hub, best, unsigned(representatives.size()));
+}
+
+/// The relaxation of \p graph that splits nothing: every vertex is its
+/// own original.
+static Relaxation unrelaxed(const CostGraph &graph) {
+  Relaxation r{graph, {}, 0};
+  r.original.resize(graph.size());
+  std::iota(r.original.begin(), r.original.end(), 0u);
+  return r;
+}
+
+/// Solves the relaxed graph exactly (its cost is a lower bound), taking its
+/// work into \p stats, and gives each original vertex its copies'
+/// configurations as \p candidates.
+static void solveRelaxation(const Relaxation &r, const DpOptions &options,
+                            DpStats &stats,
+                            std::vector<std::vector<unsigned>> &candidates) {
+  std::vector<Step> steps =
+      analyzeOrder(buildAdjacency(r.graph), generateSeq(r.graph));
+  uint64_t total;
+  std::vector<uint64_t> sizes = tableSizes(r.graph, steps, total);
+  Solution relaxed = exactDp(r.graph, steps, sizes, options);
+  stats = relaxed.stats;
+  for (unsigned v = 0; v < r.graph.size(); ++v)
+    candidates[r.original[v]].push_back(relaxed.strategy[v]);
+}
+
+/// Not even the fully split graph fits: bounds each vertex and edge by
+/// its cheapest entry (into \p stats' lower bound), and starts from each
+/// vertex's cheapest configuration (its one candidate).
+static void cheapestEach(const CostGraph &graph, DpStats &stats,
+                         std::vector<std::vector<unsigned>> &candidates) {
+  int64_t bound = 0;
+  for (unsigned v = 0; v < graph.size(); ++v) {
+    auto &costs = graph.vertexCost[v];
+    unsigned best = unsigned(llvm::min_element(costs) - costs.begin());
+    bound = addCost(bound, clampCost(costs[best]));
+    candidates[v].push_back(best);
   }
-  Solution out = std::move(*best);
-  out.stats.states = summed.states;
-  out.stats.builtStates = summed.builtStates;
-  out.stats.combinationsEvaluated = summed.combinationsEvaluated;
-  out.stats.peakTableBytes = summed.peakTableBytes;
-  std::vector<unsigned> strategy(graph.size());
+  for (const CostGraph::Edge &e : graph.edges)
+    bound = addCost(bound, clampCost(*llvm::min_element(e.cost)));
+  stats.lowerBound = bound;
+}
+
+/// The first strategy: each vertex's first candidate, and for a split
+/// vertex the cheapest of its candidates.
+static std::vector<unsigned>
+firstGuess(const CostGraph &graph, const LocalCosts &local,
+           const std::vector<std::vector<unsigned>> &candidates) {
+  std::vector<unsigned> strategy(graph.size(), 0);
   for (unsigned v = 0; v < graph.size(); ++v)
-    strategy[v] = v == hub ? bestConfig : out.strategy[id(v)];
-  out.strategy = std::move(strategy);
-  assert(out.cost == evaluate(graph, out.strategy));
-  out.stats.exact = true;
-  out.stats.lowerBound = out.cost;
-  out.stats.conditionedClasses = unsigned(representatives.size());
-  return out;
+    strategy[v] = candidates[v].front();
+  // A split vertex takes whichever of its copies' configurations is
+  // cheapest with its neighbours' first guesses.
+  for (unsigned v = 0; v < graph.size(); ++v)
+    for (unsigned c : llvm::drop_begin(candidates[v]))
+      if (local(v, c, strategy) < local(v, strategy[v], strategy))
+        strategy[v] = c;
+  return strategy;
+}
+
+/// One conditioning round: with the vertices in \p wasSplit pinned at
+/// their configurations in \p strategy, the DP's best strategy of all the
+/// others, improved locally. None when the pinned tables do not fit.
+static std::optional<std::vector<unsigned>>
+conditionOnSplit(const CostGraph &graph, const LocalCosts &local,
+                 const DpOptions &options, const std::vector<bool> &wasSplit,
+                 const std::vector<unsigned> &strategy) {
+  std::vector<int> pinned(graph.size(), -1);
+  for (unsigned v = 0; v < graph.size(); ++v)
+    if (wasSplit[v])
+      pinned[v] = int(strategy[v]);
+  CostGraph fixed = pinVertices(graph, pinned);
+  std::vector<Step> steps =
+      analyzeOrder(buildAdjacency(fixed), generateSeq(fixed));
+  uint64_t states;
+  std::vector<uint64_t> sizes = tableSizes(fixed, steps, states);
+  if (!fitsBudget(fixed, steps, sizes, states, options.maxStates))
+    return std::nullopt;
+  Solution conditioned = exactDp(fixed, steps, sizes, options);
+  std::vector<unsigned> next = strategy;
+  for (unsigned v = 0; v < graph.size(); ++v)
+    if (!wasSplit[v])
+      next[v] = conditioned.strategy[v];
+  improveLocally(graph, local, next);
+  return next;
+}
+
+/// Repeats conditioning rounds on the split vertices (those with more than
+/// one candidate) while they lower \p cost, at most four, and while it is
+/// above \p lowerBound; \p strategy and \p cost keep the best.
+static void conditionRounds(
+    const CostGraph &graph, const LocalCosts &local, const DpOptions &options,
+    const std::vector<std::vector<unsigned>> &candidates, int64_t lowerBound,
+    std::vector<unsigned> &strategy, int64_t &cost) {
+  std::vector<bool> wasSplit(graph.size(), false);
+  for (unsigned v = 0; v < graph.size(); ++v)
+    wasSplit[v] = candidates[v].size() > 1;
+  for (int round = 0;
+       round < 4 && cost > lowerBound && llvm::is_contained(wasSplit, true);
+       ++round) {
+    std::optional<std::vector<unsigned>> next =
+        conditionOnSplit(graph, local, options, wasSplit, strategy);
+    if (!next)
+      break;
+    int64_t nextCost = evaluate(graph, *next);
+    if (nextCost >= cost)
+      break;
+    strategy = std::move(*next);
+    cost = nextCost;
+  }
 }
 
 /// The relaxation's answer: solves the relaxed graph exactly (a lower
@@ -1022,80 +1212,23 @@ static std::optional<Solution> solveConditioned(const CostGraph &graph,
 /// and improves the strategy locally.
 static Solution solveRelaxed(const CostGraph &graph, const DpOptions &options,
                              uint64_t exactStates) {
-  Relaxation r{graph, {}, 0};
-  r.original.resize(graph.size());
-  std::iota(r.original.begin(), r.original.end(), 0u);
+  Relaxation r = unrelaxed(graph);
   bool fits = relax(r, options.maxStates);
-  std::vector<unsigned> strategy(graph.size(), 0);
   Solution solution;
   std::vector<std::vector<unsigned>> candidates(graph.size());
-  if (fits) {
-    std::vector<Step> steps =
-        analyzeOrder(buildAdjacency(r.graph), generateSeq(r.graph));
-    uint64_t total;
-    std::vector<uint64_t> sizes = tableSizes(r.graph, steps, total);
-    Solution relaxed = exactDp(r.graph, steps, sizes, options);
-    solution.stats = relaxed.stats;
-    for (unsigned v = 0; v < r.graph.size(); ++v)
-      candidates[r.original[v]].push_back(relaxed.strategy[v]);
-  } else {
-    // Not even the fully split graph fits: bound each vertex and edge by
-    // its cheapest entry, and start from each vertex's cheapest
-    // configuration.
-    int64_t bound = 0;
-    for (unsigned v = 0; v < graph.size(); ++v) {
-      auto &costs = graph.vertexCost[v];
-      unsigned best = unsigned(llvm::min_element(costs) - costs.begin());
-      bound = addCost(bound, clampCost(costs[best]));
-      candidates[v].push_back(best);
-    }
-    for (const CostGraph::Edge &e : graph.edges)
-      bound = addCost(bound, clampCost(*llvm::min_element(e.cost)));
-    solution.stats.lowerBound = bound;
-  }
-  for (unsigned v = 0; v < graph.size(); ++v)
-    strategy[v] = candidates[v].front();
-  // A split vertex takes whichever of its copies' configurations is
-  // cheapest with its neighbours' first guesses.
+  if (fits)
+    solveRelaxation(r, options, solution.stats, candidates);
+  else
+    cheapestEach(graph, solution.stats, candidates);
   LocalCosts local(graph);
-  for (unsigned v = 0; v < graph.size(); ++v)
-    for (unsigned c : llvm::drop_begin(candidates[v]))
-      if (local(v, c, strategy) < local(v, strategy[v], strategy))
-        strategy[v] = c;
+  std::vector<unsigned> strategy = firstGuess(graph, local, candidates);
   improveLocally(graph, local, strategy);
   int64_t cost = evaluate(graph, strategy);
   // Condition on the split vertices: with their configurations fixed they
   // widen no table, and the DP finds the best strategy of all the others
   // exactly. Then improve locally again, and repeat while it helps.
-  std::vector<bool> wasSplit(graph.size(), false);
-  for (unsigned v = 0; v < graph.size(); ++v)
-    wasSplit[v] = candidates[v].size() > 1;
-  for (int round = 0; round < 4 && cost > solution.stats.lowerBound &&
-                      llvm::is_contained(wasSplit, true);
-       ++round) {
-    std::vector<int> pinned(graph.size(), -1);
-    for (unsigned v = 0; v < graph.size(); ++v)
-      if (wasSplit[v])
-        pinned[v] = int(strategy[v]);
-    CostGraph fixed = pinVertices(graph, pinned);
-    std::vector<Step> steps =
-        analyzeOrder(buildAdjacency(fixed), generateSeq(fixed));
-    uint64_t states;
-    std::vector<uint64_t> sizes = tableSizes(fixed, steps, states);
-    if (!fitsBudget(fixed, steps, sizes, states, options.maxStates))
-      break;
-    Solution conditioned = exactDp(fixed, steps, sizes, options);
-    std::vector<unsigned> next = strategy;
-    for (unsigned v = 0; v < graph.size(); ++v)
-      if (!wasSplit[v])
-        next[v] = conditioned.strategy[v];
-    improveLocally(graph, local, next);
-    int64_t nextCost = evaluate(graph, next);
-    if (nextCost >= cost)
-      break;
-    strategy = std::move(next);
-    cost = nextCost;
-  }
+  conditionRounds(graph, local, options, candidates, solution.stats.lowerBound,
+                  strategy, cost);
   solution.strategy = std::move(strategy);
   solution.cost = cost;
   solution.stats.exact = solution.cost <= solution.stats.lowerBound;

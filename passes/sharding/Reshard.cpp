@@ -194,61 +194,92 @@ static bool prefixLinesUp(const TensorLayout &a, const TensorLayout &b) {
   return true;
 }
 
-llvm::SmallVector<ReshardStep, 4>
-planReshard(const TensorLayout &from, const TensorLayout &to,
-            const TensorType &t, int64_t gpusPerNode,
-            bool fromReplicatedIsPartial, ReshardTrace *trace) {
-  // Devices placed apart: each consumer device fetches what it reads.
-  if (!prefixLinesUp(from, to) || from.offset != to.offset)
-    return pointToPoint(from, to, t, gpusPerNode, trace);
-  using Role = Digit::Role;
-  // A consumer on fewer devices is treated as replicated on the rest (it
-  // gathers like the others); a producer on fewer devices broadcasts its
-  // blocks to the rest first (digits past its own), then each slices.
-  size_t own = from.digits.size(), n = std::max(own, to.digits.size());
-  auto fromDigit = [&](size_t i) {
+namespace {
+/// Reads the producer's and the consumer's digits position by position over
+/// a common device numbering. A consumer on fewer devices is treated as
+/// replicated on the rest (it gathers like the others); a producer on fewer
+/// devices broadcasts its blocks to the rest first (digits past its own),
+/// then each slices.
+class DigitPairs {
+public:
+  DigitPairs(const TensorLayout &from, const TensorLayout &to,
+             bool fromReplicatedIsPartial)
+      : own(from.digits.size()), n(std::max(own, to.digits.size())), from(from),
+        to(to), fromReplicatedIsPartial(fromReplicatedIsPartial) {}
+
+  /// The producer's digit at \p i (replicated past its own digits).
+  Digit fromDigit(size_t i) const {
+    using Role = Digit::Role;
     Digit d = i < own ? from.digits[i]
                       : Digit{to.digits[i].size, Role::Replicated, -1, 0};
     if (fromReplicatedIsPartial && d.role == Role::Replicated && i < own)
       d.role = Role::Partial;
     return d;
-  };
-  auto toDigit = [&](size_t i) {
+  }
+
+  /// The consumer's digit at \p i among the producer's own positions
+  /// (replicated past either digit list).
+  Digit toDigit(size_t i) const {
     if (i >= to.digits.size() || i >= own)
       return Digit{i < own ? from.digits[i].size : to.digits[i].size,
-                   Role::Replicated, -1, 0};
+                   Digit::Role::Replicated, -1, 0};
     return to.digits[i];
-  };
-  // What the consumer's devices end up holding, position by position.
-  auto target = [&](size_t i) {
+  }
+
+  /// What the consumer's devices end up holding at position \p i.
+  Digit target(size_t i) const {
+    using Role = Digit::Role;
     Digit b = i < to.digits.size()
                   ? to.digits[i]
                   : Digit{fromDigit(i).size, Role::Replicated, -1, 0};
     if (to.irregular && b.role == Role::Split)
       b = Digit{b.size, Role::Replicated, -1, 0}; // needs the whole dim
     return b;
-  };
+  }
+
+  /// The producer's digit count, and the common digit count.
+  size_t own, n;
+
+private:
+  const TensorLayout &from, &to;
+  bool fromReplicatedIsPartial;
+};
+
+/// The start and target digits at every common position, with the
+/// positions past the producer's own that are broadcast (and then sliced).
+struct AlignedDigits {
   llvm::SmallVector<int64_t, 8> sizes;
   llvm::SmallVector<Digit, 8> a, b;
   llvm::SmallVector<unsigned, 4> broadcast, sliceAfter;
-  for (size_t i = 0; i < n; ++i) {
-    sizes.push_back(fromDigit(i).size);
-    a.push_back(fromDigit(i));
-    b.push_back(target(i));
-    if (i >= own) {
-      broadcast.push_back(unsigned(i));
-      if (b[i].role == Role::Split)
-        sliceAfter.push_back(unsigned(i));
+};
+} // namespace
+
+/// Collects the start and target digits of \p pairs position by position.
+static AlignedDigits alignDigits(const DigitPairs &pairs) {
+  AlignedDigits al;
+  for (size_t i = 0; i < pairs.n; ++i) {
+    al.sizes.push_back(pairs.fromDigit(i).size);
+    al.a.push_back(pairs.fromDigit(i));
+    al.b.push_back(pairs.target(i));
+    if (i >= pairs.own) {
+      al.broadcast.push_back(unsigned(i));
+      if (al.b[i].role == Digit::Role::Split)
+        al.sliceAfter.push_back(unsigned(i));
     }
   }
-  Planner p(t, gpusPerNode, sizes, from.blockElements(t));
-  p.add(ReshardStep::Kind::Broadcast, broadcast);
-  p.add(ReshardStep::Kind::Slice, sliceAfter);
+  return al;
+}
+
+/// Adds one collective per kind over the producer's own digits that differ
+/// from the consumer's, in the planner's fixed order.
+static void addDigitSteps(Planner &p, const DigitPairs &pairs,
+                          llvm::ArrayRef<Digit> a, bool toIrregular) {
+  using Role = Digit::Role;
   llvm::SmallVector<unsigned, 4> allReduce, reduceScatter, allToAll, gather,
       slice;
-  for (unsigned i = 0; i < own && i < n; ++i) {
-    Digit x = a[i], y = toDigit(i);
-    if (to.irregular && y.role == Role::Split)
+  for (unsigned i = 0; i < pairs.own && i < pairs.n; ++i) {
+    Digit x = a[i], y = pairs.toDigit(i);
+    if (toIrregular && y.role == Role::Split)
       y.role = Role::Replicated; // an irregular reader needs the whole dim
     if (x == y)
       continue;
@@ -264,51 +295,95 @@ planReshard(const TensorLayout &from, const TensorLayout &to,
   p.add(ReshardStep::Kind::AllToAll, allToAll);
   p.add(ReshardStep::Kind::AllGather, gather);
   p.add(ReshardStep::Kind::Slice, slice);
-  // The layouts the steps pass through; a non-contiguous one falls back.
-  llvm::SmallVector<llvm::SmallVector<Digit, 8>, 4> after;
-  llvm::SmallVector<Digit, 8> cur = a;
-  for (size_t k = 0; k < p.steps.size(); ++k) {
-    const ReshardStep &s = p.steps[k];
+}
+
+/// Applies \p steps to \p cur (starting at \p a, heading for \p b), adding
+/// each layout passed to \p after when \p record. False when a layout
+/// before the last step is not contiguous.
+static bool
+walkSteps(llvm::ArrayRef<ReshardStep> steps, llvm::ArrayRef<Digit> a,
+          llvm::ArrayRef<Digit> b, bool record,
+          llvm::SmallVector<Digit, 8> &cur,
+          llvm::SmallVector<llvm::SmallVector<Digit, 8>, 4> &after) {
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const ReshardStep &s = steps[k];
     for (unsigned i : s.digits)
       cur[i] = s.kind == ReshardStep::Kind::Broadcast
-                   ? Digit{cur[i].size, Role::Replicated, -1, 0}
+                   ? Digit{cur[i].size, Digit::Role::Replicated, -1, 0}
                    : b[i];
     // The last step reaches the consumer's layout, contiguous by making.
-    if (k + 1 < p.steps.size() && !contiguous(cur, a, b))
-      return pointToPoint(from, to, t, gpusPerNode, trace);
-    if (trace)
+    if (k + 1 < steps.size() && !contiguous(cur, a, b))
+      return false;
+    if (record)
       after.push_back(cur);
   }
+  return true;
+}
+
+/// The halo exchange along tensor dim \p d that a window reader \p to needs.
+static ReshardStep haloStep(const TensorLayout &to, const TensorType &t,
+                            size_t d) {
+  ReshardStep s;
+  s.kind = ReshardStep::Kind::Halo;
+  for (unsigned i = 0; i < to.digits.size(); ++i)
+    if (to.digits[i].role == Digit::Role::Split &&
+        to.digits[i].tensorDim == int(d))
+      s.digits.push_back(i);
+  s.groupSize = 2; // each device trades with its neighbours
+  s.groupPerNode = 2;
+  // What crosses: the block's other dims, with the halos of the dims
+  // exchanged before this one (so corners arrive too).
+  int64_t cross = 1;
+  for (size_t e = 0; e < t.shape.size(); ++e)
+    if (e != d)
+      cross *=
+          std::min(t.shape[e], (t.shape[e] + to.parts[e] - 1) / to.parts[e] +
+                                   (e < d ? haloRows(to, e) : 0));
+  s.bytes = haloRows(to, d) * cross * dtypeBytes(t.elem);
+  return s;
+}
+
+/// Adds a halo exchange for every dim of \p to read past its block, adding
+/// the (unchanged) layout \p cur to \p after for each when \p record.
+static void
+addHaloSteps(Planner &p, const TensorLayout &to, const TensorType &t,
+             bool record, const llvm::SmallVector<Digit, 8> &cur,
+             llvm::SmallVector<llvm::SmallVector<Digit, 8>, 4> &after) {
+  if (to.irregular)
+    return;
+  for (size_t d = 0; d < to.parts.size(); ++d) {
+    int64_t halo = to.haloLo[d] + to.haloHi[d];
+    if (halo == 0 || to.parts[d] == 1)
+      continue;
+    p.steps.push_back(haloStep(to, t, d));
+    if (record)
+      after.push_back(cur);
+  }
+}
+
+llvm::SmallVector<ReshardStep, 4>
+planReshard(const TensorLayout &from, const TensorLayout &to,
+            const TensorType &t, int64_t gpusPerNode,
+            bool fromReplicatedIsPartial, ReshardTrace *trace) {
+  // Devices placed apart: each consumer device fetches what it reads.
+  if (!prefixLinesUp(from, to) || from.offset != to.offset)
+    return pointToPoint(from, to, t, gpusPerNode, trace);
+  DigitPairs pairs(from, to, fromReplicatedIsPartial);
+  AlignedDigits al = alignDigits(pairs);
+  Planner p(t, gpusPerNode, al.sizes, from.blockElements(t));
+  p.add(ReshardStep::Kind::Broadcast, al.broadcast);
+  p.add(ReshardStep::Kind::Slice, al.sliceAfter);
+  addDigitSteps(p, pairs, al.a, to.irregular);
+  // The layouts the steps pass through; a non-contiguous one falls back.
+  llvm::SmallVector<llvm::SmallVector<Digit, 8>, 4> after;
+  llvm::SmallVector<Digit, 8> cur = al.a;
+  if (!walkSteps(p.steps, al.a, al.b, trace != nullptr, cur, after))
+    return pointToPoint(from, to, t, gpusPerNode, trace);
   // Window reads past the block: neighbours exchange halos.
-  if (!to.irregular)
-    for (size_t d = 0; d < to.parts.size(); ++d) {
-      int64_t halo = to.haloLo[d] + to.haloHi[d];
-      if (halo == 0 || to.parts[d] == 1)
-        continue;
-      ReshardStep s;
-      s.kind = ReshardStep::Kind::Halo;
-      for (unsigned i = 0; i < to.digits.size(); ++i)
-        if (to.digits[i].role == Role::Split &&
-            to.digits[i].tensorDim == int(d))
-          s.digits.push_back(i);
-      s.groupSize = 2; // each device trades with its neighbours
-      s.groupPerNode = 2;
-      // What crosses: the block's other dims, with the halos of the dims
-      // exchanged before this one (so corners arrive too).
-      int64_t cross = 1;
-      for (size_t e = 0; e < t.shape.size(); ++e)
-        if (e != d)
-          cross *= std::min(t.shape[e],
-                            (t.shape[e] + to.parts[e] - 1) / to.parts[e] +
-                                (e < d ? haloRows(to, e) : 0));
-      s.bytes = haloRows(to, d) * cross * dtypeBytes(t.elem);
-      p.steps.push_back(s);
-      if (trace)
-        after.push_back(cur);
-    }
+  addHaloSteps(p, to, t, trace != nullptr, cur, after);
   if (trace) {
-    trace->start = a;
-    trace->own = unsigned(own);
+    trace->start = al.a;
+    trace->own = unsigned(pairs.own);
     trace->after = std::move(after);
     trace->pointToPoint = false;
   }

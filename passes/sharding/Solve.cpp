@@ -491,40 +491,52 @@ static void priceTypeGroup(const CostModel &model,
   }
 }
 
-/// Builds PaSE's cost graph's edges: an edge per use, whose tables do not
-/// depend on the price of memory. Tables are shared between repeated layers
-/// and built in parallel.
-static CostGraph buildEdges(const SearchSpace::Data &space,
-                            const CostModel &model,
-                            const std::vector<Vertex> &vertices) {
-  CostGraph g;
-  const std::vector<Use> &uses = space.uses;
-  const llvm::DenseSet<const Op *> &constants = space.constants;
-  std::vector<std::string> sigs = vertexSignatures(space, model, vertices);
-  // A tensor moved once per microbatch prices differently.
-  auto typeKey = [&](const Use &u) {
-    const Value *v = vertices[u.producer].op->results[u.result].value.get();
-    return v->type.str() + "x" + std::to_string(model.repeats(v));
-  };
-  // One table per distinct (producer, result, consumer, operand) signature.
-  llvm::StringMap<unsigned> edgeTable;
-  std::vector<unsigned> source(uses.size());
+/// The key grouping edges by the tensor they move: its type and how many
+/// times per step it moves (a tensor moved once per microbatch prices
+/// differently).
+static std::string edgeTypeKey(const CostModel &model,
+                               const std::vector<Vertex> &vertices,
+                               const Use &u) {
+  const Value *v = vertices[u.producer].op->results[u.result].value.get();
+  return v->type.str() + "x" + std::to_string(model.repeats(v));
+}
+
+namespace {
+/// Uses grouped by signature: for each use, the first use of its signature
+/// (whose table it shares); and those first uses, in use order.
+struct DistinctUses {
+  std::vector<unsigned> source;
   std::vector<unsigned> distinct;
+};
+} // namespace
+
+/// Finds the uses with distinct (producer, result, consumer, operand)
+/// signatures: one table each.
+static DistinctUses distinctUses(const std::vector<Use> &uses,
+                                 const std::vector<std::string> &sigs) {
+  DistinctUses d;
+  llvm::StringMap<unsigned> edgeTable;
+  d.source.resize(uses.size());
   for (unsigned i = 0; i < uses.size(); ++i) {
     const Use &u = uses[i];
     std::string key = sigs[u.producer] + "@" + std::to_string(u.result) + ">" +
                       sigs[u.consumer] + "@" + std::to_string(u.operand);
     auto [it, fresh] = edgeTable.try_emplace(key, i);
-    source[i] = it->second;
+    d.source[i] = it->second;
     if (fresh)
-      distinct.push_back(i);
+      d.distinct.push_back(i);
   }
-  g.edges.resize(uses.size());
-  // Each distinct edge's layouts. Many configurations lay a tensor out
-  // alike (they differ in dims the tensor does not have): each distinct
-  // pair of layouts is priced once. And edges whose tensor type and layout
-  // lists are equal (a DenseNet feature map read by every later concat of
-  // its block) share one table.
+  return d;
+}
+
+/// Collects, in parallel, each distinct edge's layouts on both sides and its
+/// key; edges leaving constants get none.
+static std::vector<EdgeLayouts>
+collectEdgeLayouts(const SearchSpace::Data &space, const CostModel &model,
+                   const std::vector<Vertex> &vertices,
+                   const std::vector<unsigned> &distinct) {
+  const std::vector<Use> &uses = space.uses;
+  const llvm::DenseSet<const Op *> &constants = space.constants;
   std::vector<EdgeLayouts> layouts(distinct.size());
   tbb::parallel_for(size_t(0), distinct.size(), [&](size_t n) {
     const Use &u = uses[distinct[n]];
@@ -537,28 +549,43 @@ static CostGraph buildEdges(const SearchSpace::Data &space,
     for (const Config &c : q.configs)
       e.to.add(operandLayout(*q.op, c, u.operand));
     llvm::raw_string_ostream os(e.key);
-    os << typeKey(u);
+    os << edgeTypeKey(model, vertices, u);
     for (const auto *side : {&e.from, &e.to}) {
       os << '#';
       for (unsigned i : side->index)
         os << side->keys[i] << '/';
     }
   });
-  std::vector<size_t> priced(distinct.size());
+  return layouts;
+}
+
+/// For each distinct edge, the first distinct edge with its key (whose
+/// table it shares); itself when it has no key.
+static std::vector<size_t>
+tableOwners(const std::vector<EdgeLayouts> &layouts) {
+  std::vector<size_t> priced(layouts.size());
   llvm::StringMap<size_t> byKey;
-  for (size_t n = 0; n < distinct.size(); ++n)
+  for (size_t n = 0; n < layouts.size(); ++n)
     priced[n] = layouts[n].key.empty()
                     ? n
                     : byKey.try_emplace(layouts[n].key, n).first->second;
-  // Edges of one tensor type meet the same layouts again and again (a
-  // DenseNet feature map of one width leaves a convolution, a normalization
-  // and a concat alike): each pair of layouts of a type is priced once.
+  return priced;
+}
+
+/// Zeroes the tables of edges leaving constants, and groups the distinct
+/// edges that own their table by tensor type, in first-seen order.
+static std::vector<std::vector<size_t>>
+groupByType(const SearchSpace::Data &space, const CostModel &model,
+            const std::vector<Vertex> &vertices,
+            const std::vector<unsigned> &distinct,
+            const std::vector<size_t> &priced, CostGraph &g) {
+  const std::vector<Use> &uses = space.uses;
   std::vector<std::vector<size_t>> byType;
   llvm::StringMap<size_t> typeGroup;
   for (size_t n = 0; n < distinct.size(); ++n) {
     const Use &u = uses[distinct[n]];
     const Vertex &p = vertices[u.producer], &q = vertices[u.consumer];
-    if (constants.count(p.op)) {
+    if (space.constants.count(p.op)) {
       // Computed on every device, and constants take no gradient.
       g.edges[distinct[n]].cost =
           std::vector<int64_t>(p.configs.size() * q.configs.size(), 0);
@@ -566,11 +593,24 @@ static CostGraph buildEdges(const SearchSpace::Data &space,
     }
     if (priced[n] != n)
       continue; // shares another edge's table, below
-    auto [it, fresh] = typeGroup.try_emplace(typeKey(u), byType.size());
+    auto [it, fresh] =
+        typeGroup.try_emplace(edgeTypeKey(model, vertices, u), byType.size());
     if (fresh)
       byType.emplace_back();
     byType[it->second].push_back(n);
   }
+  return byType;
+}
+
+/// Prices the type groups \p byType in parallel, into \p g's edge tables.
+static void priceTypeGroups(const SearchSpace::Data &space,
+                            const CostModel &model,
+                            const std::vector<Vertex> &vertices,
+                            const std::vector<unsigned> &distinct,
+                            const std::vector<EdgeLayouts> &layouts,
+                            const std::vector<std::vector<size_t>> &byType,
+                            CostGraph &g) {
+  const std::vector<Use> &uses = space.uses;
   tbb::parallel_for(size_t(0), byType.size(), [&](size_t k) {
     std::vector<EdgePricing> group;
     for (size_t n : byType[k]) {
@@ -581,15 +621,50 @@ static CostGraph buildEdges(const SearchSpace::Data &space,
     }
     priceTypeGroup(model, group);
   });
-  for (size_t n = 0; n < distinct.size(); ++n)
+}
+
+/// Copies the shared tables to the edges that share them, and sets every
+/// edge's ends.
+static void fillSharedEdges(const std::vector<Use> &uses, const DistinctUses &d,
+                            const std::vector<size_t> &priced, CostGraph &g) {
+  for (size_t n = 0; n < d.distinct.size(); ++n)
     if (priced[n] != n)
-      g.edges[distinct[n]].cost = g.edges[distinct[priced[n]]].cost;
+      g.edges[d.distinct[n]].cost = g.edges[d.distinct[priced[n]]].cost;
   for (unsigned i = 0; i < uses.size(); ++i) {
     g.edges[i].u = uses[i].producer;
     g.edges[i].v = uses[i].consumer;
-    if (source[i] != i)
-      g.edges[i].cost = g.edges[source[i]].cost;
+    if (d.source[i] != i)
+      g.edges[i].cost = g.edges[d.source[i]].cost;
   }
+}
+
+/// Builds PaSE's cost graph's edges: an edge per use, whose tables do not
+/// depend on the price of memory. Tables are shared between repeated layers
+/// and built in parallel.
+static CostGraph buildEdges(const SearchSpace::Data &space,
+                            const CostModel &model,
+                            const std::vector<Vertex> &vertices) {
+  CostGraph g;
+  const std::vector<Use> &uses = space.uses;
+  std::vector<std::string> sigs = vertexSignatures(space, model, vertices);
+  // One table per distinct (producer, result, consumer, operand) signature.
+  DistinctUses d = distinctUses(uses, sigs);
+  g.edges.resize(uses.size());
+  // Each distinct edge's layouts. Many configurations lay a tensor out
+  // alike (they differ in dims the tensor does not have): each distinct
+  // pair of layouts is priced once. And edges whose tensor type and layout
+  // lists are equal (a DenseNet feature map read by every later concat of
+  // its block) share one table.
+  std::vector<EdgeLayouts> layouts =
+      collectEdgeLayouts(space, model, vertices, d.distinct);
+  std::vector<size_t> priced = tableOwners(layouts);
+  // Edges of one tensor type meet the same layouts again and again (a
+  // DenseNet feature map of one width leaves a convolution, a normalization
+  // and a concat alike): each pair of layouts of a type is priced once.
+  std::vector<std::vector<size_t>> byType =
+      groupByType(space, model, vertices, d.distinct, priced, g);
+  priceTypeGroups(space, model, vertices, d.distinct, layouts, byType, g);
+  fillSharedEdges(uses, d, priced, g);
   return g;
 }
 

@@ -401,8 +401,9 @@ linkSamples(const plan::Plan &probe,
   return samples;
 }
 
-llvm::Error measureLinks(unsigned devices, unsigned perNode,
-                         const TracedRun &run, llvm::StringRef path) {
+/// An error where \p devices on nodes of \p perNode cannot be measured
+/// (--measure-links measures one node's links, of two devices or more).
+static llvm::Error checkLinkDevices(unsigned devices, unsigned perNode) {
   if (devices < 2)
     return llvm::createStringError(
         "--measure-links needs at least two devices (--devices=N, or "
@@ -412,9 +413,13 @@ llvm::Error measureLinks(unsigned devices, unsigned perNode,
         "--measure-links measures the devices of one node; these " +
         std::to_string(devices) + " devices span nodes of " +
         std::to_string(perNode));
-  plan::Plan links = linkProbePlan(devices, perNode);
-  // A warm-up, then three measured runs; each collective's fastest (a
-  // busy machine only ever adds time).
+  return llvm::Error::success();
+}
+
+/// The link probe's collectives timed: a warm-up, then three measured
+/// runs, each collective's fastest (a busy machine only ever adds time).
+static llvm::Expected<std::vector<LinkSample>>
+timedLinkSamples(const plan::Plan &links, const TracedRun &run) {
   std::optional<std::vector<LinkSample>> samples;
   for (int r = 0; r < 4; ++r) {
     auto t = run(links);
@@ -432,13 +437,18 @@ llvm::Error measureLinks(unsigned devices, unsigned perNode,
         (*samples)[i].seconds =
             std::min((*samples)[i].seconds, (*got)[i].seconds);
   }
-  auto fit = fitLink(*samples);
-  if (!fit)
-    return fit.takeError();
-  constexpr int64_t kGemm = 512;
-  plan::Plan gemm = gemmProbePlan(kGemm);
-  // Every device multiplies (under MPI each rank runs the plan's program
-  // 0 alone): the rate when all of them compute at once.
+  return std::move(*samples);
+}
+
+/// The side of the matrix product measureLinks times.
+constexpr int64_t kLinkGemm = 512;
+
+/// Each device's rate, every device multiplying a kLinkGemm^3 product at
+/// once (under MPI each rank runs the plan's program 0 alone): FLOP/s,
+/// after a warm-up the faster of two runs.
+static llvm::Expected<double>
+allDevicesFlops(unsigned devices, unsigned perNode, const TracedRun &run) {
+  plan::Plan gemm = gemmProbePlan(kLinkGemm);
   ProbeBuilder all(devices, perNode);
   for (unsigned d = 1; d < devices; ++d)
     *all.p.mutable_programs(int(d)) = gemm.programs(0);
@@ -455,12 +465,18 @@ llvm::Error measureLinks(unsigned devices, unsigned perNode,
           r == 1 ? t->back().end - t->back().start
                  : std::min(gemmSeconds, t->back().end - t->back().start);
   }
-  double flops = 2.0 * kGemm * kGemm * kGemm / std::max(gemmSeconds, 1e-9);
+  return 2.0 * kLinkGemm * kLinkGemm * kLinkGemm / std::max(gemmSeconds, 1e-9);
+}
+
+/// The measured cluster's JSON: \p devices on one node of \p perNode, the
+/// link \p fit, \p flops per device, the machine's memory shared out.
+static llvm::json::Object measuredCluster(unsigned devices, unsigned perNode,
+                                          const LinkFit &fit, double flops) {
   double memory = double(sysconf(_SC_PHYS_PAGES)) *
                   double(sysconf(_SC_PAGE_SIZE)) / double(perNode);
   auto link = [&] {
-    return llvm::json::Object{{"bandwidth_gbps", fit->bandwidth / 1e9},
-                              {"latency_us", fit->latency * 1e6}};
+    return llvm::json::Object{{"bandwidth_gbps", fit.bandwidth / 1e9},
+                              {"latency_us", fit.latency * 1e6}};
   };
   llvm::json::Object cluster{
       {"name", "measured"},
@@ -471,11 +487,30 @@ llvm::Error measureLinks(unsigned devices, unsigned perNode,
       {"intra_node", link()},
       // One node: nothing crosses nodes; the same link stands in.
       {"inter_node", link()}};
-  if (fit->reduceBandwidth > 0)
-    cluster["reduce_gbps"] = fit->reduceBandwidth / 1e9;
+  if (fit.reduceBandwidth > 0)
+    cluster["reduce_gbps"] = fit.reduceBandwidth / 1e9;
+  return cluster;
+}
+
+llvm::Error measureLinks(unsigned devices, unsigned perNode,
+                         const TracedRun &run, llvm::StringRef path) {
+  if (auto err = checkLinkDevices(devices, perNode))
+    return err;
+  plan::Plan links = linkProbePlan(devices, perNode);
+  auto samples = timedLinkSamples(links, run);
+  if (!samples)
+    return samples.takeError();
+  auto fit = fitLink(*samples);
+  if (!fit)
+    return fit.takeError();
+  auto flops = allDevicesFlops(devices, perNode, run);
+  if (!flops)
+    return flops.takeError();
   if (path.empty()) // another MPI rank: rank 0 writes
     return llvm::Error::success();
-  if (auto err = writeJson(path, std::move(cluster), "--measure-links"))
+  if (auto err =
+          writeJson(path, measuredCluster(devices, perNode, *fit, *flops),
+                    "--measure-links"))
     return err;
   llvm::errs() << llvm::formatv(
       "paxrun: wrote {0}: {1} devices on one node: link {2:F3} GB/s, "
@@ -484,7 +519,8 @@ llvm::Error measureLinks(unsigned devices, unsigned perNode,
       "{6:F1} "
       "GFLOP/s per device (a {7}^3 f32 matrix product)\n",
       path, devices, fit->bandwidth / 1e9, fit->latency * 1e6, samples->size(),
-      100 * fit->rmsRelError, flops / 1e9, kGemm, fit->reduceBandwidth / 1e9);
+      100 * fit->rmsRelError, *flops / 1e9, kLinkGemm,
+      fit->reduceBandwidth / 1e9);
   return llvm::Error::success();
 }
 
