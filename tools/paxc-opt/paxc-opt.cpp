@@ -114,6 +114,44 @@ static bool processChunk(llvm::StringRef text, llvm::raw_ostream &os,
   return true;
 }
 
+/// An error where --pipeline or --print-ir-after names a pass that is not
+/// registered: caught before anything is read.
+static llvm::Error checkPassFlags() {
+  if (auto passes = parsePipeline(pipeline); !passes)
+    return passes.takeError();
+  for (const std::string &name : printAfter) {
+    bool known = false;
+    for (const PassInfo &p : registeredPasses())
+      known |= name == p.argument;
+    if (!known)
+      return llvm::createStringError("--print-ir-after: unknown pass '" + name +
+                                     "'");
+  }
+  return llvm::Error::success();
+}
+
+/// The chunks of \p all between `// -----` lines (with
+/// --split-input-file; else all of it).
+static llvm::SmallVector<llvm::StringRef, 8> splitChunks(llvm::StringRef all) {
+  llvm::SmallVector<llvm::StringRef, 8> chunks;
+  if (!splitInputFile) {
+    chunks.push_back(all);
+    return chunks;
+  }
+  llvm::StringRef rest = all;
+  while (true) {
+    size_t pos = rest.find("// -----");
+    while (pos != llvm::StringRef::npos && pos > 0 && rest[pos - 1] != '\n')
+      pos = rest.find("// -----", pos + 1);
+    chunks.push_back(rest.substr(0, pos));
+    if (pos == llvm::StringRef::npos)
+      break;
+    size_t eol = rest.find('\n', pos);
+    rest = eol == llvm::StringRef::npos ? "" : rest.substr(eol + 1);
+  }
+  return chunks;
+}
+
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(optCategory);
@@ -126,16 +164,8 @@ int main(int argc, char **argv) {
       llvm::outs() << "  " << p.argument << "  " << p.description << "\n";
     return 0;
   }
-  // Catch a bad pipeline before reading anything.
-  if (auto passes = parsePipeline(pipeline); !passes)
-    return fail(llvm::toString(passes.takeError()));
-  for (const std::string &name : printAfter) {
-    bool known = false;
-    for (const PassInfo &p : registeredPasses())
-      known |= name == p.argument;
-    if (!known)
-      return fail("--print-ir-after: unknown pass '" + name + "'");
-  }
+  if (auto err = checkPassFlags())
+    return fail(llvm::toString(std::move(err)));
   auto file = llvm::MemoryBuffer::getFileOrSTDIN(inputPath);
   if (!file)
     return fail("cannot read '" + inputPath +
@@ -145,26 +175,10 @@ int main(int argc, char **argv) {
   if (ec)
     return fail("cannot write '" + outputPath + "': " + ec.message());
   llvm::TimerGroup timers("paxc-opt", "Pass execution timing report");
-
-  // Split on `// -----` lines; each chunk keeps its line numbers by starting
-  // with as many newlines as precede it in the file.
+  // Each chunk keeps its line numbers by starting with as many newlines as
+  // precede it in the file.
   llvm::StringRef all = (*file)->getBuffer();
-  llvm::SmallVector<llvm::StringRef, 8> chunks;
-  if (splitInputFile) {
-    llvm::StringRef rest = all;
-    while (true) {
-      size_t pos = rest.find("// -----");
-      while (pos != llvm::StringRef::npos && pos > 0 && rest[pos - 1] != '\n')
-        pos = rest.find("// -----", pos + 1);
-      chunks.push_back(rest.substr(0, pos));
-      if (pos == llvm::StringRef::npos)
-        break;
-      size_t eol = rest.find('\n', pos);
-      rest = eol == llvm::StringRef::npos ? "" : rest.substr(eol + 1);
-    }
-  } else {
-    chunks.push_back(all);
-  }
+  llvm::SmallVector<llvm::StringRef, 8> chunks = splitChunks(all);
   bool ok = true;
   for (size_t i = 0; i < chunks.size(); ++i) {
     size_t lines =
