@@ -15,22 +15,25 @@
 
 namespace pax {
 
-llvm::Expected<ConstTensor> readTensorFile(llvm::StringRef path,
-                                           llvm::StringRef what) {
+llvm::Expected<ConstTensor>
+readTensorFile(llvm::StringRef path, llvm::StringRef what, std::string *name) {
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf)
     return llvm::createStringError("cannot read " + what + " '" + path +
                                    "': " + buf.getError().message());
-  return parseTensorFile((*buf)->getBuffer(), path);
+  return parseTensorFile((*buf)->getBuffer(), path, name);
 }
 
 llvm::Expected<ConstTensor> parseTensorFile(llvm::StringRef bytes,
-                                            llvm::StringRef path) {
+                                            llvm::StringRef path,
+                                            std::string *name) {
   onnx::TensorProto t;
   if (bytes.size() > size_t(INT32_MAX) ||
       !t.ParseFromArray(bytes.data(), int(bytes.size())))
     return llvm::createStringError("'" + path + "' is not an ONNX TensorProto");
+  if (name)
+    *name = t.name();
   auto c = readTensorProto(t, llvm::sys::path::parent_path(path));
   if (!c)
     return llvm::createStringError("'" + path +

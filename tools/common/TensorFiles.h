@@ -10,14 +10,17 @@
 
 namespace pax {
 
-/// Reads a TensorProto file (ONNX's test-data layout); errors say
-/// "cannot read <what> 'path'" or what is wrong with the data.
+/// Reads a TensorProto file (ONNX's test-data layout), its name into
+/// \p name where given; errors say "cannot read <what> 'path'" or what is
+/// wrong with the data.
 llvm::Expected<ConstTensor> readTensorFile(llvm::StringRef path,
-                                           llvm::StringRef what);
+                                           llvm::StringRef what,
+                                           std::string *name = nullptr);
 
 /// readTensorFile of the file's \p bytes; \p path names it in errors.
 llvm::Expected<ConstTensor> parseTensorFile(llvm::StringRef bytes,
-                                            llvm::StringRef path);
+                                            llvm::StringRef path,
+                                            std::string *name = nullptr);
 
 /// Reads a NumPy `.npy` file (format 1.0-3.0, little-endian bool, int8-64,
 /// uint8-64, float16/32/64, C order); errors name \p what and the path.

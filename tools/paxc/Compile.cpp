@@ -598,6 +598,11 @@ static llvm::Error checkFlagValues() {
                                    ": expected graph or batch-stats");
   if (auto err = paxc::checkPipelineFlagValues())
     return err;
+  // A cost database is read only where a search prices ops: read it here
+  // too, so a bad one is an error whatever the path.
+  if (!costDbPath.empty())
+    if (auto db = readCostDb(costDbPath); !db)
+      return db.takeError();
   return paxc::checkStepFlagValues();
 }
 

@@ -296,11 +296,30 @@ static int fail(const llvm::Twine &msg) {
   return 1;
 }
 
+/// An error where the tensor file \p path, read as input number \p index
+/// for the plan's \p info, holds another of the model's inputs (\p names)
+/// by its stored name \p stored: the folder's files follow the model's
+/// graph inputs in order.
+static llvm::Error checkStoredName(const std::string &stored,
+                                   const plan::TensorInfo &info, unsigned index,
+                                   const std::vector<std::string> &names,
+                                   const std::string &path) {
+  if (stored.empty() || stored == info.name() ||
+      !llvm::is_contained(names, stored))
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::formatv(
+      "'{0}' holds input '{1}', but input_{2} is the model's '{3}' (a "
+      "test-data folder's files follow the model's graph inputs in order)",
+      path, stored, index, info.name()));
+}
+
 /// Reads graph input number \p index of the test-data folder
 /// (DIR/input_N.pb, or DIR/input_N.npy) into a tensor of the type and shape
-/// the plan expects.
-static llvm::Expected<runtime::Tensor> readInput(unsigned index,
-                                                 const plan::TensorInfo &info) {
+/// the plan expects; a `.pb` that names another of the model's inputs
+/// (\p names) is an error.
+static llvm::Expected<runtime::Tensor>
+readInput(unsigned index, const plan::TensorInfo &info,
+          const std::vector<std::string> &names) {
   std::string base = inputsDir + "/input_" + std::to_string(index);
   std::string path = base + ".pb";
   std::vector<int64_t> want = shapeOf(info.shape());
@@ -318,9 +337,12 @@ static llvm::Expected<runtime::Tensor> readInput(unsigned index,
       for (int64_t i = 0; i < r.numel(); ++i)
         real ? r.setReal(i, t->real(i)) : r.setInteger(i, t->integer(i));
   } else {
-    auto c = readTensorFile(path, "input");
+    std::string stored;
+    auto c = readTensorFile(path, "input", &stored);
     if (!c)
       return c.takeError();
+    if (auto err = checkStoredName(stored, info, index, names, path))
+      return err;
     got.assign(c->type.shape.begin(), c->type.shape.end());
     real = c->isReal();
     if (got == want && real == runtime::isFloatDType(info.dtype()))
@@ -400,13 +422,19 @@ static llvm::Error loadPlanInputs(const plan::Plan &plan,
     if (auto err = checkInputCount(
             inputsDir, std::max(names.size(), size_t(plan.inputs_size()))))
       return err;
+  // The names a file may hold: the model's inputs and the plan's (a
+  // training plan's labels).
+  std::vector<std::string> known = names;
+  for (const plan::TensorInfo &info : plan.inputs())
+    if (!llvm::is_contained(known, info.name()))
+      known.push_back(info.name());
   for (int i = 0; i < plan.inputs_size(); ++i) {
     const plan::TensorInfo &info = plan.inputs(i);
     if (randomInputs) {
       inputs.push_back(randomTensor(info, rng));
       continue;
     }
-    auto t = readInput(dataIndex(names, info.name(), unsigned(i)), info);
+    auto t = readInput(dataIndex(names, info.name(), unsigned(i)), info, known);
     if (!t)
       return t.takeError();
     inputs.push_back(std::move(*t));
@@ -979,7 +1007,7 @@ public:
       return llvm::createStringError("weight '" + load.tensor() +
                                      "' is neither an initializer nor a "
                                      "graph input of the model");
-    return readInput(unsigned(it - names.begin()), info);
+    return readInput(unsigned(it - names.begin()), info, names);
   }
 
   std::vector<runtime::Tensor> inputs;
@@ -1238,10 +1266,32 @@ static int runWithInputs(const plan::Plan &plan, runtime::MpiWorld *world) {
   return runInference(plan, data, feed, progs, *feedbackPairs, world);
 }
 
+/// Every option's value checked before any work, whatever the other
+/// options: an error names the first out of range.
+static llvm::Error checkRunFlagValues() {
+  auto error = [](const llvm::Twine &msg) {
+    return llvm::createStringError(msg.str());
+  };
+  if (tolerance < 0 || !std::isfinite(tolerance))
+    return error(llvm::formatv("--tolerance={0}: expected a relative error of "
+                               "0 or more",
+                               double(tolerance)));
+  if (repeat.getNumOccurrences() && repeat == 0)
+    return error("--repeat=0: expected at least 1 run");
+  if (steps.getNumOccurrences() && steps == 0)
+    return error("--steps=0: expected at least 1 step");
+  if (every.getNumOccurrences() && checkpointDir.empty())
+    return error("--every=" + llvm::Twine(unsigned(every)) +
+                 " sets how often --checkpoint writes: give --checkpoint DIR");
+  return llvm::Error::success();
+}
+
 /// The plan of the command line, read and checked whole before any device
 /// allocates or runs anything, then timed (a cost probe), compiled
 /// (--compile-kernels) or run.
 static int runPlanFile(runtime::MpiWorld *world) {
+  if (auto err = checkRunFlagValues())
+    return fail(llvm::toString(std::move(err)));
   auto plan = readRunPlan();
   if (!plan)
     return fail(llvm::toString(plan.takeError()));
