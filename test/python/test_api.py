@@ -25,7 +25,7 @@ def onnxruntime_logits(path, x):
 
 def test_four_devices_equal_onnxruntime(model_path, batch):
     x, _ = batch
-    plan = paxc.compile(model_path, gpus=4)
+    plan = paxc.compile(model_path, gpus=np.int64(4))
     assert plan.devices == 4
     assert [i[0] for i in plan.inputs] == ["x"]
     out = paxc.Session(plan).run({"x": x})

@@ -11,6 +11,7 @@ paxc's message.
 """
 
 import json
+import numbers
 import os
 import tempfile
 
@@ -32,8 +33,10 @@ def _option_values(name, value):
         return [v for item in value for v in _option_values(name, item)]
     if isinstance(value, bool):
         return ["true" if value else "false"]
-    if isinstance(value, (int, float, str, os.PathLike)):
-        return [os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
+    if isinstance(value, os.PathLike):
+        return [os.fspath(value)]
+    if isinstance(value, (numbers.Number, str)):
+        return [str(value)]
     raise TypeError(f"option {name}: {type(value).__name__} is not a value "
                     "the command line takes (str, int, float, bool or a list)")
 
