@@ -232,3 +232,41 @@ def test_docs_example_runs(src_dir):
     assert result.returncode == 0, result.stderr
     assert "largest difference from onnxruntime" in result.stdout
     assert "losses:" in result.stdout
+
+
+def test_threads_compile_and_run_at_once(model_path, batch, tmp_path):
+    """Compiles serialize on paxc's one option table and each session runs
+    on its own devices: from several Python threads at once (the GIL
+    released), every result is still onnxruntime's."""
+    import threading
+    x, _ = batch
+    want = onnxruntime_logits(model_path, x)
+    results, errors = {}, []
+
+    def work(k):
+        try:
+            plan = paxc.compile(model_path, gpus=[1, 2, 4][k % 3])
+            session = paxc.Session(plan)
+            results[k] = [session.run({"x": x})["logits"] for _ in range(3)]
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert sorted(results) == list(range(6))
+    for outputs in results.values():
+        for got in outputs:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_strategy_from_a_file(model_path, tmp_path):
+    plan = paxc.compile(model_path, gpus=4)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(plan.strategy()))
+    again = paxc.compile(model_path, gpus=4, strategy=str(path))
+    assert [op["config"] for op in again.strategy()["ops"]] == \
+        [op["config"] for op in plan.strategy()["ops"]]
