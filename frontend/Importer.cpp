@@ -582,11 +582,9 @@ void Importer::markParameters() {
 // Nodes
 //===----------------------------------------------------------------------===//
 
-llvm::Error Importer::importNodes() {
+llvm::Error Importer::collectProducers(llvm::StringMap<int> &producer) const {
   const onnx::GraphProto &g = model.graph();
   int n = g.node_size();
-  // Who writes each tensor; two writers is an error.
-  llvm::StringMap<int> producer;
   for (int i = 0; i < n; ++i)
     for (const auto &out : g.node(i).output()) {
       if (out.empty())
@@ -602,9 +600,14 @@ llvm::Error Importer::importNodes() {
             path + ": " + nodeLabel(g.node(i), i) + " writes '" + out +
             "', which is already a graph input or initializer");
     }
-  // Topological order (Kahn), stable in the file's order.
-  std::vector<int> pending(n, 0);
-  std::vector<std::vector<int>> users(n);
+  return llvm::Error::success();
+}
+
+llvm::Error Importer::collectUsers(const llvm::StringMap<int> &producer,
+                                   std::vector<int> &pending,
+                                   std::vector<std::vector<int>> &users) const {
+  const onnx::GraphProto &g = model.graph();
+  int n = g.node_size();
   for (int i = 0; i < n; ++i)
     for (const auto &in : g.node(i).input()) {
       if (in.empty() || slots.count(in))
@@ -617,6 +620,44 @@ llvm::Error Importer::importNodes() {
       ++pending[i];
       users[it->second].push_back(i);
     }
+  return llvm::Error::success();
+}
+
+llvm::Error Importer::importNode(int i) {
+  const onnx::NodeProto &node = model.graph().node(i);
+  OpImportFn fn = findOpImporter(node.domain(), node.op_type());
+  if (!fn)
+    fn = importOpaque;
+  NodeContext ctx(*this, node, i);
+  if (auto err = fn(ctx)) {
+    if (!originalBatch || *originalBatch == *options.batch)
+      return err;
+    // With --batch on a static export, say where a fixed batch may lie.
+    return llvm::createStringError(
+        llvm::toString(std::move(err)) +
+        " (--batch=" + llvm::Twine(*options.batch).str() +
+        " on an export with batch " + llvm::Twine(*originalBatch).str() +
+        ": this node may hold the exported batch; export with a dynamic "
+        "batch dim to compile other batch sizes)");
+  }
+  for (const auto &out : node.output())
+    if (!out.empty() && !slots.count(out))
+      return ctx.error("output '" + out + "' was not produced");
+  return llvm::Error::success();
+}
+
+llvm::Error Importer::importNodes() {
+  const onnx::GraphProto &g = model.graph();
+  int n = g.node_size();
+  // Who writes each tensor; two writers is an error.
+  llvm::StringMap<int> producer;
+  if (auto err = collectProducers(producer))
+    return err;
+  // Topological order (Kahn), stable in the file's order.
+  std::vector<int> pending(n, 0);
+  std::vector<std::vector<int>> users(n);
+  if (auto err = collectUsers(producer, pending, users))
+    return err;
   std::vector<int> ready;
   for (int i = n - 1; i >= 0; --i)
     if (!pending[i])
@@ -628,25 +669,8 @@ llvm::Error Importer::importNodes() {
     auto it = std::min_element(ready.begin(), ready.end());
     int i = *it;
     ready.erase(it);
-    const onnx::NodeProto &node = g.node(i);
-    OpImportFn fn = findOpImporter(node.domain(), node.op_type());
-    if (!fn)
-      fn = importOpaque;
-    NodeContext ctx(*this, node, i);
-    if (auto err = fn(ctx)) {
-      if (!originalBatch || *originalBatch == *options.batch)
-        return err;
-      // With --batch on a static export, say where a fixed batch may lie.
-      return llvm::createStringError(
-          llvm::toString(std::move(err)) +
-          " (--batch=" + llvm::Twine(*options.batch).str() +
-          " on an export with batch " + llvm::Twine(*originalBatch).str() +
-          ": this node may hold the exported batch; export with a dynamic "
-          "batch dim to compile other batch sizes)");
-    }
-    for (const auto &out : node.output())
-      if (!out.empty() && !slots.count(out))
-        return ctx.error("output '" + out + "' was not produced");
+    if (auto err = importNode(i))
+      return err;
     done[i] = true;
     ++imported;
     for (int u : users[i])
@@ -922,6 +946,68 @@ std::unique_ptr<Op> NodeContext::newOp(OpKind kind) {
   return op;
 }
 
+/// True when \p op reshapes non-float data that stays in the model (an
+/// initializer or a weight input), held in \p s.
+static bool reshapesKeptData(const Op &op, const Slot &s) {
+  return op.kind == OpKind::Reshape && op.operands.size() == 1 &&
+         !isFloat(s.type.elem) &&
+         (!s.initializer.empty() || !s.weightInput.empty());
+}
+
+/// The fold of \p op, a reshape of the kept data in \p s: the same bytes
+/// under the result's type; std::nullopt when the data is fed at run time.
+static std::optional<std::vector<Slot>> reshapeKeptData(const Op &op,
+                                                        const Slot &s) {
+  Slot r;
+  r.type = op.results[0].value->type;
+  r.initializer = s.initializer;
+  r.weightInput = s.weightInput;
+  r.computed = s.computed;
+  if (s.constant) {
+    r.constant = *s.constant;
+    r.constant->type = r.type;
+  }
+  if (!r.weightInput.empty())
+    return std::nullopt; // fed at run time: keep the reshape
+  return std::vector<Slot>{std::move(r)};
+}
+
+/// True when operand slot \p s lets \p op fold: its values are known, and
+/// folding neither computes on a parameter nor moves a weight (\p movesData:
+/// \p op moves or converts data).
+static bool foldsOperand(const Op &op, const Slot &s, bool movesData) {
+  if (!s.constant)
+    return false;
+  // A computation on a parameter stays in the model, so that training
+  // updates the parameter and it counts once (weight norm's g and v, not
+  // the weight they make); a mask or shape computed from it folds.
+  if (isTrainableLeaf(s) && llvm::any_of(op.results, [](const Result &r) {
+        return isFloat(r.value->type.elem);
+      }))
+    return false;
+  // A weight (a float leaf: initializer, fill, Constant) is never moved
+  // into a new tensor: a gathered row or a transposed copy would lose or
+  // duplicate parameters. Computing on it makes a new constant anyway, and
+  // scalars cannot be weights.
+  if (movesData && !s.computed && isFloat(s.type.elem) && s.type.numel() >= 2)
+    return false;
+  return true;
+}
+
+/// Slots holding the folded \p results, each marked \p computed.
+static std::vector<Slot> foldedSlots(std::vector<ConstTensor> &results,
+                                     bool computed) {
+  std::vector<Slot> out;
+  for (auto &c : results) {
+    Slot s;
+    s.type = c.type;
+    s.constant = std::move(c);
+    s.computed = computed;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 std::optional<std::vector<Slot>> Importer::tryFold(const Op &op) {
   llvm::SmallVector<const ConstTensor *, 4> inputs;
   bool computed = false;
@@ -934,37 +1020,9 @@ std::optional<std::vector<Slot>> Importer::tryFold(const Op &op) {
       return std::nullopt;
     Slot *s = it->second;
     // A reshape of data that stays in the model: the same bytes, a new type.
-    if (op.kind == OpKind::Reshape && op.operands.size() == 1 &&
-        !isFloat(s->type.elem) &&
-        (!s->initializer.empty() || !s->weightInput.empty())) {
-      Slot r;
-      r.type = op.results[0].value->type;
-      r.initializer = s->initializer;
-      r.weightInput = s->weightInput;
-      r.computed = s->computed;
-      if (s->constant) {
-        r.constant = *s->constant;
-        r.constant->type = r.type;
-      }
-      if (!r.weightInput.empty())
-        return std::nullopt; // fed at run time: keep the reshape
-      return std::vector<Slot>{std::move(r)};
-    }
-    if (!s->constant)
-      return std::nullopt;
-    // A computation on a parameter stays in the model, so that training
-    // updates the parameter and it counts once (weight norm's g and v, not
-    // the weight they make); a mask or shape computed from it folds.
-    if (isTrainableLeaf(*s) && llvm::any_of(op.results, [](const Result &r) {
-          return isFloat(r.value->type.elem);
-        }))
-      return std::nullopt;
-    // A weight (a float leaf: initializer, fill, Constant) is never moved
-    // into a new tensor: a gathered row or a transposed copy would lose or
-    // duplicate parameters. Computing on it makes a new constant anyway, and
-    // scalars cannot be weights.
-    if (movesData && !s->computed && isFloat(s->type.elem) &&
-        s->type.numel() >= 2)
+    if (reshapesKeptData(op, *s))
+      return reshapeKeptData(op, *s);
+    if (!foldsOperand(op, *s, movesData))
       return std::nullopt;
     inputs.push_back(&*s->constant);
     computed |= s->computed;
@@ -979,15 +1037,7 @@ std::optional<std::vector<Slot>> Importer::tryFold(const Op &op) {
   computed |=
       castFromInt || !(fam == OpFamily::Layout || op.kind == OpKind::Cast ||
                        fam == OpFamily::Lookup);
-  std::vector<Slot> out;
-  for (auto &c : *results) {
-    Slot s;
-    s.type = c.type;
-    s.constant = std::move(c);
-    s.computed = computed;
-    out.push_back(std::move(s));
-  }
-  return out;
+  return foldedSlots(*results, computed);
 }
 
 llvm::Error NodeContext::finish(std::unique_ptr<Op> op,

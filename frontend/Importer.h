@@ -151,6 +151,18 @@ private:
   llvm::Error declareInputs();
   llvm::Error declareInitializers();
   llvm::Error importNodes();
+  /// Records in \p producer the node that writes each tensor; an error when
+  /// two nodes write one, or a node writes a graph input or initializer.
+  llvm::Error collectProducers(llvm::StringMap<int> &producer) const;
+  /// Counts in \p pending the inputs each node reads from other nodes and
+  /// lists in \p users the nodes that read each node's outputs; an error
+  /// when a node reads a tensor nothing defines.
+  llvm::Error collectUsers(const llvm::StringMap<int> &producer,
+                           std::vector<int> &pending,
+                           std::vector<std::vector<int>> &users) const;
+  /// Imports node \p i with its op's importer and checks that it produced
+  /// each of its outputs.
+  llvm::Error importNode(int i);
   llvm::Error bindOutputs();
   void classifyWeightInputs();
   void removeUnusedGlobals();

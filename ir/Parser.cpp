@@ -339,6 +339,16 @@ private:
   llvm::StringSet<> kernels; ///< the fused kernels' names so far
   bool parseMap(const Op &op, AccessMap &map);
   bool parseExpr(const Op &op, AccessExpr &e);
+  /// `gather(d)`, a data-dependent index in the range of dim d.
+  bool parseGather(const Op &op, AccessExpr &e);
+  /// `s*d + t*k + c`, an affine access of one or two dims.
+  bool parseAffine(const Op &op, AccessExpr &e);
+  /// One dim of an affine access and its coefficient.
+  using AffineTerm = std::pair<int64_t, unsigned>;
+  /// The terms `c*d`, `d` or `c` of an affine access, joined by + and -:
+  /// the dims with their coefficients, and the constants' sum.
+  bool parseAffineTerms(const Op &op, llvm::SmallVectorImpl<AffineTerm> &terms,
+                        int64_t &offset);
   bool parseDimName(const Op &op, unsigned &dim);
   bool resolve(const Token &ref, Value *&v);
 
@@ -762,21 +772,45 @@ bool Parser::parseExpr(const Op &op, AccessExpr &e) {
     e = AccessExpr::full();
     return true;
   }
-  if (tok.isKeyword("gather")) {
-    advance();
-    unsigned d;
-    if (!expect('(', "after 'gather'") || !parseDimName(op, d) ||
-        !expect(')', "after the gathered dim"))
-      return false;
-    e = AccessExpr::lookup(d);
-    return true;
-  }
+  if (tok.isKeyword("gather"))
+    return parseGather(op, e);
   if (tok.is('('))
     return parseGroup(op, e);
+  return parseAffine(op, e);
+}
+
+bool Parser::parseGather(const Op &op, AccessExpr &e) {
+  advance();
+  unsigned d;
+  if (!expect('(', "after 'gather'") || !parseDimName(op, d) ||
+      !expect(')', "after the gathered dim"))
+    return false;
+  e = AccessExpr::lookup(d);
+  return true;
+}
+
+bool Parser::parseAffine(const Op &op, AccessExpr &e) {
   // Affine: terms `c*d`, `d` or `c`, joined by + and -.
   llvm::SMLoc start = tok.loc();
-  llvm::SmallVector<std::pair<int64_t, unsigned>, 2> terms;
+  llvm::SmallVector<AffineTerm, 2> terms;
   int64_t offset = 0;
+  if (!parseAffineTerms(op, terms, offset))
+    return false;
+  if (terms.empty() || terms.size() > 2)
+    return fail(start, "an affine access needs one or two dims");
+  for (auto &[c, d] : terms)
+    if (c <= 0)
+      return fail(start, "dim coefficients must be positive");
+  e = terms.size() == 1
+          ? AccessExpr::shifted(terms[0].second, terms[0].first, offset)
+          : AccessExpr::window(terms[0].second, terms[1].second, terms[0].first,
+                               terms[1].first, offset);
+  return true;
+}
+
+bool Parser::parseAffineTerms(const Op &op,
+                              llvm::SmallVectorImpl<AffineTerm> &terms,
+                              int64_t &offset) {
   int sign = 1;
   while (true) {
     if (tok.kind == Token::Int) {
@@ -807,15 +841,6 @@ bool Parser::parseExpr(const Op &op, AccessExpr &e) {
       break;
     }
   }
-  if (terms.empty() || terms.size() > 2)
-    return fail(start, "an affine access needs one or two dims");
-  for (auto &[c, d] : terms)
-    if (c <= 0)
-      return fail(start, "dim coefficients must be positive");
-  e = terms.size() == 1
-          ? AccessExpr::shifted(terms[0].second, terms[0].first, offset)
-          : AccessExpr::window(terms[0].second, terms[1].second, terms[0].first,
-                               terms[1].first, offset);
   return true;
 }
 

@@ -145,16 +145,23 @@ compileExpr(const plan::Compute &c, const plan::AccessExpr &e,
   return "";
 }
 
-llvm::Expected<AccessIndexer>
-AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
-                       llvm::ArrayRef<int64_t> shape,
-                       const IterationSpace &space, const llvm::Twine &what,
-                       bool fullFromZero) {
-  auto fail = [&](const llvm::Twine &msg) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "compute '" + c.name() + "' (" + c.kind() +
-                                       "): " + what + " " + msg);
-  };
+/// The error compiling the map of \p what, an operand of \p c: \p msg
+/// after the compute's name and kind and \p what.
+static llvm::Error accessError(const plan::Compute &c, const llvm::Twine &what,
+                               const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "compute '" + c.name() + "' (" + c.kind() +
+                                     "): " + what + " " + msg);
+}
+
+/// An error when \p access does not have one expression per dim of
+/// \p shape, or \p space or \p shape has more dims than kernels walk.
+static llvm::Error checkSizes(const plan::Compute &c,
+                              const plan::Access &access,
+                              llvm::ArrayRef<int64_t> shape,
+                              const IterationSpace &space,
+                              const llvm::Twine &what) {
+  auto fail = [&](const llvm::Twine &msg) { return accessError(c, what, msg); };
   if (size_t(access.exprs_size()) != shape.size())
     return fail("has " + llvm::Twine(access.exprs_size()) +
                 " access exprs for a tensor of rank " +
@@ -167,6 +174,17 @@ AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
     return fail("has rank " + llvm::Twine(shape.size()) +
                 "; kernels address tensors of rank " +
                 llvm::Twine(flat::kMaxRank) + " at most");
+  return llvm::Error::success();
+}
+
+llvm::Expected<AccessIndexer>
+AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
+                       llvm::ArrayRef<int64_t> shape,
+                       const IterationSpace &space, const llvm::Twine &what,
+                       bool fullFromZero) {
+  if (llvm::Error err = checkSizes(c, access, shape, space, what))
+    return err;
+  size_t n = space.extents.size();
   AccessIndexer a;
   a.coef.assign(n, 0);
   a.usedDims.assign(n, false);
@@ -179,35 +197,45 @@ AccessIndexer::compile(const plan::Compute &c, const plan::Access &access,
     t.size = shape[i];
     t.stride = stride;
     stride *= shape[i];
-    llvm::SmallVector<std::pair<unsigned, int64_t>, 2> coefs;
-    std::string err =
-        compileExpr(c, e, fullFromZero, a.usedDims, t.offset, coefs);
-    if (!err.empty())
-      return fail(err);
-    if (coefs.size() > size_t(flat::kMaxCoefs))
-      return fail("combines " + llvm::Twine(coefs.size()) +
-                  " iteration dims in one tensor dim; kernels take " +
-                  llvm::Twine(flat::kMaxCoefs) + " at most");
-    for (auto [d, k] : coefs) {
-      t.dims[t.coefCount] = d;
-      t.coefs[t.coefCount++] = k;
-    }
-    if (e.kind() == plan::AccessExpr::LOOKUP) {
-      t.lookupSlot = 0; // numbered in dim order below
-      ++a.lookups;
-      t.lookupOffset = space.globalOffsets[e.dims(0)];
-      t.lookupExtent = space.globalExtents[e.dims(0)];
-      continue;
-    }
-    for (auto [d, k] : coefs)
-      a.coef[d] += k * t.stride;
-    a.base += t.offset * t.stride;
-    // The index's range over the whole space decides the fast path.
-    inRange &= termInRange(t, e, coefs, space);
+    if (llvm::Error err =
+            a.compileTerm(c, e, space, what, fullFromZero, t, inRange))
+      return err;
   }
   a.linear = inRange && a.lookups == 0;
   a.finishFlatMap(n);
   return a;
+}
+
+llvm::Error
+AccessIndexer::compileTerm(const plan::Compute &c, const plan::AccessExpr &e,
+                           const IterationSpace &space, const llvm::Twine &what,
+                           bool fullFromZero, flat::Term &t, bool &inRange) {
+  llvm::SmallVector<std::pair<unsigned, int64_t>, 2> coefs;
+  std::string err = compileExpr(c, e, fullFromZero, usedDims, t.offset, coefs);
+  if (!err.empty())
+    return accessError(c, what, err);
+  if (coefs.size() > size_t(flat::kMaxCoefs))
+    return accessError(c, what,
+                       "combines " + llvm::Twine(coefs.size()) +
+                           " iteration dims in one tensor dim; kernels take " +
+                           llvm::Twine(flat::kMaxCoefs) + " at most");
+  for (auto [d, k] : coefs) {
+    t.dims[t.coefCount] = d;
+    t.coefs[t.coefCount++] = k;
+  }
+  if (e.kind() == plan::AccessExpr::LOOKUP) {
+    t.lookupSlot = 0; // numbered in dim order below
+    ++lookups;
+    t.lookupOffset = space.globalOffsets[e.dims(0)];
+    t.lookupExtent = space.globalExtents[e.dims(0)];
+    return llvm::Error::success();
+  }
+  for (auto [d, k] : coefs)
+    coef[d] += k * t.stride;
+  base += t.offset * t.stride;
+  // The index's range over the whole space decides the fast path.
+  inRange &= termInRange(t, e, coefs, space);
+  return llvm::Error::success();
 }
 
 bool AccessIndexer::termInRange(

@@ -110,6 +110,13 @@ public:
   const flat::Map &flatMap() const { return map; }
 
 private:
+  /// Compiles expression \p e into term \p t (its size and stride set) and
+  /// the flat coefficients, or counts it a lookup; clears \p inRange when
+  /// the term may leave its dim. An error names \p what when \p e does not
+  /// fit (compile).
+  llvm::Error compileTerm(const plan::Compute &c, const plan::AccessExpr &e,
+                          const IterationSpace &space, const llvm::Twine &what,
+                          bool fullFromZero, flat::Term &t, bool &inRange);
   /// Whether term \p t (of expression \p e, its \p coefs) stays inside its
   /// dim over all of \p space.
   static bool termInRange(const flat::Term &t, const plan::AccessExpr &e,

@@ -308,6 +308,40 @@ PAX_HD inline int64_t shift(bool left, int64_t x, int64_t y) {
   return int64_t(left ? uint64_t(x) << y : uint64_t(x) >> y);
 }
 
+/// \p x mod \p y on reals: C's fmod with \p p.fmod, else Python's %.
+PAX_HD inline double modReal(double x, double y, const ScalarParams &p) {
+  // fmod keeps the dividend's sign; Python's % (fmod = 0) the divisor's.
+  double r = fmod(x, y);
+  if (!p.fmod && r != 0 && ((r < 0) != (y < 0)))
+    r += y;
+  return r;
+}
+
+/// \p x clipped to the bounds in the \p n operands \p a, or to \p p's.
+PAX_HD inline double clipReal(double x, const double *a, int n,
+                              const ScalarParams &p) {
+  // Bounds are operands from opset 11, attributes `min` and `max` before.
+  double lo = n > 1 ? a[1] : p.min;
+  double hi = n > 2 ? a[2] : p.max;
+  return minReal(maxReal(x, lo), hi);
+}
+
+/// The largest (\p op Max) or smallest of the \p n integers \p a.
+PAX_HD inline int64_t minMaxInteger(ScalarOp op, const int64_t *a, int n) {
+  int64_t r = a[0];
+  for (int i = 1; i < n; ++i)
+    r = op == ScalarOp::Max ? (r < a[i] ? a[i] : r) : (a[i] < r ? a[i] : r);
+  return r;
+}
+
+/// The sum of the \p n integers \p a, wrapping on overflow.
+PAX_HD inline int64_t sumInteger(const int64_t *a, int n) {
+  uint64_t s = 0;
+  for (int i = 0; i < n; ++i)
+    s += uint64_t(a[i]);
+  return wrap(s);
+}
+
 } // namespace scalar
 
 /// Applies \p op to the \p n operands \p a in double precision (float
@@ -335,13 +369,8 @@ PAX_HD inline double applyReal(ScalarOp op, const double *a, int n,
   case ScalarOp::BitShiftRight:
     return op == ScalarOp::BitShiftLeft ? ldexp(x, int(y))
                                         : floor(ldexp(x, -int(y)));
-  case ScalarOp::Mod: {
-    // fmod keeps the dividend's sign; Python's % (fmod = 0) the divisor's.
-    double r = fmod(x, y);
-    if (!p.fmod && r != 0 && ((r < 0) != (y < 0)))
-      r += y;
-    return r;
-  }
+  case ScalarOp::Mod:
+    return modReal(x, y, p);
   case ScalarOp::IsNaN:
     return isNaN(x);
   case ScalarOp::IsInf:
@@ -355,12 +384,8 @@ PAX_HD inline double applyReal(ScalarOp op, const double *a, int n,
     return x != 0 ? y : (n > 2 ? a[2] : 0.0);
   case ScalarOp::GeluGrad:
     return y * geluDerivative(x, p.tanhGelu);
-  case ScalarOp::Clip: {
-    // Bounds are operands from opset 11, attributes `min` and `max` before.
-    double lo = n > 1 ? a[1] : p.min;
-    double hi = n > 2 ? a[2] : p.max;
-    return minReal(maxReal(x, lo), hi);
-  }
+  case ScalarOp::Clip:
+    return clipReal(x, a, n, p);
   case ScalarOp::Relu:
   case ScalarOp::LeakyRelu:
   case ScalarOp::PRelu:
@@ -379,6 +404,25 @@ PAX_HD inline double applyReal(ScalarOp op, const double *a, int n,
     return unaryReal(op, x);
   }
 }
+
+namespace scalar {
+
+/// \p op on the first three of the \p n integers \p a through applyReal,
+/// for ops with no integer meaning: NaN gives 0, the rest is clamped to
+/// int64's range.
+PAX_HD inline int64_t integerViaReal(ScalarOp op, const int64_t *a, int n,
+                                     const ScalarParams &p) {
+  double r[3] = {0, 0, 0};
+  int m = n < 3 ? n : 3;
+  for (int i = 0; i < m; ++i)
+    r[i] = double(a[i]);
+  double v = applyReal(op, r, m, p);
+  if (isNaN(v))
+    return 0;
+  return int64_t(clampReal(v, -9.2233720368547758e18, 9.2233720368547748e18));
+}
+
+} // namespace scalar
 
 /// Applies \p op to the \p n operands \p a in int64 (integer and bool
 /// tensors). Division truncates toward zero like C++ (ONNX's Div on
@@ -410,18 +454,10 @@ PAX_HD inline int64_t applyInteger(ScalarOp op, const int64_t *a, int n,
   case ScalarOp::IsInf:
     return 0;
   case ScalarOp::Max:
-  case ScalarOp::Min: {
-    int64_t r = a[0];
-    for (int i = 1; i < n; ++i)
-      r = op == ScalarOp::Max ? (r < a[i] ? a[i] : r) : (a[i] < r ? a[i] : r);
-    return r;
-  }
-  case ScalarOp::Sum: {
-    uint64_t s = 0;
-    for (int i = 0; i < n; ++i)
-      s += uint64_t(a[i]);
-    return wrap(s);
-  }
+  case ScalarOp::Min:
+    return minMaxInteger(op, a, n);
+  case ScalarOp::Sum:
+    return sumInteger(a, n);
   case ScalarOp::Where:
     return x != 0 ? y : (n > 2 ? a[2] : 0);
   case ScalarOp::Neg:
@@ -438,16 +474,8 @@ PAX_HD inline int64_t applyInteger(ScalarOp op, const int64_t *a, int n,
   case ScalarOp::Ceil:
   case ScalarOp::Round:
     return x;
-  default: {
-    double r[3] = {0, 0, 0};
-    int m = n < 3 ? n : 3;
-    for (int i = 0; i < m; ++i)
-      r[i] = double(a[i]);
-    double v = applyReal(op, r, m, p);
-    if (isNaN(v))
-      return 0;
-    return int64_t(clampReal(v, -9.2233720368547758e18, 9.2233720368547748e18));
-  }
+  default:
+    return integerViaReal(op, a, n, p);
   }
 }
 

@@ -19,65 +19,94 @@ std::optional<double> CostDb::seconds(llvm::StringRef key) const {
   return it->second.seconds;
 }
 
-llvm::Expected<CostDb> parseCostDb(llvm::StringRef text,
-                                   llvm::StringRef origin) {
-  auto fail = [&](const llvm::Twine &msg) {
-    return llvm::createStringError(origin + ": " + msg);
-  };
-  auto json = parseJson(text);
-  if (!json)
-    return fail("not JSON: " + llvm::toString(json.takeError()));
-  const llvm::json::Object *top = json->getAsObject();
-  if (!top)
-    return fail("expected a JSON object");
-  auto format = top->getString("format");
+/// The error \p msg about the cost database from \p origin.
+static llvm::Error costDbError(llvm::StringRef origin, const llvm::Twine &msg) {
+  return llvm::createStringError(origin + ": " + msg);
+}
+
+/// Checks the top object's "format" and "version".
+static llvm::Error checkFormat(const llvm::json::Object &top,
+                               llvm::StringRef origin) {
+  auto format = top.getString("format");
   if (!format || *format != kFormat)
-    return fail("not a cost database (\"format\" must be \"" +
-                llvm::Twine(kFormat) + "\")");
-  auto version = jsonInteger(*top, "version");
+    return costDbError(origin, "not a cost database (\"format\" must be \"" +
+                                   llvm::Twine(kFormat) + "\")");
+  auto version = jsonInteger(top, "version");
   if (!version || *version != kVersion)
-    return fail("cost database version " +
-                (version ? std::to_string(*version) : "(missing)") +
-                "; this paxc reads version " + std::to_string(kVersion));
-  CostDb db;
-  if (auto b = top->getString("backend"))
+    return costDbError(
+        origin, "cost database version " +
+                    (version ? std::to_string(*version) : "(missing)") +
+                    "; this paxc reads version " + std::to_string(kVersion));
+  return llvm::Error::success();
+}
+
+/// Reads where the costs were measured: "backend", "threads" and "runs".
+static llvm::Error readMachine(const llvm::json::Object &top, CostDb &db,
+                               llvm::StringRef origin) {
+  if (auto b = top.getString("backend"))
     db.backend = b->str();
   for (auto [field, out] :
        {std::pair{"threads", &db.threads}, std::pair{"runs", &db.runs}}) {
-    if (!top->get(field))
+    if (!top.get(field))
       continue;
-    auto v = jsonInteger(*top, field);
+    auto v = jsonInteger(top, field);
     if (!v || *v < 0 || *v > 1 << 20)
-      return fail("\"" + llvm::Twine(field) +
-                  "\" must be a non-negative integer");
+      return costDbError(origin, "\"" + llvm::Twine(field) +
+                                     "\" must be a non-negative integer");
     *out = unsigned(*v);
   }
+  return llvm::Error::success();
+}
+
+/// Reads the entry \p value (named \p where in errors) into \p db.
+static llvm::Error readEntry(const llvm::json::Value &value,
+                             const std::string &where, CostDb &db,
+                             llvm::StringRef origin) {
+  const llvm::json::Object *e = value.getAsObject();
+  if (!e)
+    return costDbError(origin, where + ": expected an object");
+  auto key = e->getString("key");
+  if (!key || key->empty())
+    return costDbError(origin, where + ": \"key\" must be a non-empty string");
+  auto seconds = e->getNumber("seconds");
+  if (!seconds || !std::isfinite(*seconds) || *seconds < 0)
+    return costDbError(origin, where + ": \"seconds\" must be a finite, "
+                                       "non-negative number");
+  CostDb::Entry entry{"", *seconds, 1};
+  if (auto op = e->getString("op"))
+    entry.op = op->str();
+  if (e->get("calls")) {
+    auto calls = jsonInteger(*e, "calls");
+    if (!calls || *calls < 1)
+      return costDbError(origin,
+                         where + ": \"calls\" must be a positive integer");
+    entry.calls = *calls;
+  }
+  if (!db.ops.try_emplace(*key, std::move(entry)).second)
+    return costDbError(origin, where + ": key '" + *key + "' appears twice");
+  return llvm::Error::success();
+}
+
+llvm::Expected<CostDb> parseCostDb(llvm::StringRef text,
+                                   llvm::StringRef origin) {
+  auto json = parseJson(text);
+  if (!json)
+    return costDbError(origin, "not JSON: " + llvm::toString(json.takeError()));
+  const llvm::json::Object *top = json->getAsObject();
+  if (!top)
+    return costDbError(origin, "expected a JSON object");
+  if (llvm::Error err = checkFormat(*top, origin))
+    return err;
+  CostDb db;
+  if (llvm::Error err = readMachine(*top, db, origin))
+    return err;
   const llvm::json::Array *ops = top->getArray("ops");
   if (!ops)
-    return fail("\"ops\" must be an array");
+    return costDbError(origin, "\"ops\" must be an array");
   for (size_t i = 0; i < ops->size(); ++i) {
     std::string where = "ops[" + std::to_string(i) + "]";
-    const llvm::json::Object *e = (*ops)[i].getAsObject();
-    if (!e)
-      return fail(where + ": expected an object");
-    auto key = e->getString("key");
-    if (!key || key->empty())
-      return fail(where + ": \"key\" must be a non-empty string");
-    auto seconds = e->getNumber("seconds");
-    if (!seconds || !std::isfinite(*seconds) || *seconds < 0)
-      return fail(where + ": \"seconds\" must be a finite, non-negative "
-                          "number");
-    CostDb::Entry entry{"", *seconds, 1};
-    if (auto op = e->getString("op"))
-      entry.op = op->str();
-    if (e->get("calls")) {
-      auto calls = jsonInteger(*e, "calls");
-      if (!calls || *calls < 1)
-        return fail(where + ": \"calls\" must be a positive integer");
-      entry.calls = *calls;
-    }
-    if (!db.ops.try_emplace(*key, std::move(entry)).second)
-      return fail(where + ": key '" + *key + "' appears twice");
+    if (llvm::Error err = readEntry((*ops)[i], where, db, origin))
+      return err;
   }
   return db;
 }

@@ -101,6 +101,118 @@ llvm::Error importGemm(NodeContext &ctx) {
   return ctx.finish(std::move(op));
 }
 
+namespace {
+
+/// The window attributes of a conv or pool (pads, auto_pad, ceil_mode and
+/// the window itself), turned into a WindowDim one spatial dim at a time.
+struct WindowAttrs {
+  NodeContext &ctx;
+  llvm::ArrayRef<int64_t> in, kernel, strides, dilations;
+  bool ceilMode;
+  std::vector<int64_t> pads;
+  std::string autoPad;
+
+  llvm::Error outside(llvm::StringRef what, int64_t v, int64_t lo,
+                      size_t i) const;
+  llvm::Error checkWindow(size_t i) const;
+  void samePads(size_t i, int64_t span, WindowDim &d) const;
+  llvm::Error explicitPads(size_t i, WindowDim &d) const;
+  llvm::Error outputSize(size_t i, int64_t span, WindowDim &d) const;
+  llvm::Error dim(size_t i, WindowDim &d) const;
+};
+
+/// The error for \p what of dim \p i, \p v, being outside [\p lo, 2^48].
+llvm::Error WindowAttrs::outside(llvm::StringRef what, int64_t v, int64_t lo,
+                                 size_t i) const {
+  return ctx.error(what + " " + llvm::Twine(v) + " of dim " +
+                   llvm::Twine(i + 2) + " is outside [" + llvm::Twine(lo) +
+                   ", 2^48]");
+}
+
+/// An error when the stride, dilation or kernel size of dim \p i is out of
+/// bounds or its window spans more than 2^48.
+llvm::Error WindowAttrs::checkWindow(size_t i) const {
+  // Bounded so that spans, padded sizes and outputs stay far from int64
+  // overflow.
+  if (strides[i] < 1 || strides[i] > kMaxExtent)
+    return outside("stride", strides[i], 1, i);
+  if (dilations[i] < 1 || dilations[i] > kMaxExtent)
+    return outside("dilation", dilations[i], 1, i);
+  if (kernel[i] < 1 || kernel[i] > kMaxExtent)
+    return outside("kernel size", kernel[i], 1, i);
+  if (kernel[i] > 1 && dilations[i] > (kMaxExtent - 1) / (kernel[i] - 1))
+    return ctx.error("the window of dim " + llvm::Twine(i + 2) + " (kernel " +
+                     llvm::Twine(kernel[i]) + ", dilation " +
+                     llvm::Twine(dilations[i]) + ") spans more than 2^48");
+  return llvm::Error::success();
+}
+
+/// Sets the output size and pads of dim \p i for SAME_UPPER or SAME_LOWER:
+/// one output per stride, the pads split with the odd one at the end for
+/// SAME_UPPER, at the beginning for SAME_LOWER.
+void WindowAttrs::samePads(size_t i, int64_t span, WindowDim &d) const {
+  d.out = (in[i] + strides[i] - 1) / strides[i];
+  int64_t total = std::max<int64_t>(0, (d.out - 1) * strides[i] + span - in[i]);
+  d.padBegin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+  d.padEnd = total - d.padBegin;
+}
+
+/// Sets the pads of dim \p i for VALID (none) or NOTSET (the pads
+/// attribute); an error on a pad out of bounds or an unknown auto_pad.
+llvm::Error WindowAttrs::explicitPads(size_t i, WindowDim &d) const {
+  if (autoPad == "VALID") {
+    d.padBegin = d.padEnd = 0;
+  } else if (autoPad == "NOTSET") {
+    d.padBegin = pads[i];
+    d.padEnd = pads[i + in.size()];
+    if (d.padBegin < 0 || d.padBegin > kMaxExtent)
+      return outside("begin padding", d.padBegin, 0, i);
+    if (d.padEnd < 0 || d.padEnd > kMaxExtent)
+      return outside("end padding", d.padEnd, 0, i);
+  } else {
+    return ctx.error("unknown auto_pad '" + autoPad + "'");
+  }
+  return llvm::Error::success();
+}
+
+/// Sets the output size of dim \p i from its padded size and the window's
+/// \p span; an error when the window does not fit or the output has more
+/// than 2^48 positions.
+llvm::Error WindowAttrs::outputSize(size_t i, int64_t span,
+                                    WindowDim &d) const {
+  int64_t room = in[i] + d.padBegin + d.padEnd - span;
+  if (room < 0)
+    return ctx.error("the window (" + llvm::Twine(span) +
+                     ") is larger than the padded input dim " +
+                     llvm::Twine(i + 2) + " (" +
+                     llvm::Twine(in[i] + d.padBegin + d.padEnd) + ")");
+  d.out =
+      (ceilMode ? (room + strides[i] - 1) / strides[i] : room / strides[i]) + 1;
+  // A last window that would start in the end padding is dropped.
+  if (ceilMode && (d.out - 1) * strides[i] >= in[i] + d.padBegin)
+    --d.out;
+  if (d.out > kMaxExtent)
+    return ctx.error("output dim " + llvm::Twine(i + 2) + " would have " +
+                     llvm::Twine(d.out) + " positions, more than 2^48");
+  return llvm::Error::success();
+}
+
+/// Sets \p d, the output size and pads of spatial dim \p i.
+llvm::Error WindowAttrs::dim(size_t i, WindowDim &d) const {
+  if (llvm::Error err = checkWindow(i))
+    return err;
+  int64_t span = dilations[i] * (kernel[i] - 1) + 1;
+  if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+    samePads(i, span, d);
+    return llvm::Error::success();
+  }
+  if (llvm::Error err = explicitPads(i, d))
+    return err;
+  return outputSize(i, span, d);
+}
+
+} // namespace
+
 llvm::Expected<llvm::SmallVector<WindowDim, 3>>
 windowDims(NodeContext &ctx, llvm::ArrayRef<int64_t> in,
            llvm::ArrayRef<int64_t> kernel, llvm::ArrayRef<int64_t> strides,
@@ -113,63 +225,12 @@ windowDims(NodeContext &ctx, llvm::ArrayRef<int64_t> in,
     return ctx.error("pads has " + llvm::Twine(pads.size()) +
                      " values, expected " + llvm::Twine(2 * n));
   std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  WindowAttrs window{ctx,       in,       kernel,          strides,
+                     dilations, ceilMode, std::move(pads), std::move(autoPad)};
   llvm::SmallVector<WindowDim, 3> dims(n);
-  for (size_t i = 0; i < n; ++i) {
-    // Bounded so that spans, padded sizes and outputs stay far from int64
-    // overflow.
-    auto outside = [&](llvm::StringRef what, int64_t v, int64_t lo) {
-      return ctx.error(what + " " + llvm::Twine(v) + " of dim " +
-                       llvm::Twine(i + 2) + " is outside [" + llvm::Twine(lo) +
-                       ", 2^48]");
-    };
-    if (strides[i] < 1 || strides[i] > kMaxExtent)
-      return outside("stride", strides[i], 1);
-    if (dilations[i] < 1 || dilations[i] > kMaxExtent)
-      return outside("dilation", dilations[i], 1);
-    if (kernel[i] < 1 || kernel[i] > kMaxExtent)
-      return outside("kernel size", kernel[i], 1);
-    if (kernel[i] > 1 && dilations[i] > (kMaxExtent - 1) / (kernel[i] - 1))
-      return ctx.error("the window of dim " + llvm::Twine(i + 2) + " (kernel " +
-                       llvm::Twine(kernel[i]) + ", dilation " +
-                       llvm::Twine(dilations[i]) + ") spans more than 2^48");
-    int64_t span = dilations[i] * (kernel[i] - 1) + 1;
-    WindowDim &d = dims[i];
-    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      d.out = (in[i] + strides[i] - 1) / strides[i];
-      int64_t total =
-          std::max<int64_t>(0, (d.out - 1) * strides[i] + span - in[i]);
-      d.padBegin = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      d.padEnd = total - d.padBegin;
-      continue;
-    }
-    if (autoPad == "VALID") {
-      d.padBegin = d.padEnd = 0;
-    } else if (autoPad == "NOTSET") {
-      d.padBegin = pads[i];
-      d.padEnd = pads[i + n];
-      if (d.padBegin < 0 || d.padBegin > kMaxExtent)
-        return outside("begin padding", d.padBegin, 0);
-      if (d.padEnd < 0 || d.padEnd > kMaxExtent)
-        return outside("end padding", d.padEnd, 0);
-    } else {
-      return ctx.error("unknown auto_pad '" + autoPad + "'");
-    }
-    int64_t room = in[i] + d.padBegin + d.padEnd - span;
-    if (room < 0)
-      return ctx.error("the window (" + llvm::Twine(span) +
-                       ") is larger than the padded input dim " +
-                       llvm::Twine(i + 2) + " (" +
-                       llvm::Twine(in[i] + d.padBegin + d.padEnd) + ")");
-    d.out =
-        (ceilMode ? (room + strides[i] - 1) / strides[i] : room / strides[i]) +
-        1;
-    // A last window that would start in the end padding is dropped.
-    if (ceilMode && (d.out - 1) * strides[i] >= in[i] + d.padBegin)
-      --d.out;
-    if (d.out > kMaxExtent)
-      return ctx.error("output dim " + llvm::Twine(i + 2) + " would have " +
-                       llvm::Twine(d.out) + " positions, more than 2^48");
-  }
+  for (size_t i = 0; i < n; ++i)
+    if (llvm::Error err = window.dim(i, dims[i]))
+      return err;
   return dims;
 }
 
@@ -185,14 +246,42 @@ static std::string spatialName(const char *prefix, size_t i, size_t n) {
   return std::string(prefix) + std::to_string(i);
 }
 
-llvm::Error importConv(NodeContext &ctx) {
-  llvm::ArrayRef<int64_t> x = ctx.shape(0), w = ctx.shape(1);
+namespace {
+
+/// One Conv node: X's and W's shapes, the group, the window and, once
+/// added, the op's iteration dims.
+struct Conv {
+  NodeContext &ctx;
+  llvm::ArrayRef<int64_t> x, w;
+  size_t ns = 0;
+  int64_t group = 1, c = 0, m = 0, cg = 0;
+  std::vector<int64_t> kernel, strides, dil;
+  llvm::SmallVector<WindowDim, 3> dims;
+  unsigned dn = 0, dco = 0, dci = 0;
+  int dg = -1;
+  llvm::SmallVector<unsigned, 3> dout, dwin;
+
+  explicit Conv(NodeContext &ctx)
+      : ctx(ctx), x(ctx.shape(0)), w(ctx.shape(1)) {}
+
+  llvm::Error checkChannels();
+  llvm::Error readWindow();
+  void addIters(Op &op);
+  AccessExpr channel(unsigned d) const;
+  llvm::Error build(std::unique_ptr<Op> op) const;
+};
+
+/// Reads the group; an error when X and W differ in rank (or have less
+/// than 3) or the group does not split the channels as W expects.
+llvm::Error Conv::checkChannels() {
   if (x.size() < 3 || w.size() != x.size())
     return ctx.error("X (" + shapeStr(x) + ") and W (" + shapeStr(w) +
                      ") must have the same rank, 3 or more");
-  size_t ns = x.size() - 2;
-  int64_t group = ctx.attrInt("group", 1);
-  int64_t c = x[1], m = w[0], cg = w[1];
+  ns = x.size() - 2;
+  group = ctx.attrInt("group", 1);
+  c = x[1];
+  m = w[0];
+  cg = w[1];
   if (group < 1 || c % group || m % group)
     return ctx.error("group " + llvm::Twine(group) + " does not divide " +
                      llvm::Twine(c) + " input and " + llvm::Twine(m) +
@@ -202,49 +291,67 @@ llvm::Error importConv(NodeContext &ctx) {
                      " channels but W expects " + llvm::Twine(cg * group) +
                      " (" + llvm::Twine(cg) + " per group x " +
                      llvm::Twine(group) + " groups)");
-  std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  return llvm::Error::success();
+}
+
+/// Reads the kernel, strides and dilations and sets the output size and
+/// pads of each spatial dim; an error when they do not fit W or the rank.
+llvm::Error Conv::readWindow() {
+  kernel.assign(w.begin() + 2, w.end());
   std::vector<int64_t> ks = ctx.attrInts("kernel_shape");
   if (!ks.empty() && ks != kernel)
     return ctx.error("kernel_shape does not match W's shape " + shapeStr(w));
-  auto strides = orOnes(ctx.attrInts("strides"), ns);
-  auto dil = orOnes(ctx.attrInts("dilations"), ns);
+  strides = orOnes(ctx.attrInts("strides"), ns);
+  dil = orOnes(ctx.attrInts("dilations"), ns);
   if (strides.size() != ns || dil.size() != ns)
     return ctx.error("strides and dilations need " + llvm::Twine(ns) +
                      " values");
-  auto dims = windowDims(ctx, x.drop_front(2), kernel, strides, dil, false);
-  if (!dims)
-    return dims.takeError();
+  auto d = windowDims(ctx, x.drop_front(2), kernel, strides, dil, false);
+  if (!d)
+    return d.takeError();
+  dims = std::move(*d);
+  return llvm::Error::success();
+}
 
-  auto op = ctx.newOp(OpKind::Conv);
+/// Gives \p op its iteration dims: n, g (when grouped), co and the output
+/// positions, then the summed ci and kernel positions.
+void Conv::addIters(Op &op) {
   auto add = [&](std::string name, int64_t extent, IterKind kind) {
-    op->iters.push_back({std::move(name), extent, kind});
-    return unsigned(op->iters.size() - 1);
+    op.iters.push_back({std::move(name), extent, kind});
+    return unsigned(op.iters.size() - 1);
   };
-  unsigned dn = add("n", x[0], IterKind::Parallel);
-  int dg = group > 1 ? int(add("g", group, IterKind::Parallel)) : -1;
-  unsigned dco = add("co", m / group, IterKind::Parallel);
-  llvm::SmallVector<unsigned, 3> dout, dwin;
+  dn = add("n", x[0], IterKind::Parallel);
+  dg = group > 1 ? int(add("g", group, IterKind::Parallel)) : -1;
+  dco = add("co", m / group, IterKind::Parallel);
   for (size_t i = 0; i < ns; ++i)
     dout.push_back(
-        add(spatialName("o", i, ns), (*dims)[i].out, IterKind::Parallel));
-  unsigned dci = add("ci", cg, IterKind::Reduction);
+        add(spatialName("o", i, ns), dims[i].out, IterKind::Parallel));
+  dci = add("ci", cg, IterKind::Reduction);
   for (size_t i = 0; i < ns; ++i)
     dwin.push_back(
         add(spatialName("k", i, ns), kernel[i], IterKind::Reduction));
+}
 
-  auto channel = [&](unsigned d) {
-    return dg >= 0 ? AccessExpr::group({unsigned(dg), d}) : AccessExpr::dim(d);
-  };
+/// The channel index of iteration dim \p d: grouped with g when there is
+/// more than one group.
+AccessExpr Conv::channel(unsigned d) const {
+  return dg >= 0 ? AccessExpr::group({unsigned(dg), d}) : AccessExpr::dim(d);
+}
+
+/// Gives \p op its operands (X read through the windows, W and the bias)
+/// and result, and finishes it; an error when the bias is not one value
+/// per output channel.
+llvm::Error Conv::build(std::unique_ptr<Op> op) const {
   AccessMap xm = {AccessExpr::dim(dn), channel(dci)};
   AccessMap wm = {channel(dco), AccessExpr::dim(dci)};
   AccessMap ym = {AccessExpr::dim(dn), channel(dco)};
   llvm::SmallVector<int64_t, 4> yshape = {x[0], m};
   for (size_t i = 0; i < ns; ++i) {
     xm.push_back(AccessExpr::window(dout[i], dwin[i], strides[i], dil[i],
-                                    -(*dims)[i].padBegin));
+                                    -dims[i].padBegin));
     wm.push_back(AccessExpr::dim(dwin[i]));
     ym.push_back(AccessExpr::dim(dout[i]));
-    yshape.push_back((*dims)[i].out);
+    yshape.push_back(dims[i].out);
   }
   op->operands.push_back({ctx.value(0), xm});
   op->operands.push_back({ctx.value(1), wm});
@@ -257,6 +364,19 @@ llvm::Error importConv(NodeContext &ctx) {
   op->addResult(TensorType{ctx.type(0).elem, yshape}, ym);
   op->attrs["group"] = group;
   return ctx.finish(std::move(op));
+}
+
+} // namespace
+
+llvm::Error importConv(NodeContext &ctx) {
+  Conv conv(ctx);
+  if (llvm::Error err = conv.checkChannels())
+    return err;
+  if (llvm::Error err = conv.readWindow())
+    return err;
+  auto op = ctx.newOp(OpKind::Conv);
+  conv.addIters(*op);
+  return conv.build(std::move(op));
 }
 
 namespace {

@@ -401,8 +401,25 @@ llvm::Error importSplit(NodeContext &ctx) {
   return ctx.finish(std::move(op));
 }
 
-llvm::Error importSlice(NodeContext &ctx) {
-  llvm::ArrayRef<int64_t> in = ctx.shape(0);
+namespace {
+
+/// The starts, ends, axes and steps of a Slice node, one of each per
+/// sliced axis.
+struct SliceArgs {
+  std::vector<int64_t> starts, ends, axes, steps;
+};
+
+/// The first index and the length of the slice of one dim.
+struct AxisSlice {
+  int64_t begin, len;
+};
+
+} // namespace
+
+/// Reads the starts, ends, axes and steps of a Slice node (attributes
+/// before opset 10, inputs since), axes and steps defaulting to every axis
+/// and 1; an error when their lengths differ.
+static llvm::Expected<SliceArgs> readSliceArgs(NodeContext &ctx) {
   bool legacy = ctx.opset() < 10;
   auto get = [&](llvm::StringRef attr, unsigned input) {
     if (legacy)
@@ -425,39 +442,67 @@ llvm::Error importSlice(NodeContext &ctx) {
     steps->assign(starts->size(), 1);
   if (axes->size() != starts->size() || steps->size() != starts->size())
     return ctx.error("starts, ends, axes and steps have different lengths");
-  auto op = ctx.newOp(OpKind::Slice);
-  llvm::SmallVector<int64_t, 4> shape(in);
-  AccessMap m = identityMap(in.size());
+  return SliceArgs{std::move(*starts), std::move(*ends), std::move(*axes),
+                   std::move(*steps)};
+}
+
+/// The slice from \p start to \p end by \p step of a dim of size \p dim.
+static AxisSlice clampSlice(int64_t dim, int64_t start, int64_t end,
+                            int64_t step) {
+  // Indices count from the end when negative and clamp to the dim:
+  // [0, dim] for a positive step, [-1, dim - 1] walking backwards.
+  int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? dim : dim - 1;
+  auto clampIdx = [&](int64_t v) {
+    if (v < 0)
+      v += dim;
+    return std::clamp<int64_t>(v, lo, hi);
+  };
+  int64_t b = clampIdx(start), e = clampIdx(end);
+  int64_t len = step > 0 ? (e > b ? (e - b - 1) / step + 1 : 0)
+                         : (b > e ? (b - e - 1) / -step + 1 : 0);
+  return {b, len};
+}
+
+/// Sets the length of each sliced axis in \p shape and its start and step
+/// in \p m; an error on a bad axis, a step of 0, an empty slice of a
+/// tensor that is not a constant or an axis sliced twice.
+static llvm::Error sliceAxes(NodeContext &ctx, llvm::ArrayRef<int64_t> in,
+                             const SliceArgs &args,
+                             llvm::SmallVectorImpl<int64_t> &shape,
+                             AccessMap &m) {
   llvm::SmallVector<bool, 6> sliced(in.size(), false);
-  for (size_t i = 0; i < axes->size(); ++i) {
-    auto ax = ctx.axis((*axes)[i], in.size());
+  for (size_t i = 0; i < args.axes.size(); ++i) {
+    auto ax = ctx.axis(args.axes[i], in.size());
     if (!ax)
       return ax.takeError();
-    int64_t dim = in[*ax], step = (*steps)[i];
+    int64_t dim = in[*ax], step = args.steps[i];
     if (step == 0)
       return ctx.error("step 0 of axis " + llvm::Twine(*ax) + " is invalid");
-    // Indices count from the end when negative and clamp to the dim:
-    // [0, dim] for a positive step, [-1, dim - 1] walking backwards.
-    int64_t lo = step > 0 ? 0 : -1, hi = step > 0 ? dim : dim - 1;
-    auto clampIdx = [&](int64_t v) {
-      if (v < 0)
-        v += dim;
-      return std::clamp<int64_t>(v, lo, hi);
-    };
-    int64_t b = clampIdx((*starts)[i]), e = clampIdx((*ends)[i]);
-    int64_t len = step > 0 ? (e > b ? (e - b - 1) / step + 1 : 0)
-                           : (b > e ? (b - e - 1) / -step + 1 : 0);
-    if (len == 0 && !ctx.constant(0))
+    AxisSlice s = clampSlice(dim, args.starts[i], args.ends[i], step);
+    if (s.len == 0 && !ctx.constant(0))
       return ctx.error("the slice of axis " + llvm::Twine(*ax) +
                        " is empty; empty tensors are not supported");
-    if (len == 1)
+    if (s.len == 1)
       step = 1; // one element: the step does not matter
     if (sliced[*ax])
       return ctx.error("axis " + llvm::Twine(*ax) + " is sliced twice");
     sliced[*ax] = true;
-    shape[*ax] = len;
-    m[*ax] = AccessExpr::shifted(*ax, step, b);
+    shape[*ax] = s.len;
+    m[*ax] = AccessExpr::shifted(*ax, step, s.begin);
   }
+  return llvm::Error::success();
+}
+
+llvm::Error importSlice(NodeContext &ctx) {
+  llvm::ArrayRef<int64_t> in = ctx.shape(0);
+  auto args = readSliceArgs(ctx);
+  if (!args)
+    return args.takeError();
+  auto op = ctx.newOp(OpKind::Slice);
+  llvm::SmallVector<int64_t, 4> shape(in);
+  AccessMap m = identityMap(in.size());
+  if (llvm::Error err = sliceAxes(ctx, in, *args, shape, m))
+    return err;
   // An empty slice of a constant (the tail of a shape, as exporters
   // write `x.shape[k:]`) is an empty constant.
   if (llvm::is_contained(shape, 0)) {
@@ -523,6 +568,67 @@ llvm::Error importTile(NodeContext &ctx) {
   return ctx.finish(std::move(op));
 }
 
+/// The value a Pad node fills with: the value attribute before opset 11,
+/// else input 2 when given (one value), else 0.
+static llvm::Expected<double> padValue(NodeContext &ctx, bool legacy) {
+  double value = legacy ? ctx.attrFloat("value", 0) : 0;
+  if (!legacy && ctx.hasInput(2)) {
+    auto v = ctx.requireConstant(2, "constant_value");
+    if (!v)
+      return v.takeError();
+    if ((*v)->numel() != 1)
+      return ctx.error("constant_value must hold one value");
+    value = (*v)->real(0);
+  }
+  return value;
+}
+
+/// The axes a Pad node pads: input 3 when given (opset 11 on), else every
+/// axis of the input's \p rank.
+static llvm::Expected<std::vector<int64_t>> padAxes(NodeContext &ctx,
+                                                    bool legacy, size_t rank) {
+  std::vector<int64_t> axes;
+  if (!legacy && ctx.hasInput(3)) {
+    auto a = intsFromAttrOrInput(ctx, "axes", 3);
+    if (!a)
+      return a.takeError();
+    axes = *a;
+  } else {
+    for (size_t i = 0; i < rank; ++i)
+      axes.push_back(int64_t(i));
+  }
+  return axes;
+}
+
+/// Sets the pad before each of \p axes in \p before and its padded size in
+/// \p shape, from \p pads (the begin pads, then the end pads); an error on
+/// a bad axis, a pad beyond any dim or a size outside [1, 2^48].
+static llvm::Error applyPads(NodeContext &ctx, llvm::ArrayRef<int64_t> in,
+                             llvm::ArrayRef<int64_t> axes,
+                             llvm::ArrayRef<int64_t> pads,
+                             llvm::SmallVectorImpl<int64_t> &before,
+                             llvm::SmallVectorImpl<int64_t> &shape) {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto ax = ctx.axis(axes[i], in.size());
+    if (!ax)
+      return ax.takeError();
+    int64_t lo = pads[i], hi = pads[i + axes.size()];
+    // Pads past any extent are refused before they are added up.
+    for (int64_t p : {lo, hi})
+      if (p < -kMaxExtent || p > kMaxExtent)
+        return ctx.error("pad " + llvm::Twine(p) + " on axis " +
+                         llvm::Twine(*ax) + " is beyond any dim (2^48)");
+    before[*ax] = lo;
+    shape[*ax] = in[*ax] + lo + hi;
+    if (shape[*ax] < 1 || shape[*ax] > kMaxExtent)
+      return ctx.error("pads " + llvm::Twine(lo) + " and " + llvm::Twine(hi) +
+                       " leave axis " + llvm::Twine(*ax) + " of size " +
+                       llvm::Twine(in[*ax]) + " with " +
+                       llvm::Twine(shape[*ax]) + " elements");
+  }
+  return llvm::Error::success();
+}
+
 /// Pad in `constant` mode: the result reads the input shifted by the pads
 /// before each axis (a negative pad crops), and holds the value elsewhere.
 llvm::Error importPad(NodeContext &ctx) {
@@ -537,47 +643,18 @@ llvm::Error importPad(NodeContext &ctx) {
                   : intsFromAttrOrInput(ctx, "pads", 1);
   if (!pads)
     return pads.takeError();
-  double value = legacy ? ctx.attrFloat("value", 0) : 0;
-  if (!legacy && ctx.hasInput(2)) {
-    auto v = ctx.requireConstant(2, "constant_value");
-    if (!v)
-      return v.takeError();
-    if ((*v)->numel() != 1)
-      return ctx.error("constant_value must hold one value");
-    value = (*v)->real(0);
-  }
-  std::vector<int64_t> axes;
-  if (!legacy && ctx.hasInput(3)) {
-    auto a = intsFromAttrOrInput(ctx, "axes", 3);
-    if (!a)
-      return a.takeError();
-    axes = *a;
-  } else {
-    for (size_t i = 0; i < in.size(); ++i)
-      axes.push_back(int64_t(i));
-  }
-  if (pads->size() != 2 * axes.size())
+  auto value = padValue(ctx, legacy);
+  if (!value)
+    return value.takeError();
+  auto axes = padAxes(ctx, legacy, in.size());
+  if (!axes)
+    return axes.takeError();
+  if (pads->size() != 2 * axes->size())
     return ctx.error("pads has " + llvm::Twine(pads->size()) + " values for " +
-                     llvm::Twine(axes.size()) + " axes");
+                     llvm::Twine(axes->size()) + " axes");
   llvm::SmallVector<int64_t, 4> before(in.size(), 0), shape(in);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    auto ax = ctx.axis(axes[i], in.size());
-    if (!ax)
-      return ax.takeError();
-    int64_t lo = (*pads)[i], hi = (*pads)[i + axes.size()];
-    // Pads past any extent are refused before they are added up.
-    for (int64_t p : {lo, hi})
-      if (p < -kMaxExtent || p > kMaxExtent)
-        return ctx.error("pad " + llvm::Twine(p) + " on axis " +
-                         llvm::Twine(*ax) + " is beyond any dim (2^48)");
-    before[*ax] = lo;
-    shape[*ax] = in[*ax] + lo + hi;
-    if (shape[*ax] < 1 || shape[*ax] > kMaxExtent)
-      return ctx.error("pads " + llvm::Twine(lo) + " and " + llvm::Twine(hi) +
-                       " leave axis " + llvm::Twine(*ax) + " of size " +
-                       llvm::Twine(in[*ax]) + " with " +
-                       llvm::Twine(shape[*ax]) + " elements");
-  }
+  if (llvm::Error err = applyPads(ctx, in, *axes, *pads, before, shape))
+    return err;
   auto op = ctx.newOp(OpKind::Pad);
   op->iters = parallelSpace(shape);
   AccessMap m;
@@ -585,7 +662,7 @@ llvm::Error importPad(NodeContext &ctx) {
     m.push_back(AccessExpr::shifted(unsigned(i), 1, -before[i]));
   op->operands.push_back({ctx.value(0), m});
   op->addResult(TensorType{ctx.type(0).elem, shape}, identityMap(shape.size()));
-  op->attrs["value"] = float(value);
+  op->attrs["value"] = float(*value);
   return ctx.finish(std::move(op));
 }
 

@@ -496,6 +496,68 @@ static std::vector<unsigned> tableClasses(const CostGraph &graph,
   return source;
 }
 
+namespace {
+
+/// One term of an entry's sum: an edge to a dependent, or a connected
+/// subset's table.
+struct FillTerm {
+  const StepPlan::EdgeTerm *edge = nullptr;
+  const StepPlan::ChildTerm *child = nullptr;
+};
+
+} // namespace
+
+/// Sets \p digits to the index digits of entry \p begin.
+static void firstDigits(const StepPlan &plan, uint64_t begin,
+                        llvm::SmallVectorImpl<unsigned> &digits) {
+  uint64_t rest = begin;
+  for (size_t t = plan.radix.size(); t-- > 0;) {
+    digits[t] = rest % plan.radix[t];
+    rest /= plan.radix[t];
+  }
+}
+
+/// Adds a term's costs for every configuration of v_i at the current
+/// digits: out[c] = in[c] + term[c] (in may be out).
+static inline void addTerm(const FillTerm &term,
+                           const llvm::SmallVectorImpl<unsigned> &digits,
+                           size_t numDigits, unsigned numConfigs,
+                           const int64_t *in, int64_t *out) {
+  const int64_t *costs;
+  uint64_t stride = 1;
+  if (term.edge) {
+    costs = term.edge->matrix + size_t(digits[term.edge->digit]) * numConfigs;
+  } else {
+    const StepPlan::ChildTerm &child = *term.child;
+    uint64_t base = 0;
+    for (size_t t = 0; t < numDigits; ++t)
+      base += digits[t] * child.digitStride[t];
+    costs = child.cost + base;
+    stride = child.configStride;
+  }
+  if (stride == 1) { // the usual case: contiguous
+    for (unsigned c = 0; c < numConfigs; ++c)
+      out[c] = addCost(in[c], costs[c]);
+  } else {
+    for (unsigned c = 0; c < numConfigs; ++c)
+      out[c] = addCost(in[c], costs[c * stride]);
+  }
+}
+
+/// Splits the plan's terms into \p inner, those that read the last (fastest)
+/// digit, and \p outer, the others.
+static void splitTerms(const StepPlan &plan,
+                       llvm::SmallVectorImpl<FillTerm> &outer,
+                       llvm::SmallVectorImpl<FillTerm> &inner) {
+  size_t numDigits = plan.radix.size();
+  size_t last = numDigits - 1;
+  for (const StepPlan::EdgeTerm &edge : plan.edges)
+    (edge.digit == last ? inner : outer).push_back({&edge, nullptr});
+  for (const StepPlan::ChildTerm &child : plan.children)
+    (numDigits && child.digitStride[last] ? inner : outer)
+        .push_back({nullptr, &child});
+}
+
 /// Fills entries [begin, end) of \p table. Each entry is computed on its
 /// own, so any split over threads gives the same table. The terms that do
 /// not read the last (fastest) digit are summed once per run of that digit;
@@ -510,61 +572,26 @@ fillEntries(const StepPlan &plan, Table &table, uint64_t begin, uint64_t end) {
   size_t numDigits = plan.radix.size();
   unsigned numConfigs = plan.vertexCost.size();
   llvm::SmallVector<unsigned, 8> digits(numDigits);
-  uint64_t rest = begin;
-  for (size_t t = numDigits; t-- > 0;) {
-    digits[t] = rest % plan.radix[t];
-    rest /= plan.radix[t];
-  }
-  // Adds a term's costs for every configuration of v_i at the current
-  // digits: out[c] = in[c] + term[c] (in may be out).
-  struct Term {
-    const StepPlan::EdgeTerm *edge = nullptr;
-    const StepPlan::ChildTerm *child = nullptr;
-  };
-  auto add = [&](const Term &term, const int64_t *in, int64_t *out) {
-    const int64_t *costs;
-    uint64_t stride = 1;
-    if (term.edge) {
-      costs = term.edge->matrix + size_t(digits[term.edge->digit]) * numConfigs;
-    } else {
-      const StepPlan::ChildTerm &child = *term.child;
-      uint64_t base = 0;
-      for (size_t t = 0; t < numDigits; ++t)
-        base += digits[t] * child.digitStride[t];
-      costs = child.cost + base;
-      stride = child.configStride;
-    }
-    if (stride == 1) { // the usual case: contiguous
-      for (unsigned c = 0; c < numConfigs; ++c)
-        out[c] = addCost(in[c], costs[c]);
-    } else {
-      for (unsigned c = 0; c < numConfigs; ++c)
-        out[c] = addCost(in[c], costs[c * stride]);
-    }
-  };
-  llvm::SmallVector<Term, 8> outer, inner;
+  firstDigits(plan, begin, digits);
+  llvm::SmallVector<FillTerm, 8> outer, inner;
   size_t last = numDigits - 1;
-  for (const StepPlan::EdgeTerm &edge : plan.edges)
-    (edge.digit == last ? inner : outer).push_back({&edge, nullptr});
-  for (const StepPlan::ChildTerm &child : plan.children)
-    (numDigits && child.digitStride[last] ? inner : outer)
-        .push_back({nullptr, &child});
+  splitTerms(plan, outer, inner);
   std::vector<int64_t> buffer(2 * size_t(numConfigs));
   int64_t *prefix = buffer.data(), *acc = prefix + numConfigs;
   const int64_t *vertexCost = plan.vertexCost.data();
   for (uint64_t index = begin; index < end; ++index) {
     if (index == begin || numDigits == 0 || digits[last] == 0) {
       const int64_t *in = vertexCost;
-      for (const Term &term : outer) {
-        add(term, in, prefix);
+      for (const FillTerm &term : outer) {
+        addTerm(term, digits, numDigits, numConfigs, in, prefix);
         in = prefix;
       }
       if (in != prefix)
         std::copy(vertexCost, vertexCost + numConfigs, prefix);
     }
     const int64_t *sum = prefix;
-    for (const Term &term : inner) {
-      add(term, sum, acc);
+    for (const FillTerm &term : inner) {
+      addTerm(term, digits, numDigits, numConfigs, sum, acc);
       sum = acc;
     }
     // The minimum, then the lowest configuration reaching it (a tie keeps
@@ -622,6 +649,46 @@ static bool fitsBudget(const CostGraph &graph, llvm::ArrayRef<Step> steps,
   return total <= maxStates || builtStates(graph, steps, sizes) <= maxStates;
 }
 
+/// Counts, per built table, the tables still to build that read its costs
+/// (\p readers), and marks the steps some parent reads (\p consumed).
+static void countReaders(llvm::ArrayRef<Step> steps,
+                         llvm::ArrayRef<unsigned> source,
+                         std::vector<unsigned> &readers,
+                         std::vector<bool> &consumed) {
+  for (size_t pos = 0; pos < steps.size(); ++pos)
+    for (unsigned child : steps[pos].children) {
+      consumed[child] = true;
+      if (source[pos] == pos)
+        ++readers[source[child]];
+    }
+}
+
+/// Frees \p table's costs and takes them off \p liveBytes.
+static void releaseCosts(Table &table, size_t &liveBytes) {
+  liveBytes -= table.cost.capacity() * sizeof(int64_t);
+  std::vector<int64_t>().swap(table.cost);
+}
+
+/// Sizes \p table for \p size entries and records the bytes now live.
+static void allocateTable(Table &table, uint64_t size, size_t &liveBytes,
+                          DpStats &stats) {
+  table.cost.resize(size);
+  table.best.resize(size);
+  liveBytes += tableBytes(table);
+  stats.peakTableBytes = std::max(stats.peakTableBytes, liveBytes);
+}
+
+/// Fills the \p size entries of \p table in parallel, in \p arena.
+static void fillTable(tbb::task_arena &arena, const StepPlan &plan,
+                      Table &table, uint64_t size) {
+  arena.execute([&] {
+    tbb::parallel_for(tbb::blocked_range<uint64_t>(0, size),
+                      [&](const tbb::blocked_range<uint64_t> &range) {
+                        fillEntries(plan, table, range.begin(), range.end());
+                      });
+  });
+}
+
 /// Builds every table in sequence order, once per class of equal tables,
 /// freeing a table's costs once every parent that reads them has consumed
 /// them.
@@ -640,16 +707,7 @@ static Tables buildTables(const CostGraph &graph, llvm::ArrayRef<Step> steps,
   // component's last table (no parent) keeps its costs.
   std::vector<unsigned> readers(steps.size(), 0);
   std::vector<bool> consumed(steps.size(), false);
-  for (size_t pos = 0; pos < steps.size(); ++pos)
-    for (unsigned child : steps[pos].children) {
-      consumed[child] = true;
-      if (source[pos] == pos)
-        ++readers[source[child]];
-    }
-  auto release = [&](unsigned pos, size_t &liveBytes) {
-    liveBytes -= tables[pos].cost.capacity() * sizeof(int64_t);
-    std::vector<int64_t>().swap(tables[pos].cost);
-  };
+  countReaders(steps, source, readers, consumed);
   tbb::task_arena arena(options.threads ? int(options.threads)
                                         : tbb::task_arena::automatic);
   size_t liveBytes = 0;
@@ -663,22 +721,15 @@ static Tables buildTables(const CostGraph &graph, llvm::ArrayRef<Step> steps,
       continue;
     }
     Table &table = tables[pos];
-    table.cost.resize(sizes[pos]);
-    table.best.resize(sizes[pos]);
-    liveBytes += tableBytes(table);
-    stats.peakTableBytes = std::max(stats.peakTableBytes, liveBytes);
+    allocateTable(table, sizes[pos], liveBytes, stats);
     StepPlan plan = planStep(graph, pairs, steps, tables, source, pos);
-    arena.execute([&] {
-      tbb::parallel_for(tbb::blocked_range<uint64_t>(0, sizes[pos]),
-                        [&](const tbb::blocked_range<uint64_t> &range) {
-                          fillEntries(plan, table, range.begin(), range.end());
-                        });
-    });
+    fillTable(arena, plan, table, sizes[pos]);
     for (unsigned child : steps[pos].children)
       if (--readers[source[child]] == 0)
-        release(source[child], liveBytes);
+        releaseCosts(tables[source[child]], liveBytes);
+    // Every parent of this class reads another.
     if (consumed[pos] && readers[pos] == 0)
-      release(pos, liveBytes); // every parent of this class reads another
+      releaseCosts(tables[pos], liveBytes);
     stats.combinationsEvaluated += sizes[pos] * plan.vertexCost.size();
     stats.builtStates += sizes[pos];
     if (options.progress)
@@ -1237,56 +1288,86 @@ static Solution solveRelaxed(const CostGraph &graph, const DpOptions &options,
   return solution;
 }
 
+/// The largest dependent set of \p steps.
+static unsigned largestDependents(llvm::ArrayRef<Step> steps) {
+  size_t largest = 0;
+  for (const Step &step : steps)
+    largest = std::max(largest, step.dependents.size());
+  return unsigned(largest);
+}
+
+/// The work of an order: entries times configurations, saturating.
+static uint64_t orderWork(const CostGraph &graph, llvm::ArrayRef<Step> steps,
+                          llvm::ArrayRef<uint64_t> sizes) {
+  uint64_t work = 0;
+  for (auto [step, size] : llvm::zip_equal(steps, sizes)) {
+    uint64_t w;
+    if (__builtin_mul_overflow(size, uint64_t(graph.numConfigs[step.vertex]),
+                               &w) ||
+        __builtin_add_overflow(work, w, &work))
+      return UINT64_MAX;
+  }
+  return work;
+}
+
+namespace {
+
+/// The vertex order the DP runs on, with its steps and table sizes.
+struct OrderChoice {
+  VertexOrder order = VertexOrder::GenerateSeq;
+  std::vector<Step> steps;
+  std::vector<uint64_t> sizes;
+  /// The tables' entries in all (saturating).
+  uint64_t total = 0;
+  /// The largest dependent set of the requested order (GenerateSeq for
+  /// Best), and of the min-work order when Best weighs it (else 0).
+  unsigned seqLargest = 0, workLargest = 0;
+};
+
+} // namespace
+
+/// Analyzes the order \p options asks for; for Best, GenerateSeq unless the
+/// min-work order does strictly less work.
+static OrderChoice chooseOrder(const CostGraph &graph,
+                               const DpOptions &options) {
+  Adjacency adj = buildAdjacency(graph);
+  OrderChoice choice;
+  choice.order = options.order == VertexOrder::Best ? VertexOrder::GenerateSeq
+                                                    : options.order;
+  choice.steps = analyzeOrder(adj, vertexOrder(graph, choice.order));
+  choice.sizes = tableSizes(graph, choice.steps, choice.total);
+  choice.seqLargest = largestDependents(choice.steps);
+  if (options.order == VertexOrder::Best) {
+    // GenerateSeq unless the min-work order does strictly less work.
+    std::vector<Step> other = analyzeOrder(adj, minWorkOrder(graph));
+    uint64_t otherTotal;
+    std::vector<uint64_t> otherSizes = tableSizes(graph, other, otherTotal);
+    choice.workLargest = largestDependents(other);
+    if (orderWork(graph, other, otherSizes) <
+        orderWork(graph, choice.steps, choice.sizes)) {
+      choice.order = VertexOrder::MinWork;
+      choice.steps = std::move(other);
+      choice.sizes = std::move(otherSizes);
+      choice.total = otherTotal;
+    }
+  }
+  return choice;
+}
+
 llvm::Expected<Solution>
 pax::solveDp(const CostGraph &graph, const DpOptions &options,
              llvm::function_ref<std::string(unsigned vertex)> vertexName) {
   auto start = std::chrono::steady_clock::now();
   if (llvm::Error err = verifyCostGraph(graph))
     return err;
-  Adjacency adj = buildAdjacency(graph);
-  auto largestOf = [](llvm::ArrayRef<Step> steps) {
-    size_t largest = 0;
-    for (const Step &step : steps)
-      largest = std::max(largest, step.dependents.size());
-    return unsigned(largest);
-  };
-  // The work of an order: entries times configurations, saturating.
-  auto workOf = [&](llvm::ArrayRef<Step> steps,
-                    llvm::ArrayRef<uint64_t> sizes) {
-    uint64_t work = 0;
-    for (auto [step, size] : llvm::zip_equal(steps, sizes)) {
-      uint64_t w;
-      if (__builtin_mul_overflow(size, uint64_t(graph.numConfigs[step.vertex]),
-                                 &w) ||
-          __builtin_add_overflow(work, w, &work))
-        return UINT64_MAX;
-    }
-    return work;
-  };
-  VertexOrder chosen = options.order == VertexOrder::Best
-                           ? VertexOrder::GenerateSeq
-                           : options.order;
-  std::vector<Step> steps = analyzeOrder(adj, vertexOrder(graph, chosen));
-  uint64_t total;
-  std::vector<uint64_t> sizes = tableSizes(graph, steps, total);
-  unsigned seqLargest = largestOf(steps), workLargest = 0;
-  if (options.order == VertexOrder::Best) {
-    // GenerateSeq unless the min-work order does strictly less work.
-    std::vector<Step> other = analyzeOrder(adj, minWorkOrder(graph));
-    uint64_t otherTotal;
-    std::vector<uint64_t> otherSizes = tableSizes(graph, other, otherTotal);
-    workLargest = largestOf(other);
-    if (workOf(other, otherSizes) < workOf(steps, sizes)) {
-      chosen = VertexOrder::MinWork;
-      steps = std::move(other);
-      sizes = std::move(otherSizes);
-      total = otherTotal;
-    }
-  }
+  OrderChoice choice = chooseOrder(graph, options);
+  const std::vector<Step> &steps = choice.steps;
+  const std::vector<uint64_t> &sizes = choice.sizes;
   Solution solution;
   // The budget counts the entries held: equal tables are held once.
-  uint64_t held =
-      total <= options.maxStates ? total : builtStates(graph, steps, sizes);
+  uint64_t held = choice.total <= options.maxStates
+                      ? choice.total
+                      : builtStates(graph, steps, sizes);
   bool fits = held <= options.maxStates;
   if (fits)
     solution = exactDp(graph, steps, sizes, options);
@@ -1298,9 +1379,9 @@ pax::solveDp(const CostGraph &graph, const DpOptions &options,
     solution = solveRelaxed(graph, options, held);
   if (!fits)
     solution.stats.exactStates = held;
-  solution.stats.order = chosen;
-  solution.stats.largestGenerateSeq = seqLargest;
-  solution.stats.largestMinWork = workLargest;
+  solution.stats.order = choice.order;
+  solution.stats.largestGenerateSeq = choice.seqLargest;
+  solution.stats.largestMinWork = choice.workLargest;
   solution.stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

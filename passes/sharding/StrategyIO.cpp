@@ -123,6 +123,59 @@ static llvm::Error refineByMcmc(const SearchSpace &space,
   return llvm::Error::success();
 }
 
+/// Takes the given strategy \p fixed (with \p fixedOffsets and \p
+/// fixedLevers) as the report's and prices it.
+static llvm::Error
+priceFixed(const Module &m, const SearchSpace &space, const CostModel &model,
+           const ShardingOptions &options, const std::vector<Config> &fixed,
+           llvm::ArrayRef<int64_t> fixedOffsets, const GivenLevers *fixedLevers,
+           StrategyReport &r) {
+  r.strategy.configs = fixed;
+  r.strategy.offsets.assign(fixedOffsets.begin(), fixedOffsets.end());
+  r.given = true;
+  r.strategy.stats.exact = false;
+  if (auto err =
+          priceGiven(space, model, options.levers, fixedLevers, r.strategy))
+    return err;
+  for (const auto &op : m.main.ops)
+    r.strategy.spaceSizes.push_back(
+        enumerateConfigs(*op, options.configs).size());
+  return llvm::Error::success();
+}
+
+/// Solves and simulates the baselines a report compares with (skipping
+/// the searched solver's own unless \p fixed), by solver name; those that
+/// fail go to the report's baseline errors.
+static std::map<std::string, Strategy>
+solveReportedBaselines(const SearchSpace &space, const CostModel &model,
+                       const ShardingOptions &options, CostMode mode,
+                       bool fixed, StrategyReport &r) {
+  std::map<std::string, Strategy> baselines;
+  for (SolverKind k : reportedBaselines(mode)) {
+    if (!fixed && k == options.solver)
+      continue;
+    auto s = solveBaseline(space, model, options, k);
+    if (!s) { // reported as not fitting; the strategy still stands
+      r.baselineErrors[solverName(k).str()] = llvm::toString(s.takeError());
+      continue;
+    }
+    s->cost.simulatedSeconds =
+        simulateStrategy(space, model, options.levers, *s);
+    baselines[solverName(k).str()] = std::move(*s);
+  }
+  return baselines;
+}
+
+/// Lists \p baselines' costs (and, in training, levers) in the report.
+static void listBaselines(const std::map<std::string, Strategy> &baselines,
+                          CostMode mode, StrategyReport &r) {
+  for (const auto &[name, s] : baselines) {
+    r.baselines[name] = s.cost;
+    if (mode == CostMode::Train)
+      r.baselineLevers[name] = describeLevers(s.microbatches, s.choices);
+  }
+}
+
 llvm::Expected<StrategyReport>
 buildReport(const Module &m, const Cluster &cluster, CostMode mode,
             const ShardingOptions &options,
@@ -139,16 +192,9 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
   auto start = std::chrono::steady_clock::now();
   SearchSpace space(m, options.configs);
   if (fixed) {
-    r.strategy.configs = *fixed;
-    r.strategy.offsets.assign(fixedOffsets.begin(), fixedOffsets.end());
-    r.given = true;
-    r.strategy.stats.exact = false;
-    if (auto err =
-            priceGiven(space, model, options.levers, fixedLevers, r.strategy))
+    if (auto err = priceFixed(m, space, model, options, *fixed, fixedOffsets,
+                              fixedLevers, r))
       return err;
-    for (const auto &op : m.main.ops)
-      r.strategy.spaceSizes.push_back(
-          enumerateConfigs(*op, options.configs).size());
   } else {
     auto s = solveSharding(space, model, options);
     if (!s)
@@ -161,30 +207,15 @@ buildReport(const Module &m, const Cluster &cluster, CostMode mode,
   // Every strategy listed is also simulated, on the same scale.
   r.strategy.cost.simulatedSeconds =
       simulateStrategy(space, model, options.levers, r.strategy);
-  std::map<std::string, Strategy> baselines;
-  for (SolverKind k : reportedBaselines(mode)) {
-    if (!fixed && k == options.solver)
-      continue;
-    auto s = solveBaseline(space, model, options, k);
-    if (!s) { // reported as not fitting; the strategy still stands
-      r.baselineErrors[solverName(k).str()] = llvm::toString(s.takeError());
-      continue;
-    }
-    s->cost.simulatedSeconds =
-        simulateStrategy(space, model, options.levers, *s);
-    baselines[solverName(k).str()] = std::move(*s);
-  }
+  std::map<std::string, Strategy> baselines =
+      solveReportedBaselines(space, model, options, mode, fixed.has_value(), r);
   if (!fixed && options.chooseBySimulation && !isBaseline(options.solver)) {
     chooseBySimulation(r, baselines);
     if (mode == CostMode::Infer && options.solver != SolverKind::Mcmc)
       if (auto err = refineByMcmc(space, model, options, r))
         return err;
   }
-  for (const auto &[name, s] : baselines) {
-    r.baselines[name] = s.cost;
-    if (mode == CostMode::Train)
-      r.baselineLevers[name] = describeLevers(s.microbatches, s.choices);
-  }
+  listBaselines(baselines, mode, r);
   r.peakMemoryBytes = peakRss();
   return r;
 }

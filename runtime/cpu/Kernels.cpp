@@ -372,6 +372,57 @@ llvm::Error runPointwise(const plan::Compute &c,
   return runGeneric(c, inputs, outputs);
 }
 
+/// An error when kernel \p k does not take \p inputs inputs and one
+/// output (\p outputs).
+llvm::Error checkOperandCounts(const plan::Compute &c, Kernel k, size_t inputs,
+                               size_t outputs) {
+  auto [lo, hi] = inputCounts(k);
+  if (inputs < lo || inputs > hi || outputs != 1)
+    return computeError(
+        c, "takes " + llvm::Twine(lo) + " to " + llvm::Twine(hi) +
+               " inputs and one output, was given " + llvm::Twine(inputs) +
+               " and " + llvm::Twine(outputs));
+  return llvm::Error::success();
+}
+
+/// The kinds with a specific kernel (Kernel): checks the operand counts,
+/// prepares the compute and runs the kernel its kind names.
+llvm::Error runSpecificKernel(const plan::Compute &c,
+                              llvm::ArrayRef<const Tensor *> inputs,
+                              llvm::ArrayRef<Tensor *> outputs,
+                              DnnlCache *primitives) {
+  std::optional<Kernel> k = parseKernel(c.kind());
+  if (!k)
+    return computeError(c, "no cpu kernel for kind '" + c.kind() + "'");
+  if (llvm::Error err =
+          checkOperandCounts(c, *k, inputs.size(), outputs.size()))
+    return err;
+  auto p = prepare(c, inputs, outputs);
+  if (!p)
+    return p.takeError();
+  switch (*k) {
+  case Kernel::MatMul:
+  case Kernel::Gemm:
+  case Kernel::Conv:
+    return runContraction(*p, *k, primitives);
+  case Kernel::MaxPool:
+  case Kernel::AveragePool:
+    return runPool(*p, *k == Kernel::MaxPool);
+  case Kernel::Lrn:
+    return runLrn(*p);
+  case Kernel::BatchNorm:
+    return runBatchNorm(*p);
+  case Kernel::InstanceNorm:
+  case Kernel::LayerNorm:
+  case Kernel::RmsNorm:
+    return runNorm(*p, *k);
+  case Kernel::Softmax:
+  case Kernel::LogSoftmax:
+    return runSoftmax(*p, *k == Kernel::LogSoftmax);
+  }
+  return computeError(c, "no cpu kernel for kind '" + c.kind() + "'");
+}
+
 } // namespace
 } // namespace cpu
 
@@ -410,40 +461,7 @@ llvm::Error dispatch(const plan::Compute &c,
   default:
     break;
   }
-  std::optional<Kernel> k = parseKernel(c.kind());
-  if (!k)
-    return computeError(c, "no cpu kernel for kind '" + c.kind() + "'");
-  auto [lo, hi] = inputCounts(*k);
-  if (inputs.size() < lo || inputs.size() > hi || outputs.size() != 1)
-    return computeError(c, "takes " + llvm::Twine(lo) + " to " +
-                               llvm::Twine(hi) +
-                               " inputs and one output, was given " +
-                               llvm::Twine(inputs.size()) + " and " +
-                               llvm::Twine(outputs.size()));
-  auto p = prepare(c, inputs, outputs);
-  if (!p)
-    return p.takeError();
-  switch (*k) {
-  case Kernel::MatMul:
-  case Kernel::Gemm:
-  case Kernel::Conv:
-    return runContraction(*p, *k, primitives);
-  case Kernel::MaxPool:
-  case Kernel::AveragePool:
-    return runPool(*p, *k == Kernel::MaxPool);
-  case Kernel::Lrn:
-    return runLrn(*p);
-  case Kernel::BatchNorm:
-    return runBatchNorm(*p);
-  case Kernel::InstanceNorm:
-  case Kernel::LayerNorm:
-  case Kernel::RmsNorm:
-    return runNorm(*p, *k);
-  case Kernel::Softmax:
-  case Kernel::LogSoftmax:
-    return runSoftmax(*p, *k == Kernel::LogSoftmax);
-  }
-  return computeError(c, "no cpu kernel for kind '" + c.kind() + "'");
+  return runSpecificKernel(c, inputs, outputs, primitives);
 }
 /// Whether kernel \p id runs 16-bit float tensors through f32 copies: all
 /// but those that move or sum elements of any type as they are (copies,

@@ -22,6 +22,83 @@ bool innerDimsMerge(const Prepared &p) {
   return true;
 }
 
+/// Sets \p d's k to the inner dims as one (the last of them, spanning all
+/// their points); false when the output \p y indexes one of them.
+bool mergeInnerDims(const IterationSpace &s, const AccessIndexer &y,
+                    MatmulDims &d) {
+  d.k = s.inner.back();
+  for (unsigned dim : s.inner) {
+    d.kExtent *= s.extents[dim];
+    if (y.usesDim(dim))
+      return false;
+  }
+  return true;
+}
+
+/// Collects the outer dims only \p a reads into \p onlyA and those only
+/// \p b reads into \p onlyB; false when the output \p y skips an outer
+/// dim.
+bool splitOuterDims(const IterationSpace &s, const AccessIndexer &a,
+                    const AccessIndexer &b, const AccessIndexer &y,
+                    llvm::SmallVectorImpl<unsigned> &onlyA,
+                    llvm::SmallVectorImpl<unsigned> &onlyB) {
+  for (unsigned dim : s.outer) {
+    if (!y.usesDim(dim))
+      return false;
+    bool inA = a.usesDim(dim), inB = b.usesDim(dim);
+    if (inA != inB)
+      (inA ? onlyA : onlyB).push_back(dim);
+  }
+  return true;
+}
+
+/// Where the longest run at the end of \p dims starts that both \p in
+/// and \p y walk as one: each dim's step is the next one's times the next
+/// one's extent.
+size_t mergedRunStart(const IterationSpace &s, llvm::ArrayRef<unsigned> dims,
+                      const AccessIndexer &in, const AccessIndexer &y) {
+  size_t first = dims.size() - 1;
+  while (first > 0) {
+    unsigned hi = dims[first - 1], lo = dims[first];
+    bool ok = true;
+    for (const AccessIndexer *m : {&in, &y})
+      ok &= m->step(hi) == m->step(lo) * s.extents[lo];
+    if (!ok)
+      break;
+    --first;
+  }
+  return first;
+}
+
+/// Sets \p side and \p extent to the rows (or columns) of \p dims, the
+/// dims only input \p in reads: their merged run when it spans at least
+/// as many points as the largest one, else the largest; appends the dims
+/// chosen to \p merged.
+void pickSide(const IterationSpace &s, llvm::ArrayRef<unsigned> dims,
+              const AccessIndexer &in, const AccessIndexer &y,
+              std::optional<unsigned> &side, int64_t &extent,
+              llvm::SmallVectorImpl<unsigned> &merged) {
+  if (dims.empty())
+    return;
+  size_t first = mergedRunStart(s, dims, in, y);
+  int64_t run = 1;
+  for (size_t i = first; i < dims.size(); ++i)
+    run *= s.extents[dims[i]];
+  unsigned largest = dims.back();
+  for (unsigned dim : dims)
+    if (s.extents[dim] >= s.extents[largest])
+      largest = dim;
+  if (run >= s.extents[largest]) {
+    side = dims.back();
+    extent = run;
+    merged.append(dims.begin() + first, dims.end());
+    return;
+  }
+  side = largest;
+  extent = s.extents[largest];
+  merged.push_back(largest);
+}
+
 } // namespace
 
 std::optional<MatmulDims> matchMatmul(const Prepared &p, bool sixteenBit) {
@@ -33,58 +110,18 @@ std::optional<MatmulDims> matchMatmul(const Prepared &p, bool sixteenBit) {
     return std::nullopt;
   const AccessIndexer &a = p.inMaps[0], &b = p.inMaps[1], &y = p.outMaps[0];
   MatmulDims d;
-  d.k = s.inner.back();
-  for (unsigned dim : s.inner) {
-    d.kExtent *= s.extents[dim];
-    if (y.usesDim(dim))
-      return std::nullopt;
-  }
+  if (!mergeInnerDims(s, y, d))
+    return std::nullopt;
   // Rows are the dims of A only, columns those of B only: the longest run
   // of them, ending at the least significant, that both the input and the
   // output walk as one; else the largest one. Any other outer dim is a
   // batch dim (each batch point is one GEMM).
   llvm::SmallVector<unsigned, 6> onlyA, onlyB;
-  for (unsigned dim : s.outer) {
-    if (!y.usesDim(dim))
-      return std::nullopt;
-    bool inA = a.usesDim(dim), inB = b.usesDim(dim);
-    if (inA != inB)
-      (inA ? onlyA : onlyB).push_back(dim);
-  }
+  if (!splitOuterDims(s, a, b, y, onlyA, onlyB))
+    return std::nullopt;
   llvm::SmallVector<unsigned, 6> merged;
-  auto pick = [&](llvm::ArrayRef<unsigned> dims, const AccessIndexer &in,
-                  std::optional<unsigned> &side, int64_t &extent) {
-    if (dims.empty())
-      return;
-    size_t first = dims.size() - 1;
-    while (first > 0) {
-      unsigned hi = dims[first - 1], lo = dims[first];
-      bool ok = true;
-      for (const AccessIndexer *m : {&in, &y})
-        ok &= m->step(hi) == m->step(lo) * s.extents[lo];
-      if (!ok)
-        break;
-      --first;
-    }
-    int64_t run = 1;
-    for (size_t i = first; i < dims.size(); ++i)
-      run *= s.extents[dims[i]];
-    unsigned largest = dims.back();
-    for (unsigned dim : dims)
-      if (s.extents[dim] >= s.extents[largest])
-        largest = dim;
-    if (run >= s.extents[largest]) {
-      side = dims.back();
-      extent = run;
-      merged.append(dims.begin() + first, dims.end());
-      return;
-    }
-    side = largest;
-    extent = s.extents[largest];
-    merged.push_back(largest);
-  };
-  pick(onlyA, a, d.m, d.mExtent);
-  pick(onlyB, b, d.n, d.nExtent);
+  pickSide(s, onlyA, a, y, d.m, d.mExtent, merged);
+  pickSide(s, onlyB, b, y, d.n, d.nExtent, merged);
   for (unsigned dim : s.outer)
     if (!llvm::is_contained(merged, dim)) {
       d.batch.push_back(dim);

@@ -27,10 +27,10 @@ static std::optional<ScalarOp> trigScalarOp(llvm::StringRef kind) {
       .Default(std::nullopt);
 }
 
-std::optional<ScalarOp> parseScalarOp(llvm::StringRef kind) {
+/// The arithmetic on two inputs (and the reductions sum and mean), with
+/// mod and the bit shifts.
+static std::optional<ScalarOp> arithmeticScalarOp(llvm::StringRef kind) {
   using S = ScalarOp;
-  if (auto op = trigScalarOp(kind))
-    return op;
   return llvm::StringSwitch<std::optional<ScalarOp>>(kind)
       .Case("add", S::Add)
       .Case("sub", S::Sub)
@@ -41,6 +41,17 @@ std::optional<ScalarOp> parseScalarOp(llvm::StringRef kind) {
       .Case("min", S::Min)
       .Case("sum", S::Sum)
       .Case("mean", S::Mean)
+      .Case("mod", S::Mod)
+      .Case("bit_shift_left", S::BitShiftLeft)
+      .Case("bit_shift_right", S::BitShiftRight)
+      .Default(std::nullopt);
+}
+
+/// Where, the comparisons, the logical operations and the NaN and
+/// infinity tests.
+static std::optional<ScalarOp> logicScalarOp(llvm::StringRef kind) {
+  using S = ScalarOp;
+  return llvm::StringSwitch<std::optional<ScalarOp>>(kind)
       .Case("where", S::Where)
       .Case("equal", S::Equal)
       .Case("less", S::Less)
@@ -51,6 +62,15 @@ std::optional<ScalarOp> parseScalarOp(llvm::StringRef kind) {
       .Case("or", S::Or)
       .Case("xor", S::Xor)
       .Case("not", S::Not)
+      .Case("is_nan", S::IsNaN)
+      .Case("is_inf", S::IsInf)
+      .Default(std::nullopt);
+}
+
+/// The activation functions and their gradients.
+static std::optional<ScalarOp> activationScalarOp(llvm::StringRef kind) {
+  using S = ScalarOp;
+  return llvm::StringSwitch<std::optional<ScalarOp>>(kind)
       .Case("relu", S::Relu)
       .Case("leaky_relu", S::LeakyRelu)
       .Case("prelu", S::PRelu)
@@ -66,6 +86,14 @@ std::optional<ScalarOp> parseScalarOp(llvm::StringRef kind) {
       .Case("gelu_grad", S::GeluGrad)
       .Case("mish", S::Mish)
       .Case("tanh", S::Tanh)
+      .Default(std::nullopt);
+}
+
+/// The other functions of one input: exp, log, roots, rounding, sin and
+/// cos, clip, cast and trilu.
+static std::optional<ScalarOp> unaryScalarOp(llvm::StringRef kind) {
+  using S = ScalarOp;
+  return llvm::StringSwitch<std::optional<ScalarOp>>(kind)
       .Case("erf", S::Erf)
       .Case("exp", S::Exp)
       .Case("log", S::Log)
@@ -82,12 +110,19 @@ std::optional<ScalarOp> parseScalarOp(llvm::StringRef kind) {
       .Case("clip", S::Clip)
       .Case("cast", S::Cast)
       .Case("trilu", S::Trilu)
-      .Case("is_nan", S::IsNaN)
-      .Case("is_inf", S::IsInf)
-      .Case("mod", S::Mod)
-      .Case("bit_shift_left", S::BitShiftLeft)
-      .Case("bit_shift_right", S::BitShiftRight)
       .Default(std::nullopt);
+}
+
+std::optional<ScalarOp> parseScalarOp(llvm::StringRef kind) {
+  if (auto op = trigScalarOp(kind))
+    return op;
+  if (auto op = arithmeticScalarOp(kind))
+    return op;
+  if (auto op = logicScalarOp(kind))
+    return op;
+  if (auto op = activationScalarOp(kind))
+    return op;
+  return unaryScalarOp(kind);
 }
 
 ScalarParams scalarParams(ScalarOp op, NumberAttr number, StringAttr text) {

@@ -59,18 +59,46 @@ llvm::Expected<runtime::Tensor> readNpyFile(llvm::StringRef path,
   return parseNpy((*buf)->getBuffer(), path);
 }
 
-llvm::Expected<runtime::Tensor> parseNpy(llvm::StringRef data,
-                                         llvm::StringRef path) {
-  auto bad = [&](const llvm::Twine &msg) {
+namespace {
+/// Reads one `.npy` file's bytes step by step; errors name the file.
+struct NpyReader {
+  llvm::StringRef data;
+  llvm::StringRef path;
+  /// Where the header starts, and its length.
+  size_t at = 0;
+  size_t headerLen = 0;
+  llvm::StringRef header;
+  llvm::StringRef descr;
+  llvm::StringRef shapeText;
+  std::vector<int64_t> shape;
+  /// The data's size in bytes, as the dtype and shape give it.
+  uint64_t bytes = 0;
+
+  NpyReader(llvm::StringRef data, llvm::StringRef path)
+      : data(data), path(path) {}
+
+  /// The error for a file that is not a `.npy` file paxrun reads.
+  llvm::Error bad(const llvm::Twine &msg) const {
     return llvm::createStringError("'" + path +
                                    "' is not a .npy file paxrun "
                                    "reads: " +
                                    msg);
-  };
+  }
+
+  llvm::Error readPreamble();
+  llvm::StringRef field(llvm::StringRef key) const;
+  llvm::Error readHeader();
+  llvm::Error readShape();
+  llvm::Error checkBody(plan::DType dtype);
+};
+} // namespace
+
+/// Reads the magic, the format version and the header's length, and finds
+/// the header.
+llvm::Error NpyReader::readPreamble() {
   if (data.size() < 10 || !data.starts_with("\x93NUMPY"))
     return bad("no .npy magic");
   unsigned major = uint8_t(data[6]);
-  size_t headerLen, at;
   if (major == 1) {
     headerLen = uint8_t(data[8]) | size_t(uint8_t(data[9])) << 8;
     at = 10;
@@ -84,25 +112,36 @@ llvm::Expected<runtime::Tensor> parseNpy(llvm::StringRef data,
   }
   if (data.size() < at + headerLen)
     return bad("the header is truncated");
-  llvm::StringRef header = data.substr(at, headerLen);
-  auto field = [&](llvm::StringRef key) -> llvm::StringRef {
-    size_t k = header.find("'" + key.str() + "'");
-    if (k == llvm::StringRef::npos)
-      return "";
-    llvm::StringRef rest = header.substr(k + key.size() + 2).ltrim();
-    return rest.consume_front(":") ? rest.ltrim() : "";
-  };
-  llvm::StringRef descr = field("descr");
+  header = data.substr(at, headerLen);
+  return llvm::Error::success();
+}
+
+/// The text after the header's key \p key and its colon ("" when absent).
+llvm::StringRef NpyReader::field(llvm::StringRef key) const {
+  size_t k = header.find("'" + key.str() + "'");
+  if (k == llvm::StringRef::npos)
+    return "";
+  llvm::StringRef rest = header.substr(k + key.size() + 2).ltrim();
+  return rest.consume_front(":") ? rest.ltrim() : "";
+}
+
+/// Reads the header's descr, fortran_order and shape.
+llvm::Error NpyReader::readHeader() {
+  descr = field("descr");
   if (!descr.consume_front("'"))
     return bad("no descr");
   descr = descr.take_until([](char c) { return c == '\''; });
   if (field("fortran_order").starts_with("True"))
     return bad("Fortran order");
-  llvm::StringRef shapeText = field("shape");
+  shapeText = field("shape");
   if (!shapeText.consume_front("("))
     return bad("no shape");
   shapeText = shapeText.take_until([](char c) { return c == ')'; });
-  std::vector<int64_t> shape;
+  return readShape();
+}
+
+/// Reads the dims of the shape's text.
+llvm::Error NpyReader::readShape() {
   llvm::SmallVector<llvm::StringRef, 4> parts;
   shapeText.split(parts, ',', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef p : parts) {
@@ -111,20 +150,29 @@ llvm::Expected<runtime::Tensor> parseNpy(llvm::StringRef data,
       return bad("shape '(" + shapeText + ")'");
     shape.push_back(d);
   }
+  return llvm::Error::success();
+}
+
+/// The plan dtype of the `.npy` descr \p descr ('=' native order too).
+static std::optional<plan::DType> npyDType(llvm::StringRef descr) {
   std::optional<plan::DType> dtype;
   for (auto [t, name] : kNpyTypes)
     if (descr == name || (descr.size() == 3 && descr[0] == '=' &&
                           descr.substr(1) == llvm::StringRef(name).substr(1)))
       dtype = t;
-  if (!dtype)
-    return bad("element type '" + descr + "'");
+  return dtype;
+}
+
+/// Checks that the data after the header holds exactly the bytes that
+/// \p dtype and the shape give.
+llvm::Error NpyReader::checkBody(plan::DType dtype) {
   // The data's size first: a shape is only believed when the bytes are
   // there (no allocation of what a header merely claims).
   size_t body = at + headerLen;
   // Past a zero dim the byte count stays 0 however large the others, so
   // the dims but zeros must multiply within int64 on their own too (the
   // tensor counts its elements).
-  uint64_t bytes = uint64_t(runtime::dtypeBytes(*dtype));
+  bytes = uint64_t(runtime::dtypeBytes(dtype));
   int64_t nonzero = 1;
   for (int64_t d : shape)
     if (__builtin_mul_overflow(bytes, uint64_t(d), &bytes) ||
@@ -133,9 +181,25 @@ llvm::Expected<runtime::Tensor> parseNpy(llvm::StringRef data,
   if (data.size() - body != bytes)
     return bad("it holds " + llvm::Twine(data.size() - body) +
                " bytes of data for " + llvm::Twine(bytes));
-  runtime::Tensor t = runtime::Tensor::zeros(*dtype, shape);
-  if (bytes) // an empty tensor has no data to copy (nor a buffer)
-    std::memcpy(t.data.data(), data.data() + body, size_t(bytes));
+  return llvm::Error::success();
+}
+
+llvm::Expected<runtime::Tensor> parseNpy(llvm::StringRef data,
+                                         llvm::StringRef path) {
+  NpyReader r{data, path};
+  if (llvm::Error err = r.readPreamble())
+    return err;
+  if (llvm::Error err = r.readHeader())
+    return err;
+  std::optional<plan::DType> dtype = npyDType(r.descr);
+  if (!dtype)
+    return r.bad("element type '" + r.descr + "'");
+  if (llvm::Error err = r.checkBody(*dtype))
+    return err;
+  runtime::Tensor t = runtime::Tensor::zeros(*dtype, r.shape);
+  if (r.bytes) // an empty tensor has no data to copy (nor a buffer)
+    std::memcpy(t.data.data(), data.data() + r.at + r.headerLen,
+                size_t(r.bytes));
   return t;
 }
 
