@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the C++ files a change touches against a revision (default: HEAD)
 # with clang-tidy and .clang-tidy's checks, among them
-# readability-function-size (no function over 80 lines); exits non-zero
+# readability-function-size (no function over 60 lines); exits non-zero
 # where a check warns. Needs the build's compile_commands.json
 # (tools/dev/setup.sh makes it).
 #   tools/dev/tidy.sh [REV] [--function-size]
