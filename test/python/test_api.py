@@ -85,8 +85,18 @@ def test_three_steps_equal_paxrun_train(model_path, batch, bin_dir, tmp_path):
     want_losses = paxrun_train(bin_dir, str(tmp_path / "train.paxplan"), str(data),
                                str(tmp_path / "paxrun.onnx"), 3)
 
+    # A step leaves the updated weights on the devices; saving gathers
+    # them, after one step and again after three.
+    one = paxrun_train(bin_dir, str(tmp_path / "train.paxplan"), str(data),
+                       str(tmp_path / "paxrun1.onnx"), 1)
     session = paxc.Session(plan)
-    losses = [session.train_step({"x": x, "labels": labels}) for _ in range(3)]
+    losses = [session.train_step({"x": x, "labels": labels})]
+    session.save_model(tmp_path / "session1.onnx")
+    assert losses == pytest.approx(one, rel=1e-5)
+    for name, w in initializers(str(tmp_path / "paxrun1.onnx")).items():
+        np.testing.assert_allclose(initializers(str(tmp_path / "session1.onnx"))[name],
+                                   w, rtol=1e-6, atol=1e-7, err_msg=name)
+    losses += [session.train_step({"x": x, "labels": labels}) for _ in range(2)]
     assert session.step == 3
     session.save_model(tmp_path / "session.onnx")
     np.testing.assert_allclose(losses, want_losses, rtol=1e-5)

@@ -2,6 +2,7 @@
 #include "tools/driver/Session.h"
 
 #include "runtime/Backend.h"
+#include "runtime/Exchange.h"
 #include "runtime/PlanCheck.h"
 #include "runtime/Run.h"
 #include "tools/common/Checkpoint.h"
@@ -55,6 +56,7 @@ public:
   llvm::Error runDevices(std::vector<runtime::Tensor> &outputs,
                          runtime::ThreadRunOptions o, bool training);
   llvm::Error keepStep(const std::vector<runtime::Tensor> &outputs);
+  llvm::Error gatherUpdates();
   NamedTensors named(std::vector<runtime::Tensor> &outputs) const;
 
   plan::Plan plan;
@@ -75,6 +77,9 @@ public:
   std::vector<runtime::DeviceStats> stats;
   /// The constant weights are in the devices' arenas from the last run.
   bool weightsWarm = false;
+  /// Whether the host's copies of the updated weights are the last step's
+  /// (a step gathers the loss alone; gatherUpdates assembles them).
+  bool hostCurrent = true;
   unsigned step = 0;
   /// One call at a time (the devices and their arenas are the session's).
   std::mutex busy;
@@ -226,8 +231,40 @@ Session::State::keepStep(const std::vector<runtime::Tensor> &outputs) {
                                devices.buffers[d], resident[d]))
       return err;
   }
+  // The updates gathered every step (the loss scale's); the others stay on
+  // the devices until gatherUpdates.
   for (const auto &[index, name] : updates)
-    feed->set(name, outputs[size_t(index)]);
+    if (gatheredEveryStep(plan.outputs(index).name()))
+      feed->set(name, outputs[size_t(index)]);
+  return llvm::Error::success();
+}
+
+/// The host's copies of the updated weights, assembled from the blocks
+/// each device owns (one owner per element), where the steps since the
+/// last left them there.
+llvm::Error Session::State::gatherUpdates() {
+  if (hostCurrent)
+    return llvm::Error::success();
+  for (const auto &[index, name] : updates) {
+    if (gatheredEveryStep(plan.outputs(index).name()))
+      continue;
+    const plan::TensorInfo &info = plan.outputs(index);
+    std::vector<int64_t> shape = shapeOf(info.shape());
+    runtime::Tensor whole = runtime::Tensor::zeros(info.dtype(), shape);
+    std::vector<int64_t> origin(shape.size(), 0);
+    int64_t covered = 0;
+    for (const ResidentFeed &r : resident)
+      for (const TensorBlock *b : r.ownedBlocks())
+        if (b->name == name)
+          covered +=
+              runtime::moveOverlap(b->t, b->lo, whole, origin, /*add=*/false);
+    if (covered != whole.numel())
+      return llvm::createStringError(
+          "internal: the devices own " + llvm::Twine(covered) + " of the " +
+          llvm::Twine(whole.numel()) + " elements of update '" + name + "'");
+    feed->set(name, std::move(whole));
+  }
+  hostCurrent = true;
   return llvm::Error::success();
 }
 
@@ -259,7 +296,9 @@ llvm::Expected<NamedTensors> Session::run(const NamedTensors &feeds) {
   if (auto err = s.bindFeeds(feeds))
     return err;
   // A run overwrites the arenas that hold a training step's weights: the
-  // next step loads the host's copies.
+  // next step loads the host's copies, gathered first.
+  if (auto err = s.gatherUpdates())
+    return err;
   s.resident.clear();
   runtime::ThreadRunOptions o;
   o.weightsResident = s.weightsWarm && s.weightFeeds.empty();
@@ -284,6 +323,14 @@ llvm::Expected<double> Session::trainStep(const NamedTensors &feeds) {
   o.carryWeights = !s.resident.empty();
   if (s.resident.empty())
     s.resident.assign(s.progs.size(), ResidentFeed(*s.feed));
+  for (ResidentFeed &r : s.resident)
+    r.hostCurrent = s.hostCurrent;
+  // The loss (and the loss scale) reach the host; the updates stay on the
+  // devices that own them.
+  o.leaveOutputs.assign(size_t(s.plan.outputs_size()), false);
+  for (const auto &[index, name] : s.updates)
+    o.leaveOutputs[size_t(index)] =
+        !gatheredEveryStep(s.plan.outputs(index).name());
   s.weightsWarm = false;
   std::vector<runtime::Tensor> outputs;
   if (auto err = s.runDevices(outputs, o, /*training=*/true)) {
@@ -292,12 +339,15 @@ llvm::Expected<double> Session::trainStep(const NamedTensors &feeds) {
   }
   if (auto err = s.keepStep(outputs))
     return err;
+  s.hostCurrent = false;
   ++s.step;
   return outputs[0].real(0);
 }
 
-llvm::Error Session::saveModel(const std::string &path) const {
+llvm::Error Session::saveModel(const std::string &path) {
   std::lock_guard<std::mutex> lock(state->busy);
+  if (auto err = state->gatherUpdates())
+    return err;
   return pax::saveModel(path, state->model, *state->feed);
 }
 
@@ -323,6 +373,7 @@ llvm::Error Session::loadCheckpoint(const std::string &dir) {
   s.feed->resumeFrom(std::move(*reader));
   s.resident.clear();
   s.weightsWarm = false;
+  s.hostCurrent = true;
   return llvm::Error::success();
 }
 

@@ -3,7 +3,9 @@
 // paxrun's run and --train for other programs: a plan's devices made once
 // (one thread each), its inputs fed by name and checked against the plan,
 // its outputs returned by name; a training plan's steps one call each,
-// the weights and optimizer state staying on the devices between them.
+// the weights and optimizer state staying on the devices between them
+// (a step brings the loss alone to the host; the updated weights are
+// gathered from the devices' blocks when saved or run).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -50,8 +52,9 @@ public:
   llvm::Expected<double> trainStep(const NamedTensors &feeds);
   /// Training steps taken (from a loaded checkpoint's on).
   unsigned step() const;
-  /// The plan's model with its trained weights, as paxrun --save writes.
-  llvm::Error saveModel(const std::string &path) const;
+  /// The plan's model with its trained weights, as paxrun --save writes
+  /// (gathered from the devices that own them).
+  llvm::Error saveModel(const std::string &path);
   /// The weights and optimizer state and the step, as paxrun --checkpoint
   /// writes (after a step).
   llvm::Error saveCheckpoint(const std::string &dir);

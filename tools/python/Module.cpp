@@ -222,7 +222,7 @@ void bindSession(py::module_ &m) {
            })
       .def_property_readonly("step", &driver::Session::step)
       .def("save_model",
-           [](const driver::Session &s, const std::string &path) {
+           [](driver::Session &s, const std::string &path) {
              py::gil_scoped_release release;
              orThrow(s.saveModel(path));
            })
