@@ -98,14 +98,26 @@ llvm::Expected<plan::Plan> decodePlan(llvm::StringRef bytes,
   return plan;
 }
 
-llvm::Error writePlanFile(const plan::Plan &plan, llvm::StringRef path) {
+llvm::Error writeFileBytes(llvm::StringRef path, llvm::StringRef bytes,
+                           bool text) {
   std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  llvm::raw_fd_ostream os(
+      path, ec, text ? llvm::sys::fs::OF_Text : llvm::sys::fs::OF_None);
   if (ec)
     return llvm::createStringError("cannot write '" + path +
                                    "': " + ec.message());
-  os << encodePlan(plan);
-  return llvm::Error::success();
+  os << bytes;
+  os.close();
+  if (!os.has_error())
+    return llvm::Error::success();
+  // (A stream destroyed with its error still set ends the process.)
+  std::string why = os.error().message();
+  os.clear_error();
+  return llvm::createStringError("cannot write '" + path + "': " + why);
+}
+
+llvm::Error writePlanFile(const plan::Plan &plan, llvm::StringRef path) {
+  return writeFileBytes(path, encodePlan(plan));
 }
 
 llvm::Expected<plan::Plan> readPlanFile(llvm::StringRef path) {

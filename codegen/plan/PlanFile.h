@@ -41,6 +41,11 @@ std::string encodePlan(const plan::Plan &plan);
 llvm::Expected<plan::Plan> decodePlan(llvm::StringRef bytes,
                                       llvm::StringRef origin);
 
+/// Writes \p bytes to \p path (binary; text with \p text); an error where
+/// the file cannot be opened or written whole (a full disk).
+llvm::Error writeFileBytes(llvm::StringRef path, llvm::StringRef bytes,
+                           bool text = false);
+
 /// Writes \p plan to \p path.
 llvm::Error writePlanFile(const plan::Plan &plan, llvm::StringRef path);
 

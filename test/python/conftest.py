@@ -67,3 +67,17 @@ def src_dir():
 
 
 sys.dont_write_bytecode = True
+
+
+@pytest.fixture(scope="session")
+def fed_weight_path(tmp_path_factory):
+    """The perceptron with W2 a graph input (no initializer): a weight the
+    caller feeds by name."""
+    model = perceptron()
+    w2 = next(t for t in model.graph.initializer if t.name == "W2")
+    model.graph.initializer.remove(w2)
+    model.graph.input.append(
+        helper.make_tensor_value_info("W2", TensorProto.FLOAT, [HIDDEN, CLASSES]))
+    path = tmp_path_factory.mktemp("fed") / "fed_weight.onnx"
+    onnx.save(model, str(path))
+    return str(path)

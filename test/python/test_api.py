@@ -280,3 +280,52 @@ def test_strategy_from_a_file(model_path, tmp_path):
     again = paxc.compile(model_path, gpus=4, strategy=str(path))
     assert [op["config"] for op in again.strategy()["ops"]] == \
         [op["config"] for op in plan.strategy()["ops"]]
+
+
+def test_weights_fed_by_name_are_read_each_run(fed_weight_path, batch):
+    x, _ = batch
+    session = paxc.Session(paxc.compile(fed_weight_path, gpus=2))
+    ort = onnxruntime.InferenceSession(fed_weight_path,
+                                       providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(5)
+    for _ in range(2):
+        w2 = rng.standard_normal((32, 10)).astype(np.float32)
+        got = session.run({"x": x, "W2": w2})["logits"]
+        np.testing.assert_allclose(got, ort.run(None, {"x": x, "W2": w2})[0],
+                                   rtol=1e-5, atol=1e-6)
+    with pytest.raises(paxc.Error, match="weight 'W2' is float32 \\[16, 10\\], "
+                                         "the plan reads float32 \\[32, 10\\]"):
+        session.run({"x": x, "W2": np.zeros((16, 10), np.float32)})
+    with pytest.raises(paxc.Error, match="weight 'W2' is a graph input"):
+        session.run({"x": x})
+
+
+def test_gpus_is_the_device_count_whatever_the_cluster(model_path):
+    assert paxc.compile(model_path, cluster="dgx-h100").devices == 1
+    assert paxc.compile(model_path, cluster="dgx-h100", gpus=2).devices == 2
+
+
+def test_big_endian_and_empty_inputs_raise(model_path, sessions, batch):
+    x, _ = batch
+    with pytest.raises(paxc.Error, match="big-endian"):
+        sessions[0].run({"x": x.astype(">f4")})
+    with pytest.raises(paxc.Error, match="no bytes"):
+        paxc.compile(b"")
+
+
+def test_loaded_checkpoint_is_what_save_model_writes(model_path, batch, tmp_path):
+    x, labels = batch
+    feeds = {"x": x, "labels": labels}
+    plan = paxc.compile(model_path, gpus=2, **TRAIN)
+    first = paxc.Session(plan)
+    first.train_step(feeds)
+    first.train_step(feeds)
+    first.save_checkpoint(tmp_path / "ckpt")
+    first.save_model(tmp_path / "at_checkpoint.onnx")
+    resumed = paxc.Session(plan)
+    resumed.load_checkpoint(tmp_path / "ckpt")
+    resumed.save_model(tmp_path / "resumed.onnx")
+    want = initializers(str(tmp_path / "at_checkpoint.onnx"))
+    got = initializers(str(tmp_path / "resumed.onnx"))
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)

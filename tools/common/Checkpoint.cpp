@@ -1,6 +1,7 @@
 //===- Checkpoint.cpp - A training session's sharded checkpoints ----------===//
 #include "tools/common/Checkpoint.h"
 
+#include "codegen/plan/PlanFile.h"
 #include "frontend/TensorProto.h"
 #include "runtime/Exchange.h"
 #include "tools/common/TensorFiles.h"
@@ -53,14 +54,8 @@ static std::string shardName(unsigned step, unsigned device) {
 /// Writes \p text to \p path through a temporary renamed into place.
 static llvm::Error writeWhole(const std::string &path, llvm::StringRef text) {
   std::string tmp = path + ".tmp";
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream out(tmp, ec);
-    if (ec)
-      return llvm::createStringError("cannot write '" + tmp +
-                                     "': " + ec.message());
-    out << text;
-  }
+  if (auto err = writeFileBytes(tmp, text))
+    return err;
   if (std::error_code ec = llvm::sys::fs::rename(tmp, path))
     return llvm::createStringError("cannot write '" + path +
                                    "': " + ec.message());

@@ -2,6 +2,7 @@
 #include "tools/common/TensorFiles.h"
 
 #include "codegen/EmitCompute.h"
+#include "codegen/plan/PlanFile.h"
 #include "frontend/TensorProto.h"
 
 #include "llvm/Support/MemoryBuffer.h"
@@ -247,15 +248,9 @@ onnx::TensorProto toTensorProto(llvm::StringRef name,
 llvm::Error writeTensorFile(llvm::StringRef path, llvm::StringRef name,
                             const runtime::Tensor &t) {
   onnx::TensorProto proto = toTensorProto(name, t);
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    return llvm::createStringError("cannot write '" + path +
-                                   "': " + ec.message());
   std::string bytes;
   proto.SerializeToString(&bytes);
-  os << bytes;
-  return llvm::Error::success();
+  return writeFileBytes(path, bytes);
 }
 
 void copyValues(const ConstTensor &c, runtime::Tensor &out) {

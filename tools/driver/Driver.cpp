@@ -34,26 +34,35 @@ static llvm::Expected<std::string> writeModelBytes(llvm::StringRef bytes,
                                                    llvm::StringRef name) {
   if (bytes.empty())
     return llvm::createStringError("the model '" + name + "' has no bytes");
-  int fd;
   llvm::SmallString<256> path;
-  if (auto ec =
-          llvm::sys::fs::createTemporaryFile("paxc-model", "onnx", fd, path))
+  if (auto ec = llvm::sys::fs::createTemporaryFile("paxc-model", "onnx", path))
     return llvm::createStringError("cannot write the model's bytes: " +
                                    ec.message());
-  llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-  os << bytes;
-  os.close();
-  if (os.has_error())
-    return llvm::createStringError("cannot write '" + path +
-                                   "': " + os.error().message());
+  if (auto err = writeFileBytes(path, bytes)) {
+    llvm::sys::fs::remove(path);
+    return err;
+  }
   return path.str().str();
+}
+
+/// paxc's arguments for \p model and \p options: the model's absolute
+/// path (no path reads as an option, `-x` or `@file`), then --NAME=VALUE.
+static std::vector<std::string> compileArgs(const std::string &model,
+                                            const CompileOptions &options) {
+  llvm::SmallString<256> absolute(model);
+  llvm::sys::fs::make_absolute(absolute);
+  std::vector<std::string> args = {absolute.str().str()};
+  for (const auto &[name, value] : options.options)
+    args.push_back("--" + name + "=" + value);
+  return args;
 }
 
 llvm::Expected<Compiled> compile(const CompileOptions &options) {
   if (auto err = checkOptionNames(options))
     return err;
   std::string model = options.model;
-  if (!options.modelBytes.empty()) {
+  bool fromBytes = !options.modelBytes.empty();
+  if (fromBytes) {
     auto path = writeModelBytes(options.modelBytes, options.model);
     if (!path)
       return path.takeError();
@@ -61,12 +70,18 @@ llvm::Expected<Compiled> compile(const CompileOptions &options) {
   }
   if (model.empty())
     return llvm::createStringError("no model given");
-  std::vector<std::string> args = {model};
-  for (const auto &[name, value] : options.options)
-    args.push_back("--" + name + "=" + value);
-  auto compiled = paxc::compilePlan(args);
-  if (!compiled)
-    return compiled.takeError();
+  auto compiled = paxc::compilePlan(compileArgs(model, options));
+  if (!compiled) {
+    if (!fromBytes)
+      return compiled.takeError();
+    // A plan that failed names no model file: the bytes' copy goes, and
+    // the message names the bytes as the caller does.
+    llvm::sys::fs::remove(model);
+    std::string message = llvm::toString(compiled.takeError());
+    for (size_t at; (at = message.find(model)) != std::string::npos;)
+      message.replace(at, model.size(), options.model);
+    return llvm::createStringError(message);
+  }
   return Compiled{std::move(compiled->plan), std::move(compiled->reportJson),
                   std::move(compiled->reportText), model};
 }

@@ -83,6 +83,16 @@ public:
   unsigned step = 0;
   /// One call at a time (the devices and their arenas are the session's).
   std::mutex busy;
+  /// Why the session cannot go on: a step failed while the only copy of
+  /// the trained weights was on the devices (loadCheckpoint clears it).
+  std::string broken;
+  llvm::Error checkUsable() const {
+    if (broken.empty())
+      return llvm::Error::success();
+    return llvm::createStringError(
+        broken + "; the weights trained since the last save are lost: "
+                 "load_checkpoint(DIR) to go on");
+  }
 };
 
 /// The backend's devices, one per program of the plan.
@@ -191,6 +201,10 @@ llvm::Error Session::State::bindFeeds(const NamedTensors &feeds) {
                                      ")");
     weightFeeds[name] = t;
   }
+  // A weight fed by name is read anew each run (and checked then).
+  for (const std::string &name : graphInputs)
+    if (!planInputs.count(name))
+      feed->forget(name);
   return llvm::Error::success();
 }
 
@@ -293,6 +307,8 @@ unsigned Session::step() const { return state->step; }
 llvm::Expected<NamedTensors> Session::run(const NamedTensors &feeds) {
   State &s = *state;
   std::lock_guard<std::mutex> lock(s.busy);
+  if (auto err = s.checkUsable())
+    return err;
   if (auto err = s.bindFeeds(feeds))
     return err;
   // A run overwrites the arenas that hold a training step's weights: the
@@ -316,6 +332,8 @@ llvm::Expected<double> Session::trainStep(const NamedTensors &feeds) {
     return llvm::createStringError(
         "train_step needs a training plan: the loss first, then the updates "
         "(compile with mode='train' and a loss)");
+  if (auto err = s.checkUsable())
+    return err;
   if (auto err = s.bindFeeds(feeds))
     return err;
   runtime::ThreadRunOptions o;
@@ -333,12 +351,17 @@ llvm::Expected<double> Session::trainStep(const NamedTensors &feeds) {
         !gatheredEveryStep(s.plan.outputs(index).name());
   s.weightsWarm = false;
   std::vector<runtime::Tensor> outputs;
-  if (auto err = s.runDevices(outputs, o, /*training=*/true)) {
+  llvm::Error err = s.runDevices(outputs, o, /*training=*/true);
+  if (!err)
+    err = s.keepStep(outputs);
+  if (err) {
+    // The devices' blocks are no step's whole state now.
+    if (!s.hostCurrent)
+      s.broken =
+          "a training step failed (" + llvm::toString(std::move(err)) + ")";
     s.resident.clear();
-    return err;
+    return s.broken.empty() ? std::move(err) : s.checkUsable();
   }
-  if (auto err = s.keepStep(outputs))
-    return err;
   s.hostCurrent = false;
   ++s.step;
   return outputs[0].real(0);
@@ -346,6 +369,8 @@ llvm::Expected<double> Session::trainStep(const NamedTensors &feeds) {
 
 llvm::Error Session::saveModel(const std::string &path) {
   std::lock_guard<std::mutex> lock(state->busy);
+  if (auto err = state->checkUsable())
+    return err;
   if (auto err = state->gatherUpdates())
     return err;
   return pax::saveModel(path, state->model, *state->feed);
@@ -354,6 +379,8 @@ llvm::Error Session::saveModel(const std::string &path) {
 llvm::Error Session::saveCheckpoint(const std::string &dir) {
   State &s = *state;
   std::lock_guard<std::mutex> lock(s.busy);
+  if (auto err = s.checkUsable())
+    return err;
   if (s.resident.empty())
     return llvm::createStringError(
         "save_checkpoint: no training step has run since the session "
@@ -370,10 +397,21 @@ llvm::Error Session::loadCheckpoint(const std::string &dir) {
     return reader.takeError();
   s.step = (*reader)->step();
   s.feed->clearUpdates();
+  // The host's copies are the checkpoint's (saveModel writes them).
+  for (const auto &[index, name] : s.updates) {
+    const plan::TensorInfo &info = s.plan.outputs(index);
+    std::vector<int64_t> shape = shapeOf(info.shape());
+    runtime::Tensor whole = runtime::Tensor::zeros(info.dtype(), shape);
+    if (auto err =
+            (*reader)->read(name, std::vector<int64_t>(shape.size(), 0), whole))
+      return err;
+    s.feed->set(name, std::move(whole));
+  }
   s.feed->resumeFrom(std::move(*reader));
   s.resident.clear();
   s.weightsWarm = false;
   s.hostCurrent = true;
+  s.broken.clear();
   return llvm::Error::success();
 }
 

@@ -62,6 +62,12 @@ public:
     std::lock_guard<std::mutex> lock(m);
     overrides.clear();
   }
+  /// Forgets the whole tensor \p name read before (a weight fed as a
+  /// graph input, whose next run feeds another).
+  void forget(const std::string &name) {
+    std::lock_guard<std::mutex> lock(m);
+    cache.erase(name);
+  }
   /// From now on, the weights \p checkpoint holds load from it (unless
   /// set() gives them other values).
   void resumeFrom(std::unique_ptr<CheckpointReader> checkpoint) {

@@ -70,6 +70,9 @@ runtime::Tensor toTensor(const py::handle &obj, const std::string &what) {
   auto a = py::array::ensure(obj, py::array::c_style);
   if (!a)
     throw PaxcError(what + ": not an array");
+  if (a.dtype().byteorder() == '>')
+    throw PaxcError(what + ": a big-endian array (convert it with "
+                           "x.astype(x.dtype.newbyteorder('=')))");
   plan::DType dtype = dtypeOf(a, what);
   std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
   runtime::Tensor t = runtime::Tensor::zeros(dtype, shape);

@@ -21,12 +21,6 @@ from ._paxc import Error
 __all__ = ["Error", "Plan", "Session", "compile", "from_torch", "load_plan"]
 __version__ = "0.1.0"
 
-# The keywords compile() names, with paxc's defaults: a value equal to the
-# default is the command line without the option.
-_DEFAULTS = {"gpus": 1, "cluster": None, "mode": "infer", "loss": None,
-             "optimizer": "sgd", "lr": 0.01, "solver": "dp", "strategy": None}
-
-
 def _option_values(name, value):
     """The command line's values of one keyword: --NAME=VALUE each."""
     if isinstance(value, (list, tuple)):
@@ -57,6 +51,8 @@ def _model_source(model):
     if isinstance(model, (str, os.PathLike)):
         return os.fspath(model), b""
     if isinstance(model, (bytes, bytearray, memoryview)):
+        if not len(model):
+            raise Error("model: no bytes (an ONNX model's bytes, or a path)")
         return "<model bytes>", bytes(model)
     if hasattr(model, "SerializeToString"):
         return "<onnx.ModelProto>", model.SerializeToString()
@@ -120,17 +116,21 @@ def compile(model, *, gpus=1, cluster=None, mode="infer", loss=None,
     --mem-limit=40; a list repeats a list option such as dim)."""
     path, data = _model_source(model)
     given = {"gpus": gpus, "cluster": cluster, "mode": mode, "loss": loss,
-             "optimizer": optimizer, "lr": lr, "solver": solver,
-             "strategy": _strategy_file(strategy)}
+             "optimizer": optimizer, "lr": lr, "solver": solver}
     pairs = []
     for name, value in list(given.items()) + list(options.items()):
-        if name in _DEFAULTS and value == _DEFAULTS[name]:
-            continue
         if value is None:
             continue
         flag = name.replace("_", "-")
         pairs += [(flag, v) for v in _option_values(name, value)]
-    return Plan(_paxc.compile(path, data, pairs))
+    written = _strategy_file(strategy)
+    if written is not None:
+        pairs += [("strategy", v) for v in _option_values("strategy", written)]
+    try:
+        return Plan(_paxc.compile(path, data, pairs))
+    finally:
+        if isinstance(strategy, dict):
+            os.remove(written)
 
 
 def load_plan(path):
