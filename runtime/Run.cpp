@@ -3,6 +3,8 @@
 
 #include "runtime/Exchange.h"
 
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -26,11 +28,22 @@ void runDeviceThreads(const plan::Plan &plan,
                       std::vector<std::string> &errors) {
   size_t n = progs.size();
   auto work = [&](size_t d) {
-    if (auto err = runDevice(plan, *progs[d], feedOf(d), &comm, *set.devices[d],
-                             set.buffers[d], stats[d], options)) {
-      errors[d] = llvm::toString(std::move(err));
-      comm.abort("device " + std::to_string(progs[d]->device()) + " failed");
+    // An exception (an arena the host cannot allocate) is the device's
+    // error, not the process's end.
+    try {
+      if (auto err =
+              runDevice(plan, *progs[d], feedOf(d), &comm, *set.devices[d],
+                        set.buffers[d], stats[d], options))
+        errors[d] = llvm::toString(std::move(err));
+    } catch (const std::bad_alloc &) {
+      errors[d] = "device " + std::to_string(progs[d]->device()) +
+                  ": out of host memory";
+    } catch (const std::exception &e) {
+      errors[d] =
+          "device " + std::to_string(progs[d]->device()) + ": " + e.what();
     }
+    if (!errors[d].empty())
+      comm.abort("device " + std::to_string(progs[d]->device()) + " failed");
   };
   if (n == 1) {
     work(0);
