@@ -27,7 +27,8 @@ def test_four_devices_equal_onnxruntime(model_path, batch):
     x, _ = batch
     plan = paxc.compile(model_path, gpus=np.int64(4))
     assert plan.devices == 4
-    assert [i[0] for i in plan.inputs] == ["x"]
+    assert plan.inputs == [("x", "float32", [8, 16])]
+    assert plan.outputs == [("logits", "float32", [8, 10])]
     out = paxc.Session(plan).run({"x": x})
     assert list(out) == ["logits"]
     assert out["logits"].dtype == np.float32

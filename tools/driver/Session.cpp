@@ -18,8 +18,7 @@
 
 namespace pax::driver {
 
-/// An element type as numpy names it.
-static std::string dtypeText(plan::DType d) {
+std::string dtypeName(plan::DType d) {
   static const char *names[] = {
       "float32", "float64", "float16", "bfloat16", "int8",   "int16", "int32",
       "int64",   "uint8",   "uint16",  "uint32",   "uint64", "bool"};
@@ -31,7 +30,7 @@ static std::string typeText(plan::DType d, llvm::ArrayRef<int64_t> shape) {
   std::vector<std::string> dims;
   for (int64_t n : shape)
     dims.push_back(std::to_string(n));
-  return dtypeText(d) + " [" + llvm::join(dims, ", ") + "]";
+  return dtypeName(d) + " [" + llvm::join(dims, ", ") + "]";
 }
 
 /// An error where \p t is not of type \p d and shape \p shape (\p what

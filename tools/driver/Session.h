@@ -22,6 +22,9 @@
 
 namespace pax::driver {
 
+/// An element type as numpy names it (`float32`, `int64`, `bool`).
+std::string dtypeName(plan::DType dtype);
+
 /// Tensors by name: a run's feeds or its outputs.
 using NamedTensors = std::vector<std::pair<std::string, runtime::Tensor>>;
 

@@ -153,7 +153,7 @@ describe(const google::protobuf::RepeatedPtrField<plan::TensorInfo> &ts) {
   py::list out;
   for (const plan::TensorInfo &t : ts)
     out.append(py::make_tuple(
-        t.name(), plan::DType_Name(t.dtype()),
+        t.name(), driver::dtypeName(t.dtype()),
         std::vector<int64_t>(t.shape().begin(), t.shape().end())));
   return out;
 }

@@ -72,7 +72,8 @@ class Plan:
 
     @property
     def inputs(self):
-        """(name, element type, shape) of each input the plan reads."""
+        """(name, element type as numpy names it, shape) of each input the
+        plan reads: [("x", "float32", [8, 16])]."""
         return self._native.inputs
 
     @property
