@@ -10,6 +10,17 @@
 
 namespace pax::runtime {
 
+llvm::Error addDevices(Backend b, size_t n, unsigned first, DeviceSet &set) {
+  while (set.devices.size() < n) {
+    auto d = makeDevice(b, first + unsigned(set.devices.size()));
+    if (!d)
+      return d.takeError();
+    set.devices.push_back(std::move(*d));
+  }
+  set.buffers.resize(set.devices.size());
+  return llvm::Error::success();
+}
+
 namespace {
 std::vector<int64_t>
 shapeOf(const google::protobuf::RepeatedField<int64_t> &s) {

@@ -8,6 +8,7 @@
 #ifndef PAX_RUNTIME_RUN_H
 #define PAX_RUNTIME_RUN_H
 
+#include "runtime/Backend.h"
 #include "runtime/Device.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -23,6 +24,10 @@ struct DeviceSet {
   std::vector<std::unique_ptr<Device>> devices;
   std::vector<std::vector<Tensor>> buffers;
 };
+
+/// Grows \p set to \p n devices of backend \p b (GPU ordinals from
+/// \p first on), each with its buffers.
+llvm::Error addDevices(Backend b, size_t n, unsigned first, DeviceSet &set);
 
 struct ThreadRunOptions : RunOptions {
   /// Testing: flip the lowest bit of this device's first replica of an

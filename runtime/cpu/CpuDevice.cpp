@@ -12,14 +12,40 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
+#include <string>
+
+#include <unistd.h>
 
 namespace pax::runtime {
+
+/// The machine's memory, bytes (0 where the system does not say).
+static int64_t physicalMemory() {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? int64_t(pages) * int64_t(size) : 0;
+}
 
 llvm::Error HostMemoryDevice::reserve(int64_t bytes) {
   if (bytes < 0)
     return llvm::createStringError("a negative arena size");
-  if (arena.size() < size_t(bytes))
+  if (arena.size() >= size_t(bytes))
+    return llvm::Error::success();
+  // A plan too large for the host is an error, not an allocation that
+  // fails (under LLVM's handler, the process's end).
+  int64_t memory = physicalMemory();
+  auto tooLarge = [&] {
+    return llvm::createStringError(
+        "an arena of " + std::to_string(bytes) + " bytes does not fit in " +
+        "this machine's memory (" + std::to_string(memory) +
+        " bytes): compile it for more devices");
+  };
+  if (memory > 0 && bytes > memory)
+    return tooLarge();
+  try {
     arena.resize(size_t(bytes));
+  } catch (const std::bad_alloc &) {
+    return tooLarge();
+  }
   return llvm::Error::success();
 }
 

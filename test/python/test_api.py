@@ -330,3 +330,14 @@ def test_loaded_checkpoint_is_what_save_model_writes(model_path, batch, tmp_path
     got = initializers(str(tmp_path / "resumed.onnx"))
     for name in want:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+def test_a_plan_too_large_for_the_host_raises(src_dir, tmp_path):
+    """A 512 GiB arena: paxc.Error before anything is allocated, and the
+    process goes on."""
+    path = tmp_path / "big.onnx"
+    subprocess.run(["python3", os.path.join(src_dir, "test", "lit", "errors", "Inputs",
+                                            "big_broadcast.py"), str(path)], check=True)
+    session = paxc.Session(paxc.compile(path, gpus=2))
+    with pytest.raises(paxc.Error, match="does not fit in this machine's memory"):
+        session.run({"x": np.ones(1, np.float32)})

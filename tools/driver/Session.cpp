@@ -71,8 +71,10 @@ public:
   std::unique_ptr<Feed> feed;
   /// A training session's device-resident weights, from its first step.
   std::vector<ResidentFeed> resident;
-  /// A training plan's updates: output index and weight.
+  /// A training plan's updates: output index and weight (none, and why,
+  /// for another plan).
   std::vector<std::pair<int, std::string>> updates;
+  std::string notTraining;
   std::vector<runtime::DeviceStats> stats;
   /// The constant weights are in the devices' arenas from the last run.
   bool weightsWarm = false;
@@ -103,30 +105,7 @@ static llvm::Error makeDevices(const plan::Plan &plan, const SessionOptions &o,
                                    "': not a backend (" +
                                    runtime::backendNames() + ")");
   runtime::setAllowTf32(plan.allow_tf32());
-  for (int i = 0; i < plan.programs_size(); ++i) {
-    auto d = runtime::makeDevice(*b, unsigned(i));
-    if (!d)
-      return d.takeError();
-    set.devices.push_back(std::move(*d));
-  }
-  set.buffers.resize(set.devices.size());
-  return llvm::Error::success();
-}
-
-/// A training plan's updates (outputs `update/NAME` after the loss), or
-/// none where \p plan is not one.
-static std::vector<std::pair<int, std::string>>
-trainingUpdates(const plan::Plan &plan) {
-  std::vector<std::pair<int, std::string>> out;
-  if (plan.outputs_size() < 2 || plan.outputs(0).name() != "loss")
-    return out;
-  for (int i = 1; i < plan.outputs_size(); ++i) {
-    llvm::StringRef name = plan.outputs(i).name();
-    if (!name.consume_front("update/"))
-      return {};
-    out.push_back({i, name.str()});
-  }
-  return out;
+  return runtime::addDevices(*b, size_t(plan.programs_size()), 0, set);
 }
 
 llvm::Error Session::State::open() {
@@ -147,13 +126,12 @@ llvm::Error Session::State::open() {
     return err;
   for (const plan::DeviceProgram &p : plan.programs())
     progs.push_back(&p);
-  std::set<std::string> inits;
-  for (const auto &t : model.graph().initializer())
-    inits.insert(t.name());
-  for (const auto &in : model.graph().input())
-    if (!inits.count(in.name()))
-      graphInputs.insert(in.name());
-  updates = trainingUpdates(plan);
+  for (const std::string &name : dataInputs(model))
+    graphInputs.insert(name);
+  if (auto found = trainingUpdates(plan, "train_step"))
+    updates = std::move(*found);
+  else
+    notTraining = llvm::toString(found.takeError());
   inputs.resize(size_t(plan.inputs_size()));
   feed = std::make_unique<Feed>(
       model, llvm::sys::path::parent_path(plan.source()).str(), inputs,
@@ -327,10 +305,8 @@ llvm::Expected<NamedTensors> Session::run(const NamedTensors &feeds) {
 llvm::Expected<double> Session::trainStep(const NamedTensors &feeds) {
   State &s = *state;
   std::lock_guard<std::mutex> lock(s.busy);
-  if (s.updates.empty())
-    return llvm::createStringError(
-        "train_step needs a training plan: the loss first, then the updates "
-        "(compile with mode='train' and a loss)");
+  if (!s.notTraining.empty())
+    return llvm::createStringError(s.notTraining);
   if (auto err = s.checkUsable())
     return err;
   if (auto err = s.bindFeeds(feeds))

@@ -381,15 +381,10 @@ static llvm::Error writePlanStats(const plan::Plan &p) {
     return llvm::Error::success();
   if (auto c = flagsCluster(); !c)
     return c.takeError();
-  std::error_code ec;
-  llvm::raw_fd_ostream os(planStatsPath, ec, llvm::sys::fs::OF_Text);
-  if (ec)
-    return llvm::createStringError("cannot write '" + planStatsPath +
-                                   "': " + ec.message());
-  os << llvm::formatv("{0:2}", planStatsJson(p, theCluster->peakFlops,
-                                             theCluster->memoryBandwidth))
-     << "\n";
-  return llvm::Error::success();
+  llvm::json::Value stats =
+      planStatsJson(p, theCluster->peakFlops, theCluster->memoryBandwidth);
+  return writeFileBytes(planStatsPath, llvm::formatv("{0:2}\n", stats).str(),
+                        /*text=*/true);
 }
 
 /// The configuration space of the --config-* flags on \p cluster.

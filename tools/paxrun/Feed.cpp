@@ -236,6 +236,17 @@ llvm::Error keepUpdates(const plan::Plan &plan, const plan::DeviceProgram &prog,
 
 /// Reads the ONNX model \p plan names (binary, or text for names ending in
 /// "txt").
+std::vector<std::string> dataInputs(const onnx::ModelProto &model) {
+  std::set<std::string> inits;
+  for (const auto &t : model.graph().initializer())
+    inits.insert(t.name());
+  std::vector<std::string> out;
+  for (const auto &in : model.graph().input())
+    if (!inits.count(in.name()))
+      out.push_back(in.name());
+  return out;
+}
+
 bool readSourceModel(const plan::Plan &plan, onnx::ModelProto &model) {
   auto buf = llvm::MemoryBuffer::getFile(plan.source(), false, false);
   bool text = llvm::StringRef(plan.source()).ends_with("txt");

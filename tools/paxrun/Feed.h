@@ -31,6 +31,10 @@ shapeOf(const google::protobuf::RepeatedField<int64_t> &s) {
   return std::vector<int64_t>(s.begin(), s.end());
 }
 
+/// The graph inputs of ONNX's test-data layout: those without an
+/// initializer, in graph order (input_0 is the first of them).
+std::vector<std::string> dataInputs(const onnx::ModelProto &model);
+
 /// Reads the ONNX model \p plan names (binary, or text for names ending in
 /// "txt") into \p model; false where it cannot.
 bool readSourceModel(const plan::Plan &plan, onnx::ModelProto &model);

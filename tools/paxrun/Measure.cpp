@@ -2,6 +2,7 @@
 #include "tools/paxrun/Measure.h"
 
 #include "codegen/plan/CostDb.h"
+#include "codegen/plan/PlanFile.h"
 #include "runtime/Profile.h"
 #include "tools/paxrun/Feed.h"
 
@@ -26,12 +27,10 @@ Feed &fillFeed() {
 
 static llvm::Error writeJson(llvm::StringRef path, llvm::json::Value v,
                              llvm::StringRef option) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec)
-    return llvm::createStringError(option + ": cannot write '" + path +
-                                   "': " + ec.message());
-  os << llvm::formatv("{0:2}", v) << "\n";
+  if (auto err = writeFileBytes(path, llvm::formatv("{0:2}\n", v).str(),
+                                /*text=*/true))
+    return llvm::createStringError(option + ": " +
+                                   llvm::toString(std::move(err)));
   return llvm::Error::success();
 }
 

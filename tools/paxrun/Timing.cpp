@@ -55,16 +55,15 @@ llvm::Error writeTrace(llvm::ArrayRef<runtime::DeviceStats> stats,
         {"tid", int64_t(d)},
         {"args", llvm::json::Object{{"name", "device " + std::to_string(d)}}}});
     for (const runtime::TraceEvent &e : stats[d].trace)
-      events.push_back(llvm::json::Object{{"name", e.name},
-                                          {"cat", e.category},
-                                          {"ph", "X"},
-                                          {"pid", 0},
-                                          {"tid", int64_t(d)},
-                                          {"ts", (e.start - first) * 1e6},
-                                          {"dur", (e.end - e.start) * 1e6},
-                                          {"args", llvm::json::Object{
-                                                       {"instructions",
-                                                        e.instructions}}}});
+      events.push_back(llvm::json::Object{
+          {"name", e.name},
+          {"cat", e.category},
+          {"ph", "X"},
+          {"pid", 0},
+          {"tid", int64_t(d)},
+          {"ts", (e.start - first) * 1e6},
+          {"dur", (e.end - e.start) * 1e6},
+          {"args", llvm::json::Object{{"instructions", e.instructions}}}});
   }
   std::error_code ec;
   llvm::raw_fd_ostream os(tracePath, ec);

@@ -92,15 +92,12 @@ private:
 };
 } // namespace
 
-llvm::Error
-runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
-            const TrainingOptions &o,
-            llvm::function_ref<llvm::Error(const std::string &dir)> loadInputs,
-            StepRunner runStep, std::vector<runtime::Tensor> &outputs) {
+llvm::Expected<std::vector<std::pair<int, std::string>>>
+trainingUpdates(const plan::Plan &plan, llvm::StringRef who) {
   if (plan.outputs_size() < 2 || plan.outputs(0).name() != "loss")
     return llvm::createStringError(
-        "--train needs a training plan: the loss first, then the updates "
-        "(paxc MODEL --mode=train --loss=... -o PLAN)");
+        who + " needs a training plan: the loss first, then the updates "
+              "(paxc MODEL --mode=train --loss=... -o PLAN)");
   std::vector<std::pair<int, std::string>> updates;
   for (int i = 1; i < plan.outputs_size(); ++i) {
     llvm::StringRef name = plan.outputs(i).name();
@@ -109,6 +106,18 @@ runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
                                      "' of a training plan is not an update");
     updates.push_back({i, name.str()});
   }
+  return updates;
+}
+
+llvm::Error
+runTraining(const plan::Plan &plan, Feed &feed, const onnx::ModelProto &model,
+            const TrainingOptions &o,
+            llvm::function_ref<llvm::Error(const std::string &dir)> loadInputs,
+            StepRunner runStep, std::vector<runtime::Tensor> &outputs) {
+  auto found = trainingUpdates(plan, "--train");
+  if (!found)
+    return found.takeError();
+  const std::vector<std::pair<int, std::string>> &updates = *found;
   unsigned first = 0;
   if (!o.resumeDir.empty()) {
     auto reader = CheckpointReader::open(o.resumeDir, plan);

@@ -49,6 +49,12 @@ struct TrainingOptions {
 /// with the updates.
 bool gatheredEveryStep(llvm::StringRef name);
 
+/// A training plan's updates: each output `update/NAME` after the loss, by
+/// output index and weight name; an error (\p who needs a training plan)
+/// for any other plan.
+llvm::Expected<std::vector<std::pair<int, std::string>>>
+trainingUpdates(const plan::Plan &plan, llvm::StringRef who);
+
 /// Writes \p source with its initializers replaced by \p feed's updated
 /// values (same names, shapes and types) to \p path.
 llvm::Error saveModel(const std::string &path, const onnx::ModelProto &source,

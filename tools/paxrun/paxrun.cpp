@@ -250,15 +250,7 @@ static llvm::Error makeDevices(size_t n, unsigned first = 0) {
                                    ": not a backend (" +
                                    runtime::backendNames() + ")");
   runtime::setAllowTf32(allowTf32);
-  while (deviceSet.devices.size() < n) {
-    auto d =
-        runtime::makeDevice(*b, first + unsigned(deviceSet.devices.size()));
-    if (!d)
-      return d.takeError();
-    deviceSet.devices.push_back(std::move(*d));
-  }
-  deviceSet.buffers.resize(deviceSet.devices.size());
-  return llvm::Error::success();
+  return runtime::addDevices(*b, n, first, deviceSet);
 }
 static cl::opt<bool>
     train("train",
@@ -356,19 +348,6 @@ readInput(unsigned index, const plan::TensorInfo &info,
     return llvm::createStringError("input '" + info.name() + "' (" + path +
                                    ") has the wrong element type");
   return r;
-}
-
-/// The graph inputs of ONNX's test-data layout: those without an
-/// initializer, in graph order (input_0 is the first of them).
-static std::vector<std::string> dataInputs(const onnx::ModelProto &model) {
-  std::set<std::string> inits;
-  for (const auto &t : model.graph().initializer())
-    inits.insert(t.name());
-  std::vector<std::string> out;
-  for (const auto &in : model.graph().input())
-    if (!inits.count(in.name()))
-      out.push_back(in.name());
-  return out;
 }
 
 /// The test-data index of graph input \p name (\p fallback if unlisted).
